@@ -1,0 +1,35 @@
+import { IllegalTransitionError } from '../../errors';
+import type { Notification, NotificationDetail } from '../../states/notification';
+import { ownerOf } from '../../states/model';
+import { TASK_MODEL, type TaskState } from '../../states/task-model';
+import type { TaskRecord } from '../../generated';
+
+/**
+ * Moves a task the calling component holds to `to` and returns the notification to publish.
+ * Throws IllegalTransitionError when the model does not give `component` this transition,
+ * so a component can never change a state it does not own.
+ */
+export function transition(
+  task: TaskRecord,
+  to: TaskState,
+  component: string,
+  ts: number,
+  detail?: NotificationDetail,
+): Notification {
+  const from = task.state as TaskState;
+  if (ownerOf(TASK_MODEL, from, to) !== component) {
+    throw new IllegalTransitionError(from, to, component);
+  }
+  task.state = to;
+  const n: Notification = { kind: 'task', uid: task.uid, attempt: task.attempt, state: to, ts, component };
+  if (detail !== undefined) n.detail = detail;
+  return n;
+}
+
+/** Effects every task component has: hand tasks on, publish notifications. */
+export interface StageEffects {
+  /** Pushes tasks (already moved to the next X_PENDING) onto the next component's queue. */
+  forward(tasks: TaskRecord[]): void;
+  /** Publishes state notifications onto the updates queue. */
+  notify(notifications: Notification[]): void;
+}

@@ -1,0 +1,85 @@
+/** Base class: every error pilotfish throws on purpose carries a stable machine-readable code. */
+export abstract class PilotfishError extends Error {
+  abstract readonly code: string;
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+export interface ValidationIssue {
+  /** JSON pointer into the rejected input ('/' for the whole input). */
+  path: string;
+  message: string;
+}
+
+/** Thrown when a description, config file or wire message does not match its schema. */
+export class ValidationError extends PilotfishError {
+  readonly code = 'E_VALIDATION';
+  constructor(
+    message: string,
+    readonly issues: ValidationIssue[],
+  ) {
+    super(message);
+  }
+}
+
+/** Thrown when a component is asked for a transition the state model does not allow. */
+export class IllegalTransitionError extends PilotfishError {
+  readonly code = 'E_ILLEGAL_TRANSITION';
+  constructor(
+    readonly from: string,
+    readonly to: string,
+    readonly component: string,
+  ) {
+    super(`illegal transition ${from} -> ${to} by ${component}`);
+  }
+}
+
+/** Thrown when a socket or bridge cannot be set up or used. */
+export class TransportError extends PilotfishError {
+  readonly code = 'E_TRANSPORT';
+}
+
+/** Thrown when waiting for something took longer than allowed. */
+export class TimeoutError extends PilotfishError {
+  readonly code = 'E_TIMEOUT';
+}
+
+/** Thrown when a pilot cannot be launched or has ended. */
+export class PilotError extends PilotfishError {
+  readonly code = 'E_PILOT';
+}
+
+/** Thrown when an API is used in a way its contract forbids (closed session, unknown uid). */
+export class UsageError extends PilotfishError {
+  readonly code = 'E_USAGE';
+}
+
+/** Thrown on a branch that must be impossible; the tag names the place. */
+export class InternalError extends PilotfishError {
+  readonly code = 'E_INTERNAL';
+  constructor(tag: string, options?: ErrorOptions) {
+    super(`internal error [${tag}]`, options);
+  }
+}
+
+/** Turns anything caught into an Error without losing its message. */
+export function coerceError(e: unknown): Error {
+  if (e instanceof Error) return e;
+  return new Error(typeof e === 'string' ? e : JSON.stringify(e));
+}
+
+/** Log metadata for an error: winston drops message and stack of an Error nested in meta. */
+export function errorMeta(e: unknown): { error: { name: string; message: string; code?: string; stack?: string } } {
+  const err = coerceError(e);
+  const code = (err as { code?: unknown }).code;
+  return {
+    error: {
+      name: err.name,
+      message: err.message,
+      ...(typeof code === 'string' ? { code } : {}),
+      ...(err.stack !== undefined ? { stack: err.stack } : {}),
+    },
+  };
+}
