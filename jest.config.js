@@ -14,9 +14,10 @@ module.exports = {
       ...base,
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
-      globalTeardown: '<rootDir>/test/support/global-teardown.js',
     },
   ],
+  globalSetup: '<rootDir>/test/support/global-setup.js',
+  globalTeardown: '<rootDir>/test/support/global-teardown.js',
   testTimeout: 10_000,
   collectCoverageFrom: ['src/**/*.ts', '!src/generated/**'],
 };

@@ -55,30 +55,133 @@ function compiled(schema: { $id: string }): ValidateFunction {
 }
 
 /** Turns ajv's errors into issues that name the JSON path and what was allowed. */
-export function describeErrors(errors: readonly ErrorObject[] | null | undefined): ValidationIssue[] {
-  return (errors ?? []).map((e) => {
-    const path = e.instancePath || '/';
+export function describeErrors(
+  errors: readonly ErrorObject[] | null | undefined,
+): ValidationIssue[] {
+  const list = errors ?? [];
+  // ajv reports a bad property name twice: the failed rule (with propertyName) and a generic
+  // 'propertyNames' error; keep the first, which says what the name had to match.
+  const namedRules = new Set(
+    list
+      .filter((e) => e.propertyName !== undefined)
+      .map((e) => `${e.instancePath}\u0000${e.propertyName}`),
+  );
+  const issues: ValidationIssue[] = [];
+  for (const e of list) {
     const p = e.params as Record<string, unknown>;
+    if (
+      e.keyword === 'propertyNames' &&
+      namedRules.has(`${e.instancePath}\u0000${String(p.propertyName)}`)
+    ) {
+      continue;
+    }
     let message = e.message ?? 'invalid';
-    if (e.keyword === 'additionalProperty') {
+    if (e.keyword === 'additionalProperties') {
       message = `must not have property '${String(p.additionalProperty)}'`;
     } else if (e.keyword === 'enum') {
       message = `must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    } else if (e.keyword === 'const') {
+      message = `must be ${JSON.stringify(p.allowedValue)}`;
     }
-    return { path, message };
+    if (e.propertyName !== undefined) message = `property name '${e.propertyName}' ${message}`;
+    issues.push({ path: e.instancePath || '/', message });
+  }
+  return dedupe(issues);
+}
+
+function dedupe(issues: readonly ValidationIssue[]): ValidationIssue[] {
+  const seen = new Set<string>();
+  return issues.filter((i) => {
+    const key = `${i.path}\u0000${i.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
   });
 }
 
-/** oneOf reports every branch; keep the branch whose discriminator matched, if any. */
-function narrowOneOf(issues: ValidationIssue[], errors: readonly ErrorObject[]): ValidationIssue[] {
-  const constMiss = new Set(
-    errors.filter((e) => e.keyword === 'const').map((e) => e.schemaPath.split('/properties/')[0]),
-  );
-  if (constMiss.size === 0) return issues;
-  const kept = errors.filter(
-    (e) => e.keyword !== 'oneOf' && !constMiss.has(e.schemaPath.split('/properties/')[0]),
-  );
-  return kept.length > 0 ? describeErrors(kept) : issues;
+/** The branch index of `e` under the oneOf at schema path `oneOfPath`, or undefined. */
+function branchOf(e: ErrorObject, oneOfPath: string): string | undefined {
+  const prefix = `${oneOfPath}/`;
+  return e.schemaPath.startsWith(prefix)
+    ? e.schemaPath.slice(prefix.length).split('/')[0]
+    : undefined;
+}
+
+/**
+ * oneOf reports the errors of every branch. Narrow them to what helps a person:
+ * - branches whose discriminator (a `const` property such as `type`) did not match are dropped,
+ *   so `{type: 'cancel_tasks', uids: [1]}` reports only `/uids/0 must be string`;
+ * - when no branch's discriminator matched, one issue lists the allowed values
+ *   (`/type must be one of "cancel_tasks", …`);
+ * - when every branch misses the same required property, that one issue is kept.
+ * Outer oneOfs are narrowed before inner ones, so errors of a dropped branch stay dropped.
+ */
+function narrowOneOf(errors: readonly ErrorObject[]): ValidationIssue[] {
+  const dropped = new Set<ErrorObject>();
+  const extra: ValidationIssue[] = [];
+  const oneOfs = errors
+    .filter((e) => e.keyword === 'oneOf')
+    .sort((a, b) => a.schemaPath.length - b.schemaPath.length);
+  for (const one of oneOfs) {
+    if (dropped.has(one)) continue;
+    const inBranch = errors.filter(
+      (e) => !dropped.has(e) && branchOf(e, one.schemaPath) !== undefined,
+    );
+    if (inBranch.length === 0) continue; // failed because several branches matched: keep as is
+    const branches = new Set(inBranch.map((e) => branchOf(e, one.schemaPath)!));
+    // branch -> the discriminator it did not match
+    const missed = new Map<string, { prop: string; allowed: unknown }>();
+    for (const e of inBranch) {
+      const b = branchOf(e, one.schemaPath)!;
+      const rest = e.schemaPath.slice(one.schemaPath.length + b.length + 2);
+      const m = /^properties\/([^/]+)\/const$/.exec(rest);
+      if (m !== null && e.instancePath === `${one.instancePath}/${m[1]}`) {
+        missed.set(b, {
+          prop: m[1]!,
+          allowed: (e.params as { allowedValue: unknown }).allowedValue,
+        });
+      }
+    }
+    const drop = (pred: (e: ErrorObject) => boolean): void => {
+      dropped.add(one);
+      for (const e of inBranch) if (pred(e)) dropped.add(e);
+    };
+    if (missed.size > 0 && missed.size < branches.size) {
+      drop((e) => missed.has(branchOf(e, one.schemaPath)!));
+    } else if (missed.size > 0) {
+      drop(() => true);
+      const byProp = new Map<string, unknown[]>();
+      for (const { prop, allowed } of missed.values()) {
+        byProp.set(prop, [...(byProp.get(prop) ?? []), allowed]);
+      }
+      for (const [prop, allowed] of byProp) {
+        extra.push({
+          path: `${one.instancePath}/${prop}`,
+          message: `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}`,
+        });
+      }
+    } else {
+      const missingIn = (b: string): Set<string> =>
+        new Set(
+          inBranch
+            .filter((e) => e.keyword === 'required' && e.instancePath === one.instancePath)
+            .filter((e) => branchOf(e, one.schemaPath) === b)
+            .map((e) => String((e.params as { missingProperty: unknown }).missingProperty)),
+        );
+      const [first, ...others] = [...branches].map(missingIn);
+      const common = [...(first ?? [])].filter((prop) => others.every((s) => s.has(prop)));
+      if (common.length > 0) {
+        drop(() => true);
+        for (const prop of common) {
+          extra.push({
+            path: one.instancePath || '/',
+            message: `must have required property '${prop}'`,
+          });
+        }
+      }
+    }
+  }
+  return dedupe([...describeErrors(errors.filter((e) => !dropped.has(e))), ...extra]);
 }
 
 function parser<T>(name: string, schema: { $id: string }): (input: unknown) => T {
@@ -86,7 +189,7 @@ function parser<T>(name: string, schema: { $id: string }): (input: unknown) => T
   return (input: unknown): T => {
     if (validate(input)) return input as T;
     const errors = validate.errors ?? [];
-    const issues = narrowOneOf(describeErrors(errors), errors);
+    const issues = narrowOneOf(errors);
     const text = issues.map((i) => `${i.path} ${i.message}`).join('; ');
     throw new ValidationError(`invalid ${name}: ${text}`, issues);
   };

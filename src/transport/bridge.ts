@@ -6,51 +6,64 @@ export interface BridgeEndpoints {
   out: string;
 }
 
+type Front = zmq.Pull | zmq.XSubscriber;
+type Back = zmq.Push | zmq.XPublisher;
+
 /**
  * A forwarder between two bound sockets, so that any number of producers and consumers attach
  * to stable addresses. Queues use PULL->PUSH (each message to one consumer), pubsubs XSUB->XPUB
- * (each message to every subscriber). Runs libzmq's proxy in a worker thread.
+ * (each message to every subscriber, subscriptions flowing back). The forwarding runs on the
+ * event loop: libzmq's proxy would hold one of libuv's four pool threads per bridge, and a few
+ * bridges would then starve file I/O (fsync) of threads.
  */
 export class Bridge {
   private constructor(
-    private readonly proxy: zmq.Proxy<zmq.Pull | zmq.XSubscriber, zmq.Push | zmq.XPublisher>,
+    private readonly front: Front,
+    private readonly back: Back,
     readonly endpoints: BridgeEndpoints,
-    private readonly running: Promise<void>,
+    private readonly loops: Promise<void>[],
   ) {}
 
   /** A queue bridge. Addresses default to ephemeral loopback tcp ports. */
   static async queue(inAddr = 'tcp://127.0.0.1:0', outAddr = 'tcp://127.0.0.1:0'): Promise<Bridge> {
-    return Bridge.start(new zmq.Pull({ linger: 0 }), new zmq.Push({ linger: 0 }), inAddr, outAddr);
+    const front = new zmq.Pull({ linger: 0, receiveHighWaterMark: 10_000 });
+    const back = new zmq.Push({ linger: 0, sendHighWaterMark: 10_000 });
+    await front.bind(inAddr);
+    await back.bind(outAddr);
+    return new Bridge(front, back, Bridge.endpointsOf(front, back, inAddr, outAddr), [pump(front, back)]);
   }
 
   /** A pubsub bridge: publishers connect to `in`, subscribers to `out`. */
   static async pubsub(inAddr = 'tcp://127.0.0.1:0', outAddr = 'tcp://127.0.0.1:0'): Promise<Bridge> {
-    return Bridge.start(
-      new zmq.XSubscriber({ linger: 0 }),
-      new zmq.XPublisher({ linger: 0 }),
-      inAddr,
-      outAddr,
-    );
-  }
-
-  private static async start(
-    front: zmq.Pull | zmq.XSubscriber,
-    back: zmq.Push | zmq.XPublisher,
-    inAddr: string,
-    outAddr: string,
-  ): Promise<Bridge> {
+    const front = new zmq.XSubscriber({ linger: 0 });
+    const back = new zmq.XPublisher({ linger: 0 });
     await front.bind(inAddr);
     await back.bind(outAddr);
-    const proxy = new zmq.Proxy<zmq.Pull | zmq.XSubscriber, zmq.Push | zmq.XPublisher>(front, back);
-    const endpoints = { in: front.lastEndpoint ?? inAddr, out: back.lastEndpoint ?? outAddr };
-    const running = proxy.run();
-    return new Bridge(proxy, endpoints, running);
+    return new Bridge(front, back, Bridge.endpointsOf(front, back, inAddr, outAddr), [
+      pump(front, back),
+      pump(back, front),
+    ]);
+  }
+
+  private static endpointsOf(front: Front, back: Back, inAddr: string, outAddr: string): BridgeEndpoints {
+    return { in: front.lastEndpoint ?? inAddr, out: back.lastEndpoint ?? outAddr };
   }
 
   async close(): Promise<void> {
-    this.proxy.terminate();
-    await this.running.catch(() => undefined);
-    this.proxy.frontEnd.close();
-    this.proxy.backEnd.close();
+    this.front.close();
+    this.back.close();
+    await Promise.allSettled(this.loops);
+  }
+}
+
+/** Moves every message from `from` to `to` until either socket closes. */
+async function pump(from: zmq.Readable & zmq.Socket, to: zmq.Writable & zmq.Socket): Promise<void> {
+  try {
+    for await (const msg of from) {
+      if (to.closed) break;
+      await to.send(msg);
+    }
+  } catch (e) {
+    if (!from.closed && !to.closed) throw e;
   }
 }

@@ -1,0 +1,231 @@
+import * as os from 'node:os';
+import type { AgentConfig, Reason, TaskRecord } from '../generated';
+import { errorMeta } from '../errors';
+import { systemClock } from '../lib/clock';
+import type { Logger } from '../lib/logger';
+import type { Notification } from '../states/notification';
+import { COMPONENTS } from '../states/task-model';
+import { AgentInputStagerCore } from '../components/agent-input-stager/core';
+import { AgentOutputStagerCore } from '../components/agent-output-stager/core';
+import { AgentSchedulerCore } from '../components/agent-scheduler/core';
+import { ExecutorCore } from '../components/executor/core';
+import { SpawnerPool } from '../components/executor/spawner-pool';
+import { reason } from '../components/shared/reasons';
+import { consumeTaskBulks, sendLogged } from '../components/shared/shell';
+import { Bridge } from '../transport/bridge';
+import { ControlBus } from '../transport/control-bus';
+import { QueueReceiver, QueueSender } from '../transport/queue';
+import { UpdateWorker } from '../updater/update-worker';
+import { makeSandbox, readTail } from './sandbox-io';
+
+type Final = 'DONE' | 'FAILED' | 'CANCELED';
+
+/**
+ * Wiring of one pilot's agent: AgentInputStager -> AgentScheduler -> Executor ->
+ * AgentOutputStager over in-process queues, UpdateWorkers to the client's store, and the
+ * session's control bus for cancel and shutdown. Decisions live in the cores.
+ */
+export class Agent {
+  private readonly bridges: Bridge[] = [];
+  private readonly senders: QueueSender[] = [];
+  private readonly receivers: QueueReceiver[] = [];
+  private readonly loops: Promise<void>[] = [];
+  private workers: UpdateWorker[] = [];
+  private control!: ControlBus;
+  private pool!: SpawnerPool;
+  private input!: AgentInputStagerCore;
+  private scheduler!: AgentSchedulerCore;
+  private executor!: ExecutorCore;
+  private output!: AgentOutputStagerCore;
+  private runtimeTimer: NodeJS.Timeout | undefined;
+  private stopping: Promise<void> | undefined;
+  private resolveDone!: (r: { final: Final; message: string }) => void;
+  /** Resolves once the agent has shut down, with the pilot final state it suggests. */
+  readonly done = new Promise<{ final: Final; message: string }>((r) => (this.resolveDone = r));
+
+  constructor(
+    private readonly cfg: AgentConfig,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    const cfg = this.cfg;
+    const [scheduling, executing, staging, unschedule, updates] = await Promise.all(
+      ['scheduling', 'executing', 'staging-output', 'unschedule', 'updates'].map((q) =>
+        Bridge.queue(`inproc://${cfg.pilot}/${q}/in`, `inproc://${cfg.pilot}/${q}/out`),
+      ),
+    );
+    this.bridges.push(scheduling!, executing!, staging!, unschedule!, updates!);
+    const toScheduler = this.sender(scheduling!.endpoints.in);
+    const toExecutor = this.sender(executing!.endpoints.in);
+    const toOutput = this.sender(staging!.endpoints.in);
+    const toUnschedule = this.sender(unschedule!.endpoints.in);
+    const toClient = this.sender(cfg.addresses.managerOutput);
+    const toUpdates = this.sender(updates!.endpoints.in);
+
+    for (let i = 0; i < (cfg.updateWorkers ?? 2); i++) {
+      this.workers.push(
+        UpdateWorker.start({
+          updatesAddress: updates!.endpoints.out,
+          storeAddress: cfg.addresses.store,
+          logger: this.log.child({ component: 'UpdateWorker', worker: i }),
+          name: `${cfg.pilot}.uw${i}`,
+        }),
+      );
+    }
+    const notify = (log: Logger) => (ns: Notification[]) => sendLogged(toUpdates, ns, log, 'notify');
+    const forward = (to: QueueSender, log: Logger) => (ts: TaskRecord[]) => sendLogged(to, ts, log, 'forward');
+
+    const clock = systemClock;
+    const logIn = this.log.child({ component: COMPONENTS.agentInputStager });
+    this.input = new AgentInputStagerCore(
+      {
+        notify: notify(logIn),
+        forward: forward(toScheduler, logIn),
+        stage: (tasks) => {
+          void Promise.all(tasks.map(makeSandbox)).then((r) => this.input.onStaged(r));
+        },
+      },
+      clock,
+      cfg.sandbox,
+    );
+    const logSched = this.log.child({ component: COMPONENTS.agentScheduler });
+    this.scheduler = new AgentSchedulerCore(
+      { notify: notify(logSched), forward: forward(toExecutor, logSched) },
+      clock,
+      { name: os.hostname(), cores: cfg.cores, gpus: cfg.gpus },
+    );
+    const logExec = this.log.child({ component: COMPONENTS.executor });
+    this.pool = await SpawnerPool.start({
+      count: cfg.spawners ?? Math.max(1, Math.min(os.cpus().length, cfg.cores)),
+      logger: logExec,
+      handlers: {
+        started: (evs) => this.executor.onStartedBulk(evs),
+        exited: (evs) => this.executor.onExitedBulk(evs),
+        failed: (evs) => {
+          for (const ev of evs) this.executor.onSpawnFailed(ev.uid, ev);
+        },
+      },
+    });
+    this.executor = new ExecutorCore(
+      {
+        notify: notify(logExec),
+        forward: forward(toOutput, logExec),
+        spawn: (spec) => this.pool.spawn(spec),
+        kill: (uid, signal) => this.pool.kill(uid, signal),
+        release: (tasks) => sendLogged(toUnschedule, tasks.map((t) => ({ uid: t.uid })), logExec, 'release'),
+      },
+      clock,
+      { killGraceMs: cfg.killGraceMs ?? 3_000 },
+    );
+    const logOut = this.log.child({ component: COMPONENTS.agentOutputStager });
+    this.output = new AgentOutputStagerCore(
+      {
+        notify: notify(logOut),
+        forward: forward(toClient, logOut),
+        collect: (tasks) => {
+          void Promise.all(
+            tasks.map(async (t) => ({
+              uid: t.uid,
+              stdout: await readTail(`${t.sandbox!}/stdout`),
+              stderr: await readTail(`${t.sandbox!}/stderr`),
+            })),
+          ).then((r) => this.output.onCollected(r));
+        },
+      },
+      clock,
+    );
+
+    this.consume(cfg.addresses.agentInput, (t) => this.input.onTasks(t), logIn);
+    this.consume(scheduling!.endpoints.out, (t) => this.scheduler.onTasks(t), logSched);
+    this.consume(executing!.endpoints.out, (t) => this.executor.onTasks(t), logExec);
+    this.consume(staging!.endpoints.out, (t) => this.output.onTasks(t), logOut);
+    this.consumeReleases(unschedule!.endpoints.out, logSched);
+
+    this.control = new ControlBus({ in: cfg.addresses.controlIn, out: cfg.addresses.controlOut }, this.log);
+    this.control.on((msg) => {
+      if (msg.type === 'cancel_tasks') {
+        this.input.onCancel(msg.uids);
+        this.scheduler.onCancel(msg.uids);
+        this.executor.onCancel(msg.uids);
+        this.output.onCancel(msg.uids);
+      } else if (msg.type === 'shutdown_agent' && msg.pilot === cfg.pilot) {
+        void this.shutdown(msg.final, msg.message ?? `pilot ${msg.final.toLowerCase()} by the client`);
+      }
+    });
+    await this.control.ready();
+    this.runtimeTimer = setTimeout(
+      () => void this.shutdown('DONE', `runtime limit of ${cfg.runtimeMin} min reached`),
+      cfg.runtimeMin * 60_000,
+    );
+    await this.control.publish({
+      type: 'agent_ready',
+      pilot: cfg.pilot,
+      nodes: [{ name: os.hostname(), cores: cfg.cores, gpus: cfg.gpus }],
+    });
+    this.log.info('agent ready', { pilot: cfg.pilot, cores: cfg.cores, gpus: cfg.gpus });
+  }
+
+  /**
+   * Stops taking tasks, ends every task the agent holds (FAILED, or CANCELED when the pilot is
+   * canceled), kills their processes, flushes notifications to the store, then resolves `done`.
+   */
+  shutdown(final: Final, message: string): Promise<void> {
+    this.stopping ??= this.doShutdown(final, message);
+    return this.stopping;
+  }
+
+  private async doShutdown(final: Final, message: string): Promise<void> {
+    this.log.info('agent shutting down', { final, message });
+    clearTimeout(this.runtimeTimer);
+    for (const r of this.receivers) r.close();
+    const taskFinal = final === 'CANCELED' ? 'CANCELED' : 'FAILED';
+    const why: Reason = reason(
+      final === 'CANCELED' ? 'E_CANCELED' : 'E_PILOT_ENDED',
+      `pilot ${this.cfg.pilot} ended before the task finished: ${message}`,
+      'Agent',
+    );
+    for (const core of [this.input, this.scheduler, this.executor, this.output]) {
+      try {
+        core?.onShutdown(taskFinal, why);
+      } catch (e) {
+        this.log.error('shutdown of a component failed', errorMeta(e));
+      }
+    }
+    await this.pool?.close().catch((e: unknown) => this.log.error('spawner pool close failed', errorMeta(e)));
+    await Promise.allSettled(this.loops);
+    await Promise.all(this.senders.map((s) => s.close()));
+    await Promise.all(this.workers.map((w) => w.close()));
+    await this.control
+      ?.publish({ type: 'agent_final', pilot: this.cfg.pilot, final, message })
+      .catch(() => undefined);
+    await this.control?.close();
+    await Promise.all(this.bridges.map((b) => b.close()));
+    this.resolveDone({ final, message });
+  }
+
+  private sender(address: string): QueueSender {
+    const s = new QueueSender(address);
+    this.senders.push(s);
+    return s;
+  }
+
+  private consume(address: string, handle: (tasks: TaskRecord[]) => void, log: Logger): void {
+    const r = new QueueReceiver(address);
+    this.receivers.push(r);
+    this.loops.push(consumeTaskBulks(r, handle, log));
+  }
+
+  private consumeReleases(address: string, log: Logger): void {
+    const r = new QueueReceiver(address);
+    this.receivers.push(r);
+    this.loops.push(
+      (async () => {
+        for await (const m of r.messages()) {
+          if (m.ok && Array.isArray(m.value)) this.scheduler.onReleased(m.value as { uid: string }[]);
+          else log.error('invalid release message rejected');
+        }
+      })(),
+    );
+  }
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import { errorMeta } from '../errors';
+import { fileLogger } from '../lib/log';
+import { parseAgentConfig } from '../lib/validate';
+import { Agent } from './agent';
+
+/**
+ * pilotfish-agent CONFIG.json — runs one pilot's agent. Exits 0 after a clean shutdown
+ * (cancel, runtime limit, lost client), 2 on a bad config, 1 on a crash.
+ */
+async function main(): Promise<number> {
+  const file = process.argv[2];
+  if (file === undefined) {
+    process.stderr.write('usage: pilotfish-agent CONFIG.json\n');
+    return 2;
+  }
+  let cfg;
+  try {
+    cfg = parseAgentConfig(JSON.parse(readFileSync(file, 'utf8')));
+  } catch (e) {
+    process.stderr.write(`pilotfish-agent: bad config ${file}: ${(e as Error).message}\n`);
+    return 2;
+  }
+  const log = fileLogger(cfg.sandbox, 'agent', cfg.logLevel ?? 'info');
+  const agent = new Agent(cfg, log);
+  const stop = (final: 'FAILED' | 'CANCELED', message: string) => () => void agent.shutdown(final, message);
+  process.on('SIGTERM', stop('CANCELED', 'agent received SIGTERM'));
+  process.on('SIGINT', stop('CANCELED', 'agent received SIGINT'));
+  // The local launcher holds our stdin: EOF means the client is gone, so drain and exit.
+  process.stdin.on('end', stop('FAILED', 'lost the client (stdin closed)'));
+  process.stdin.resume();
+  try {
+    await agent.start();
+  } catch (e) {
+    log.error('agent failed to start', errorMeta(e));
+    process.stderr.write(`pilotfish-agent: failed to start: ${(e as Error).message}\n`);
+    await agent.shutdown('FAILED', `agent failed to start: ${(e as Error).message}`);
+    await log.close();
+    return 1;
+  }
+  const { final, message } = await agent.done;
+  log.info('agent exiting', { final, message });
+  await log.close();
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(`pilotfish-agent: crashed: ${String(e)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,152 @@
+import type { Reason, TaskRecord } from '../generated';
+import type { Clock } from '../lib/clock';
+import type { Logger } from '../lib/logger';
+import type { Notification } from '../states/notification';
+import { COMPONENTS } from '../states/task-model';
+import { ManagerInputStagerCore } from '../components/manager-input-stager/core';
+import { ManagerOutputStagerCore } from '../components/manager-output-stager/core';
+import { ManagerSchedulerCore, type PilotCapacity } from '../components/manager-scheduler/core';
+import { consumeTaskBulks, sendLogged } from '../components/shared/shell';
+import { Bridge } from '../transport/bridge';
+import { QueueReceiver, QueueSender } from '../transport/queue';
+
+/**
+ * The client-side components: ManagerScheduler -> ManagerInputStager -> (agents) ->
+ * ManagerOutputStager, over queues. Agents connect to `outputAddress` and to their pilot's
+ * input queue, which this pipeline creates per pilot.
+ */
+export class ManagerPipeline {
+  private readonly bridges: Bridge[] = [];
+  private readonly pilotInputs = new Map<string, { bridge: Bridge; sender: QueueSender }>();
+  /** Tasks handed to each pilot's agent and not yet back: the owner-of-last-resort's list. */
+  private readonly outstanding = new Map<string, Set<string>>();
+  private readonly senders: QueueSender[] = [];
+  private readonly receivers: QueueReceiver[] = [];
+  private readonly loops: Promise<void>[] = [];
+  private scheduler!: ManagerSchedulerCore;
+  private inputStager!: ManagerInputStagerCore;
+  private outputStager!: ManagerOutputStagerCore;
+  private toScheduler!: QueueSender;
+  /** Where agents push tasks back (a bridge's `in`). */
+  outputAddress = '';
+
+  constructor(
+    private readonly session: string,
+    private readonly notify: (ns: Notification[]) => void,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    const sched = await Bridge.queue(`inproc://${this.session}/tmgr-scheduling/in`, `inproc://${this.session}/tmgr-scheduling/out`);
+    const staging = await Bridge.queue(`inproc://${this.session}/tmgr-staging-input/in`, `inproc://${this.session}/tmgr-staging-input/out`);
+    const output = await Bridge.queue();
+    this.bridges.push(sched, staging, output);
+    this.outputAddress = output.endpoints.in;
+    this.toScheduler = this.sender(sched.endpoints.in);
+    const toStaging = this.sender(staging.endpoints.in);
+
+    const logS = this.log.child({ component: COMPONENTS.managerScheduler });
+    this.scheduler = new ManagerSchedulerCore(
+      { notify: this.notify, forward: (ts) => sendLogged(toStaging, ts, logS, 'forward') },
+      this.clock,
+    );
+    const logI = this.log.child({ component: COMPONENTS.managerInputStager });
+    this.inputStager = new ManagerInputStagerCore(
+      {
+        notify: this.notify,
+        forwardToPilot: (pilot, ts) => {
+          const q = this.pilotInputs.get(pilot);
+          if (q === undefined) {
+            logI.error('no input queue for pilot', { pilot, uids: ts.map((t) => t.uid) });
+            return;
+          }
+          let out = this.outstanding.get(pilot);
+          if (out === undefined) this.outstanding.set(pilot, (out = new Set()));
+          for (const t of ts) out.add(t.uid);
+          sendLogged(q.sender, ts, logI, 'forward to agent');
+        },
+      },
+      this.clock,
+    );
+    const logO = this.log.child({ component: COMPONENTS.managerOutputStager });
+    this.outputStager = new ManagerOutputStagerCore({ notify: this.notify }, this.clock);
+
+    this.consume(sched.endpoints.out, (ts) => this.scheduler.onTasks(ts), logS);
+    this.consume(staging.endpoints.out, (ts) => this.inputStager.onTasks(ts), logI);
+    this.consume(
+      output.endpoints.out,
+      (ts) => {
+        for (const t of ts) if (t.pilot !== undefined) this.outstanding.get(t.pilot)?.delete(t.uid);
+        this.outputStager.onTasks(ts);
+      },
+      logO,
+    );
+  }
+
+  /** Hands new tasks (in TMGR_SCHEDULING_PENDING) to the ManagerScheduler. */
+  submit(tasks: TaskRecord[]): Promise<void> {
+    return this.toScheduler.send(tasks);
+  }
+
+  /** Creates the queue a pilot's agent pulls its tasks from; returns its address. */
+  async addPilotQueue(pilot: string): Promise<string> {
+    const bridge = await Bridge.queue();
+    this.pilotInputs.set(pilot, { bridge, sender: new QueueSender(bridge.endpoints.in) });
+    return bridge.endpoints.out;
+  }
+
+  addPilot(p: PilotCapacity): void {
+    this.scheduler.onPilotAdded(p);
+  }
+
+  pilotGone(uid: string, state: string): void {
+    this.scheduler.onPilotGone(uid);
+    this.inputStager.onPilotGone(uid, state);
+    const q = this.pilotInputs.get(uid);
+    if (q !== undefined) {
+      this.pilotInputs.delete(uid);
+      void q.sender.close().then(() => q.bridge.close());
+    }
+  }
+
+  /** Uids sent to a pilot's agent that never came back (call once the pilot has ended). */
+  unreturned(pilot: string): string[] {
+    const out = this.outstanding.get(pilot);
+    this.outstanding.delete(pilot);
+    return out === undefined ? [] : [...out];
+  }
+
+  cancel(uids: string[]): void {
+    this.scheduler.onCancel(uids);
+    this.inputStager.onCancel(uids);
+    this.outputStager.onCancel(uids);
+  }
+
+  shutdown(final: 'FAILED' | 'CANCELED', why: Reason): void {
+    this.scheduler.onShutdown(final, why);
+  }
+
+  async close(): Promise<void> {
+    for (const r of this.receivers) r.close();
+    await Promise.allSettled(this.loops);
+    await Promise.all(this.senders.map((s) => s.close()));
+    for (const { bridge, sender } of this.pilotInputs.values()) {
+      await sender.close();
+      await bridge.close();
+    }
+    await Promise.all(this.bridges.map((b) => b.close()));
+  }
+
+  private sender(address: string): QueueSender {
+    const s = new QueueSender(address);
+    this.senders.push(s);
+    return s;
+  }
+
+  private consume(address: string, handle: (tasks: TaskRecord[]) => void, log: Logger): void {
+    const r = new QueueReceiver(address);
+    this.receivers.push(r);
+    this.loops.push(consumeTaskBulks(r, handle, log));
+  }
+}

@@ -1,0 +1,216 @@
+import { mkdirSync } from 'node:fs';
+import * as path from 'node:path';
+import type { AgentConfig } from '../generated';
+import { UsageError, errorMeta } from '../errors';
+import { systemClock, type Clock } from '../lib/clock';
+import { newSessionId } from '../lib/ids';
+import { fileLogger } from '../lib/log';
+import type { Logger } from '../lib/logger';
+import type { Reason } from '../generated';
+import { parseSessionOptions } from '../lib/validate';
+import type { Notification } from '../states/notification';
+import { Bridge } from '../transport/bridge';
+import { ControlBus } from '../transport/control-bus';
+import { QueueSender } from '../transport/queue';
+import { EmbeddedStore } from '../updater/embedded-store';
+import { StoreServer } from '../updater/store-server';
+import { UpdateWorker } from '../updater/update-worker';
+import { ManagerPipeline } from './manager-pipeline';
+import { teeLogger } from './tee-logger';
+
+export interface SessionOptions {
+  /** State store: 'embedded' (default) keeps an append-only file in the session directory. */
+  store?: 'embedded';
+  /** Parent directory of session directories (default: ./.pilotfish in the working dir). */
+  dir?: string;
+  uid?: string;
+  /** UpdateWorkers of the client side (default 1; agents have their own). */
+  updateWorkers?: number;
+  logLevel?: 'error' | 'warn' | 'info' | 'debug';
+  /** Also log here (the session always logs to client.log in its directory). */
+  logger?: Logger;
+}
+
+type NotificationListener = (ns: Notification[]) => void;
+type PilotEndedListener = (uid: string, state: 'DONE' | 'FAILED' | 'CANCELED', reason?: Reason) => void;
+
+/**
+ * A session hosts what the client side needs: the state store and its server, the control
+ * bus, the manager components and their queues. PilotManager and TaskManager attach to it.
+ */
+export class Session {
+  readonly clock: Clock = systemClock;
+  private bridges: Bridge[] = [];
+  private workers: UpdateWorker[] = [];
+  private updates!: QueueSender;
+  private storeServer!: StoreServer;
+  private watchLoop: Promise<void> | undefined;
+  private watchIterator: AsyncIterator<{ cursor: number; notifications: Notification[] }> | undefined;
+  private readonly listeners = new Set<NotificationListener>();
+  private readonly pilotEnded = new Set<PilotEndedListener>();
+  private taskCounter = 0;
+  private pilotCounter = 0;
+  private readonly closers: (() => Promise<void>)[] = [];
+  private delivered = 0;
+  private readonly caughtUp: { upTo: number; resolve(): void }[] = [];
+  private closed = false;
+  control!: ControlBus;
+  pipeline!: ManagerPipeline;
+  store!: EmbeddedStore;
+
+  private constructor(
+    readonly uid: string,
+    readonly dir: string,
+    readonly log: Logger & { close?: () => Promise<void> },
+    private readonly fileLog: { close(): Promise<void> },
+  ) {}
+
+  static async open(options: SessionOptions = {}): Promise<Session> {
+    const { logger, ...rest } = options;
+    const opts = parseSessionOptions(rest);
+    const uid = opts.uid ?? newSessionId();
+    const dir = path.resolve(opts.dir ?? path.join(process.cwd(), '.pilotfish'), uid);
+    mkdirSync(dir, { recursive: true });
+    const file = fileLogger(dir, 'client', opts.logLevel ?? 'info');
+    const log = logger !== undefined ? teeLogger(file, logger) : file;
+    const s = new Session(uid, dir, log, file);
+    try {
+      await s.start(opts.updateWorkers ?? 1);
+    } catch (e) {
+      log.error('session failed to open', errorMeta(e));
+      await s.close();
+      throw e;
+    }
+    return s;
+  }
+
+  private async start(nWorkers: number): Promise<void> {
+    this.store = await EmbeddedStore.open(this.dir);
+    this.storeServer = await StoreServer.start(this.store, { logger: this.log.child({ component: 'StoreServer' }) });
+    const control = await Bridge.pubsub();
+    const updates = await Bridge.queue(`inproc://${this.uid}/updates/in`, `inproc://${this.uid}/updates/out`);
+    this.bridges.push(control, updates);
+    this.control = new ControlBus(control.endpoints, this.log.child({ component: 'ControlBus' }));
+    this.updates = new QueueSender(updates.endpoints.in);
+    for (let i = 0; i < nWorkers; i++) {
+      this.workers.push(
+        UpdateWorker.start({
+          updatesAddress: updates.endpoints.out,
+          storeAddress: this.storeServer.endpoint,
+          logger: this.log.child({ component: 'UpdateWorker', worker: i }),
+          name: `${this.uid}.client.uw${i}`,
+        }),
+      );
+    }
+    this.pipeline = new ManagerPipeline(this.uid, (ns) => this.notify(ns), this.clock, this.log);
+    await this.pipeline.start();
+    await this.control.ready();
+    this.watchLoop = this.follow();
+  }
+
+  /** Publishes client-side notifications onto the session's updates queue. */
+  notify(ns: Notification[]): void {
+    if (ns.length === 0) return;
+    this.updates.send(ns).catch((e: unknown) => this.log.error('notify failed', errorMeta(e)));
+  }
+
+  /** Every notification the store accepts, in store order, in bulks. */
+  onNotifications(listener: NotificationListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Listens for pilots reaching a final state (TaskManagers recover their tasks). */
+  onPilotEnded(listener: PilotEndedListener): () => void {
+    this.pilotEnded.add(listener);
+    return () => this.pilotEnded.delete(listener);
+  }
+
+  /** Called by the PilotManager that owns the pilot. */
+  emitPilotEnded(uid: string, state: 'DONE' | 'FAILED' | 'CANCELED', reason?: Reason): void {
+    this.pipeline.pilotGone(uid, state);
+    for (const l of this.pilotEnded) l(uid, state, reason);
+  }
+
+  /** Session-wide ids, so several managers never collide. */
+  nextTaskUid(): string {
+    return `task.${String(this.taskCounter++).padStart(6, '0')}`;
+  }
+
+  nextPilotUid(): string {
+    return `pilot.${String(this.pilotCounter++).padStart(4, '0')}`;
+  }
+
+  /** Resolves once every notification the store holds now has been delivered to listeners. */
+  async drained(): Promise<void> {
+    const upTo = this.store.size;
+    if (this.delivered >= upTo) return;
+    await new Promise<void>((resolve) => this.caughtUp.push({ upTo, resolve }));
+  }
+
+  /** Address book an agent of this session needs. */
+  agentAddresses(agentInput: string): AgentConfig['addresses'] {
+    const control = this.bridges[0]!.endpoints;
+    return {
+      agentInput,
+      managerOutput: this.pipeline.outputAddress,
+      controlIn: control.in,
+      controlOut: control.out,
+      store: this.storeServer.endpoint,
+    };
+  }
+
+  /** Runs `fn` at close, before the store and the bridges go (PilotManagers cancel pilots). */
+  atClose(fn: () => Promise<void>): void {
+    this.closers.push(fn);
+  }
+
+  assertOpen(): void {
+    if (this.closed) throw new UsageError(`session ${this.uid} is closed`);
+  }
+
+  /** Shuts down every pilot of the session, flushes the store and releases every socket. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const fn of this.closers.splice(0).reverse()) {
+      await fn().catch((e: unknown) => this.log.error('close step failed', errorMeta(e)));
+    }
+    await this.pipeline?.close();
+    await this.updates?.close();
+    await Promise.all(this.workers.map((w) => w.close()));
+    await this.storeServer?.close();
+    await this.watchIterator?.return?.();
+    await this.store?.close();
+    await this.watchLoop;
+    await this.control?.close();
+    await Promise.all(this.bridges.map((b) => b.close()));
+    for (const c of this.caughtUp.splice(0)) c.resolve();
+    await this.fileLog.close();
+  }
+
+  private async follow(): Promise<void> {
+    const it = this.store.watch(0)[Symbol.asyncIterator]();
+    this.watchIterator = it;
+    try {
+      for (;;) {
+        const r = await it.next();
+        if (r.done === true) break;
+        const { notifications } = r.value;
+        for (const l of this.listeners) {
+          try {
+            l(notifications);
+          } catch (e) {
+            this.log.error('notification listener failed', errorMeta(e));
+          }
+        }
+        this.delivered = r.value.cursor + notifications.length;
+        for (let i = this.caughtUp.length - 1; i >= 0; i--) {
+          if (this.caughtUp[i]!.upTo <= this.delivered) this.caughtUp.splice(i, 1)[0]!.resolve();
+        }
+      }
+    } catch (e) {
+      if (!this.closed) this.log.error('store watch stopped', errorMeta(e));
+    }
+  }
+}

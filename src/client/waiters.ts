@@ -1,0 +1,61 @@
+import { TimeoutError } from '../errors';
+
+interface Waiter {
+  pending: Set<string>;
+  states: ReadonlySet<string>;
+  resolve(): void;
+  reject(e: Error): void;
+  timer?: NodeJS.Timeout;
+}
+
+/** Promises that resolve once every named entity has reached one of the wanted states. */
+export class Waiters {
+  private readonly waiters = new Set<Waiter>();
+
+  wait(
+    uids: Iterable<string>,
+    states: ReadonlySet<string>,
+    current: (uid: string) => string | undefined,
+    timeoutMs: number | undefined,
+    what: string,
+  ): Promise<void> {
+    const pending = new Set<string>();
+    for (const u of uids) {
+      const s = current(u);
+      if (s === undefined || !states.has(s)) pending.add(u);
+    }
+    if (pending.size === 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const w: Waiter = { pending, states, resolve, reject };
+      if (timeoutMs !== undefined) {
+        w.timer = setTimeout(() => {
+          this.waiters.delete(w);
+          const some = [...pending].slice(0, 5).map((u) => `${u} (${current(u) ?? 'unknown'})`);
+          reject(new TimeoutError(`${what}: ${pending.size} still not there after ${timeoutMs} ms: ${some.join(', ')}`));
+        }, timeoutMs);
+      }
+      this.waiters.add(w);
+    });
+  }
+
+  /** Call for every delivered state. */
+  update(uid: string, state: string): void {
+    for (const w of this.waiters) {
+      if (!w.pending.has(uid) || !w.states.has(state)) continue;
+      w.pending.delete(uid);
+      if (w.pending.size === 0) {
+        clearTimeout(w.timer);
+        this.waiters.delete(w);
+        w.resolve();
+      }
+    }
+  }
+
+  rejectAll(e: Error): void {
+    for (const w of this.waiters) {
+      clearTimeout(w.timer);
+      w.reject(e);
+    }
+    this.waiters.clear();
+  }
+}

@@ -1,0 +1,212 @@
+/**
+ * Spawner helper: a small long-lived Node process that forks tasks for the agent, because
+ * forking from the agent's big heap is slow (DESIGN.md §6). It imports node built-ins only, so
+ * it starts fast and stays small. Protocol: newline-delimited JSON on stdin/stdout.
+ *   in:  {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath} | {"op":"kill",uid,signal}
+ *   out: {"ev":"ready",pid} first, then {"ev":"started",uid,pid} | {"ev":"exited",uid,exitCode,signal}
+ *        | {"ev":"failed",uid,code,message} | {"ev":"error",message}
+ * When stdin ends (the agent closed it or died) it SIGKILLs every process group it still runs,
+ * waits for them and exits, so no task outlives the agent.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, openSync } from 'node:fs';
+
+interface SpawnOp {
+  op: 'spawn';
+  uid: string;
+  executable: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd: string;
+  stdoutPath: string;
+  stderrPath: string;
+}
+
+const children = new Map<string, ChildProcess>();
+let outbox: string[] = [];
+let stopping = false;
+let stdoutBroken = false;
+
+const ERRNO_TEXT: Record<string, string> = {
+  ENOENT: 'no such file or directory',
+  EACCES: 'permission denied',
+  ENOEXEC: 'not an executable format',
+  ENOTDIR: 'a path component is not a directory',
+  EISDIR: 'is a directory',
+  E2BIG: 'argument list too long',
+  EMFILE: 'too many open files',
+  EAGAIN: 'too many processes',
+  ENOMEM: 'out of memory',
+};
+
+/** Queues an event; all events of one loop turn go out in a single write. */
+function emit(ev: Record<string, unknown>): void {
+  if (stdoutBroken) return;
+  outbox.push(JSON.stringify(ev));
+  if (outbox.length === 1) setImmediate(flush);
+}
+
+function flush(): void {
+  if (outbox.length === 0 || stdoutBroken) return;
+  const text = outbox.join('\n') + '\n';
+  outbox = [];
+  process.stdout.write(text);
+}
+
+function errnoOf(e: unknown): string {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : 'EIO';
+}
+
+function describe(code: string, e: unknown): string {
+  return ERRNO_TEXT[code] ?? (e instanceof Error ? e.message : String(e));
+}
+
+function doSpawn(m: SpawnOp): void {
+  const { uid } = m;
+  if (children.has(uid)) {
+    emit({ ev: 'failed', uid, code: 'EEXIST', message: `task '${uid}' is already running` });
+    return;
+  }
+  const fds: number[] = [];
+  try {
+    for (const path of [m.stdoutPath, m.stderrPath]) {
+      try {
+        fds.push(openSync(path, 'w'));
+      } catch (e) {
+        const code = errnoOf(e);
+        const message = `cannot open '${path}' for writing: ${describe(code, e)}`;
+        emit({ ev: 'failed', uid, code, message });
+        return;
+      }
+    }
+    const child = spawn(m.executable, m.args, {
+      cwd: m.cwd,
+      env: { ...process.env, ...m.env },
+      detached: true, // own process group, so kill reaches the task's children too
+      stdio: ['ignore', fds[0], fds[1]],
+    });
+    watch(uid, child, m.cwd);
+  } catch (e) {
+    // spawn throws synchronously on bad arguments (e.g. a NUL byte in an argument)
+    const code = errnoOf(e);
+    emit({ ev: 'failed', uid, code, message: describe(code, e) });
+  } finally {
+    for (const fd of fds) closeSync(fd);
+  }
+}
+
+function watch(uid: string, child: ChildProcess, cwd: string): void {
+  children.set(uid, child);
+  let spawned = false;
+  child.once('spawn', () => {
+    spawned = true;
+    emit({ ev: 'started', uid, pid: child.pid });
+  });
+  child.on('error', (e) => {
+    if (spawned) return; // a failed kill; the exit still comes
+    children.delete(uid);
+    const code = errnoOf(e);
+    // Node reports a missing cwd as ENOENT of the executable: say which one it was.
+    const message =
+      code === 'ENOENT' && !existsSync(cwd)
+        ? `working directory '${cwd}' does not exist`
+        : describe(code, e);
+    emit({ ev: 'failed', uid, code, message });
+    maybeExit();
+  });
+  child.once('exit', (exitCode, signal) => {
+    if (!spawned) return;
+    children.delete(uid);
+    emit({ ev: 'exited', uid, exitCode, signal });
+    maybeExit();
+  });
+}
+
+function doKill(uid: string, signal: NodeJS.Signals): void {
+  const pid = children.get(uid)?.pid;
+  if (pid === undefined) return; // already exited or never started
+  killGroup(pid, signal);
+}
+
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch (e) {
+    const code = errnoOf(e);
+    if (code !== 'ESRCH') emit({ ev: 'error', message: `kill ${signal} -${pid}: ${code}` });
+  }
+}
+
+function handleLine(line: string): void {
+  if (line.trim() === '') return;
+  let m: unknown;
+  try {
+    m = JSON.parse(line);
+  } catch {
+    emit({ ev: 'error', message: `not JSON: ${line.slice(0, 200)}` });
+    return;
+  }
+  const op = (m as { op?: unknown } | null)?.op;
+  if (op === 'spawn' && isSpawnOp(m)) doSpawn(m);
+  else if (op === 'kill' && isKillOp(m)) doKill(m.uid, m.signal);
+  else emit({ ev: 'error', message: `bad request: ${line.slice(0, 200)}` });
+}
+
+function isSpawnOp(m: unknown): m is SpawnOp {
+  const s = m as Partial<SpawnOp>;
+  return (
+    typeof s.uid === 'string' &&
+    typeof s.executable === 'string' &&
+    Array.isArray(s.args) &&
+    typeof s.env === 'object' &&
+    s.env !== null &&
+    typeof s.cwd === 'string' &&
+    typeof s.stdoutPath === 'string' &&
+    typeof s.stderrPath === 'string'
+  );
+}
+
+function isKillOp(m: unknown): m is { uid: string; signal: NodeJS.Signals } {
+  const k = m as { uid?: unknown; signal?: unknown };
+  return typeof k.uid === 'string' && (k.signal === 'SIGTERM' || k.signal === 'SIGKILL');
+}
+
+/** Stop: kill every group still running; the loop empties and the process exits on its own. */
+function stop(): void {
+  if (stopping) return;
+  stopping = true;
+  for (const child of children.values()) {
+    if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
+  }
+  process.stdin.destroy();
+  maybeExit();
+}
+
+function maybeExit(): void {
+  if (stopping && children.size === 0) {
+    flush();
+    process.exitCode = 0;
+  }
+}
+
+let pending = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (chunk: string) => {
+  const lines = (pending + chunk).split('\n');
+  pending = lines.pop() ?? '';
+  for (const line of lines) handleLine(line);
+});
+process.stdin.on('end', stop);
+process.stdin.on('error', stop);
+// The agent gone means nobody reads our output: stop rather than crash on EPIPE.
+process.stdout.on('error', () => {
+  stdoutBroken = true;
+  stop();
+});
+// Ctrl-C reaches the whole foreground group: leave the decision to the agent (stdin end).
+process.on('SIGINT', () => undefined);
+process.on('SIGTERM', stop);
+process.on('SIGHUP', stop);
+
+emit({ ev: 'ready', pid: process.pid });

@@ -1,0 +1,310 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
+import { UsageError, errorMeta } from '../../errors';
+import { deferred, withTimeout, type Deferred } from '../../lib/deferred';
+import type { Logger } from '../../lib/logger';
+import type { ExitedEvent, FailedEvent, KillSignal, SpawnSpec, StartedEvent } from './effects';
+
+/** Receives helper events in bulks (one call per kind per chunk read from a helper). */
+export interface SpawnerHandlers {
+  started(events: StartedEvent[]): void;
+  exited(events: ExitedEvent[]): void;
+  failed(events: FailedEvent[]): void;
+}
+
+export interface SpawnerPoolOptions {
+  /** Number of helper processes. */
+  count: number;
+  logger: Logger;
+  handlers: SpawnerHandlers;
+  readyTimeoutMs?: number;
+  /** After this, close() SIGKILLs helpers that have not exited. */
+  closeTimeoutMs?: number;
+}
+
+type HelperEvent =
+  | { ev: 'ready'; pid: number }
+  | ({ ev: 'started' } & StartedEvent)
+  | ({ ev: 'exited' } & ExitedEvent)
+  | ({ ev: 'failed' } & FailedEvent)
+  | { ev: 'error'; message: string };
+
+interface Helper {
+  proc: ChildProcess;
+  pid: number;
+  /** uid -> pid (undefined until started) of every task this helper runs. */
+  tasks: Map<string, number | undefined>;
+  outbox: string[];
+  partial: string;
+  alive: boolean;
+  ready: Deferred<void>;
+  closed: Deferred<void>;
+}
+
+/**
+ * Locates the helper's compiled JS. From dist/ it sits next to this module. Under ts-jest this
+ * module runs from src/, where only spawner-main.ts exists and plain node cannot run it, so
+ * fall back to the build output (`npm test` builds first via "pretest"; rebuild after editing
+ * spawner-main.ts).
+ */
+export function spawnerScript(dir: string = __dirname): string {
+  const local = path.join(dir, 'spawner-main.js');
+  if (existsSync(local)) return local;
+  const built = path.resolve(dir, '../../../dist/src/components/executor/spawner-main.js');
+  if (existsSync(built)) return built;
+  throw new UsageError(`spawner helper not found at '${local}' or '${built}': run 'npm run build'`);
+}
+
+/**
+ * The Executor's process adapter: a few lean spawner helpers (spawner-main.ts) that fork
+ * tasks and report starts and exits, so the big agent process never forks on the hot path.
+ */
+export class SpawnerPool {
+  private readonly helpers: Helper[] = [];
+  private readonly owner = new Map<string, Helper>();
+  private readonly log: Logger;
+  private closing: Promise<void> | undefined;
+  private failedSoon: FailedEvent[] = [];
+
+  private constructor(private readonly opts: SpawnerPoolOptions) {
+    this.log = opts.logger;
+  }
+
+  /** Starts `count` helpers; resolves once every one has reported ready. */
+  static async start(opts: SpawnerPoolOptions): Promise<SpawnerPool> {
+    if (!Number.isInteger(opts.count) || opts.count < 1) {
+      throw new UsageError(`SpawnerPool count must be an integer >= 1, got ${opts.count}`);
+    }
+    const script = spawnerScript();
+    const pool = new SpawnerPool(opts);
+    for (let i = 0; i < opts.count; i++) pool.launch(script);
+    const ready = Promise.all(pool.helpers.map((h) => h.ready.promise));
+    try {
+      await withTimeout(ready, opts.readyTimeoutMs ?? 10_000, 'spawner helpers start');
+    } catch (e) {
+      await pool.close();
+      throw e;
+    }
+    return pool;
+  }
+
+  spawn(spec: SpawnSpec): void {
+    if (this.owner.has(spec.uid)) {
+      this.log.error('spawn of a task already running ignored', { taskId: spec.uid });
+      return;
+    }
+    const h = this.closing === undefined ? this.leastLoaded() : undefined;
+    if (h === undefined) {
+      const why = this.closing ? 'the spawner pool is closed' : 'no spawner helper is running';
+      this.failSoon({ uid: spec.uid, code: 'E_SPAWNER_DIED', message: why });
+      return;
+    }
+    h.tasks.set(spec.uid, undefined);
+    this.owner.set(spec.uid, h);
+    this.send(h, { op: 'spawn', ...spec });
+  }
+
+  /** Signals the task's process group; a uid that already exited is ignored. */
+  kill(uid: string, signal: KillSignal): void {
+    const h = this.owner.get(uid);
+    if (h !== undefined) this.send(h, { op: 'kill', uid, signal });
+  }
+
+  /** Number of tasks the helpers run now. */
+  running(): number {
+    return this.owner.size;
+  }
+
+  /**
+   * Ends every helper's stdin; each SIGKILLs the tasks it still runs, reports their exits and
+   * exits. Resolves when all helpers have exited.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    for (const h of this.helpers) {
+      if (!h.alive) continue;
+      this.flush(h);
+      h.proc.stdin?.end();
+    }
+    const all = Promise.all(this.helpers.map((h) => h.closed.promise));
+    try {
+      await withTimeout(all, this.opts.closeTimeoutMs ?? 10_000, 'spawner helpers exit');
+    } catch (e) {
+      this.log.error('spawner helpers did not exit: killing them', errorMeta(e));
+      for (const h of this.helpers) if (h.alive) h.proc.kill('SIGKILL');
+      await all;
+    }
+  }
+
+  private launch(script: string): void {
+    // No execArgv: the helper must not inherit the agent's (or jest's) flags.
+    const proc = spawn(process.execPath, [script], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const h: Helper = {
+      proc,
+      pid: proc.pid ?? -1,
+      tasks: new Map(),
+      outbox: [],
+      partial: '',
+      alive: true,
+      ready: deferred<void>(),
+      closed: deferred<void>(),
+    };
+    this.helpers.push(h);
+    proc.stdout?.setEncoding('utf8');
+    proc.stdout?.on('data', (chunk: string) => this.onOutput(h, chunk));
+    proc.stderr?.setEncoding('utf8');
+    proc.stderr?.on('data', (text: string) =>
+      this.log.warn('spawner helper stderr', { pid: h.pid, text }),
+    );
+    // EPIPE once a helper died: 'close' below reports the death.
+    proc.stdin?.on('error', (e) => this.log.debug('spawner helper stdin error', errorMeta(e)));
+    proc.on('error', (e) =>
+      this.log.error('spawner helper process error', { pid: h.pid, ...errorMeta(e) }),
+    );
+    proc.on('close', (code, signal) => this.onClose(h, code, signal));
+  }
+
+  private leastLoaded(): Helper | undefined {
+    let best: Helper | undefined;
+    for (const h of this.helpers) {
+      if (h.alive && (best === undefined || h.tasks.size < best.tasks.size)) best = h;
+    }
+    return best;
+  }
+
+  /** Queues a request; all requests of one synchronous run (a core handler) go in one write. */
+  private send(h: Helper, msg: object): void {
+    h.outbox.push(JSON.stringify(msg));
+    if (h.outbox.length === 1) queueMicrotask(() => this.flush(h));
+  }
+
+  private flush(h: Helper): void {
+    if (h.outbox.length === 0) return;
+    const text = h.outbox.join('\n') + '\n';
+    h.outbox = [];
+    const stdin = h.proc.stdin;
+    if (h.alive && stdin != null && !stdin.writableEnded) stdin.write(text);
+  }
+
+  private onOutput(h: Helper, chunk: string): void {
+    const lines = (h.partial + chunk).split('\n');
+    h.partial = lines.pop() ?? '';
+    const started: StartedEvent[] = [];
+    const exited: ExitedEvent[] = [];
+    const failed: FailedEvent[] = [];
+    for (const line of lines) {
+      if (line === '') continue;
+      let ev: HelperEvent;
+      try {
+        ev = JSON.parse(line) as HelperEvent;
+      } catch (e) {
+        this.log.error('unreadable line from spawner helper', {
+          pid: h.pid,
+          line,
+          ...errorMeta(e),
+        });
+        continue;
+      }
+      switch (ev.ev) {
+        case 'ready':
+          h.ready.resolve();
+          break;
+        case 'started':
+          if (h.tasks.has(ev.uid)) h.tasks.set(ev.uid, ev.pid);
+          started.push({ uid: ev.uid, pid: ev.pid });
+          break;
+        case 'exited':
+          this.forget(h, ev.uid);
+          exited.push({ uid: ev.uid, exitCode: ev.exitCode, signal: ev.signal });
+          break;
+        case 'failed':
+          this.forget(h, ev.uid);
+          failed.push({ uid: ev.uid, code: ev.code, message: ev.message });
+          break;
+        case 'error':
+          this.log.warn('spawner helper reported an error', { pid: h.pid, message: ev.message });
+          break;
+        default:
+          this.log.warn('unknown event from spawner helper', { pid: h.pid, line });
+      }
+    }
+    this.deliver(started, exited, failed);
+  }
+
+  /** A helper exited: expected during close; otherwise its tasks are lost, so fail them. */
+  private onClose(h: Helper, code: number | null, signal: string | null): void {
+    h.alive = false;
+    const lost = [...h.tasks];
+    for (const [uid, pid] of lost) {
+      this.forget(h, uid);
+      // Its tasks run in their own process groups and would outlive it: stop them.
+      if (pid !== undefined) killGroup(pid);
+    }
+    if (this.closing === undefined || lost.length > 0) {
+      this.log.error('spawner helper died', {
+        pid: h.pid,
+        exitCode: code,
+        signal,
+        lostTasks: lost.length,
+      });
+    }
+    const how = signal !== null ? `killed by ${signal}` : `exit code ${code}`;
+    const message = `the spawner helper (pid ${h.pid}) died (${how})`;
+    this.deliver(
+      [],
+      [],
+      lost.map(([uid]) => ({ uid, code: 'E_SPAWNER_DIED', message })),
+    );
+    h.ready.reject(new Error(`spawner helper (pid ${h.pid}) exited before it was ready (${how})`));
+    h.closed.resolve();
+  }
+
+  private forget(h: Helper, uid: string): void {
+    h.tasks.delete(uid);
+    if (this.owner.get(uid) === h) this.owner.delete(uid);
+  }
+
+  /** Failures found inside spawn(): reported on a later turn, never inside the caller's handler. */
+  private failSoon(ev: FailedEvent): void {
+    this.failedSoon.push(ev);
+    if (this.failedSoon.length > 1) return;
+    setImmediate(() => {
+      const failed = this.failedSoon;
+      this.failedSoon = [];
+      this.deliver([], [], failed);
+    });
+  }
+
+  private deliver(started: StartedEvent[], exited: ExitedEvent[], failed: FailedEvent[]): void {
+    const { handlers } = this.opts;
+    this.call('started', started, (e) => handlers.started(e));
+    this.call('failed', failed, (e) => handlers.failed(e));
+    this.call('exited', exited, (e) => handlers.exited(e));
+  }
+
+  private call<T>(kind: string, events: T[], fn: (events: T[]) => void): void {
+    if (events.length === 0) return;
+    try {
+      fn(events);
+    } catch (e) {
+      this.log.error('spawner event handler threw', {
+        kind,
+        count: events.length,
+        ...errorMeta(e),
+      });
+    }
+  }
+}
+
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // ESRCH: already gone
+  }
+}

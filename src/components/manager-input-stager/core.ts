@@ -1,0 +1,68 @@
+import type { Reason, TaskRecord } from '../../generated';
+import type { Clock } from '../../lib/clock';
+import type { Notification } from '../../states/notification';
+import { COMPONENTS } from '../../states/task-model';
+import { canceledBy } from '../shared/canceled';
+import { CancelSet, reason } from '../shared/reasons';
+import { transition } from '../shared/transition';
+import type { ManagerInputStagerEffects } from './effects';
+
+const ME = COMPONENTS.managerInputStager;
+
+/**
+ * Owns TMGR_STAGING_INPUT: client-side input staging (none yet: directives come later), then
+ * hands each task to its pilot's agent. A task for a pilot that has ended fails here.
+ */
+export class ManagerInputStagerCore {
+  private readonly canceled = new CancelSet();
+  private readonly gone = new Map<string, string>();
+
+  constructor(
+    private readonly effects: ManagerInputStagerEffects,
+    private readonly clock: Clock,
+  ) {}
+
+  onTasks(tasks: TaskRecord[]): void {
+    const now = this.clock.now();
+    const notes: Notification[] = [];
+    const byPilot = new Map<string, TaskRecord[]>();
+    for (const task of tasks) {
+      if (this.canceled.has(task.uid)) {
+        notes.push(transition(task, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
+        continue;
+      }
+      notes.push(transition(task, 'TMGR_STAGING_INPUT', ME, now));
+      const pilot = task.pilot;
+      if (pilot === undefined || this.gone.has(pilot)) {
+        const why = reason(
+          'E_PILOT_ENDED',
+          pilot === undefined
+            ? 'task reached input staging without a pilot'
+            : `pilot ${pilot} ended (${this.gone.get(pilot)}) before the task reached it`,
+          ME,
+        );
+        task.reason = why;
+        notes.push(transition(task, 'FAILED', ME, now, { reason: why }));
+        continue;
+      }
+      notes.push(transition(task, 'AGENT_STAGING_INPUT_PENDING', ME, now));
+      let list = byPilot.get(pilot);
+      if (list === undefined) byPilot.set(pilot, (list = []));
+      list.push(task);
+    }
+    if (notes.length > 0) this.effects.notify(notes);
+    for (const [pilot, list] of byPilot) this.effects.forwardToPilot(pilot, list);
+  }
+
+  onPilotGone(uid: string, state: string): void {
+    this.gone.set(uid, state);
+  }
+
+  onCancel(uids: string[]): void {
+    this.canceled.add(uids);
+  }
+
+  onShutdown(_final: 'FAILED' | 'CANCELED', _why: Reason): void {
+    // holds nothing between events
+  }
+}

@@ -1,0 +1,73 @@
+import type { TaskRecord } from '../../generated';
+import type { Clock } from '../../lib/clock';
+import type { Notification, NotificationDetail } from '../../states/notification';
+import { COMPONENTS } from '../../states/task-model';
+import { canceledBy } from '../shared/canceled';
+import { CancelSet, reason } from '../shared/reasons';
+import { transition } from '../shared/transition';
+import type { ManagerOutputStagerEffects } from './effects';
+
+const ME = COMPONENTS.managerOutputStager;
+
+/**
+ * Owns TMGR_STAGING_OUTPUT and the final word: DONE for exit 0, FAILED with the reason
+ * (a non-zero exit, a signal, a timeout, a launch failure), CANCELED if canceled meanwhile.
+ */
+export class ManagerOutputStagerCore {
+  private readonly canceled = new CancelSet();
+
+  constructor(
+    private readonly effects: ManagerOutputStagerEffects,
+    private readonly clock: Clock,
+  ) {}
+
+  onTasks(tasks: TaskRecord[]): void {
+    const now = this.clock.now();
+    const notes: Notification[] = [];
+    for (const task of tasks) {
+      if (this.canceled.has(task.uid)) {
+        notes.push(transition(task, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
+        continue;
+      }
+      notes.push(transition(task, 'TMGR_STAGING_OUTPUT', ME, now));
+      const detail: NotificationDetail = {
+        exitCode: task.exitCode ?? null,
+        signal: task.signal ?? null,
+        stdout: task.stdout ?? '',
+        stderr: task.stderr ?? '',
+      };
+      if (task.pilot !== undefined) detail.pilot = task.pilot;
+      if (task.sandbox !== undefined) detail.sandbox = task.sandbox;
+      const why = task.reason ?? exitReason(task);
+      if (why === undefined) {
+        notes.push(transition(task, 'DONE', ME, now, detail));
+      } else {
+        notes.push(transition(task, 'FAILED', ME, now, { ...detail, reason: why }));
+      }
+    }
+    if (notes.length > 0) this.effects.notify(notes);
+  }
+
+  onCancel(uids: string[]): void {
+    this.canceled.add(uids);
+  }
+}
+
+function exitReason(task: TaskRecord): ReturnType<typeof reason> | undefined {
+  if (task.signal != null) {
+    return reason('E_SIGNALED', `task was killed by ${task.signal}`, ME, { signal: task.signal });
+  }
+  if (task.exitCode == null) {
+    return reason('E_NO_EXIT_CODE', 'task ended without an exit code', ME);
+  }
+  if (task.exitCode !== 0) {
+    const last = (task.stderr ?? '').trim().split('\n').slice(-1)[0] ?? '';
+    return reason(
+      'E_EXIT_CODE',
+      `task exited with code ${task.exitCode}${last !== '' ? `: ${last}` : ''}`,
+      ME,
+      { exitCode: task.exitCode },
+    );
+  }
+  return undefined;
+}

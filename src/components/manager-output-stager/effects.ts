@@ -1,0 +1,5 @@
+import type { Notification } from '../../states/notification';
+
+export interface ManagerOutputStagerEffects {
+  notify(notifications: Notification[]): void;
+}

@@ -1,0 +1,165 @@
+import type { Reason, TaskRecord } from '../../generated';
+import type { Clock } from '../../lib/clock';
+import type { Notification } from '../../states/notification';
+import { COMPONENTS } from '../../states/task-model';
+import { canceledBy } from '../shared/canceled';
+import { CancelSet, reason } from '../shared/reasons';
+import { transition } from '../shared/transition';
+import type { ManagerSchedulerEffects } from './effects';
+
+const ME = COMPONENTS.managerScheduler;
+
+/** What the scheduler knows of a pilot: enough to tell whether a task can ever fit it. */
+export interface PilotCapacity {
+  uid: string;
+  cores: number;
+  gpus: number;
+}
+
+/**
+ * Owns TMGR_SCHEDULING: picks a pilot for each task, round robin over the pilots that can
+ * ever fit it (`pilot` in the description pins one). Tasks wait while no pilot is added.
+ */
+export class ManagerSchedulerCore {
+  private readonly pilots: PilotCapacity[] = [];
+  private readonly gone = new Set<string>();
+  private readonly waiting: TaskRecord[] = [];
+  private readonly canceled = new CancelSet();
+  private next = 0;
+
+  constructor(
+    private readonly effects: ManagerSchedulerEffects,
+    private readonly clock: Clock,
+  ) {}
+
+  onTasks(tasks: TaskRecord[]): void {
+    const now = this.clock.now();
+    const notes: Notification[] = [];
+    const out: TaskRecord[] = [];
+    for (const task of tasks) {
+      if (this.canceled.has(task.uid)) {
+        notes.push(transition(task, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
+        continue;
+      }
+      notes.push(transition(task, 'TMGR_SCHEDULING', ME, now));
+      this.place(task, now, notes, out);
+    }
+    this.flush(notes, out);
+  }
+
+  onPilotAdded(pilot: PilotCapacity): void {
+    if (this.pilots.some((p) => p.uid === pilot.uid) || this.gone.has(pilot.uid)) return;
+    this.pilots.push(pilot);
+    const now = this.clock.now();
+    const notes: Notification[] = [];
+    const out: TaskRecord[] = [];
+    const held = this.waiting.splice(0);
+    for (const task of held) this.place(task, now, notes, out);
+    this.flush(notes, out);
+  }
+
+  /** A pilot reached a final state: no task goes there any more. */
+  onPilotGone(uid: string): void {
+    this.gone.add(uid);
+    const i = this.pilots.findIndex((p) => p.uid === uid);
+    if (i >= 0) this.pilots.splice(i, 1);
+    const now = this.clock.now();
+    const notes: Notification[] = [];
+    const out: TaskRecord[] = [];
+    const held = this.waiting.splice(0);
+    for (const task of held) this.place(task, now, notes, out);
+    this.flush(notes, out);
+  }
+
+  onCancel(uids: string[]): void {
+    this.canceled.add(uids);
+    const now = this.clock.now();
+    const notes: Notification[] = [];
+    const keep = this.waiting.filter((t) => {
+      if (!this.canceled.has(t.uid)) return true;
+      notes.push(transition(t, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
+      return false;
+    });
+    this.waiting.splice(0, this.waiting.length, ...keep);
+    this.flush(notes, []);
+  }
+
+  onShutdown(final: 'FAILED' | 'CANCELED', why: Reason): void {
+    const now = this.clock.now();
+    const notes = this.waiting.splice(0).map((t) => transition(t, final, ME, now, { reason: why }));
+    this.flush(notes, []);
+  }
+
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  private place(task: TaskRecord, now: number, notes: Notification[], out: TaskRecord[]): void {
+    const d = task.description;
+    const cores = (d.ranks ?? 1) * (d.coresPerRank ?? 1);
+    const gpus = (d.ranks ?? 1) * (d.gpusPerRank ?? 0);
+    if (d.pilot !== undefined) {
+      const pinned = this.pilots.find((p) => p.uid === d.pilot);
+      if (pinned === undefined) {
+        const known = this.pilots.map((p) => p.uid).join(', ') || 'none';
+        const why = this.gone.has(d.pilot)
+          ? `pinned pilot '${d.pilot}' has ended`
+          : `pinned pilot '${d.pilot}' is not added to this task manager (pilots: ${known})`;
+        return this.fail(task, reason('E_NO_SUCH_PILOT', why, ME), now, notes);
+      }
+      if (!fits(pinned, cores, gpus)) return this.fail(task, neverFits(task, [pinned]), now, notes);
+      return this.assign(task, pinned, now, notes, out);
+    }
+    if (this.pilots.length === 0) {
+      this.waiting.push(task);
+      return;
+    }
+    for (let i = 0; i < this.pilots.length; i++) {
+      const p = this.pilots[(this.next + i) % this.pilots.length]!;
+      if (fits(p, cores, gpus)) {
+        this.next = (this.next + i + 1) % this.pilots.length;
+        return this.assign(task, p, now, notes, out);
+      }
+    }
+    this.fail(task, neverFits(task, this.pilots), now, notes);
+  }
+
+  private assign(
+    task: TaskRecord,
+    pilot: PilotCapacity,
+    now: number,
+    notes: Notification[],
+    out: TaskRecord[],
+  ): void {
+    task.pilot = pilot.uid;
+    notes.push(transition(task, 'TMGR_STAGING_INPUT_PENDING', ME, now, { pilot: pilot.uid }));
+    out.push(task);
+  }
+
+  private fail(task: TaskRecord, why: Reason, now: number, notes: Notification[]): void {
+    task.reason = why;
+    notes.push(transition(task, 'FAILED', ME, now, { reason: why }));
+  }
+
+  private flush(notes: Notification[], out: TaskRecord[]): void {
+    if (notes.length > 0) this.effects.notify(notes);
+    if (out.length > 0) this.effects.forward(out);
+  }
+}
+
+function fits(p: PilotCapacity, cores: number, gpus: number): boolean {
+  return cores <= p.cores && gpus <= p.gpus;
+}
+
+function neverFits(task: TaskRecord, pilots: PilotCapacity[]): Reason {
+  const d = task.description;
+  const ranks = d.ranks ?? 1;
+  const have = pilots.map((p) => `${p.uid}: ${p.cores} cores, ${p.gpus} GPUs`).join('; ');
+  return reason(
+    'E_NEVER_FITS',
+    `task asks ${ranks} rank(s) x ${d.coresPerRank ?? 1} cores and ${d.gpusPerRank ?? 0} GPUs per rank; ` +
+      `no pilot can ever hold it (${have})`,
+    ME,
+    { asked: { ranks, coresPerRank: d.coresPerRank ?? 1, gpusPerRank: d.gpusPerRank ?? 0 } },
+  );
+}

@@ -1,0 +1,21 @@
+import type { Reason } from '../../generated';
+
+export function reason(
+  code: string,
+  message: string,
+  component: string,
+  detail?: Record<string, unknown>,
+): Reason {
+  return detail === undefined ? { code, message, component } : { code, message, component, detail };
+}
+
+/** Uids canceled before their task arrived, so the next holder cancels it on receipt. */
+export class CancelSet {
+  private readonly uids = new Set<string>();
+  add(uids: readonly string[]): void {
+    for (const u of uids) this.uids.add(u);
+  }
+  has(uid: string): boolean {
+    return this.uids.has(uid);
+  }
+}

@@ -1,0 +1,18 @@
+/** pilotfish: the public client API. */
+export { Session, type SessionOptions } from './client/session';
+export { PilotManager, type PilotManagerOptions } from './client/pilot-manager';
+export { TaskManager } from './client/task-manager';
+export { Task, type StateInfo } from './client/task';
+export { Pilot } from './client/pilot';
+export type { TaskDescription, PilotDescription, Reason } from './generated';
+export type { Logger } from './lib/logger';
+export { TASK_STATES, type TaskState } from './states/task-model';
+export { PILOT_STATES, type PilotState } from './states/pilot-model';
+export {
+  PilotfishError,
+  ValidationError,
+  TimeoutError,
+  UsageError,
+  PilotError,
+  type ValidationIssue,
+} from './errors';

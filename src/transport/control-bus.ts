@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto';
+import type { ControlMessage } from '../generated';
+import { ValidationError, errorMeta } from '../errors';
+import { withTimeout } from '../lib/deferred';
+import type { Logger } from '../lib/logger';
+import { parseControlMessage } from '../lib/validate';
+import { Publisher, Subscriber } from './pubsub';
+
+type Listener = (msg: ControlMessage) => void;
+
+/**
+ * A process's view of the session's control pubsub: one publisher, one subscriber, validated
+ * messages dispatched to listeners. `ready()` publishes probes until one comes back, proving
+ * both directions through the forwarder, so later messages are not lost to slow joining.
+ */
+export class ControlBus {
+  private readonly pub: Publisher;
+  private readonly sub: Subscriber;
+  private readonly listeners = new Set<Listener>();
+  private readonly probes = new Map<string, () => void>();
+  private readonly loop: Promise<void>;
+
+  constructor(
+    addresses: { in: string; out: string },
+    private readonly log: Logger,
+  ) {
+    this.pub = new Publisher(addresses.in);
+    this.sub = new Subscriber(addresses.out);
+    this.loop = this.run();
+  }
+
+  on(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  publish(msg: ControlMessage): Promise<void> {
+    return this.pub.publish(msg);
+  }
+
+  async ready(timeoutMs = 10_000): Promise<void> {
+    const nonce = randomUUID();
+    const seen = new Promise<void>((resolve) => this.probes.set(nonce, resolve));
+    const send = (): void => void this.pub.publish({ type: 'probe', from: 'self', nonce });
+    send();
+    const timer = setInterval(send, 20);
+    try {
+      await withTimeout(seen, timeoutMs, 'control bus probe');
+    } finally {
+      clearInterval(timer);
+      this.probes.delete(nonce);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pub.close();
+    this.sub.close();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    try {
+      for await (const m of this.sub.messages()) {
+        if (!m.ok) {
+          this.log.error('undecodable control message rejected', errorMeta(m.error));
+          continue;
+        }
+        let msg: ControlMessage;
+        try {
+          msg = parseControlMessage(m.value);
+        } catch (e) {
+          const issues = e instanceof ValidationError ? e.issues : [];
+          this.log.error('invalid control message rejected', { issues });
+          continue;
+        }
+        if (msg.type === 'probe') {
+          this.probes.get(msg.nonce)?.();
+          continue;
+        }
+        for (const l of this.listeners) {
+          try {
+            l(msg);
+          } catch (e) {
+            this.log.error('control listener failed', { ...errorMeta(e), type: msg.type });
+          }
+        }
+      }
+    } catch (e) {
+      this.log.error('control bus stopped', errorMeta(e));
+    }
+  }
+}

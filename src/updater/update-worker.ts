@@ -1,0 +1,271 @@
+import { randomBytes } from 'node:crypto';
+import * as zmq from 'zeromq';
+import type { Notification, StoreReply, StoreRequest } from '../generated';
+import { coerceError, errorMeta, UsageError, ValidationError } from '../errors';
+import { deferred, withTimeout, type Deferred } from '../lib/deferred';
+import type { Logger } from '../lib/logger';
+import { parseNotificationBulk, parseStoreReply } from '../lib/validate';
+import { decode, encode } from '../transport/codec';
+import { QueueReceiver } from '../transport/queue';
+
+export interface UpdateWorkerOptions {
+  /** A queue bridge's `out`: the worker connects a PULL socket to it. */
+  updatesAddress: string;
+  /** A StoreServer's endpoint: the worker connects a DEALER socket to it. */
+  storeAddress: string;
+  /** Notifications per batch (default 1024). */
+  batchSize?: number;
+  /** Longest wait after the first buffered notification before its batch goes (default 20). */
+  batchMs?: number;
+  /** A batch not acknowledged within this time is sent again (default 5000). */
+  ackTimeoutMs?: number;
+  /** Unacknowledged batches at which the worker stops pulling notifications (default 8). */
+  maxInFlight?: number;
+  logger: Logger;
+  name?: string;
+}
+
+export interface UpdateWorkerStats {
+  /** Valid notifications pulled from the queue. */
+  received: number;
+  /** Notifications in batches the store acknowledged. */
+  acked: number;
+  /** Batches sent and not acknowledged yet. */
+  inFlight: number;
+  /** Queue messages dropped because they were not msgpack or not a NotificationBulk. */
+  invalid: number;
+  /** Batches sent again after their ack timed out. */
+  resent: number;
+}
+
+interface Unacked {
+  frame: Buffer;
+  count: number;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * Moves notifications from the agent's updates queue to the state store in batches
+ * (DESIGN.md §4). Several workers compete on one queue, so the store sees them out of order.
+ * Delivery is at least once: a batch is kept and re-sent until acknowledged, and the store's
+ * append is idempotent. Notifications still queued inside the PULL socket at close() are lost.
+ */
+export class UpdateWorker {
+  private readonly receiver: QueueReceiver;
+  private readonly dealer = new zmq.Dealer({ linger: 0 });
+  private readonly log: Logger;
+  private readonly prefix: string;
+  private buffer: Notification[] = [];
+  private batchTimer: NodeJS.Timeout | undefined;
+  private readonly unacked = new Map<string, Unacked>();
+  /** Resolved when a batch is acknowledged while the worker waits for room to pull more. */
+  private room: Deferred<void> | undefined;
+  /** Resolved when the last unacknowledged batch is acknowledged while closing. */
+  private drained: Deferred<void> | undefined;
+  private sendChain: Promise<void> = Promise.resolve();
+  private closing: Promise<void> | undefined;
+  private readonly pulling: Promise<void>;
+  private readonly listening: Promise<void>;
+  private seq = 0;
+  private readonly counts = { received: 0, acked: 0, invalid: 0, resent: 0 };
+
+  private constructor(
+    private readonly opts: Required<Omit<UpdateWorkerOptions, 'logger'>> & { logger: Logger },
+  ) {
+    this.log = opts.logger.child({ component: 'update-worker', worker: opts.name });
+    // Random part: batch ids stay unique across restarts of a worker with the same name.
+    this.prefix = `${opts.name}.${randomBytes(4).toString('hex')}`;
+    this.receiver = new QueueReceiver(opts.updatesAddress);
+    this.dealer.connect(opts.storeAddress);
+    this.pulling = this.pull();
+    this.listening = this.listen();
+  }
+
+  static start(opts: UpdateWorkerOptions): UpdateWorker {
+    return new UpdateWorker({
+      updatesAddress: opts.updatesAddress,
+      storeAddress: opts.storeAddress,
+      batchSize: positiveInt('batchSize', opts.batchSize, 1024),
+      batchMs: positiveInt('batchMs', opts.batchMs, 20),
+      ackTimeoutMs: positiveInt('ackTimeoutMs', opts.ackTimeoutMs, 5_000),
+      maxInFlight: positiveInt('maxInFlight', opts.maxInFlight, 8),
+      logger: opts.logger,
+      name: opts.name ?? 'update-worker',
+    });
+  }
+
+  stats(): UpdateWorkerStats {
+    return { ...this.counts, inFlight: this.unacked.size };
+  }
+
+  /**
+   * Stops pulling, sends what it holds, and waits up to ackTimeoutMs for every batch in
+   * flight to be acknowledged; what is still unacknowledged then is logged and given up.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    this.receiver.close();
+    this.room?.resolve();
+    await this.pulling;
+    this.flush(true);
+    if (this.unacked.size > 0) {
+      this.drained = deferred();
+      await withTimeout(this.drained.promise, this.opts.ackTimeoutMs, 'update worker close').catch(
+        () => {
+          const notifications = [...this.unacked.values()].reduce((sum, u) => sum + u.count, 0);
+          this.log.warn('closing with unacknowledged batches', {
+            batches: this.unacked.size,
+            notifications,
+          });
+        },
+      );
+    }
+    for (const u of this.unacked.values()) clearTimeout(u.timer);
+    this.dealer.close();
+    await this.listening;
+    this.log.info('update worker closed', { ...this.stats() });
+  }
+
+  private async pull(): Promise<void> {
+    try {
+      for await (const message of this.receiver.messages()) {
+        if (message.ok) this.accept(message.value);
+        else this.reject('undecodable update message', message.error);
+        // Back-pressure: leave notifications in the queue while the store is behind.
+        while (this.unacked.size >= this.opts.maxInFlight && this.closing === undefined) {
+          this.room = deferred();
+          await this.room.promise;
+        }
+      }
+    } catch (e) {
+      this.log.error('update worker stopped pulling', errorMeta(e));
+    }
+  }
+
+  private accept(value: unknown): void {
+    let bulk: Notification[];
+    try {
+      bulk = parseNotificationBulk(value);
+    } catch (e) {
+      this.reject('invalid update message', e);
+      return;
+    }
+    this.counts.received += bulk.length;
+    this.log.debug('update bulk received', { count: bulk.length });
+    for (const n of bulk) this.buffer.push(n);
+    if (this.buffer.length >= this.opts.batchSize) this.flush(false);
+    if (this.buffer.length > 0 && this.batchTimer === undefined) {
+      this.batchTimer = setTimeout(() => this.flush(true), this.opts.batchMs);
+    }
+  }
+
+  private reject(message: string, e: unknown): void {
+    this.counts.invalid++;
+    const issues = e instanceof ValidationError ? e.issues : undefined;
+    this.log.warn(message, { error: coerceError(e).message, issues });
+  }
+
+  /** Sends full batches; with `all`, the partial rest too. Leaves a timer on what it keeps. */
+  private flush(all: boolean): void {
+    clearTimeout(this.batchTimer);
+    this.batchTimer = undefined;
+    const { batchSize } = this.opts;
+    let at = 0;
+    for (
+      ;
+      this.buffer.length - at >= batchSize || (all && at < this.buffer.length);
+      at += batchSize
+    ) {
+      this.sendBatch(this.buffer.slice(at, at + batchSize));
+    }
+    this.buffer = at === 0 ? this.buffer : this.buffer.slice(at);
+  }
+
+  private sendBatch(notifications: Notification[]): void {
+    const request: StoreRequest = { batch: `${this.prefix}.${this.seq++}`, notifications };
+    const frame = encode(request);
+    this.unacked.set(request.batch, {
+      frame,
+      count: notifications.length,
+      timer: this.armResend(request.batch),
+    });
+    this.transmit(frame);
+  }
+
+  private armResend(batch: string): NodeJS.Timeout {
+    return setTimeout(() => {
+      const u = this.unacked.get(batch);
+      if (u === undefined) return;
+      this.counts.resent++;
+      this.log.warn('store ack timed out, re-sending batch', { batch, count: u.count });
+      u.timer = this.armResend(batch);
+      this.transmit(u.frame);
+    }, this.opts.ackTimeoutMs);
+  }
+
+  /** zeromq.js allows one pending send per socket; a failed send is covered by the re-send. */
+  private transmit(frame: Buffer): void {
+    this.sendChain = this.sendChain
+      .then(() => this.dealer.send(frame))
+      .catch((e: unknown) => {
+        if (!this.dealer.closed) this.log.warn('store request not sent', errorMeta(e));
+      });
+  }
+
+  private async listen(): Promise<void> {
+    try {
+      for await (const [frame] of this.dealer) {
+        if (frame === undefined) continue;
+        let reply: StoreReply;
+        try {
+          reply = parseStoreReply(decode(frame));
+        } catch (e) {
+          this.log.warn('invalid store reply', { error: coerceError(e).message });
+          continue;
+        }
+        this.onReply(reply);
+      }
+    } catch (e) {
+      if (!this.dealer.closed) this.log.error('update worker stopped listening', errorMeta(e));
+    }
+  }
+
+  private onReply(reply: StoreReply): void {
+    const u = this.unacked.get(reply.batch);
+    // A late ack of a batch that was re-sent and already acknowledged.
+    if (u === undefined) return;
+    if (!reply.ok) {
+      if (reply.error?.code !== 'E_VALIDATION') {
+        this.log.warn('store could not append batch, will re-send', {
+          batch: reply.batch,
+          error: reply.error,
+        });
+        return;
+      }
+      // Sending the same bytes again cannot succeed: give the batch up, loudly.
+      this.log.error('store rejected batch', {
+        batch: reply.batch,
+        count: u.count,
+        error: reply.error,
+      });
+    } else {
+      this.counts.acked += u.count;
+    }
+    clearTimeout(u.timer);
+    this.unacked.delete(reply.batch);
+    if (this.unacked.size < this.opts.maxInFlight) this.room?.resolve();
+    if (this.unacked.size === 0) this.drained?.resolve();
+  }
+}
+
+function positiveInt(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new UsageError(`UpdateWorker option ${name} must be an integer >= 1, got ${value}`);
+  }
+  return value;
+}

@@ -1,0 +1,151 @@
+import type { Notification } from '../../../src/generated';
+import { deferred, withTimeout } from '../../../src/lib/deferred';
+import type { Logger } from '../../../src/lib/logger';
+import type { StateStore, WatchBulk } from '../../../src/updater';
+
+const STATES = [
+  'NEW',
+  'TMGR_SCHEDULING_PENDING',
+  'TMGR_SCHEDULING',
+  'AGENT_EXECUTING_PENDING',
+  'AGENT_EXECUTING',
+  'DONE',
+];
+
+/** `count` distinct notifications (distinct idempotence keys), deterministic. */
+export function makeNotes(count: number, prefix = 'task'): Notification[] {
+  const tasks = Math.ceil(count / STATES.length);
+  return Array.from({ length: count }, (_, i) => ({
+    kind: 'task' as const,
+    uid: `${prefix}.${String(i % tasks).padStart(6, '0')}`,
+    attempt: 1,
+    state: STATES[Math.floor(i / tasks)] ?? 'DONE',
+    ts: 1_700_000_000_000 + i,
+    component: 'test',
+  }));
+}
+
+/** Small seeded PRNG (mulberry32), so the offsets a test picks are the same every run. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Follows `store` from cursor 0 until it holds at least `n` notifications. */
+export async function waitForCount(store: StateStore, n: number, ms: number): Promise<number> {
+  const it = store.watch(0)[Symbol.asyncIterator]();
+  const follow = async (): Promise<number> => {
+    let seen = 0;
+    while (seen < n) {
+      const r: IteratorResult<WatchBulk> = await it.next();
+      if (r.done === true) throw new Error(`watch ended at ${seen} of ${n}`);
+      seen = r.value.cursor + r.value.notifications.length;
+    }
+    return seen;
+  };
+  try {
+    return await withTimeout(follow(), ms, `store holding ${n} notifications`);
+  } finally {
+    await it.return?.();
+  }
+}
+
+export interface LogEntry {
+  level: 'error' | 'warn' | 'info' | 'debug';
+  message: string;
+  meta: Record<string, unknown>;
+}
+
+/** A Logger that records entries and lets a test wait for one (graphile's EventMonitor idea). */
+export class RecordingLogger implements Logger {
+  readonly entries: LogEntry[] = [];
+  private readonly listeners = new Set<() => void>();
+
+  constructor(
+    private readonly base: Record<string, unknown> = {},
+    private readonly root?: RecordingLogger,
+  ) {}
+
+  error(message: string, meta?: Record<string, unknown>): void {
+    this.record('error', message, meta);
+  }
+  warn(message: string, meta?: Record<string, unknown>): void {
+    this.record('warn', message, meta);
+  }
+  info(message: string, meta?: Record<string, unknown>): void {
+    this.record('info', message, meta);
+  }
+  debug(message: string, meta?: Record<string, unknown>): void {
+    this.record('debug', message, meta);
+  }
+  child(meta: Record<string, unknown>): Logger {
+    return new RecordingLogger({ ...this.base, ...meta }, this.root ?? this);
+  }
+
+  /** Resolves once `holds(entries)` is true, rejects after `ms`. */
+  async waitFor(holds: (entries: LogEntry[]) => boolean, ms: number, what: string): Promise<void> {
+    const root = this.root ?? this;
+    if (holds(root.entries)) return;
+    const d = deferred<void>();
+    const check = (): void => {
+      if (holds(root.entries)) d.resolve();
+    };
+    root.listeners.add(check);
+    try {
+      await withTimeout(d.promise, ms, what);
+    } finally {
+      root.listeners.delete(check);
+    }
+  }
+
+  private record(level: LogEntry['level'], message: string, meta?: Record<string, unknown>): void {
+    const root = this.root ?? this;
+    root.entries.push({ level, message, meta: { ...this.base, ...meta } });
+    for (const l of [...root.listeners]) l();
+  }
+}
+
+/** Wraps a store and tells a test when appends (as the server asked for them) completed. */
+export class ObservedStore implements StateStore {
+  readonly appended: { batch: Notification[]; accepted: number }[] = [];
+  private readonly listeners = new Set<() => void>();
+
+  constructor(private readonly inner: StateStore) {}
+
+  async append(batch: Notification[]): Promise<number> {
+    const accepted = await this.inner.append(batch);
+    this.appended.push({ batch, accepted });
+    for (const l of [...this.listeners]) l();
+    return accepted;
+  }
+  watch(fromCursor?: number): AsyncIterable<WatchBulk> {
+    return this.inner.watch(fromCursor);
+  }
+  history(uid?: string): Promise<Notification[]> {
+    return this.inner.history(uid);
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  /** Resolves once `holds()` is true after some completed append, rejects after `ms`. */
+  async until(holds: () => boolean, ms: number, what: string): Promise<void> {
+    if (holds()) return;
+    const d = deferred<void>();
+    const check = (): void => {
+      if (holds()) d.resolve();
+    };
+    this.listeners.add(check);
+    try {
+      await withTimeout(d.promise, ms, what);
+    } finally {
+      this.listeners.delete(check);
+    }
+  }
+}

@@ -1,0 +1,227 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import * as zmq from 'zeromq';
+import type { Notification, StoreRequest } from '../../../src/generated';
+import { withTimeout } from '../../../src/lib/deferred';
+import { notificationKey } from '../../../src/states/notification';
+import { Bridge } from '../../../src/transport/bridge';
+import { decode, encode } from '../../../src/transport/codec';
+import { QueueSender } from '../../../src/transport/queue';
+import {
+  EmbeddedStore,
+  StoreServer,
+  UpdateWorker,
+  type UpdateWorkerOptions,
+} from '../../../src/updater';
+import { makeNotes, ObservedStore, RecordingLogger, waitForCount, type LogEntry } from './helpers';
+
+const bulksOf = (notes: Notification[], size: number): Notification[][] =>
+  Array.from({ length: Math.ceil(notes.length / size) }, (_, i) =>
+    notes.slice(i * size, (i + 1) * size),
+  );
+
+describe('UpdateWorker', () => {
+  let dir: string;
+  let bridge: Bridge;
+  let store: EmbeddedStore;
+  let observed: ObservedStore;
+  let server: StoreServer;
+  let sender: QueueSender;
+  let log: RecordingLogger;
+  let workers: UpdateWorker[];
+
+  beforeEach(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-updater-'));
+    bridge = await Bridge.queue();
+    store = await EmbeddedStore.open(dir);
+    observed = new ObservedStore(store);
+    log = new RecordingLogger();
+    server = await StoreServer.start(observed, { logger: log });
+    sender = new QueueSender(bridge.endpoints.in);
+    workers = [];
+  });
+
+  afterEach(async () => {
+    await sender.close();
+    await Promise.all(workers.map((w) => w.close()));
+    await server.close();
+    await store.close();
+    await bridge.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const startWorkers = (n: number, opts: Partial<UpdateWorkerOptions> = {}): UpdateWorker[] => {
+    for (let i = 0; i < n; i++) {
+      workers.push(
+        UpdateWorker.start({
+          updatesAddress: bridge.endpoints.out,
+          storeAddress: server.endpoint,
+          logger: log,
+          name: `uw${i}`,
+          ...opts,
+        }),
+      );
+    }
+    return workers;
+  };
+  const sum = (pick: (s: ReturnType<UpdateWorker['stats']>) => number): number =>
+    workers.reduce((total, w) => total + pick(w.stats()), 0);
+
+  it('stores 20,000 notifications from two competing workers exactly once, and again none', async () => {
+    startWorkers(2);
+    const notes = makeNotes(20_000);
+    const started = process.hrtime.bigint();
+    await Promise.all(bulksOf(notes, 100).map((b) => sender.send(b)));
+    await waitForCount(store, notes.length, 20_000);
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    if (process.env.PILOTFISH_REPORT_RATE !== undefined) {
+      process.stdout.write(
+        `updater: ${notes.length} notifications in ${seconds.toFixed(3)} s = ${Math.round(notes.length / seconds)}/s\n`,
+      );
+    }
+    const keys = (await store.history()).map(notificationKey);
+    expect(keys.length).toBe(notes.length);
+    expect(new Set(keys)).toEqual(new Set(notes.map(notificationKey)));
+
+    // The same notifications again: wait until every one has been through a completed append.
+    const before = observed.appended.length;
+    const again = new Set<string>();
+    let scanned = before;
+    const allSeenAgain = (): boolean => {
+      for (; scanned < observed.appended.length; scanned++) {
+        for (const n of observed.appended[scanned]!.batch) again.add(notificationKey(n));
+      }
+      return again.size === notes.length;
+    };
+    await Promise.all(bulksOf(notes, 100).map((b) => sender.send(b)));
+    await observed.until(allSeenAgain, 20_000, 'second pass through the store');
+    expect(observed.appended.slice(before).reduce((s, a) => s + a.accepted, 0)).toBe(0);
+    expect(store.size).toBe(notes.length);
+    expect(sum((s) => s.received)).toBe(2 * notes.length);
+  });
+
+  it('logs and counts invalid messages without stopping, and valid traffic still arrives', async () => {
+    startWorkers(2);
+    expect(() => decode(Buffer.from('not msgpack'))).toThrow();
+    const raw = new zmq.Push({ linger: 1_000 });
+    raw.connect(bridge.endpoints.in);
+    try {
+      const [first, ...rest] = bulksOf(makeNotes(60), 6);
+      for (const frame of [
+        Buffer.from('not msgpack'),
+        encode([{ foo: 1 }]),
+        encode([]),
+        encode(first),
+      ]) {
+        await raw.send(frame);
+      }
+      for (const bulk of rest) await sender.send(bulk);
+      await waitForCount(store, 60, 5_000);
+      const rejected = (es: LogEntry[]): LogEntry[] =>
+        es.filter(
+          (e) =>
+            e.message === 'invalid update message' || e.message === 'undecodable update message',
+        );
+      await log.waitFor((es) => rejected(es).length === 3, 5_000, 'three rejected messages logged');
+      expect(sum((s) => s.invalid)).toBe(3);
+      const issues = rejected(log.entries).flatMap(
+        (e) => (e.meta.issues as unknown[] | undefined) ?? [],
+      );
+      expect(issues).toContainEqual({ path: '/0', message: "must have required property 'kind'" });
+      expect(issues).toContainEqual({ path: '/', message: 'must NOT have fewer than 1 items' });
+      // Both workers keep pulling after the bad messages.
+      await sender.send(makeNotes(5, 'later'));
+      await waitForCount(store, 65, 5_000);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('sends a partial batch on close and waits for its ack', async () => {
+    const [worker] = startWorkers(1, { batchMs: 60_000, batchSize: 1024 });
+    const notes = makeNotes(10);
+    for (const bulk of bulksOf(notes, 3)) await sender.send(bulk);
+    const received = (es: LogEntry[]): number =>
+      es
+        .filter((e) => e.message === 'update bulk received')
+        .reduce((s, e) => s + (e.meta.count as number), 0);
+    await log.waitFor((es) => received(es) === 10, 5_000, 'ten notifications received');
+    expect(store.size).toBe(0); // still buffered: batchMs is a minute away
+    await worker!.close();
+    expect(store.size).toBe(10);
+    expect(worker!.stats()).toMatchObject({ received: 10, acked: 10, inFlight: 0 });
+    expect(new Set((await store.history()).map(notificationKey))).toEqual(
+      new Set(notes.map(notificationKey)),
+    );
+  });
+});
+
+describe('UpdateWorker against a raw store socket', () => {
+  let bridge: Bridge;
+  let router: zmq.Router;
+  let sender: QueueSender;
+  let worker: UpdateWorker | undefined;
+
+  beforeEach(async () => {
+    bridge = await Bridge.queue();
+    router = new zmq.Router({ linger: 0 });
+    await router.bind('tcp://127.0.0.1:0');
+    sender = new QueueSender(bridge.endpoints.in);
+  });
+
+  afterEach(async () => {
+    await sender.close();
+    await worker?.close();
+    worker = undefined;
+    router.close();
+    await bridge.close();
+  });
+
+  const start = (opts: Partial<UpdateWorkerOptions>): UpdateWorker =>
+    (worker = UpdateWorker.start({
+      updatesAddress: bridge.endpoints.out,
+      storeAddress: router.lastEndpoint!,
+      logger: new RecordingLogger(),
+      ...opts,
+    }));
+  const nextRequest = async (): Promise<{ peer: Buffer; frame: Buffer; request: StoreRequest }> => {
+    const [peer, frame] = await withTimeout(router.receive(), 5_000, 'store request');
+    return { peer: peer!, frame: frame!, request: decode(frame!) as StoreRequest };
+  };
+  const ack = (peer: Buffer, request: StoreRequest): Promise<void> =>
+    router.send([
+      peer,
+      encode({ batch: request.batch, ok: true, accepted: request.notifications.length }),
+    ]);
+
+  it('re-sends the same batch after the ack timeout, and counts it acked once', async () => {
+    const w = start({ ackTimeoutMs: 200, batchMs: 1 });
+    await sender.send(makeNotes(5));
+    const first = await nextRequest(); // lost: no reply
+    const again = await nextRequest();
+    expect(again.frame.equals(first.frame)).toBe(true);
+    await ack(again.peer, again.request);
+    await w.close();
+    expect(w.stats()).toMatchObject({ received: 5, acked: 5, inFlight: 0, resent: 1 });
+  });
+
+  it('stops pulling while maxInFlight batches are unacknowledged', async () => {
+    const w = start({ maxInFlight: 2, batchSize: 1 });
+    const notes = makeNotes(6);
+    for (const n of notes) await sender.send([n]);
+    const held: { peer: Buffer; request: StoreRequest }[] = [];
+    for (let k = 1; k <= notes.length; k++) {
+      held.push(await nextRequest());
+      if (k < 2) continue;
+      // Batch k made two unacked: the worker pulls nothing more until the oldest is acked.
+      expect(w.stats()).toMatchObject({ received: k, inFlight: 2 });
+      const oldest = held.shift()!;
+      await ack(oldest.peer, oldest.request);
+    }
+    for (const h of held) await ack(h.peer, h.request);
+    await w.close();
+    expect(w.stats()).toMatchObject({ received: 6, acked: 6, inFlight: 0 });
+  });
+});

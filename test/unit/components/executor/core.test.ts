@@ -1,0 +1,369 @@
+import { describe, expect, it } from '@jest/globals';
+import { ExecutorCore } from '../../../../src/components/executor/core';
+import type { ExecutorEffects, SpawnSpec } from '../../../../src/components/executor/effects';
+import { IllegalTransitionError } from '../../../../src/errors';
+import type { Notification, TaskDescription, TaskRecord } from '../../../../src/generated';
+import { FakeClock } from '../../../support/fake-clock';
+import { EffectRecorder } from '../../../support/recorder';
+
+const GRACE = 1_000;
+
+function task(uid: string, desc: Partial<TaskDescription> = {}): TaskRecord {
+  return {
+    uid,
+    attempt: 1,
+    state: 'AGENT_EXECUTING_PENDING',
+    session: 'sess.1',
+    pilot: 'pilot.1',
+    sandbox: `/sb/${uid}`,
+    slots: [{ node: 'n0', cores: [0], gpus: [] }],
+    description: { executable: '/bin/echo', arguments: ['hi'], ...desc },
+  };
+}
+
+function setup() {
+  const rec = new EffectRecorder();
+  const clock = new FakeClock();
+  const notes: Notification[] = [];
+  const specs: SpawnSpec[] = [];
+  const effects: ExecutorEffects = {
+    notify: (ns) => {
+      notes.push(...ns);
+      rec.record(`notify ${ns.map((n) => `${n.uid} ${n.state}`).join(', ')}`);
+    },
+    forward: (ts) => rec.record(`forward ${ts.map((t) => `${t.uid} ${t.state}`).join(', ')}`),
+    release: (ts) => rec.record(`release ${ts.map((t) => t.uid).join(', ')}`),
+    spawn: (spec) => {
+      specs.push(spec);
+      rec.record(`spawn ${spec.uid}`);
+    },
+    kill: (uid, signal) => rec.record(`kill ${uid} ${signal}`),
+  };
+  const core = new ExecutorCore(effects, clock, { killGraceMs: GRACE });
+  /** Starts tasks and checks (then drops) the effects of their start. */
+  const started = (...tasks: TaskRecord[]): void => {
+    core.onTasks(tasks);
+    expect(rec.take()).toEqual([
+      ...tasks.map((t) => `spawn ${t.uid}`),
+      `notify ${tasks.map((t) => `${t.uid} AGENT_EXECUTING`).join(', ')}`,
+    ]);
+  };
+  return { rec, clock, notes, specs, core, started };
+}
+
+describe('ExecutorCore', () => {
+  it('spawns a task with only the override env, the sandbox as cwd and output files in it', () => {
+    const { rec, specs, core, started } = setup();
+    const t = task('t1', { environment: { FOO: 'bar', PF_RANK: 'user-value' } });
+    started(t);
+    expect(t.state).toBe('AGENT_EXECUTING');
+    expect(core.held()).toBe(1);
+    expect(specs).toEqual([
+      {
+        uid: 't1',
+        executable: '/bin/echo',
+        args: ['hi'],
+        env: {
+          FOO: 'bar',
+          PF_TASK_ID: 't1',
+          PF_PILOT_ID: 'pilot.1',
+          PF_SESSION_ID: 'sess.1',
+          PF_TASK_SANDBOX: '/sb/t1',
+          PF_RANK: '0',
+          PF_RANKS: '1',
+        },
+        cwd: '/sb/t1',
+        stdoutPath: '/sb/t1/stdout',
+        stderrPath: '/sb/t1/stderr',
+      },
+    ]);
+    rec.expectNoMore();
+  });
+
+  it('runs in the workdir when one is given and exposes the slot GPUs', () => {
+    const { rec, specs, started } = setup();
+    const t = task('t1', { workdir: '/data', arguments: [] });
+    t.slots = [{ node: 'n0', cores: [0], gpus: [2, 3] }];
+    started(t);
+    expect(specs[0]?.cwd).toBe('/data');
+    expect(specs[0]?.args).toEqual([]);
+    expect(specs[0]?.env.CUDA_VISIBLE_DEVICES).toBe('2,3');
+    rec.expectNoMore();
+  });
+
+  it.each([0, 3])('hands a task that exited with %i on to output staging', (code) => {
+    const { rec, notes, core, started } = setup();
+    const t = task('t1');
+    started(t);
+    core.onStarted('t1', 4242);
+    core.onExited('t1', { exitCode: code, signal: null });
+    expect(rec.take()).toEqual([
+      'notify t1 AGENT_STAGING_OUTPUT_PENDING',
+      'forward t1 AGENT_STAGING_OUTPUT_PENDING',
+      'release t1',
+    ]);
+    expect(t.exitCode).toBe(code);
+    expect(t.signal).toBeNull();
+    expect(t.reason).toBeUndefined();
+    expect(notes.at(-1)?.detail).toEqual({ exitCode: code, signal: null });
+    expect(core.held()).toBe(0);
+    core.onExited('t1', { exitCode: code, signal: null }); // duplicate: ignored
+    rec.expectNoMore();
+  });
+
+  it.each([
+    ['ENOENT', 'E_EXEC_NOT_FOUND', 'no such file or directory'],
+    ['EACCES', 'E_EXEC_PERMISSION', 'permission denied'],
+    ['ENOEXEC', 'E_EXEC_FAILED', 'not an executable format'],
+  ])('reports a spawn failure %s as %s with a readable reason', (errno, code, text) => {
+    const { rec, notes, core, started } = setup();
+    const t = task('t1', { executable: '/no/such/bin' });
+    started(t);
+    core.onSpawnFailed('t1', { code: errno, message: text });
+    expect(rec.take()).toEqual([
+      'notify t1 AGENT_STAGING_OUTPUT_PENDING',
+      'forward t1 AGENT_STAGING_OUTPUT_PENDING',
+      'release t1',
+    ]);
+    const reason = {
+      code,
+      message: `cannot execute '/no/such/bin': ${text} (${errno})`,
+      component: 'Executor',
+      detail: { errno },
+    };
+    expect(t.reason).toEqual(reason);
+    expect(t.exitCode).toBeNull();
+    expect(notes.at(-1)?.detail).toEqual({ exitCode: null, signal: null, reason });
+    rec.expectNoMore();
+  });
+
+  it('names the lost pid when the spawner dies under a running task', () => {
+    const { rec, core, started } = setup();
+    const t = task('t1');
+    started(t);
+    core.onStartedBulk([{ uid: 't1', pid: 77 }]);
+    core.onSpawnFailedBulk([{ uid: 't1', code: 'E_SPAWNER_DIED', message: 'the helper died' }]);
+    expect(rec.take()).toEqual([
+      'notify t1 AGENT_STAGING_OUTPUT_PENDING',
+      'forward t1 AGENT_STAGING_OUTPUT_PENDING',
+      'release t1',
+    ]);
+    expect(t.reason?.code).toBe('E_EXEC_FAILED');
+    expect(t.reason?.message).toBe("lost '/bin/echo' (pid 77): the helper died (E_SPAWNER_DIED)");
+    rec.expectNoMore();
+  });
+
+  it('sends SIGTERM at timeoutS and SIGKILL after the grace period, not before', () => {
+    const { rec, clock, notes, core, started } = setup();
+    const t = task('t1', { timeoutS: 2 });
+    started(t);
+    clock.advance(1_999);
+    rec.expectNoMore();
+    clock.advance(1);
+    expect(rec.take()).toEqual(['kill t1 SIGTERM']);
+    clock.advance(GRACE - 1);
+    rec.expectNoMore();
+    clock.advance(1);
+    expect(rec.take()).toEqual(['kill t1 SIGKILL']);
+    core.onExited('t1', { exitCode: null, signal: 'SIGKILL' });
+    expect(rec.take()).toEqual([
+      'notify t1 AGENT_STAGING_OUTPUT_PENDING',
+      'forward t1 AGENT_STAGING_OUTPUT_PENDING',
+      'release t1',
+    ]);
+    const reason = {
+      code: 'E_TASK_TIMEOUT',
+      message: 'task ran longer than its timeoutS of 2 s and was killed',
+      component: 'Executor',
+      detail: { timeoutS: 2 },
+    };
+    expect(t.reason).toEqual(reason);
+    expect(notes.at(-1)?.detail).toEqual({ exitCode: null, signal: 'SIGKILL', reason });
+    expect(clock.pending()).toBe(0);
+    rec.expectNoMore();
+  });
+
+  it('sends no SIGKILL when the task exits within the grace period', () => {
+    const { rec, clock, core, started } = setup();
+    started(task('t1', { timeoutS: 1 }));
+    clock.advance(1_000);
+    expect(rec.take()).toEqual(['kill t1 SIGTERM']);
+    core.onExited('t1', { exitCode: null, signal: 'SIGTERM' });
+    expect(rec.take()).toEqual([
+      'notify t1 AGENT_STAGING_OUTPUT_PENDING',
+      'forward t1 AGENT_STAGING_OUTPUT_PENDING',
+      'release t1',
+    ]);
+    clock.advance(10 * GRACE);
+    rec.expectNoMore();
+  });
+
+  it('cancels the timeout when the task exits in time', () => {
+    const { rec, clock, core, started } = setup();
+    started(task('t1', { timeoutS: 5 }));
+    core.onExited('t1', { exitCode: 0, signal: null });
+    rec.take();
+    expect(clock.pending()).toBe(0);
+    clock.advance(60_000);
+    rec.expectNoMore();
+  });
+
+  it('cancels a task on arrival when its cancel came first', () => {
+    const { rec, notes, core } = setup();
+    core.onCancel(['t1']);
+    rec.expectNoMore();
+    const t1 = task('t1');
+    core.onTasks([t1, task('t2')]);
+    expect(rec.take()).toEqual([
+      'spawn t2',
+      'notify t1 CANCELED, t2 AGENT_EXECUTING',
+      'release t1',
+    ]);
+    expect(t1.canceled).toBe(true);
+    expect(notes[0]?.detail?.reason).toEqual({
+      code: 'E_CANCELED',
+      message: 'task was canceled before it started',
+      component: 'Executor',
+    });
+    expect(core.held()).toBe(1);
+    rec.expectNoMore();
+  });
+
+  it('kills a running task on cancel and ends it CANCELED once it exits', () => {
+    const { rec, clock, notes, core, started } = setup();
+    const t = task('t1', { timeoutS: 100 });
+    started(t);
+    core.onCancel(['t1']);
+    expect(rec.take()).toEqual(['kill t1 SIGTERM']);
+    core.onCancel(['t1']); // again: nothing new
+    clock.advance(GRACE - 1);
+    rec.expectNoMore();
+    clock.advance(1);
+    expect(rec.take()).toEqual(['kill t1 SIGKILL']);
+    core.onExited('t1', { exitCode: null, signal: 'SIGKILL' });
+    expect(rec.take()).toEqual(['notify t1 CANCELED', 'release t1']);
+    expect(t.state).toBe('CANCELED');
+    expect(notes.at(-1)?.detail).toEqual({
+      exitCode: null,
+      signal: 'SIGKILL',
+      reason: {
+        code: 'E_CANCELED',
+        message: 'task was canceled while it ran',
+        component: 'Executor',
+      },
+    });
+    clock.advance(200_000); // the timeout no longer fires
+    rec.expectNoMore();
+  });
+
+  it('ends a canceled task CANCELED when its spawn then fails', () => {
+    const { rec, core, started } = setup();
+    const t = task('t1');
+    started(t);
+    core.onCancel(['t1']);
+    expect(rec.take()).toEqual(['kill t1 SIGTERM']);
+    core.onSpawnFailed('t1', { code: 'ENOENT', message: 'no such file or directory' });
+    expect(rec.take()).toEqual(['notify t1 CANCELED', 'release t1']);
+    expect(t.reason?.code).toBe('E_CANCELED');
+    rec.expectNoMore();
+  });
+
+  it('does nothing when a cancel comes after the exit', () => {
+    const { rec, core, started } = setup();
+    const t = task('t1');
+    started(t);
+    core.onExited('t1', { exitCode: 0, signal: null });
+    rec.take();
+    core.onCancel(['t1']);
+    expect(t.state).toBe('AGENT_STAGING_OUTPUT_PENDING');
+    expect(t.canceled).toBeUndefined();
+    rec.expectNoMore();
+  });
+
+  it('on shutdown kills everything, finalizes every held task at once and ignores late exits', () => {
+    const { rec, notes, core, started } = setup();
+    const [t1, t2] = [task('t1'), task('t2')];
+    started(t1, t2);
+    core.onCancel(['t2']);
+    expect(rec.take()).toEqual(['kill t2 SIGTERM']);
+    const why = { code: 'E_PILOT_ENDED', message: 'pilot ended', component: 'Agent' };
+    core.onShutdown('FAILED', why);
+    expect(rec.take()).toEqual([
+      'kill t1 SIGKILL',
+      'kill t2 SIGKILL',
+      'notify t1 FAILED, t2 CANCELED',
+      'release t1, t2',
+    ]);
+    expect(notes.at(-2)?.detail).toEqual({ reason: why });
+    expect(t1.reason).toEqual(why);
+    expect(t2.reason?.code).toBe('E_CANCELED');
+    expect(core.held()).toBe(0);
+    core.onExitedBulk([
+      { uid: 't1', exitCode: null, signal: 'SIGKILL' },
+      { uid: 't2', exitCode: null, signal: 'SIGKILL' },
+    ]);
+    rec.expectNoMore();
+    const late = task('t3');
+    core.onTasks([late]);
+    expect(rec.take()).toEqual(['notify t3 FAILED', 'release t3']);
+    expect(late.reason).toEqual(why);
+    rec.expectNoMore();
+  });
+
+  it('fails a task that arrives without a sandbox', () => {
+    const { rec, core } = setup();
+    const t = task('t1');
+    delete t.sandbox;
+    core.onTasks([t]);
+    expect(rec.take()).toEqual(['notify t1 FAILED', 'release t1']);
+    expect(t.reason?.code).toBe('E_NO_SANDBOX');
+    rec.expectNoMore();
+  });
+
+  it('rejects a bulk holding a task in another state without touching any of it', () => {
+    const { rec, core } = setup();
+    const ok = task('t1');
+    const wrong = { ...task('t2'), state: 'AGENT_SCHEDULING' };
+    expect(() => core.onTasks([ok, wrong])).toThrow(IllegalTransitionError);
+    expect(ok.state).toBe('AGENT_EXECUTING_PENDING');
+    expect(core.held()).toBe(0);
+    rec.expectNoMore();
+  });
+
+  it('releases slots exactly once whatever events repeat or cross', () => {
+    const { rec, clock, core, started } = setup();
+    started(task('a', { timeoutS: 1 }), task('b'), task('c'));
+    clock.advance(1_000);
+    core.onCancel(['a', 'b']);
+    core.onExitedBulk([
+      { uid: 'a', exitCode: null, signal: 'SIGTERM' },
+      { uid: 'b', exitCode: null, signal: 'SIGTERM' },
+      { uid: 'a', exitCode: null, signal: 'SIGTERM' },
+    ]);
+    core.onSpawnFailedBulk([{ uid: 'b', code: 'EIO', message: 'x' }]);
+    core.onExited('c', { exitCode: 0, signal: null });
+    core.onExited('c', { exitCode: 0, signal: null });
+    core.onShutdown('FAILED', { code: 'E', message: 'm', component: 'Agent' });
+    const releases = rec.take().filter((c) => c.startsWith('release '));
+    expect(releases).toEqual(['release a, b', 'release c']);
+    rec.expectNoMore();
+  });
+
+  it('makes one notify, one forward and one release call for a bulk', () => {
+    const { rec, notes, core } = setup();
+    const n = 200;
+    const tasks = Array.from({ length: n }, (_, i) => task(`t${i}`));
+    core.onTasks(tasks);
+    const calls = rec.take();
+    expect(calls.filter((c) => c.startsWith('spawn '))).toHaveLength(n);
+    expect(calls.filter((c) => c.startsWith('notify '))).toHaveLength(1);
+    expect(notes).toHaveLength(n);
+    core.onStartedBulk(tasks.map((t, i) => ({ uid: t.uid, pid: 1000 + i })));
+    rec.expectNoMore();
+    core.onExitedBulk(tasks.map((t) => ({ uid: t.uid, exitCode: 0, signal: null })));
+    expect(rec.take().map((c) => c.split(' ')[0])).toEqual(['notify', 'forward', 'release']);
+    expect(notes).toHaveLength(2 * n);
+    expect(core.held()).toBe(0);
+    rec.expectNoMore();
+  });
+});

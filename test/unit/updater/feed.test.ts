@@ -1,0 +1,70 @@
+import { describe, expect, it } from '@jest/globals';
+import type { Notification } from '../../../src/generated';
+import { UsageError } from '../../../src/errors';
+import { NotificationFeed } from '../../../src/updater/feed';
+
+const note = (uid: string): Notification => ({
+  kind: 'task',
+  uid,
+  attempt: 1,
+  state: 'NEW',
+  ts: 0,
+  component: 'test',
+});
+
+describe('NotificationFeed', () => {
+  it('delivers bulks with the cursor of their first notification', async () => {
+    const feed = new NotificationFeed();
+    feed.push([note('a'), note('b')]);
+    const watch = feed.watch(1);
+    await expect(watch.next()).resolves.toEqual({
+      done: false,
+      value: { cursor: 1, notifications: [note('b')] },
+    });
+    const next = watch.next();
+    feed.push([note('c')]);
+    await expect(next).resolves.toEqual({
+      done: false,
+      value: { cursor: 2, notifications: [note('c')] },
+    });
+  });
+
+  it('waits for a cursor beyond the end until the feed reaches it', async () => {
+    const feed = new NotificationFeed();
+    const watch = feed.watch(2);
+    const next = watch.next();
+    feed.push([note('a'), note('b'), note('c')]);
+    await expect(next).resolves.toEqual({
+      done: false,
+      value: { cursor: 2, notifications: [note('c')] },
+    });
+  });
+
+  it('ends a waiting watch on return() and leaves other watches running', async () => {
+    const feed = new NotificationFeed();
+    const stopped = feed.watch();
+    const other = feed.watch();
+    const pending = stopped.next();
+    const otherPending = other.next();
+    await stopped.return?.();
+    await expect(pending).resolves.toEqual({ done: true, value: undefined });
+    feed.push([note('a')]);
+    await expect(otherPending).resolves.toMatchObject({ done: false, value: { cursor: 0 } });
+    await expect(stopped.next()).resolves.toEqual({ done: true, value: undefined });
+  });
+
+  it('drains what was accepted, then ends, after end()', async () => {
+    const feed = new NotificationFeed();
+    const watch = feed.watch();
+    feed.push([note('a')]);
+    feed.end();
+    await expect(watch.next()).resolves.toMatchObject({ done: false });
+    await expect(watch.next()).resolves.toEqual({ done: true, value: undefined });
+  });
+
+  it('rejects a negative or fractional cursor', () => {
+    const feed = new NotificationFeed();
+    expect(() => feed.watch(-1)).toThrow(UsageError);
+    expect(() => feed.watch(1.5)).toThrow('fromCursor must be an integer >= 0');
+  });
+});
