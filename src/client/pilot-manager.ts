@@ -29,6 +29,7 @@ export interface PilotManagerOptions {
 export class PilotManager {
   private readonly pilots = new Map<string, Pilot>();
   private readonly records = new Map<string, PilotRecord>();
+  private readonly inputs = new Map<string, string>();
   private readonly tracker = new StateTracker(PILOT_MODEL);
   private readonly callbacks: Listeners<[Pilot, string, StateInfo]>;
   private readonly waiters = new Waiters();
@@ -53,7 +54,7 @@ export class PilotManager {
     );
     this.launcher = new PilotLauncherCore(
       {
-        launch: (p) => void this.launch(p),
+        launch: (p) => this.launch(p),
         shutdownAgent: (uid, final, message) =>
           void session.control
             .publish({ type: 'shutdown_agent', pilot: uid, final, message })
@@ -100,6 +101,8 @@ export class PilotManager {
       rec.state = 'PMGR_LAUNCHING_PENDING';
       out.push(pilot);
     }
+    // the queue exists before any task can be routed to the pilot
+    for (const rec of records) this.inputs.set(rec.uid, await this.session.pipeline.addPilotQueue(rec.uid));
     this.session.notify(notes);
     this.launcher.onSubmit(records);
     return out;
@@ -131,8 +134,8 @@ export class PilotManager {
     this.launcher.onCancel(uids ?? [...this.pilots.keys()]);
   }
 
-  private async launch(rec: PilotRecord): Promise<void> {
-    const agentInput = await this.session.pipeline.addPilotQueue(rec.uid);
+  private launch(rec: PilotRecord): void {
+    const agentInput = this.inputs.get(rec.uid)!;
     const agent = rec.description.agent ?? {};
     this.local.launch(rec, {
       session: this.session.uid,
@@ -186,6 +189,7 @@ export class PilotManager {
     });
     this.launcher.onCancel(alive);
     await ended;
-    await this.session.drained();
+    // deliver the pilots' final states before the session stops following the store
+    await this.waitPilots({ uids: alive, timeoutMs: 5_000 }).catch(() => undefined);
   }
 }

@@ -26,12 +26,19 @@ export class TaskManager {
   private readonly callbacks: Listeners<[Task, string, StateInfo]>;
   private readonly waiters = new Waiters();
   private readonly log: Logger;
+  /** Canceled, not yet final: re-sent to each agent that reports in, since it missed them. */
+  private readonly canceling = new Set<string>();
 
   constructor(private readonly session: Session) {
     this.log = session.log.child({ component: COMPONENTS.taskManager });
     this.callbacks = new Listeners(this.log);
     session.onNotifications((ns) => this.ingest(ns));
     session.onPilotEnded((uid, state, reason) => void this.recover(uid, state, reason));
+    session.control.on((msg) => {
+      if (msg.type === 'agent_ready' && this.canceling.size > 0) {
+        void session.control.publish({ type: 'cancel_tasks', uids: [...this.canceling] });
+      }
+    });
   }
 
   /** Makes the pilots available to this manager's tasks (round robin over those that fit). */
@@ -104,6 +111,7 @@ export class TaskManager {
   async cancelTasks(uids?: string[]): Promise<void> {
     const list = (uids ?? [...this.tasks.keys()]).filter((u) => !this.tasks.get(u)?.final);
     if (list.length === 0) return;
+    for (const u of list) this.canceling.add(u);
     this.session.pipeline.cancel(list);
     await this.session.control.publish({ type: 'cancel_tasks', uids: list });
   }
@@ -131,6 +139,7 @@ export class TaskManager {
         if (ts !== undefined) info.ts = ts;
         if (d?.reason !== undefined) info.reason = d.reason;
         task.history.push(ts !== undefined ? { state: e.state, attempt: e.attempt, inferred: e.inferred, ts } : { state: e.state, attempt: e.attempt, inferred: e.inferred });
+        if (task.final) this.canceling.delete(task.uid);
         this.callbacks.fire(task, e.state, info);
         this.waiters.update(task.uid, e.state);
       }

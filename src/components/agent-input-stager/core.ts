@@ -4,7 +4,7 @@ import type { Notification } from '../../states/notification';
 import { COMPONENTS } from '../../states/task-model';
 import { canceledBy } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
-import { transition } from '../shared/transition';
+import { checkArrivals, transition } from '../shared/transition';
 import type { AgentInputStagerEffects } from './effects';
 
 const ME = COMPONENTS.agentInputStager;
@@ -21,6 +21,7 @@ export class AgentInputStagerCore {
   ) {}
 
   onTasks(tasks: TaskRecord[]): void {
+    checkArrivals(tasks, 'AGENT_STAGING_INPUT_PENDING', 'AGENT_STAGING_INPUT', ME);
     const now = this.clock.now();
     const notes: Notification[] = [];
     const work: TaskRecord[] = [];

@@ -4,7 +4,7 @@ import type { Notification } from '../../states/notification';
 import { COMPONENTS } from '../../states/task-model';
 import { canceledBy } from '../shared/canceled';
 import { CancelSet } from '../shared/reasons';
-import { transition } from '../shared/transition';
+import { checkArrivals, transition } from '../shared/transition';
 import type { AgentOutputStagerEffects } from './effects';
 
 const ME = COMPONENTS.agentOutputStager;
@@ -20,6 +20,7 @@ export class AgentOutputStagerCore {
   ) {}
 
   onTasks(tasks: TaskRecord[]): void {
+    checkArrivals(tasks, 'AGENT_STAGING_OUTPUT_PENDING', 'AGENT_STAGING_OUTPUT', ME);
     const now = this.clock.now();
     const notes: Notification[] = [];
     const work: TaskRecord[] = [];

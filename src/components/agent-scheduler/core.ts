@@ -4,7 +4,7 @@ import { COMPONENTS } from '../../states/task-model';
 import type { Clock } from '../../lib/clock';
 import { canceledBy } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
-import { transition } from '../shared/transition';
+import { checkArrivals, transition } from '../shared/transition';
 import type { AgentSchedulerEffects } from './effects';
 
 const ME = COMPONENTS.agentScheduler;
@@ -44,6 +44,7 @@ export class AgentSchedulerCore {
   }
 
   onTasks(tasks: TaskRecord[]): void {
+    checkArrivals(tasks, 'AGENT_SCHEDULING_PENDING', 'AGENT_SCHEDULING', ME);
     const now = this.clock.now();
     const notes: Notification[] = [];
     for (const task of tasks) {

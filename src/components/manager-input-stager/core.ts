@@ -4,7 +4,7 @@ import type { Notification } from '../../states/notification';
 import { COMPONENTS } from '../../states/task-model';
 import { canceledBy } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
-import { transition } from '../shared/transition';
+import { checkArrivals, transition } from '../shared/transition';
 import type { ManagerInputStagerEffects } from './effects';
 
 const ME = COMPONENTS.managerInputStager;
@@ -23,6 +23,7 @@ export class ManagerInputStagerCore {
   ) {}
 
   onTasks(tasks: TaskRecord[]): void {
+    checkArrivals(tasks, 'TMGR_STAGING_INPUT_PENDING', 'TMGR_STAGING_INPUT', ME);
     const now = this.clock.now();
     const notes: Notification[] = [];
     const byPilot = new Map<string, TaskRecord[]>();

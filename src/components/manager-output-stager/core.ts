@@ -4,7 +4,7 @@ import type { Notification, NotificationDetail } from '../../states/notification
 import { COMPONENTS } from '../../states/task-model';
 import { canceledBy } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
-import { transition } from '../shared/transition';
+import { checkArrivals, transition } from '../shared/transition';
 import type { ManagerOutputStagerEffects } from './effects';
 
 const ME = COMPONENTS.managerOutputStager;
@@ -22,6 +22,7 @@ export class ManagerOutputStagerCore {
   ) {}
 
   onTasks(tasks: TaskRecord[]): void {
+    checkArrivals(tasks, 'TMGR_STAGING_OUTPUT_PENDING', 'TMGR_STAGING_OUTPUT', ME);
     const now = this.clock.now();
     const notes: Notification[] = [];
     for (const task of tasks) {

@@ -4,7 +4,7 @@ import type { Notification } from '../../states/notification';
 import { COMPONENTS } from '../../states/task-model';
 import { canceledBy } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
-import { transition } from '../shared/transition';
+import { checkArrivals, transition } from '../shared/transition';
 import type { ManagerSchedulerEffects } from './effects';
 
 const ME = COMPONENTS.managerScheduler;
@@ -33,6 +33,7 @@ export class ManagerSchedulerCore {
   ) {}
 
   onTasks(tasks: TaskRecord[]): void {
+    checkArrivals(tasks, 'TMGR_SCHEDULING_PENDING', 'TMGR_SCHEDULING', ME);
     const now = this.clock.now();
     const notes: Notification[] = [];
     const out: TaskRecord[] = [];

@@ -47,7 +47,6 @@ export class PilotLauncherCore {
     const h = this.held.get(uid);
     if (h === undefined || h.pilot.state !== 'PMGR_LAUNCHING') return;
     this.effects.notify([this.move(h.pilot, 'PMGR_ACTIVE_PENDING')]);
-    if (h.cancelRequested) this.requestShutdown(h, 'CANCELED', 'pilot canceled by the user');
   }
 
   onLaunchFailed(uid: string, error: { message: string }): void {
@@ -60,6 +59,7 @@ export class PilotLauncherCore {
     const h = this.held.get(uid);
     if (h === undefined || h.pilot.state !== 'PMGR_ACTIVE_PENDING') return;
     this.effects.notify([this.move(h.pilot, 'PMGR_ACTIVE')]);
+    if (h.cancelRequested) this.effects.shutdownAgent(uid, 'CANCELED', 'pilot canceled by the user');
   }
 
   /** The agent says how it is about to end (runtime limit, lost client, cancel). */
@@ -96,18 +96,16 @@ export class PilotLauncherCore {
       const h = this.held.get(uid);
       if (h === undefined || h.cancelRequested) continue;
       h.cancelRequested = true;
-      if (h.pilot.state !== 'PMGR_LAUNCHING') this.requestShutdown(h, 'CANCELED', 'pilot canceled by the user');
+      // An agent hears control messages only once it has reported in: until then the
+      // shutdown waits for onAgentReady, and the kill timer covers an agent that never does.
+      if (h.pilot.state === 'PMGR_ACTIVE') this.effects.shutdownAgent(uid, 'CANCELED', 'pilot canceled by the user');
+      h.killTimer = this.clock.setTimeout(() => this.effects.kill(uid), this.options.shutdownGraceMs);
     }
   }
 
   /** Pilots not yet final. */
   get active(): string[] {
     return [...this.held.keys()];
-  }
-
-  private requestShutdown(h: Held, final: Final, message: string): void {
-    this.effects.shutdownAgent(h.pilot.uid, final, message);
-    h.killTimer = this.clock.setTimeout(() => this.effects.kill(h.pilot.uid), this.options.shutdownGraceMs);
   }
 
   private finish(h: Held, wanted: Final, why: Reason): void {

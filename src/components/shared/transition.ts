@@ -26,6 +26,23 @@ export function transition(
   return n;
 }
 
+/**
+ * Checks a whole bulk before any of it moves: every task must arrive in `from`, the X_PENDING
+ * state its upstream set. Throws IllegalTransitionError (`from` is the task's state, `to` the
+ * state the component would set on receipt) so a bad hand-over cannot leave the rest of the
+ * bulk transitioned but never announced nor handed on.
+ */
+export function checkArrivals(
+  tasks: readonly TaskRecord[],
+  from: TaskState,
+  to: TaskState,
+  component: string,
+): void {
+  for (const t of tasks) {
+    if (t.state !== from) throw new IllegalTransitionError(t.state, to, component);
+  }
+}
+
 /** Effects every task component has: hand tasks on, publish notifications. */
 export interface StageEffects {
   /** Pushes tasks (already moved to the next X_PENDING) onto the next component's queue. */

@@ -1,0 +1,207 @@
+import { describe, expect, it } from '@jest/globals';
+import { AgentInputStagerCore } from '../../../../src/components/agent-input-stager/core';
+import type { AgentInputStagerEffects } from '../../../../src/components/agent-input-stager/effects';
+import { IllegalTransitionError } from '../../../../src/errors';
+import type { Notification, TaskRecord } from '../../../../src/generated';
+import { TASK_STATES } from '../../../../src/states/task-model';
+import { FakeClock } from '../../../support/fake-clock';
+import { notifyLine, taskIn, uidsLine } from '../../../support/fixtures';
+import { EffectRecorder } from '../../../support/recorder';
+
+const PILOT_SANDBOX = '/scratch/pilot.1';
+const SHUTDOWN = { code: 'E_AGENT_SHUTDOWN', message: 'the agent is shutting down', component: 'Agent' };
+const CANCELED = { code: 'E_CANCELED', message: 'task canceled by the user', component: 'AgentInputStager' };
+
+function setup() {
+  const rec = new EffectRecorder();
+  const clock = new FakeClock();
+  const notes: Notification[] = [];
+  const effects: AgentInputStagerEffects = {
+    notify: (ns) => {
+      notes.push(...ns);
+      rec.record(notifyLine(ns));
+    },
+    forward: (ts) => rec.record(uidsLine('forward', ts)),
+    stage: (ts) => rec.record(uidsLine('stage', ts)),
+  };
+  const core = new AgentInputStagerCore(effects, clock, PILOT_SANDBOX);
+  return { rec, clock, notes, core };
+}
+
+function pending(uid: string): TaskRecord {
+  return taskIn('AGENT_STAGING_INPUT_PENDING', { uid, pilot: 'pilot.1' });
+}
+
+describe('AgentInputStagerCore', () => {
+  it('sets the task sandbox inside the pilot sandbox and asks for it to be staged', () => {
+    const { rec, clock, notes, core } = setup();
+    const t = pending('t1');
+    core.onTasks([t]);
+    expect(rec.take()).toEqual(['notify t1 AGENT_STAGING_INPUT', 'stage t1']);
+    expect(t.state).toBe('AGENT_STAGING_INPUT');
+    expect(t.sandbox).toBe('/scratch/pilot.1/t1');
+    expect(notes).toEqual([
+      { kind: 'task', uid: 't1', attempt: 1, state: 'AGENT_STAGING_INPUT', ts: clock.now(), component: 'AgentInputStager' },
+    ]);
+    rec.expectNoMore();
+  });
+
+  it('hands a staged task to the scheduler with its sandbox in the notification', () => {
+    const { rec, notes, core } = setup();
+    const t = pending('t1');
+    core.onTasks([t]);
+    rec.take();
+    core.onStaged([{ uid: 't1' }]);
+    expect(rec.take()).toEqual(['notify t1 AGENT_SCHEDULING_PENDING', 'forward t1']);
+    expect(t.state).toBe('AGENT_SCHEDULING_PENDING');
+    expect(notes.at(-1)?.detail).toEqual({ sandbox: '/scratch/pilot.1/t1' });
+    core.onStaged([{ uid: 't1' }]); // a repeat: already handed on
+    rec.expectNoMore();
+  });
+
+  it('fails a task whose sandbox cannot be created with E_STAGING naming the path and errno', () => {
+    const { rec, notes, core } = setup();
+    const t = pending('t1');
+    core.onTasks([t]);
+    rec.take();
+    core.onStaged([{ uid: 't1', error: { code: 'EACCES', message: 'permission denied' } }]);
+    expect(rec.take()).toEqual(['notify t1 FAILED']);
+    const why = {
+      code: 'E_STAGING',
+      message: 'cannot create the task sandbox /scratch/pilot.1/t1: permission denied',
+      component: 'AgentInputStager',
+      detail: { errno: 'EACCES' },
+    };
+    expect(t.state).toBe('FAILED');
+    expect(t.reason).toEqual(why);
+    expect(notes.at(-1)?.detail).toEqual({ reason: why });
+    rec.expectNoMore();
+  });
+
+  it('stages a bulk in one call and reports its results in one notify and one forward', () => {
+    const { rec, core } = setup();
+    core.onTasks([pending('a'), pending('b'), pending('c')]);
+    expect(rec.take()).toEqual([
+      'notify a AGENT_STAGING_INPUT, b AGENT_STAGING_INPUT, c AGENT_STAGING_INPUT',
+      'stage a, b, c',
+    ]);
+    core.onStaged([{ uid: 'a' }, { uid: 'b', error: { code: 'ENOSPC', message: 'no space left' } }, { uid: 'c' }]);
+    expect(rec.take()).toEqual([
+      'notify a AGENT_SCHEDULING_PENDING, b FAILED, c AGENT_SCHEDULING_PENDING',
+      'forward a, c',
+    ]);
+    rec.expectNoMore();
+  });
+
+  it('ignores results for tasks it is not staging', () => {
+    const { rec, core } = setup();
+    core.onStaged([{ uid: 'nobody' }, { uid: 'ghost', error: { code: 'EIO', message: 'x' } }]);
+    rec.expectNoMore();
+  });
+
+  it('cancels a task on receipt when its cancel came first, without staging it', () => {
+    const { rec, notes, core } = setup();
+    core.onCancel(['t1']);
+    rec.expectNoMore();
+    const t = pending('t1');
+    core.onTasks([t, pending('t2')]);
+    expect(rec.take()).toEqual(['notify t1 CANCELED, t2 AGENT_STAGING_INPUT', 'stage t2']);
+    expect(t.state).toBe('CANCELED');
+    expect(t.sandbox).toBeUndefined();
+    expect(notes[0]?.detail).toEqual({ reason: CANCELED });
+    rec.expectNoMore();
+  });
+
+  it.each([
+    ['succeeds', undefined],
+    ['fails', { code: 'EACCES', message: 'permission denied' }],
+  ])('cancels a task during staging once its staging %s, and does not hand it on', (_how, error) => {
+    const { rec, notes, core } = setup();
+    const t = pending('t1');
+    core.onTasks([t]);
+    rec.take();
+    core.onCancel(['t1']);
+    rec.expectNoMore(); // the staging in flight is let finish
+    core.onStaged([error === undefined ? { uid: 't1' } : { uid: 't1', error }]);
+    expect(rec.take()).toEqual(['notify t1 CANCELED']);
+    expect(t.state).toBe('CANCELED');
+    expect(notes.at(-1)?.detail).toEqual({ reason: CANCELED });
+    rec.expectNoMore();
+  });
+
+  it('does nothing on a cancel for a task it has already handed on', () => {
+    const { rec, core } = setup();
+    const t = pending('t1');
+    core.onTasks([t]);
+    core.onStaged([{ uid: 't1' }]);
+    rec.take();
+    core.onCancel(['t1']);
+    expect(t.state).toBe('AGENT_SCHEDULING_PENDING');
+    rec.expectNoMore();
+  });
+
+  it.each(['FAILED', 'CANCELED'] as const)('ends every task being staged %s on shutdown and ignores late results', (final) => {
+    const { rec, notes, core } = setup();
+    const a = pending('a');
+    const b = pending('b');
+    const done = pending('done');
+    core.onTasks([a, b, done]);
+    core.onStaged([{ uid: 'done' }]);
+    rec.take();
+    core.onShutdown(final, SHUTDOWN);
+    expect(rec.take()).toEqual([`notify a ${final}, b ${final}`]);
+    expect(a.state).toBe(final);
+    expect(notes.at(-1)?.detail).toEqual({ reason: SHUTDOWN });
+    expect(done.state).toBe('AGENT_SCHEDULING_PENDING');
+    core.onStaged([{ uid: 'a' }, { uid: 'b' }]);
+    core.onShutdown(final, SHUTDOWN);
+    rec.expectNoMore();
+  });
+
+  describe('hand-over', () => {
+    const others = TASK_STATES.filter((st) => st !== 'AGENT_STAGING_INPUT_PENDING');
+
+    it('receives a task in AGENT_STAGING_INPUT_PENDING and walks it through every state it owns', () => {
+      const { rec, notes, core } = setup();
+      const t = pending('t1');
+      core.onTasks([t]);
+      core.onStaged([{ uid: 't1' }]);
+      expect(['AGENT_STAGING_INPUT_PENDING', ...notes.map((n) => n.state)]).toEqual([
+        'AGENT_STAGING_INPUT_PENDING',
+        'AGENT_STAGING_INPUT',
+        'AGENT_SCHEDULING_PENDING',
+      ]);
+      rec.take();
+      rec.expectNoMore();
+    });
+
+    it.each(others)('throws IllegalTransitionError for a task handed over in %s', (state) => {
+      const { rec, core } = setup();
+      const t = taskIn(state);
+      expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
+      expect(t.state).toBe(state);
+      rec.expectNoMore();
+    });
+
+    it.each(others)('throws for a task handed over in %s even when its cancel came first', (state) => {
+      const { rec, core } = setup();
+      core.onCancel(['t1']);
+      const t = taskIn(state);
+      expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
+      expect(t.state).toBe(state);
+      rec.expectNoMore();
+    });
+
+    it('rejects a bulk holding a task in another state without touching any of it', () => {
+      const { rec, core } = setup();
+      const ok = pending('ok');
+      const wrong = taskIn('AGENT_STAGING_INPUT', { uid: 'wrong' });
+      expect(() => core.onTasks([ok, wrong])).toThrow(IllegalTransitionError);
+      expect(ok.state).toBe('AGENT_STAGING_INPUT_PENDING');
+      expect(ok.sandbox).toBeUndefined();
+      core.onStaged([{ uid: 'ok' }]); // it was never taken in
+      core.onShutdown('FAILED', SHUTDOWN);
+      rec.expectNoMore();
+    });
+  });
+});
