@@ -18,7 +18,9 @@ async function main(): Promise<number> {
       counts[state] = (counts[state] ?? 0) + 1;
     });
 
-    const noops: TaskDescription[] = Array.from({ length: 1000 }, () => ({ executable: '/bin/true' }));
+    const noops: TaskDescription[] = Array.from({ length: 1000 }, () => ({
+      executable: '/bin/true',
+    }));
     const odd: TaskDescription[] = [
       { name: 'exits-3', executable: '/bin/sh', arguments: ['-c', 'echo failing >&2; exit 3'] },
       { name: 'false', executable: '/bin/false' },
@@ -31,13 +33,17 @@ async function main(): Promise<number> {
     const secs = (Date.now() - t0) / 1000;
 
     console.log(`pilot ${pilot!.uid} (${pilot!.cores} cores), session ${session.uid}`);
-    console.log(`${tasks.length} tasks in ${secs.toFixed(2)} s (${(tasks.length / secs).toFixed(0)} tasks/s)`);
+    console.log(
+      `${tasks.length} tasks in ${secs.toFixed(2)} s (${(tasks.length / secs).toFixed(0)} tasks/s)`,
+    );
     console.log('callbacks per state:');
     for (const [state, n] of Object.entries(counts)) console.log(`  ${state.padEnd(28)} ${n}`);
     for (const t of tasks.slice(1000)) {
       console.log(`  ${t.description.name!.padEnd(8)} ${t.state}: ${t.reason?.message ?? ''}`);
     }
-    const ok = tasks.slice(0, 1000).every((t) => t.state === 'DONE') && tasks.slice(1000).every((t) => t.state === 'FAILED');
+    const ok =
+      tasks.slice(0, 1000).every((t) => t.state === 'DONE') &&
+      tasks.slice(1000).every((t) => t.state === 'FAILED');
     console.log(ok ? 'all tasks ended as expected' : 'UNEXPECTED final states');
     return ok ? 0 : 1;
   } finally {

@@ -13,7 +13,10 @@ const outDir = path.join(root, 'src', 'generated');
 async function main() {
   fs.mkdirSync(outDir, { recursive: true });
   const exportsLines = [];
-  for (const file of fs.readdirSync(schemaDir).filter((f) => f.endsWith('.schema.json')).sort()) {
+  for (const file of fs
+    .readdirSync(schemaDir)
+    .filter((f) => f.endsWith('.schema.json'))
+    .sort()) {
     const base = file.replace(/\.schema\.json$/, '');
     const schema = JSON.parse(fs.readFileSync(path.join(schemaDir, file), 'utf8'));
     const ts = await compileFromFile(path.join(schemaDir, file), {

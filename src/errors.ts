@@ -71,7 +71,9 @@ export function coerceError(e: unknown): Error {
 }
 
 /** Log metadata for an error: winston drops message and stack of an Error nested in meta. */
-export function errorMeta(e: unknown): { error: { name: string; message: string; code?: string; stack?: string } } {
+export function errorMeta(e: unknown): {
+  error: { name: string; message: string; code?: string; stack?: string };
+} {
   const err = coerceError(e);
   const code = (err as { code?: unknown }).code;
   return {

@@ -73,8 +73,10 @@ export class Agent {
         }),
       );
     }
-    const notify = (log: Logger) => (ns: Notification[]) => sendLogged(toUpdates, ns, log, 'notify');
-    const forward = (to: QueueSender, log: Logger) => (ts: TaskRecord[]) => sendLogged(to, ts, log, 'forward');
+    const notify = (log: Logger) => (ns: Notification[]) =>
+      sendLogged(toUpdates, ns, log, 'notify');
+    const forward = (to: QueueSender, log: Logger) => (ts: TaskRecord[]) =>
+      sendLogged(to, ts, log, 'forward');
 
     const clock = systemClock;
     const logIn = this.log.child({ component: COMPONENTS.agentInputStager });
@@ -113,7 +115,13 @@ export class Agent {
         forward: forward(toOutput, logExec),
         spawn: (spec) => this.pool.spawn(spec),
         kill: (uid, signal) => this.pool.kill(uid, signal),
-        release: (tasks) => sendLogged(toUnschedule, tasks.map((t) => ({ uid: t.uid })), logExec, 'release'),
+        release: (tasks) =>
+          sendLogged(
+            toUnschedule,
+            tasks.map((t) => ({ uid: t.uid })),
+            logExec,
+            'release',
+          ),
       },
       clock,
       { killGraceMs: cfg.killGraceMs ?? 3_000 },
@@ -142,7 +150,10 @@ export class Agent {
     this.consume(staging!.endpoints.out, (t) => this.output.onTasks(t), logOut);
     this.consumeReleases(unschedule!.endpoints.out, logSched);
 
-    this.control = new ControlBus({ in: cfg.addresses.controlIn, out: cfg.addresses.controlOut }, this.log);
+    this.control = new ControlBus(
+      { in: cfg.addresses.controlIn, out: cfg.addresses.controlOut },
+      this.log,
+    );
     this.control.on((msg) => {
       if (msg.type === 'cancel_tasks') {
         this.input.onCancel(msg.uids);
@@ -150,7 +161,10 @@ export class Agent {
         this.executor.onCancel(msg.uids);
         this.output.onCancel(msg.uids);
       } else if (msg.type === 'shutdown_agent' && msg.pilot === cfg.pilot) {
-        void this.shutdown(msg.final, msg.message ?? `pilot ${msg.final.toLowerCase()} by the client`);
+        void this.shutdown(
+          msg.final,
+          msg.message ?? `pilot ${msg.final.toLowerCase()} by the client`,
+        );
       }
     });
     await this.control.ready();
@@ -192,7 +206,9 @@ export class Agent {
         this.log.error('shutdown of a component failed', errorMeta(e));
       }
     }
-    await this.pool?.close().catch((e: unknown) => this.log.error('spawner pool close failed', errorMeta(e)));
+    await this.pool
+      ?.close()
+      .catch((e: unknown) => this.log.error('spawner pool close failed', errorMeta(e)));
     await Promise.allSettled(this.loops);
     await Promise.all(this.senders.map((s) => s.close()));
     await Promise.all(this.workers.map((w) => w.close()));
@@ -222,8 +238,9 @@ export class Agent {
     this.loops.push(
       (async () => {
         for await (const m of r.messages()) {
-          if (m.ok && Array.isArray(m.value)) this.scheduler.onReleased(m.value as { uid: string }[]);
-          else log.error('invalid release message rejected');
+          if (m.ok && Array.isArray(m.value)) {
+            this.scheduler.onReleased(m.value as { uid: string }[]);
+          } else log.error('invalid release message rejected');
         }
       })(),
     );

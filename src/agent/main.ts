@@ -24,7 +24,8 @@ async function main(): Promise<number> {
   }
   const log = fileLogger(cfg.sandbox, 'agent', cfg.logLevel ?? 'info');
   const agent = new Agent(cfg, log);
-  const stop = (final: 'FAILED' | 'CANCELED', message: string) => () => void agent.shutdown(final, message);
+  const stop = (final: 'FAILED' | 'CANCELED', message: string) => () =>
+    void agent.shutdown(final, message);
   process.on('SIGTERM', stop('CANCELED', 'agent received SIGTERM'));
   process.on('SIGINT', stop('CANCELED', 'agent received SIGINT'));
   // The local launcher holds our stdin: EOF means the client is gone, so drain and exit.

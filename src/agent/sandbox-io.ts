@@ -4,7 +4,9 @@ import type { TaskRecord } from '../generated';
 const TAIL_BYTES = 2_048;
 
 /** Creates a task's sandbox and writes task.json; resolves with an error instead of throwing. */
-export async function makeSandbox(task: TaskRecord): Promise<{ uid: string; error?: { code: string; message: string } }> {
+export async function makeSandbox(
+  task: TaskRecord,
+): Promise<{ uid: string; error?: { code: string; message: string } }> {
   try {
     await fsp.mkdir(task.sandbox!, { recursive: true });
     await fsp.writeFile(`${task.sandbox!}/task.json`, JSON.stringify(task.description));

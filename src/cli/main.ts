@@ -39,14 +39,18 @@ async function main(argv: string[]): Promise<number> {
     },
   });
   const rate = summary.tasks / Math.max(summary.seconds, 1e-3);
-  process.stdout.write(`session ${summary.session}: ${summary.tasks} tasks in ${summary.seconds.toFixed(2)} s (${rate.toFixed(0)} tasks/s)\n`);
+  process.stdout.write(
+    `session ${summary.session}: ${summary.tasks} tasks in ${summary.seconds.toFixed(2)} s (${rate.toFixed(0)} tasks/s)\n`,
+  );
   for (const [state, n] of Object.entries(summary.states).sort()) {
     process.stdout.write(`  ${state.padEnd(9)} ${n}\n`);
   }
   for (const f of summary.failures.slice(0, 10)) {
     process.stdout.write(`  ${f.uid}: ${f.code}: ${f.message}\n`);
   }
-  if (summary.failures.length > 10) process.stdout.write(`  ... and ${summary.failures.length - 10} more\n`);
+  if (summary.failures.length > 10) {
+    process.stdout.write(`  ... and ${summary.failures.length - 10} more\n`);
+  }
   return summary.states.DONE === summary.tasks ? 0 : 1;
 }
 

@@ -21,6 +21,7 @@ export class ManagerPipeline {
   /** Tasks handed to each pilot's agent and not yet back: the owner-of-last-resort's list. */
   private readonly outstanding = new Map<string, Set<string>>();
   private readonly senders: QueueSender[] = [];
+  private readonly closing: Promise<void>[] = [];
   private readonly receivers: QueueReceiver[] = [];
   private readonly loops: Promise<void>[] = [];
   private scheduler!: ManagerSchedulerCore;
@@ -38,8 +39,14 @@ export class ManagerPipeline {
   ) {}
 
   async start(): Promise<void> {
-    const sched = await Bridge.queue(`inproc://${this.session}/tmgr-scheduling/in`, `inproc://${this.session}/tmgr-scheduling/out`);
-    const staging = await Bridge.queue(`inproc://${this.session}/tmgr-staging-input/in`, `inproc://${this.session}/tmgr-staging-input/out`);
+    const sched = await Bridge.queue(
+      `inproc://${this.session}/tmgr-scheduling/in`,
+      `inproc://${this.session}/tmgr-scheduling/out`,
+    );
+    const staging = await Bridge.queue(
+      `inproc://${this.session}/tmgr-staging-input/in`,
+      `inproc://${this.session}/tmgr-staging-input/out`,
+    );
     const output = await Bridge.queue();
     this.bridges.push(sched, staging, output);
     this.outputAddress = output.endpoints.in;
@@ -106,7 +113,7 @@ export class ManagerPipeline {
     const q = this.pilotInputs.get(uid);
     if (q !== undefined) {
       this.pilotInputs.delete(uid);
-      void q.sender.close().then(() => q.bridge.close());
+      this.closing.push(q.sender.close().then(() => q.bridge.close()));
     }
   }
 
@@ -135,6 +142,7 @@ export class ManagerPipeline {
       await sender.close();
       await bridge.close();
     }
+    await Promise.allSettled(this.closing);
     await Promise.all(this.bridges.map((b) => b.close()));
   }
 

@@ -68,7 +68,9 @@ export class PilotManager {
     );
     session.control.on((msg) => {
       if (msg.type === 'agent_ready') this.launcher.onAgentReady(msg.pilot);
-      else if (msg.type === 'agent_final') this.launcher.onAgentFinal(msg.pilot, msg.final, msg.message);
+      else if (msg.type === 'agent_final') {
+        this.launcher.onAgentFinal(msg.pilot, msg.final, msg.message);
+      }
     });
     session.onNotifications((ns) => this.ingest(ns));
     session.atClose(() => this.shutdownAll());
@@ -92,17 +94,33 @@ export class PilotManager {
       const sandbox = d.sandbox ?? path.join(this.session.dir, uid);
       const pilot = new Pilot(uid, d, cores, d.gpus ?? 0, sandbox);
       this.pilots.set(uid, pilot);
-      const rec: PilotRecord = { uid, state: 'NEW', session: this.session.uid, description: d, cores, gpus: pilot.gpus, sandbox };
+      const rec: PilotRecord = {
+        uid,
+        state: 'NEW',
+        session: this.session.uid,
+        description: d,
+        cores,
+        gpus: pilot.gpus,
+        sandbox,
+      };
       this.records.set(uid, rec);
       records.push(rec);
       const ts = this.session.clock.now();
-      const base = { kind: 'pilot' as const, uid, attempt: 1, ts, component: COMPONENTS.pilotManager };
+      const base = {
+        kind: 'pilot' as const,
+        uid,
+        attempt: 1,
+        ts,
+        component: COMPONENTS.pilotManager,
+      };
       notes.push({ ...base, state: 'NEW' }, { ...base, state: 'PMGR_LAUNCHING_PENDING' });
       rec.state = 'PMGR_LAUNCHING_PENDING';
       out.push(pilot);
     }
     // the queue exists before any task can be routed to the pilot
-    for (const rec of records) this.inputs.set(rec.uid, await this.session.pipeline.addPilotQueue(rec.uid));
+    for (const rec of records) {
+      this.inputs.set(rec.uid, await this.session.pipeline.addPilotQueue(rec.uid));
+    }
     this.session.notify(notes);
     this.launcher.onSubmit(records);
     return out;
@@ -121,7 +139,9 @@ export class PilotManager {
   }
 
   /** Waits until the pilots (default: all) reach one of `states` (default: a final state). */
-  waitPilots(opts: { uids?: string[]; states?: string[]; timeoutMs?: number } = {}): Promise<Pilot[]> {
+  waitPilots(
+    opts: { uids?: string[]; states?: string[]; timeoutMs?: number } = {},
+  ): Promise<Pilot[]> {
     const uids = opts.uids ?? [...this.pilots.keys()];
     const states = new Set(opts.states ?? FINALS);
     return this.waiters
@@ -163,7 +183,11 @@ export class PilotManager {
         const reason = e.notification?.detail?.reason;
         if (reason !== undefined) pilot.reason = reason;
         const ts = e.notification?.ts;
-        pilot.history.push(ts !== undefined ? { state: e.state, inferred: e.inferred, ts } : { state: e.state, inferred: e.inferred });
+        pilot.history.push(
+          ts !== undefined
+            ? { state: e.state, inferred: e.inferred, ts }
+            : { state: e.state, inferred: e.inferred },
+        );
         const info: StateInfo = { attempt: 1, inferred: e.inferred };
         if (reason !== undefined) info.reason = reason;
         if (ts !== undefined) info.ts = ts;

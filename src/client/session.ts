@@ -32,7 +32,11 @@ export interface SessionOptions {
 }
 
 type NotificationListener = (ns: Notification[]) => void;
-type PilotEndedListener = (uid: string, state: 'DONE' | 'FAILED' | 'CANCELED', reason?: Reason) => void;
+type PilotEndedListener = (
+  uid: string,
+  state: 'DONE' | 'FAILED' | 'CANCELED',
+  reason?: Reason,
+) => void;
 
 /**
  * A session hosts what the client side needs: the state store and its server, the control
@@ -45,7 +49,8 @@ export class Session {
   private updates!: QueueSender;
   private storeServer!: StoreServer;
   private watchLoop: Promise<void> | undefined;
-  private watchIterator: AsyncIterator<{ cursor: number; notifications: Notification[] }> | undefined;
+  private watchIterator:
+    AsyncIterator<{ cursor: number; notifications: Notification[] }> | undefined;
   private readonly listeners = new Set<NotificationListener>();
   private readonly pilotEnded = new Set<PilotEndedListener>();
   private taskCounter = 0;
@@ -86,9 +91,14 @@ export class Session {
 
   private async start(nWorkers: number): Promise<void> {
     this.store = await EmbeddedStore.open(this.dir);
-    this.storeServer = await StoreServer.start(this.store, { logger: this.log.child({ component: 'StoreServer' }) });
+    this.storeServer = await StoreServer.start(this.store, {
+      logger: this.log.child({ component: 'StoreServer' }),
+    });
     const control = await Bridge.pubsub();
-    const updates = await Bridge.queue(`inproc://${this.uid}/updates/in`, `inproc://${this.uid}/updates/out`);
+    const updates = await Bridge.queue(
+      `inproc://${this.uid}/updates/in`,
+      `inproc://${this.uid}/updates/out`,
+    );
     this.bridges.push(control, updates);
     this.control = new ControlBus(control.endpoints, this.log.child({ component: 'ControlBus' }));
     this.updates = new QueueSender(updates.endpoints.in);

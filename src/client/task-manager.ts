@@ -4,7 +4,12 @@ import type { Logger } from '../lib/logger';
 import { parseTaskDescription } from '../lib/validate';
 import type { Notification } from '../states/notification';
 import { StateTracker } from '../states/state-tracker';
-import { COMPONENTS, TASK_MODEL, TASK_RECOVERY_OWNER, TASK_RETRY_STATE } from '../states/task-model';
+import {
+  COMPONENTS,
+  TASK_MODEL,
+  TASK_RECOVERY_OWNER,
+  TASK_RETRY_STATE,
+} from '../states/task-model';
 import { reason as makeReason } from '../components/shared/reasons';
 import { transition } from '../components/shared/transition';
 import { Listeners } from './listeners';
@@ -43,7 +48,9 @@ export class TaskManager {
 
   /** Makes the pilots available to this manager's tasks (round robin over those that fit). */
   addPilots(pilots: Pilot[]): void {
-    for (const p of pilots) this.session.pipeline.addPilot({ uid: p.uid, cores: p.cores, gpus: p.gpus });
+    for (const p of pilots) {
+      this.session.pipeline.addPilot({ uid: p.uid, cores: p.cores, gpus: p.gpus });
+    }
   }
 
   onState(fn: (task: Task, state: string, info: StateInfo) => void): () => void {
@@ -76,8 +83,21 @@ export class TaskManager {
       const task = new Task(uid, d);
       this.tasks.set(uid, task);
       out.push(task);
-      const rec: TaskRecord = { uid, attempt: 1, state: 'NEW', session: this.session.uid, description: d };
-      notes.push({ kind: 'task', uid, attempt: 1, state: 'NEW', ts: now, component: COMPONENTS.taskManager });
+      const rec: TaskRecord = {
+        uid,
+        attempt: 1,
+        state: 'NEW',
+        session: this.session.uid,
+        description: d,
+      };
+      notes.push({
+        kind: 'task',
+        uid,
+        attempt: 1,
+        state: 'NEW',
+        ts: now,
+        component: COMPONENTS.taskManager,
+      });
       notes.push(transition(rec, 'TMGR_SCHEDULING_PENDING', COMPONENTS.taskManager, now));
       records.push(rec);
     }
@@ -95,7 +115,9 @@ export class TaskManager {
   }
 
   /** Waits until the tasks (default: all of this manager's) reach one of `states` (default: final). */
-  async waitTasks(opts: { uids?: string[]; states?: string[]; timeoutMs?: number } = {}): Promise<Task[]> {
+  async waitTasks(
+    opts: { uids?: string[]; states?: string[]; timeoutMs?: number } = {},
+  ): Promise<Task[]> {
     const uids = opts.uids ?? [...this.tasks.keys()];
     await this.waiters.wait(
       uids,
@@ -138,7 +160,11 @@ export class TaskManager {
         const ts = e.notification?.ts;
         if (ts !== undefined) info.ts = ts;
         if (d?.reason !== undefined) info.reason = d.reason;
-        task.history.push(ts !== undefined ? { state: e.state, attempt: e.attempt, inferred: e.inferred, ts } : { state: e.state, attempt: e.attempt, inferred: e.inferred });
+        task.history.push(
+          ts !== undefined
+            ? { state: e.state, attempt: e.attempt, inferred: e.inferred, ts }
+            : { state: e.state, attempt: e.attempt, inferred: e.inferred },
+        );
         if (task.final) this.canceling.delete(task.uid);
         this.callbacks.fire(task, e.state, info);
         this.waiters.update(task.uid, e.state);
@@ -164,7 +190,15 @@ export class TaskManager {
           `pilot ${pilot} ended (${state}${why !== undefined ? `: ${why.message}` : ''}) before the task finished`,
           TASK_RECOVERY_OWNER,
         );
-        notes.push({ kind: 'task', uid, attempt: task.attempt, state: final, ts: now, component: TASK_RECOVERY_OWNER, detail: { pilot, reason: r } });
+        notes.push({
+          kind: 'task',
+          uid,
+          attempt: task.attempt,
+          state: final,
+          ts: now,
+          component: TASK_RECOVERY_OWNER,
+          detail: { pilot, reason: r },
+        });
       }
       if (notes.length > 0) {
         this.log.warn('finalizing tasks of an ended pilot', { pilot, count: notes.length });

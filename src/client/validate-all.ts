@@ -6,7 +6,9 @@ import { ValidationError, type ValidationIssue } from '../errors';
  */
 export function validateAll<T>(inputs: unknown, parse: (x: unknown) => T, what: string): T[] {
   if (!Array.isArray(inputs)) {
-    throw new ValidationError(`invalid ${what} list: / must be array`, [{ path: '/', message: 'must be array' }]);
+    throw new ValidationError(`invalid ${what} list: / must be array`, [
+      { path: '/', message: 'must be array' },
+    ]);
   }
   const out: T[] = [];
   const issues: ValidationIssue[] = [];
@@ -16,7 +18,10 @@ export function validateAll<T>(inputs: unknown, parse: (x: unknown) => T, what: 
     } catch (e) {
       if (!(e instanceof ValidationError)) throw e;
       for (const issue of e.issues) {
-        issues.push({ path: `/${i}${issue.path === '/' ? '' : issue.path}`, message: issue.message });
+        issues.push({
+          path: `/${i}${issue.path === '/' ? '' : issue.path}`,
+          message: issue.message,
+        });
       }
     }
   });

@@ -31,7 +31,11 @@ export class Waiters {
         w.timer = setTimeout(() => {
           this.waiters.delete(w);
           const some = [...pending].slice(0, 5).map((u) => `${u} (${current(u) ?? 'unknown'})`);
-          reject(new TimeoutError(`${what}: ${pending.size} still not there after ${timeoutMs} ms: ${some.join(', ')}`));
+          reject(
+            new TimeoutError(
+              `${what}: ${pending.size} still not there after ${timeoutMs} ms: ${some.join(', ')}`,
+            ),
+          );
         }, timeoutMs);
       }
       this.waiters.add(w);

@@ -3,7 +3,11 @@ import winston from 'winston';
 import type { Logger } from './logger';
 
 /** One JSON-lines log file per process in `dir` (agent, client session). */
-export function fileLogger(dir: string, service: string, level = 'info'): Logger & { close(): Promise<void> } {
+export function fileLogger(
+  dir: string,
+  service: string,
+  level = 'info',
+): Logger & { close(): Promise<void> } {
   const transport = new winston.transports.File({ filename: path.join(dir, `${service}.log`) });
   const log = winston.createLogger({
     level,

@@ -31,7 +31,11 @@ export function isFinal<S extends string>(model: StateModel<S>, state: string): 
 }
 
 /** The owner of `from -> to`, or undefined when the model forbids it. */
-export function ownerOf<S extends string>(model: StateModel<S>, from: S, to: S): string | undefined {
+export function ownerOf<S extends string>(
+  model: StateModel<S>,
+  from: S,
+  to: S,
+): string | undefined {
   return model.transitions.find((t) => t.from === from && t.to === to)?.owner;
 }
 

@@ -64,7 +64,13 @@ export class StateTracker {
     if (rank === this.failed || rank === this.canceled) {
       p.rank = rank;
       p.final = true;
-      out.push({ uid: n.uid, state: n.state, attempt: n.attempt, inferred: false, notification: n });
+      out.push({
+        uid: n.uid,
+        state: n.state,
+        attempt: n.attempt,
+        inferred: false,
+        notification: n,
+      });
       return out;
     }
     if (rank <= p.rank) return out;

@@ -30,11 +30,16 @@ export class Bridge {
     const back = new zmq.Push({ linger: 0, sendHighWaterMark: 10_000 });
     await front.bind(inAddr);
     await back.bind(outAddr);
-    return new Bridge(front, back, Bridge.endpointsOf(front, back, inAddr, outAddr), [pump(front, back)]);
+    return new Bridge(front, back, Bridge.endpointsOf(front, back, inAddr, outAddr), [
+      pump(front, back),
+    ]);
   }
 
   /** A pubsub bridge: publishers connect to `in`, subscribers to `out`. */
-  static async pubsub(inAddr = 'tcp://127.0.0.1:0', outAddr = 'tcp://127.0.0.1:0'): Promise<Bridge> {
+  static async pubsub(
+    inAddr = 'tcp://127.0.0.1:0',
+    outAddr = 'tcp://127.0.0.1:0',
+  ): Promise<Bridge> {
     const front = new zmq.XSubscriber({ linger: 0 });
     const back = new zmq.XPublisher({ linger: 0 });
     await front.bind(inAddr);
@@ -45,7 +50,12 @@ export class Bridge {
     ]);
   }
 
-  private static endpointsOf(front: Front, back: Back, inAddr: string, outAddr: string): BridgeEndpoints {
+  private static endpointsOf(
+    front: Front,
+    back: Back,
+    inAddr: string,
+    outAddr: string,
+  ): BridgeEndpoints {
     return { in: front.lastEndpoint ?? inAddr, out: back.lastEndpoint ?? outAddr };
   }
 

@@ -24,7 +24,10 @@ export function taskIn(state: TaskState, overrides: TaskOverrides = {}): TaskRec
 }
 
 /** A pilot record as the PilotLauncher receives it (4 cores, no GPUs unless overridden). */
-export function pilotIn(state: PilotState, overrides: Partial<Omit<PilotRecord, 'state'>> = {}): PilotRecord {
+export function pilotIn(
+  state: PilotState,
+  overrides: Partial<Omit<PilotRecord, 'state'>> = {},
+): PilotRecord {
   return {
     uid: 'p1',
     session: 's1',

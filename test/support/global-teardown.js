@@ -13,7 +13,9 @@ module.exports = async function globalTeardown() {
   }
   if (leaks.length > 0) {
     for (const p of leaks) process.kill(p.pid, 'SIGKILL');
-    throw new Error(`leak check: ${leaks.length} process(es) left behind:\n${leaks.map((p) => `  ${p.pid} ${p.cmd}`).join('\n')}`);
+    throw new Error(
+      `leak check: ${leaks.length} process(es) left behind:\n${leaks.map((p) => `  ${p.pid} ${p.cmd}`).join('\n')}`,
+    );
   }
   fs.writeSync(2, 'leak check: no process left behind\n');
 };

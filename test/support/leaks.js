@@ -15,7 +15,9 @@ function leakedProcesses(mark, self = process.pid) {
       const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
       if (state === 'Z') continue; // already dead, waiting to be reaped
       const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
-      if (/jest-worker|processChild\.js|node_modules\/\.bin\/jest|jest\/bin\/jest/.test(cmd)) continue;
+      if (/jest-worker|processChild\.js|node_modules\/\.bin\/jest|jest\/bin\/jest/.test(cmd)) {
+        continue;
+      }
       out.push({ pid, cmd });
     } catch {
       // gone meanwhile, or not ours to read

@@ -17,7 +17,10 @@ export interface Fixture {
   close(): Promise<void>;
 }
 
-export async function openFixture(pilot: Partial<PilotDescription> = {}, addPilot = true): Promise<Fixture> {
+export async function openFixture(
+  pilot: Partial<PilotDescription> = {},
+  addPilot = true,
+): Promise<Fixture> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pf-it-'));
   const session = await Session.open({ dir });
   const pmgr = new PilotManager(session, { shutdownGraceMs: 5_000 });

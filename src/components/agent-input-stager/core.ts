@@ -74,7 +74,9 @@ export class AgentInputStagerCore {
 
   onShutdown(final: 'FAILED' | 'CANCELED', why: Reason): void {
     const now = this.clock.now();
-    const notes = [...this.staging.values()].map((t) => transition(t, final, ME, now, { reason: why }));
+    const notes = [...this.staging.values()].map((t) =>
+      transition(t, final, ME, now, { reason: why }),
+    );
     this.staging.clear();
     if (notes.length > 0) this.effects.notify(notes);
   }

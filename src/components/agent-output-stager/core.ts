@@ -64,7 +64,9 @@ export class AgentOutputStagerCore {
 
   onShutdown(final: 'FAILED' | 'CANCELED', why: Reason): void {
     const now = this.clock.now();
-    const notes = [...this.collecting.values()].map((t) => transition(t, final, ME, now, { reason: why }));
+    const notes = [...this.collecting.values()].map((t) =>
+      transition(t, final, ME, now, { reason: why }),
+    );
     this.collecting.clear();
     if (notes.length > 0) this.effects.notify(notes);
   }

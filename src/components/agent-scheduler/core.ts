@@ -137,10 +137,15 @@ export class AgentSchedulerCore {
       );
     }
     if (!Number.isInteger(gpr)) {
-      return reason('E_UNSUPPORTED', `task asks gpusPerRank ${gpr}; shared GPUs are not supported yet`, ME, {
-        asked,
-        pilot: has,
-      });
+      return reason(
+        'E_UNSUPPORTED',
+        `task asks gpusPerRank ${gpr}; shared GPUs are not supported yet`,
+        ME,
+        {
+          asked,
+          pilot: has,
+        },
+      );
     }
     if (cpr > this.node.cores || gpr > this.node.gpus) {
       return reason(

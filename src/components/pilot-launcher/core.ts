@@ -34,6 +34,12 @@ export class PilotLauncherCore {
 
   /** Pilots arrive in PMGR_LAUNCHING_PENDING (set by the PilotManager). */
   onSubmit(pilots: PilotRecord[]): void {
+    // check the whole bulk first so a bad hand-over cannot leave half of it held, never launched
+    for (const p of pilots) {
+      if (p.state !== 'PMGR_LAUNCHING_PENDING') {
+        throw new IllegalTransitionError(p.state, 'PMGR_LAUNCHING', ME);
+      }
+    }
     const notes: Notification[] = [];
     for (const pilot of pilots) {
       this.held.set(pilot.uid, { pilot, cancelRequested: false });
@@ -59,7 +65,9 @@ export class PilotLauncherCore {
     const h = this.held.get(uid);
     if (h === undefined || h.pilot.state !== 'PMGR_ACTIVE_PENDING') return;
     this.effects.notify([this.move(h.pilot, 'PMGR_ACTIVE')]);
-    if (h.cancelRequested) this.effects.shutdownAgent(uid, 'CANCELED', 'pilot canceled by the user');
+    if (h.cancelRequested) {
+      this.effects.shutdownAgent(uid, 'CANCELED', 'pilot canceled by the user');
+    }
   }
 
   /** The agent says how it is about to end (runtime limit, lost client, cancel). */
@@ -68,7 +76,10 @@ export class PilotLauncherCore {
     if (h !== undefined) h.agentFinal = { final, message };
   }
 
-  onAgentExited(uid: string, exit: { exitCode: number | null; signal: string | null; stderr: string }): void {
+  onAgentExited(
+    uid: string,
+    exit: { exitCode: number | null; signal: string | null; stderr: string },
+  ): void {
     const h = this.held.get(uid);
     if (h === undefined) return;
     h.killTimer?.cancel();
@@ -77,9 +88,14 @@ export class PilotLauncherCore {
     }
     if (h.agentFinal !== undefined && exit.exitCode === 0) {
       const { final, message } = h.agentFinal;
-      return this.finish(h, final, reason(final === 'DONE' ? 'I_PILOT_DONE' : 'E_PILOT_ENDED', message, ME));
+      return this.finish(
+        h,
+        final,
+        reason(final === 'DONE' ? 'I_PILOT_DONE' : 'E_PILOT_ENDED', message, ME),
+      );
     }
-    const how = exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`;
+    const how =
+      exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`;
     const last = exit.stderr.trim().split('\n').slice(-3).join(' | ');
     this.finish(
       h,
@@ -98,8 +114,13 @@ export class PilotLauncherCore {
       h.cancelRequested = true;
       // An agent hears control messages only once it has reported in: until then the
       // shutdown waits for onAgentReady, and the kill timer covers an agent that never does.
-      if (h.pilot.state === 'PMGR_ACTIVE') this.effects.shutdownAgent(uid, 'CANCELED', 'pilot canceled by the user');
-      h.killTimer = this.clock.setTimeout(() => this.effects.kill(uid), this.options.shutdownGraceMs);
+      if (h.pilot.state === 'PMGR_ACTIVE') {
+        this.effects.shutdownAgent(uid, 'CANCELED', 'pilot canceled by the user');
+      }
+      h.killTimer = this.clock.setTimeout(
+        () => this.effects.kill(uid),
+        this.options.shutdownGraceMs,
+      );
     }
   }
 
@@ -109,8 +130,18 @@ export class PilotLauncherCore {
   }
 
   private finish(h: Held, wanted: Final, why: Reason): void {
-    // DONE means the pilot was ACTIVE until its end; ending earlier is a failure
-    const final = wanted === 'DONE' && h.pilot.state !== 'PMGR_ACTIVE' ? 'FAILED' : wanted;
+    // DONE means the pilot was ACTIVE until its end; ending earlier is a failure, and its
+    // reason must say so (not carry the agent's I_PILOT_DONE)
+    let final = wanted;
+    if (wanted === 'DONE' && h.pilot.state !== 'PMGR_ACTIVE') {
+      final = 'FAILED';
+      why = reason(
+        'E_NEVER_ACTIVE',
+        `the agent ended before the pilot became active (in ${h.pilot.state}): ${why.message}`,
+        ME,
+        { state: h.pilot.state },
+      );
+    }
     h.killTimer?.cancel();
     this.held.delete(h.pilot.uid);
     h.pilot.reason = why;
@@ -122,7 +153,14 @@ export class PilotLauncherCore {
     const from = pilot.state as PilotState;
     if (ownerOf(PILOT_MODEL, from, to) !== ME) throw new IllegalTransitionError(from, to, ME);
     pilot.state = to;
-    const n: Notification = { kind: 'pilot', uid: pilot.uid, attempt: 1, state: to, ts: this.clock.now(), component: ME };
+    const n: Notification = {
+      kind: 'pilot',
+      uid: pilot.uid,
+      attempt: 1,
+      state: to,
+      ts: this.clock.now(),
+      component: ME,
+    };
     if (detail !== undefined) n.detail = detail;
     return n;
   }

@@ -10,7 +10,10 @@ import type { PilotRecord } from './pilot-record';
 export interface LocalLaunchEvents {
   launched(uid: string): void;
   launchFailed(uid: string, error: { message: string }): void;
-  exited(uid: string, exit: { exitCode: number | null; signal: string | null; stderr: string }): void;
+  exited(
+    uid: string,
+    exit: { exitCode: number | null; signal: string | null; stderr: string },
+  ): void;
 }
 
 /**
@@ -41,7 +44,9 @@ export class LocalLauncher {
 
   /** Pids of agents still running (for tests and shutdown). */
   pids(): number[] {
-    return [...this.children.values()].map((c) => c.pid).filter((p): p is number => p !== undefined);
+    return [...this.children.values()]
+      .map((c) => c.pid)
+      .filter((p): p is number => p !== undefined);
   }
 
   private async start(pilot: PilotRecord, cfg: AgentConfig): Promise<void> {

@@ -30,7 +30,10 @@ export async function consumeTaskBulks(
     try {
       handle(tasks);
     } catch (e) {
-      log.error('handler failed on a task bulk', { ...errorMeta(e), uids: tasks.map((t) => t.uid) });
+      log.error('handler failed on a task bulk', {
+        ...errorMeta(e),
+        uids: tasks.map((t) => t.uid),
+      });
     }
   }
 }

@@ -21,7 +21,14 @@ export function transition(
     throw new IllegalTransitionError(from, to, component);
   }
   task.state = to;
-  const n: Notification = { kind: 'task', uid: task.uid, attempt: task.attempt, state: to, ts, component };
+  const n: Notification = {
+    kind: 'task',
+    uid: task.uid,
+    attempt: task.attempt,
+    state: to,
+    ts,
+    component,
+  };
   if (detail !== undefined) n.detail = detail;
   return n;
 }

@@ -54,7 +54,11 @@ describe('cancellation', () => {
     const [early] = await fx.tmgr.submitTasks([{ executable: '/bin/sleep', arguments: ['30'] }]);
     await fx.tmgr.cancelTasks([early!.uid]);
     const [waiting] = await fx.tmgr.submitTasks([{ executable: '/bin/true' }]);
-    await fx.tmgr.waitTasks({ uids: [waiting!.uid], states: ['TMGR_SCHEDULING'], timeoutMs: 5_000 });
+    await fx.tmgr.waitTasks({
+      uids: [waiting!.uid],
+      states: ['TMGR_SCHEDULING'],
+      timeoutMs: 5_000,
+    });
     await fx.tmgr.cancelTasks([waiting!.uid]);
     await fx.tmgr.waitTasks({ timeoutMs: 10_000 });
     expect(early!.state).toBe('CANCELED');
@@ -68,8 +72,16 @@ describe('cancellation', () => {
       { executable: '/bin/sleep', arguments: ['30'] },
       { executable: '/bin/sleep', arguments: ['30'] },
     ]);
-    await fx.tmgr.waitTasks({ uids: [tasks[0]!.uid], states: ['AGENT_EXECUTING'], timeoutMs: 10_000 });
-    await fx.tmgr.waitTasks({ uids: [tasks[1]!.uid], states: ['AGENT_SCHEDULING'], timeoutMs: 10_000 });
+    await fx.tmgr.waitTasks({
+      uids: [tasks[0]!.uid],
+      states: ['AGENT_EXECUTING'],
+      timeoutMs: 10_000,
+    });
+    await fx.tmgr.waitTasks({
+      uids: [tasks[1]!.uid],
+      states: ['AGENT_SCHEDULING'],
+      timeoutMs: 10_000,
+    });
     const t0 = Date.now();
     await fx.tmgr.cancelTasks();
     await fx.tmgr.waitTasks({ timeoutMs: 10_000 });
@@ -84,7 +96,11 @@ describe('cancellation', () => {
       { executable: '/bin/sleep', arguments: ['30'] },
       { executable: '/bin/sleep', arguments: ['30'] },
     ]);
-    await fx.tmgr.waitTasks({ uids: [tasks[0]!.uid], states: ['AGENT_EXECUTING'], timeoutMs: 10_000 });
+    await fx.tmgr.waitTasks({
+      uids: [tasks[0]!.uid],
+      states: ['AGENT_EXECUTING'],
+      timeoutMs: 10_000,
+    });
     fx.pmgr.cancelPilots();
     await fx.pmgr.waitPilots({ timeoutMs: 10_000 });
     await fx.tmgr.waitTasks({ timeoutMs: 10_000 });

@@ -18,7 +18,10 @@ describe('a local pilot runs tasks end to end', () => {
     const pilotStates: string[] = [];
     fx.pmgr.onState((_p, s) => pilotStates.push(s));
     const tasks = await fx.tmgr.submitTasks(
-      Array.from({ length: 200 }, (_, i) => ({ executable: '/bin/echo', arguments: [`hello ${i}`] })),
+      Array.from({ length: 200 }, (_, i) => ({
+        executable: '/bin/echo',
+        arguments: [`hello ${i}`],
+      })),
     );
     await fx.tmgr.waitTasks({ timeoutMs: 30_000 });
     for (const t of tasks) {

@@ -9,8 +9,16 @@ import { notifyLine, taskIn, uidsLine } from '../../../support/fixtures';
 import { EffectRecorder } from '../../../support/recorder';
 
 const PILOT_SANDBOX = '/scratch/pilot.1';
-const SHUTDOWN = { code: 'E_AGENT_SHUTDOWN', message: 'the agent is shutting down', component: 'Agent' };
-const CANCELED = { code: 'E_CANCELED', message: 'task canceled by the user', component: 'AgentInputStager' };
+const SHUTDOWN = {
+  code: 'E_AGENT_SHUTDOWN',
+  message: 'the agent is shutting down',
+  component: 'Agent',
+};
+const CANCELED = {
+  code: 'E_CANCELED',
+  message: 'task canceled by the user',
+  component: 'AgentInputStager',
+};
 
 function setup() {
   const rec = new EffectRecorder();
@@ -41,7 +49,14 @@ describe('AgentInputStagerCore', () => {
     expect(t.state).toBe('AGENT_STAGING_INPUT');
     expect(t.sandbox).toBe('/scratch/pilot.1/t1');
     expect(notes).toEqual([
-      { kind: 'task', uid: 't1', attempt: 1, state: 'AGENT_STAGING_INPUT', ts: clock.now(), component: 'AgentInputStager' },
+      {
+        kind: 'task',
+        uid: 't1',
+        attempt: 1,
+        state: 'AGENT_STAGING_INPUT',
+        ts: clock.now(),
+        component: 'AgentInputStager',
+      },
     ]);
     rec.expectNoMore();
   });
@@ -85,7 +100,11 @@ describe('AgentInputStagerCore', () => {
       'notify a AGENT_STAGING_INPUT, b AGENT_STAGING_INPUT, c AGENT_STAGING_INPUT',
       'stage a, b, c',
     ]);
-    core.onStaged([{ uid: 'a' }, { uid: 'b', error: { code: 'ENOSPC', message: 'no space left' } }, { uid: 'c' }]);
+    core.onStaged([
+      { uid: 'a' },
+      { uid: 'b', error: { code: 'ENOSPC', message: 'no space left' } },
+      { uid: 'c' },
+    ]);
     expect(rec.take()).toEqual([
       'notify a AGENT_SCHEDULING_PENDING, b FAILED, c AGENT_SCHEDULING_PENDING',
       'forward a, c',
@@ -115,19 +134,22 @@ describe('AgentInputStagerCore', () => {
   it.each([
     ['succeeds', undefined],
     ['fails', { code: 'EACCES', message: 'permission denied' }],
-  ])('cancels a task during staging once its staging %s, and does not hand it on', (_how, error) => {
-    const { rec, notes, core } = setup();
-    const t = pending('t1');
-    core.onTasks([t]);
-    rec.take();
-    core.onCancel(['t1']);
-    rec.expectNoMore(); // the staging in flight is let finish
-    core.onStaged([error === undefined ? { uid: 't1' } : { uid: 't1', error }]);
-    expect(rec.take()).toEqual(['notify t1 CANCELED']);
-    expect(t.state).toBe('CANCELED');
-    expect(notes.at(-1)?.detail).toEqual({ reason: CANCELED });
-    rec.expectNoMore();
-  });
+  ])(
+    'cancels a task during staging once its staging %s, and does not hand it on',
+    (_how, error) => {
+      const { rec, notes, core } = setup();
+      const t = pending('t1');
+      core.onTasks([t]);
+      rec.take();
+      core.onCancel(['t1']);
+      rec.expectNoMore(); // the staging in flight is let finish
+      core.onStaged([error === undefined ? { uid: 't1' } : { uid: 't1', error }]);
+      expect(rec.take()).toEqual(['notify t1 CANCELED']);
+      expect(t.state).toBe('CANCELED');
+      expect(notes.at(-1)?.detail).toEqual({ reason: CANCELED });
+      rec.expectNoMore();
+    },
+  );
 
   it('does nothing on a cancel for a task it has already handed on', () => {
     const { rec, core } = setup();
@@ -140,23 +162,26 @@ describe('AgentInputStagerCore', () => {
     rec.expectNoMore();
   });
 
-  it.each(['FAILED', 'CANCELED'] as const)('ends every task being staged %s on shutdown and ignores late results', (final) => {
-    const { rec, notes, core } = setup();
-    const a = pending('a');
-    const b = pending('b');
-    const done = pending('done');
-    core.onTasks([a, b, done]);
-    core.onStaged([{ uid: 'done' }]);
-    rec.take();
-    core.onShutdown(final, SHUTDOWN);
-    expect(rec.take()).toEqual([`notify a ${final}, b ${final}`]);
-    expect(a.state).toBe(final);
-    expect(notes.at(-1)?.detail).toEqual({ reason: SHUTDOWN });
-    expect(done.state).toBe('AGENT_SCHEDULING_PENDING');
-    core.onStaged([{ uid: 'a' }, { uid: 'b' }]);
-    core.onShutdown(final, SHUTDOWN);
-    rec.expectNoMore();
-  });
+  it.each(['FAILED', 'CANCELED'] as const)(
+    'ends every task being staged %s on shutdown and ignores late results',
+    (final) => {
+      const { rec, notes, core } = setup();
+      const a = pending('a');
+      const b = pending('b');
+      const done = pending('done');
+      core.onTasks([a, b, done]);
+      core.onStaged([{ uid: 'done' }]);
+      rec.take();
+      core.onShutdown(final, SHUTDOWN);
+      expect(rec.take()).toEqual([`notify a ${final}, b ${final}`]);
+      expect(a.state).toBe(final);
+      expect(notes.at(-1)?.detail).toEqual({ reason: SHUTDOWN });
+      expect(done.state).toBe('AGENT_SCHEDULING_PENDING');
+      core.onStaged([{ uid: 'a' }, { uid: 'b' }]);
+      core.onShutdown(final, SHUTDOWN);
+      rec.expectNoMore();
+    },
+  );
 
   describe('hand-over', () => {
     const others = TASK_STATES.filter((st) => st !== 'AGENT_STAGING_INPUT_PENDING');
@@ -183,14 +208,17 @@ describe('AgentInputStagerCore', () => {
       rec.expectNoMore();
     });
 
-    it.each(others)('throws for a task handed over in %s even when its cancel came first', (state) => {
-      const { rec, core } = setup();
-      core.onCancel(['t1']);
-      const t = taskIn(state);
-      expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
-      expect(t.state).toBe(state);
-      rec.expectNoMore();
-    });
+    it.each(others)(
+      'throws for a task handed over in %s even when its cancel came first',
+      (state) => {
+        const { rec, core } = setup();
+        core.onCancel(['t1']);
+        const t = taskIn(state);
+        expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
+        expect(t.state).toBe(state);
+        rec.expectNoMore();
+      },
+    );
 
     it('rejects a bulk holding a task in another state without touching any of it', () => {
       const { rec, core } = setup();

@@ -1,0 +1,38 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createInterface } from 'node:readline';
+import { withTimeout } from '../../../src/lib/deferred';
+import { waitForExit } from '../../support/processes';
+
+describe('an agent whose client dies', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'pf-orphan-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('kills its tasks and exits by itself', async () => {
+    const client = spawn(
+      process.execPath,
+      [path.join(__dirname, '../../support/orphan-client.js'), dir],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    const lines = createInterface({ input: client.stdout });
+    const first = await withTimeout(
+      new Promise<string>((resolve) => lines.once('line', resolve)),
+      15_000,
+      'orphan client report',
+    );
+    const { agent, sandbox } = JSON.parse(first) as { agent: number; sandbox: string };
+    const pidFile = path.join(sandbox, 'pid');
+    expect(existsSync(pidFile)).toBe(true);
+    const task = Number(readFileSync(pidFile, 'utf8').trim());
+    const exited = new Promise((resolve) => client.once('exit', resolve));
+    client.kill('SIGKILL');
+    await exited;
+    await waitForExit(agent, 10_000);
+    await waitForExit(task, 5_000);
+  }, 30_000);
+});

@@ -1,0 +1,45 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import * as zmq from 'zeromq';
+import { QueueSender } from '../../../src/transport/queue';
+import { Publisher } from '../../../src/transport/pubsub';
+import { openFixture, type Fixture } from '../../support/session-fixture';
+
+describe('malformed wire messages', () => {
+  let fx: Fixture | undefined;
+  const closers: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const c of closers.splice(0)) await c();
+    await fx?.close();
+    fx = undefined;
+  });
+
+  it('are rejected by every client-facing socket without losing the valid traffic', async () => {
+    fx = await openFixture();
+    const addresses = fx.session.agentAddresses('unused');
+    // garbage where agents push returned tasks, publish control messages and send store batches
+    const output = new QueueSender(addresses.managerOutput);
+    closers.push(() => output.close());
+    await output.send({ not: 'a bulk' });
+    await output.send([{ uid: 'ghost', state: 'TMGR_STAGING_OUTPUT_PENDING' }]);
+    const raw = new zmq.Push({ linger: 0 });
+    closers.push(() => raw.close());
+    raw.connect(addresses.managerOutput);
+    await raw.send(Buffer.from([0xc1, 0xc1, 0xc1])); // 0xc1 is never valid msgpack
+    const pub = new Publisher(addresses.controlIn);
+    closers.push(() => pub.close());
+    await pub.publish({ type: 'cancel_tasks', uids: [1, 2] });
+    await pub.publish({ type: 'self_destruct' });
+    const dealer = new zmq.Dealer({ linger: 0 });
+    closers.push(() => dealer.close());
+    dealer.connect(addresses.store);
+    await dealer.send(Buffer.from('not msgpack'));
+    const [reply] = await dealer.receive();
+    expect(reply).toBeDefined();
+
+    const tasks = await fx.tmgr.submitTasks(
+      Array.from({ length: 20 }, () => ({ executable: '/bin/true' })),
+    );
+    await fx.tmgr.waitTasks({ timeoutMs: 15_000 });
+    expect(tasks.every((t) => t.state === 'DONE')).toBe(true);
+  }, 25_000);
+});

@@ -1,0 +1,17 @@
+// A client that starts a pilot with a long task, prints the agent's and the task's pids, and
+// waits to be killed (the test kills it with SIGKILL to see the agent clean up by itself).
+const { Session, PilotManager, TaskManager } = require('../../dist/src');
+
+(async () => {
+  const session = await Session.open({ dir: process.argv[2] });
+  const pmgr = new PilotManager(session);
+  const tmgr = new TaskManager(session);
+  const [pilot] = await pmgr.submitPilots([{ resource: 'local', cores: 1, runtimeMin: 5 }]);
+  tmgr.addPilots([pilot]);
+  const [task] = await tmgr.submitTasks([
+    { executable: '/bin/sh', arguments: ['-c', 'echo $$ > pid; exec sleep 60'] },
+  ]);
+  await tmgr.waitTasks({ uids: [task.uid], states: ['AGENT_EXECUTING'], timeoutMs: 10000 });
+  const agent = pmgr.local.pids()[0]; // the local launcher's child: the agent process
+  process.stdout.write(JSON.stringify({ agent, sandbox: `${pilot.sandbox}/${task.uid}` }) + '\n');
+})();

@@ -1,0 +1,217 @@
+import { describe, expect, it } from '@jest/globals';
+import { AgentOutputStagerCore } from '../../../../src/components/agent-output-stager/core';
+import type { AgentOutputStagerEffects } from '../../../../src/components/agent-output-stager/effects';
+import { IllegalTransitionError } from '../../../../src/errors';
+import type { Notification, TaskRecord } from '../../../../src/generated';
+import { TASK_STATES } from '../../../../src/states/task-model';
+import { FakeClock } from '../../../support/fake-clock';
+import { notifyLine, taskIn, uidsLine } from '../../../support/fixtures';
+import { EffectRecorder } from '../../../support/recorder';
+
+const SHUTDOWN = {
+  code: 'E_AGENT_SHUTDOWN',
+  message: 'the agent is shutting down',
+  component: 'Agent',
+};
+const CANCELED = {
+  code: 'E_CANCELED',
+  message: 'task canceled by the user',
+  component: 'AgentOutputStager',
+};
+
+function setup() {
+  const rec = new EffectRecorder();
+  const clock = new FakeClock();
+  const notes: Notification[] = [];
+  const effects: AgentOutputStagerEffects = {
+    notify: (ns) => {
+      notes.push(...ns);
+      rec.record(notifyLine(ns));
+    },
+    forward: (ts) => rec.record(uidsLine('forward', ts)),
+    collect: (ts) => rec.record(uidsLine('collect', ts)),
+  };
+  const core = new AgentOutputStagerCore(effects, clock);
+  return { rec, clock, notes, core };
+}
+
+function pending(uid: string): TaskRecord {
+  return taskIn('AGENT_STAGING_OUTPUT_PENDING', {
+    uid,
+    pilot: 'pilot.1',
+    sandbox: `/sb/${uid}`,
+    exitCode: 0,
+    signal: null,
+  });
+}
+
+function collected(uid: string, stdout = `out of ${uid}\n`, stderr = '') {
+  return { uid, stdout, stderr };
+}
+
+describe('AgentOutputStagerCore', () => {
+  it('takes a task into AGENT_STAGING_OUTPUT and asks for its output to be collected', () => {
+    const { rec, clock, notes, core } = setup();
+    const t = pending('t1');
+    core.onTasks([t]);
+    expect(rec.take()).toEqual(['notify t1 AGENT_STAGING_OUTPUT', 'collect t1']);
+    expect(t.state).toBe('AGENT_STAGING_OUTPUT');
+    expect(notes).toEqual([
+      {
+        kind: 'task',
+        uid: 't1',
+        attempt: 1,
+        state: 'AGENT_STAGING_OUTPUT',
+        ts: clock.now(),
+        component: 'AgentOutputStager',
+      },
+    ]);
+    rec.expectNoMore();
+  });
+
+  it('sets stdout and stderr from the collection and hands the task back as TMGR_STAGING_OUTPUT_PENDING', () => {
+    const { rec, core } = setup();
+    const t = pending('t1');
+    core.onTasks([t]);
+    rec.take();
+    core.onCollected([collected('t1', 'hello\n', 'warning: x\n')]);
+    expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT_PENDING', 'forward t1']);
+    expect(t.state).toBe('TMGR_STAGING_OUTPUT_PENDING');
+    expect(t.stdout).toBe('hello\n');
+    expect(t.stderr).toBe('warning: x\n');
+    expect(t.exitCode).toBe(0);
+    core.onCollected([collected('t1')]); // a repeat: already handed on
+    expect(t.stdout).toBe('hello\n');
+    rec.expectNoMore();
+  });
+
+  it('collects a bulk in one call and hands it back in one notify and one forward', () => {
+    const { rec, core } = setup();
+    core.onTasks([pending('a'), pending('b'), pending('c')]);
+    expect(rec.take()).toEqual([
+      'notify a AGENT_STAGING_OUTPUT, b AGENT_STAGING_OUTPUT, c AGENT_STAGING_OUTPUT',
+      'collect a, b, c',
+    ]);
+    core.onCollected([collected('c'), collected('a')]);
+    expect(rec.take()).toEqual([
+      'notify c TMGR_STAGING_OUTPUT_PENDING, a TMGR_STAGING_OUTPUT_PENDING',
+      'forward c, a',
+    ]);
+    core.onCollected([collected('b'), collected('nobody')]);
+    expect(rec.take()).toEqual(['notify b TMGR_STAGING_OUTPUT_PENDING', 'forward b']);
+    rec.expectNoMore();
+  });
+
+  it('cancels a task on receipt when its cancel came first, without collecting', () => {
+    const { rec, notes, core } = setup();
+    core.onCancel(['t1']);
+    rec.expectNoMore();
+    const t = pending('t1');
+    core.onTasks([t, pending('t2')]);
+    expect(rec.take()).toEqual(['notify t1 CANCELED, t2 AGENT_STAGING_OUTPUT', 'collect t2']);
+    expect(t.state).toBe('CANCELED');
+    expect(notes[0]?.detail).toEqual({ reason: CANCELED });
+    rec.expectNoMore();
+  });
+
+  it('cancels a task during collection once collected, keeping its output, and does not hand it on', () => {
+    const { rec, notes, core } = setup();
+    const t = pending('t1');
+    core.onTasks([t, pending('t2')]);
+    rec.take();
+    core.onCancel(['t1']);
+    rec.expectNoMore();
+    core.onCollected([collected('t1', 'partial\n', 'err\n'), collected('t2')]);
+    expect(rec.take()).toEqual([
+      'notify t1 CANCELED, t2 TMGR_STAGING_OUTPUT_PENDING',
+      'forward t2',
+    ]);
+    expect(t.state).toBe('CANCELED');
+    expect(t.stdout).toBe('partial\n');
+    expect(t.stderr).toBe('err\n');
+    expect(notes.find((n) => n.uid === 't1' && n.state === 'CANCELED')?.detail).toEqual({
+      reason: CANCELED,
+    });
+    rec.expectNoMore();
+  });
+
+  it('does nothing on a cancel for a task it has already handed on', () => {
+    const { rec, core } = setup();
+    const t = pending('t1');
+    core.onTasks([t]);
+    core.onCollected([collected('t1')]);
+    rec.take();
+    core.onCancel(['t1']);
+    expect(t.state).toBe('TMGR_STAGING_OUTPUT_PENDING');
+    rec.expectNoMore();
+  });
+
+  it.each(['FAILED', 'CANCELED'] as const)(
+    'ends every task being collected %s on shutdown and ignores late results',
+    (final) => {
+      const { rec, notes, core } = setup();
+      const a = pending('a');
+      const gone = pending('gone');
+      core.onTasks([a, gone]);
+      core.onCollected([collected('gone')]);
+      rec.take();
+      core.onShutdown(final, SHUTDOWN);
+      expect(rec.take()).toEqual([`notify a ${final}`]);
+      expect(a.state).toBe(final);
+      expect(notes.at(-1)?.detail).toEqual({ reason: SHUTDOWN });
+      expect(gone.state).toBe('TMGR_STAGING_OUTPUT_PENDING');
+      core.onCollected([collected('a')]);
+      core.onShutdown(final, SHUTDOWN);
+      rec.expectNoMore();
+    },
+  );
+
+  describe('hand-over', () => {
+    const others = TASK_STATES.filter((st) => st !== 'AGENT_STAGING_OUTPUT_PENDING');
+
+    it('receives a task in AGENT_STAGING_OUTPUT_PENDING and walks it through every state it owns', () => {
+      const { rec, notes, core } = setup();
+      core.onTasks([pending('t1')]);
+      core.onCollected([collected('t1')]);
+      expect(['AGENT_STAGING_OUTPUT_PENDING', ...notes.map((n) => n.state)]).toEqual([
+        'AGENT_STAGING_OUTPUT_PENDING',
+        'AGENT_STAGING_OUTPUT',
+        'TMGR_STAGING_OUTPUT_PENDING',
+      ]);
+      rec.take();
+      rec.expectNoMore();
+    });
+
+    it.each(others)('throws IllegalTransitionError for a task handed over in %s', (state) => {
+      const { rec, core } = setup();
+      const t = taskIn(state);
+      expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
+      expect(t.state).toBe(state);
+      rec.expectNoMore();
+    });
+
+    it.each(others)(
+      'throws for a task handed over in %s even when its cancel came first',
+      (state) => {
+        const { rec, core } = setup();
+        core.onCancel(['t1']);
+        const t = taskIn(state);
+        expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
+        expect(t.state).toBe(state);
+        rec.expectNoMore();
+      },
+    );
+
+    it('rejects a bulk holding a task in another state without touching any of it', () => {
+      const { rec, core } = setup();
+      const ok = pending('ok');
+      const wrong = taskIn('AGENT_EXECUTING', { uid: 'wrong' });
+      expect(() => core.onTasks([ok, wrong])).toThrow(IllegalTransitionError);
+      expect(ok.state).toBe('AGENT_STAGING_OUTPUT_PENDING');
+      core.onCollected([collected('ok')]); // it was never taken in
+      expect(ok.stdout).toBeUndefined();
+      core.onShutdown('FAILED', SHUTDOWN);
+      rec.expectNoMore();
+    });
+  });
+});

@@ -1,0 +1,271 @@
+import { describe, expect, it } from '@jest/globals';
+import { ManagerOutputStagerCore } from '../../../../src/components/manager-output-stager/core';
+import type { ManagerOutputStagerEffects } from '../../../../src/components/manager-output-stager/effects';
+import { IllegalTransitionError } from '../../../../src/errors';
+import type { Notification, Reason, TaskRecord } from '../../../../src/generated';
+import { TASK_STATES } from '../../../../src/states/task-model';
+import { FakeClock } from '../../../support/fake-clock';
+import { notifyLine, taskIn, type TaskOverrides } from '../../../support/fixtures';
+import { EffectRecorder } from '../../../support/recorder';
+
+function setup() {
+  const rec = new EffectRecorder();
+  const clock = new FakeClock();
+  const notes: Notification[] = [];
+  const effects: ManagerOutputStagerEffects = {
+    notify: (ns) => {
+      notes.push(...ns);
+      rec.record(notifyLine(ns));
+    },
+  };
+  const core = new ManagerOutputStagerCore(effects, clock);
+  return { rec, clock, notes, core };
+}
+
+/** A task back from its pilot, as the AgentOutputStager hands it on. */
+function back(uid: string, overrides: TaskOverrides = {}): TaskRecord {
+  return taskIn('TMGR_STAGING_OUTPUT_PENDING', {
+    uid,
+    pilot: 'p1',
+    sandbox: `/sb/p1/${uid}`,
+    exitCode: 0,
+    signal: null,
+    stdout: 'hello\n',
+    stderr: '',
+    ...overrides,
+  });
+}
+
+const OUTPUT = { pilot: 'p1', sandbox: '/sb/p1/t1', stdout: 'hello\n' };
+
+describe('ManagerOutputStagerCore', () => {
+  it('ends a task that exited 0 DONE, with exit code, output, pilot and sandbox in the notification', () => {
+    const { rec, clock, notes, core } = setup();
+    const t = back('t1', { stderr: 'note\n' });
+    core.onTasks([t]);
+    expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT, t1 DONE']);
+    expect(t.state).toBe('DONE');
+    expect(t.reason).toBeUndefined();
+    const base = {
+      kind: 'task',
+      uid: 't1',
+      attempt: 1,
+      ts: clock.now(),
+      component: 'ManagerOutputStager',
+    };
+    expect(notes).toEqual([
+      { ...base, state: 'TMGR_STAGING_OUTPUT' },
+      {
+        ...base,
+        state: 'DONE',
+        detail: {
+          exitCode: 0,
+          signal: null,
+          stdout: 'hello\n',
+          stderr: 'note\n',
+          pilot: 'p1',
+          sandbox: '/sb/p1/t1',
+        },
+      },
+    ]);
+    rec.expectNoMore();
+  });
+
+  it('leaves pilot and sandbox out of the detail when the task has none', () => {
+    const { rec, notes, core } = setup();
+    const t = taskIn('TMGR_STAGING_OUTPUT_PENDING', { exitCode: 0, signal: null });
+    core.onTasks([t]);
+    expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT, t1 DONE']);
+    expect(notes.at(-1)?.detail).toEqual({ exitCode: 0, signal: null, stdout: '', stderr: '' });
+    rec.expectNoMore();
+  });
+
+  it.each<[string, string, string]>([
+    [
+      'a multi-line stderr',
+      'starting\nloading data\nerror: file missing\n',
+      'task exited with code 3: error: file missing',
+    ],
+    ['a stderr with trailing blank lines', 'boom\n\n\n', 'task exited with code 3: boom'],
+    ['an empty stderr', '', 'task exited with code 3'],
+  ])(
+    'fails a non-zero exit with the code and the last stderr line (%s)',
+    (_what, stderr, message) => {
+      const { rec, notes, core } = setup();
+      const t = back('t1', { exitCode: 3, stderr });
+      core.onTasks([t]);
+      expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT, t1 FAILED']);
+      expect(t.state).toBe('FAILED');
+      const why = {
+        code: 'E_EXIT_CODE',
+        message,
+        component: 'ManagerOutputStager',
+        detail: { exitCode: 3 },
+      };
+      expect(notes.at(-1)?.detail).toEqual({
+        ...OUTPUT,
+        exitCode: 3,
+        signal: null,
+        stderr,
+        reason: why,
+      });
+      rec.expectNoMore();
+    },
+  );
+
+  it('fails a task killed by a signal with E_SIGNALED naming it', () => {
+    const { rec, notes, core } = setup();
+    core.onTasks([back('t1', { exitCode: null, signal: 'SIGKILL' })]);
+    expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT, t1 FAILED']);
+    expect(notes.at(-1)?.detail).toEqual({
+      ...OUTPUT,
+      exitCode: null,
+      signal: 'SIGKILL',
+      stderr: '',
+      reason: {
+        code: 'E_SIGNALED',
+        message: 'task was killed by SIGKILL',
+        component: 'ManagerOutputStager',
+        detail: { signal: 'SIGKILL' },
+      },
+    });
+    rec.expectNoMore();
+  });
+
+  it.each<[string, TaskOverrides, Reason]>([
+    [
+      'a timeout',
+      { exitCode: null, signal: 'SIGTERM' },
+      {
+        code: 'E_TIMEOUT',
+        message: 'task ran longer than timeoutS 2',
+        component: 'Executor',
+        detail: { timeoutS: 2 },
+      },
+    ],
+    [
+      'an executable not found',
+      { exitCode: null, signal: null },
+      {
+        code: 'E_EXEC_NOT_FOUND',
+        message: "cannot execute '/no/such': no such file or directory (ENOENT)",
+        component: 'Executor',
+        detail: { errno: 'ENOENT' },
+      },
+    ],
+    [
+      'a reason on a task that exited 0',
+      { exitCode: 0, signal: null },
+      { code: 'E_STAGING', message: 'output staging failed', component: 'AgentOutputStager' },
+    ],
+  ])(
+    'fails a task that comes back with a reason already set (%s) and keeps that reason',
+    (_what, exit, why) => {
+      const { rec, notes, core } = setup();
+      const t = back('t1', { ...exit, reason: why });
+      core.onTasks([t]);
+      expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT, t1 FAILED']);
+      expect(t.reason).toEqual(why);
+      expect(notes.at(-1)?.detail).toEqual({ ...OUTPUT, stderr: '', ...exit, reason: why });
+      rec.expectNoMore();
+    },
+  );
+
+  it.each<[string, TaskOverrides]>([
+    ['exitCode null', { exitCode: null, signal: null }],
+    ['no exitCode at all', {}],
+  ])('fails a task that ended without an exit code (%s)', (_what, exit) => {
+    const { rec, notes, core } = setup();
+    const t = taskIn('TMGR_STAGING_OUTPUT_PENDING', { pilot: 'p1', ...exit });
+    core.onTasks([t]);
+    expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT, t1 FAILED']);
+    expect(notes.at(-1)?.detail).toEqual({
+      exitCode: null,
+      signal: null,
+      stdout: '',
+      stderr: '',
+      pilot: 'p1',
+      reason: {
+        code: 'E_NO_EXIT_CODE',
+        message: 'task ended without an exit code',
+        component: 'ManagerOutputStager',
+      },
+    });
+    rec.expectNoMore();
+  });
+
+  it('ends a task CANCELED on receipt when its cancel came first, whatever its exit', () => {
+    const { rec, notes, core } = setup();
+    core.onCancel(['ok', 'bad']);
+    rec.expectNoMore();
+    const ok = back('ok');
+    core.onTasks([ok, back('bad', { exitCode: 1 }), back('other')]);
+    expect(rec.take()).toEqual([
+      'notify ok CANCELED, bad CANCELED, other TMGR_STAGING_OUTPUT, other DONE',
+    ]);
+    expect(ok.state).toBe('CANCELED');
+    expect(notes[0]?.detail).toEqual({
+      reason: {
+        code: 'E_CANCELED',
+        message: 'task canceled by the user',
+        component: 'ManagerOutputStager',
+      },
+    });
+    rec.expectNoMore();
+  });
+
+  it('makes one notify call for a bulk', () => {
+    const { rec, notes, core } = setup();
+    const tasks = Array.from({ length: 100 }, (_, i) => back(`t${i}`, { exitCode: i % 3 }));
+    core.onTasks(tasks);
+    expect(rec.take().map((c) => c.split(' ')[0])).toEqual(['notify']);
+    expect(notes).toHaveLength(200);
+    expect(tasks.filter((t) => t.state === 'DONE')).toHaveLength(34);
+    rec.expectNoMore();
+  });
+
+  describe('hand-over', () => {
+    const others = TASK_STATES.filter((st) => st !== 'TMGR_STAGING_OUTPUT_PENDING');
+
+    it('receives a task in TMGR_STAGING_OUTPUT_PENDING and walks it through every state it owns', () => {
+      const { rec, notes, core } = setup();
+      core.onTasks([back('t1')]);
+      expect(['TMGR_STAGING_OUTPUT_PENDING', ...notes.map((n) => n.state)]).toEqual([
+        'TMGR_STAGING_OUTPUT_PENDING',
+        'TMGR_STAGING_OUTPUT',
+        'DONE',
+      ]);
+      rec.take();
+      rec.expectNoMore();
+    });
+
+    it.each(others)('throws IllegalTransitionError for a task handed over in %s', (state) => {
+      const { rec, core } = setup();
+      const t = taskIn(state, { exitCode: 0, signal: null });
+      expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
+      expect(t.state).toBe(state);
+      rec.expectNoMore();
+    });
+
+    it.each(others)(
+      'throws for a task handed over in %s even when its cancel came first',
+      (state) => {
+        const { rec, core } = setup();
+        core.onCancel(['t1']);
+        const t = taskIn(state, { exitCode: 0, signal: null });
+        expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
+        expect(t.state).toBe(state);
+        rec.expectNoMore();
+      },
+    );
+
+    it('rejects a bulk holding a task in another state without touching any of it', () => {
+      const { rec, core } = setup();
+      const ok = back('ok');
+      const wrong = taskIn('AGENT_STAGING_OUTPUT', { uid: 'wrong', exitCode: 0, signal: null });
+      expect(() => core.onTasks([ok, wrong])).toThrow(IllegalTransitionError);
+      expect(ok.state).toBe('TMGR_STAGING_OUTPUT_PENDING');
+      rec.expectNoMore();
+    });
+  });
+});

@@ -1,0 +1,395 @@
+import { describe, expect, it } from '@jest/globals';
+import {
+  ManagerSchedulerCore,
+  type PilotCapacity,
+} from '../../../../src/components/manager-scheduler/core';
+import type { ManagerSchedulerEffects } from '../../../../src/components/manager-scheduler/effects';
+import { IllegalTransitionError } from '../../../../src/errors';
+import type { Notification, TaskDescription, TaskRecord } from '../../../../src/generated';
+import { TASK_STATES } from '../../../../src/states/task-model';
+import { FakeClock } from '../../../support/fake-clock';
+import { notifyLine, taskIn } from '../../../support/fixtures';
+import { EffectRecorder } from '../../../support/recorder';
+
+const SMALL: PilotCapacity = { uid: 'p1', cores: 4, gpus: 0 };
+const BIG: PilotCapacity = { uid: 'p2', cores: 16, gpus: 2 };
+const SMALL2: PilotCapacity = { uid: 'p3', cores: 4, gpus: 0 };
+const CLOSED = {
+  code: 'E_SESSION_CLOSED',
+  message: 'the session was closed',
+  component: 'Session',
+};
+
+function setup(...pilots: PilotCapacity[]) {
+  const rec = new EffectRecorder();
+  const clock = new FakeClock();
+  const notes: Notification[] = [];
+  const effects: ManagerSchedulerEffects = {
+    notify: (ns) => {
+      notes.push(...ns);
+      rec.record(notifyLine(ns));
+    },
+    // where each task goes is what this component decides, so record it
+    forward: (ts) =>
+      rec.record(`forward ${ts.map((t) => `${t.uid}->${t.pilot ?? '?'}`).join(', ')}`),
+  };
+  const core = new ManagerSchedulerCore(effects, clock);
+  for (const p of pilots) core.onPilotAdded(p);
+  return { rec, clock, notes, core };
+}
+
+function pending(uid: string, description: Partial<TaskDescription> = {}): TaskRecord {
+  return taskIn('TMGR_SCHEDULING_PENDING', { uid, description });
+}
+
+/** Notify line of tasks placed one by one in a single onTasks call. */
+function placedLine(uids: string[]): string {
+  return `notify ${uids.map((u) => `${u} TMGR_SCHEDULING, ${u} TMGR_STAGING_INPUT_PENDING`).join(', ')}`;
+}
+
+describe('ManagerSchedulerCore', () => {
+  it('assigns a task to a pilot and hands it on as TMGR_STAGING_INPUT_PENDING', () => {
+    const { rec, clock, notes, core } = setup(SMALL);
+    const t = pending('t1');
+    core.onTasks([t]);
+    expect(rec.take()).toEqual([placedLine(['t1']), 'forward t1->p1']);
+    expect(t.state).toBe('TMGR_STAGING_INPUT_PENDING');
+    expect(t.pilot).toBe('p1');
+    const base = {
+      kind: 'task',
+      uid: 't1',
+      attempt: 1,
+      ts: clock.now(),
+      component: 'ManagerScheduler',
+    };
+    expect(notes).toEqual([
+      { ...base, state: 'TMGR_SCHEDULING' },
+      { ...base, state: 'TMGR_STAGING_INPUT_PENDING', detail: { pilot: 'p1' } },
+    ]);
+    rec.expectNoMore();
+  });
+
+  it('goes round robin over the pilots', () => {
+    const { rec, core } = setup(SMALL, BIG, SMALL2);
+    const uids = ['a', 'b', 'c', 'd', 'e', 'f', 'g'];
+    core.onTasks(uids.map((u) => pending(u)));
+    expect(rec.take()).toEqual([
+      placedLine(uids),
+      'forward a->p1, b->p2, c->p3, d->p1, e->p2, f->p3, g->p1',
+    ]);
+    rec.expectNoMore();
+  });
+
+  it('goes round robin over the pilots a task can ever fit, skipping the others', () => {
+    const { rec, core } = setup(SMALL, BIG, SMALL2);
+    const tasks = [
+      pending('s1'),
+      pending('big1', { coresPerRank: 8 }),
+      pending('s2'),
+      pending('gpu', { gpusPerRank: 1 }),
+      pending('mpi', { ranks: 2, coresPerRank: 3 }), // 6 cores in all: only p2
+      pending('s3'),
+      pending('s4'),
+    ];
+    core.onTasks(tasks);
+    expect(rec.take()).toEqual([
+      placedLine(tasks.map((t) => t.uid)),
+      'forward s1->p1, big1->p2, s2->p3, gpu->p2, mpi->p2, s3->p3, s4->p1',
+    ]);
+    rec.expectNoMore();
+  });
+
+  it('keeps tasks waiting while it has no pilot and sends them out when one is added', () => {
+    const { rec, core } = setup();
+    const t = pending('t1');
+    core.onTasks([t, pending('t2')]);
+    expect(rec.take()).toEqual(['notify t1 TMGR_SCHEDULING, t2 TMGR_SCHEDULING']);
+    expect(t.state).toBe('TMGR_SCHEDULING');
+    expect(core.queued).toBe(2);
+    core.onPilotAdded(SMALL);
+    expect(rec.take()).toEqual([
+      'notify t1 TMGR_STAGING_INPUT_PENDING, t2 TMGR_STAGING_INPUT_PENDING',
+      'forward t1->p1, t2->p1',
+    ]);
+    expect(core.queued).toBe(0);
+    rec.expectNoMore();
+  });
+
+  it('fails waiting tasks that the first added pilot can never fit', () => {
+    const { rec, notes, core } = setup();
+    core.onTasks([pending('big', { coresPerRank: 8 }), pending('ok')]);
+    rec.take();
+    core.onPilotAdded(SMALL);
+    expect(rec.take()).toEqual([
+      'notify big FAILED, ok TMGR_STAGING_INPUT_PENDING',
+      'forward ok->p1',
+    ]);
+    expect(notes.find((n) => n.uid === 'big' && n.state === 'FAILED')?.detail?.reason?.code).toBe(
+      'E_NEVER_FITS',
+    );
+    rec.expectNoMore();
+  });
+
+  it('does nothing when a pilot is added and nothing waits, and ignores a pilot added twice', () => {
+    const { rec, core } = setup(SMALL);
+    core.onPilotAdded(SMALL);
+    core.onPilotAdded(BIG);
+    rec.expectNoMore();
+    core.onTasks(['a', 'b', 'c'].map((u) => pending(u)));
+    // p1 once in the rotation, not twice
+    expect(rec.take()).toEqual([placedLine(['a', 'b', 'c']), 'forward a->p1, b->p2, c->p1']);
+    rec.expectNoMore();
+  });
+
+  it('fails a task no pilot can ever fit with E_NEVER_FITS, listing what it asked and every pilot', () => {
+    const { rec, notes, core } = setup(SMALL, BIG);
+    const t = pending('huge', { ranks: 2, coresPerRank: 10, gpusPerRank: 1 });
+    core.onTasks([t]);
+    expect(rec.take()).toEqual(['notify huge TMGR_SCHEDULING, huge FAILED']);
+    expect(t.state).toBe('FAILED');
+    expect(t.pilot).toBeUndefined();
+    expect(t.reason).toEqual({
+      code: 'E_NEVER_FITS',
+      message:
+        'task asks 2 rank(s) x 10 cores and 1 GPUs per rank; no pilot can ever hold it ' +
+        '(p1: 4 cores, 0 GPUs; p2: 16 cores, 2 GPUs)',
+      component: 'ManagerScheduler',
+      detail: { asked: { ranks: 2, coresPerRank: 10, gpusPerRank: 1 } },
+    });
+    expect(notes.at(-1)?.detail).toEqual({ reason: t.reason });
+    rec.expectNoMore();
+  });
+
+  it('fails a task asking more GPUs than any pilot has', () => {
+    const { rec, core } = setup(SMALL, BIG);
+    const t = pending('g', { gpusPerRank: 3 });
+    core.onTasks([t]);
+    expect(rec.take()).toEqual(['notify g TMGR_SCHEDULING, g FAILED']);
+    expect(t.reason?.code).toBe('E_NEVER_FITS');
+    expect(t.reason?.message).toContain('3 GPUs per rank');
+    rec.expectNoMore();
+  });
+
+  it('sends a task pinned to a present pilot there, outside the rotation', () => {
+    const { rec, core } = setup(SMALL, BIG);
+    core.onTasks([
+      pending('pin', { pilot: 'p2' }),
+      pending('a'),
+      pending('pin2', { pilot: 'p2' }),
+      pending('b'),
+    ]);
+    expect(rec.take()).toEqual([
+      placedLine(['pin', 'a', 'pin2', 'b']),
+      'forward pin->p2, a->p1, pin2->p2, b->p2',
+    ]);
+    rec.expectNoMore();
+  });
+
+  it('fails a task pinned to a pilot that can never fit it, naming only that pilot', () => {
+    const { rec, core } = setup(SMALL, BIG);
+    const t = pending('pin', { pilot: 'p1', coresPerRank: 8 });
+    core.onTasks([t]);
+    expect(rec.take()).toEqual(['notify pin TMGR_SCHEDULING, pin FAILED']);
+    expect(t.reason?.code).toBe('E_NEVER_FITS');
+    expect(t.reason?.message).toContain('(p1: 4 cores, 0 GPUs)');
+    rec.expectNoMore();
+  });
+
+  it.each<[string, PilotCapacity[], string]>([
+    [
+      'pilots added',
+      [SMALL, BIG],
+      "pinned pilot 'px' is not added to this task manager (pilots: p1, p2)",
+    ],
+    ['no pilot at all', [], "pinned pilot 'px' is not added to this task manager (pilots: none)"],
+  ])(
+    'fails a task pinned to an unknown pilot with E_NO_SUCH_PILOT at once (%s)',
+    (_what, pilots, message) => {
+      const { rec, notes, core } = setup(...pilots);
+      const t = pending('pin', { pilot: 'px' });
+      core.onTasks([t]);
+      expect(rec.take()).toEqual(['notify pin TMGR_SCHEDULING, pin FAILED']);
+      const why = { code: 'E_NO_SUCH_PILOT', message, component: 'ManagerScheduler' };
+      expect(t.reason).toEqual(why);
+      expect(notes.at(-1)?.detail).toEqual({ reason: why });
+      expect(core.queued).toBe(0);
+      rec.expectNoMore();
+    },
+  );
+
+  it('fails a task pinned to a pilot that has ended with E_NO_SUCH_PILOT saying so', () => {
+    const { rec, core } = setup(SMALL, BIG);
+    core.onPilotGone('p1');
+    rec.expectNoMore();
+    const t = pending('pin', { pilot: 'p1' });
+    core.onTasks([t]);
+    expect(rec.take()).toEqual(['notify pin TMGR_SCHEDULING, pin FAILED']);
+    expect(t.reason).toEqual({
+      code: 'E_NO_SUCH_PILOT',
+      message: "pinned pilot 'p1' has ended",
+      component: 'ManagerScheduler',
+    });
+    rec.expectNoMore();
+  });
+
+  it('sends no task to a pilot that has gone, nor to one re-added after it went', () => {
+    const { rec, core } = setup(SMALL, BIG, SMALL2);
+    core.onPilotGone('p1');
+    core.onPilotAdded(SMALL);
+    rec.expectNoMore();
+    const uids = ['a', 'b', 'c', 'd'];
+    core.onTasks(uids.map((u) => pending(u)));
+    const calls = rec.take();
+    expect(calls[0]).toBe(placedLine(uids));
+    expect(calls[1]).not.toContain('->p1');
+    expect(calls).toHaveLength(2);
+    rec.expectNoMore();
+  });
+
+  it('fails a task only the gone pilot could fit', () => {
+    const { rec, core } = setup(SMALL, BIG);
+    core.onPilotGone('p2');
+    const t = pending('big', { coresPerRank: 8 });
+    core.onTasks([t]);
+    expect(rec.take()).toEqual(['notify big TMGR_SCHEDULING, big FAILED']);
+    expect(t.reason?.message).toContain('(p1: 4 cores, 0 GPUs)');
+    rec.expectNoMore();
+  });
+
+  it('holds new tasks once every pilot has gone, until another is added', () => {
+    const { rec, core } = setup(SMALL);
+    core.onPilotGone('p1');
+    core.onPilotGone('unknown');
+    rec.expectNoMore();
+    core.onTasks([pending('t1')]);
+    expect(rec.take()).toEqual(['notify t1 TMGR_SCHEDULING']);
+    expect(core.queued).toBe(1);
+    core.onPilotAdded(BIG);
+    expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_INPUT_PENDING', 'forward t1->p2']);
+    rec.expectNoMore();
+  });
+
+  it('cancels a waiting task at once and never sends it', () => {
+    const { rec, notes, core } = setup();
+    const a = pending('a');
+    core.onTasks([a, pending('b')]);
+    rec.take();
+    core.onCancel(['a', 'nobody']);
+    expect(rec.take()).toEqual(['notify a CANCELED']);
+    expect(a.state).toBe('CANCELED');
+    expect(notes.at(-1)?.detail).toEqual({
+      reason: {
+        code: 'E_CANCELED',
+        message: 'task canceled by the user',
+        component: 'ManagerScheduler',
+      },
+    });
+    expect(core.queued).toBe(1);
+    core.onPilotAdded(SMALL);
+    expect(rec.take()).toEqual(['notify b TMGR_STAGING_INPUT_PENDING', 'forward b->p1']);
+    rec.expectNoMore();
+  });
+
+  it('cancels a task on receipt when its cancel came first', () => {
+    const { rec, core } = setup(SMALL);
+    core.onCancel(['late']);
+    rec.expectNoMore();
+    const t = pending('late');
+    core.onTasks([t, pending('other')]);
+    expect(rec.take()).toEqual([
+      'notify late CANCELED, other TMGR_SCHEDULING, other TMGR_STAGING_INPUT_PENDING',
+      'forward other->p1',
+    ]);
+    expect(t.state).toBe('CANCELED');
+    expect(t.pilot).toBeUndefined();
+    rec.expectNoMore();
+  });
+
+  it('does nothing on a cancel for a task it has already handed on', () => {
+    const { rec, core } = setup(SMALL);
+    const t = pending('t1');
+    core.onTasks([t]);
+    rec.take();
+    core.onCancel(['t1']);
+    expect(t.state).toBe('TMGR_STAGING_INPUT_PENDING');
+    rec.expectNoMore();
+  });
+
+  it.each(['FAILED', 'CANCELED'] as const)('ends every waiting task %s on shutdown', (final) => {
+    const { rec, notes, core } = setup();
+    const a = pending('a');
+    core.onTasks([a, pending('b')]);
+    rec.take();
+    core.onShutdown(final, CLOSED);
+    expect(rec.take()).toEqual([`notify a ${final}, b ${final}`]);
+    expect(a.state).toBe(final);
+    expect(notes.at(-1)?.detail).toEqual({ reason: CLOSED });
+    expect(core.queued).toBe(0);
+    core.onShutdown(final, CLOSED);
+    core.onPilotAdded(SMALL);
+    rec.expectNoMore();
+  });
+
+  it('makes one notify and one forward call per handler call, however big the bulk', () => {
+    const { rec, core } = setup();
+    const tasks = Array.from({ length: 100 }, (_, i) => pending(`t${i}`));
+    core.onTasks(tasks);
+    expect(rec.take().map((c) => c.split(' ')[0])).toEqual(['notify']);
+    core.onPilotAdded(SMALL);
+    expect(rec.take().map((c) => c.split(' ')[0])).toEqual(['notify', 'forward']);
+    core.onTasks([
+      ...Array.from({ length: 50 }, (_, i) => pending(`u${i}`)),
+      pending('x', { coresPerRank: 99 }),
+    ]);
+    expect(rec.take().map((c) => c.split(' ')[0])).toEqual(['notify', 'forward']);
+    rec.expectNoMore();
+  });
+
+  describe('hand-over', () => {
+    const others = TASK_STATES.filter((st) => st !== 'TMGR_SCHEDULING_PENDING');
+
+    it('receives a task in TMGR_SCHEDULING_PENDING and walks it through every state it owns', () => {
+      const { rec, notes, core } = setup();
+      core.onTasks([pending('t1')]);
+      core.onPilotAdded(SMALL);
+      expect(['TMGR_SCHEDULING_PENDING', ...notes.map((n) => n.state)]).toEqual([
+        'TMGR_SCHEDULING_PENDING',
+        'TMGR_SCHEDULING',
+        'TMGR_STAGING_INPUT_PENDING',
+      ]);
+      rec.take();
+      rec.expectNoMore();
+    });
+
+    it.each(others)('throws IllegalTransitionError for a task handed over in %s', (state) => {
+      const { rec, core } = setup(SMALL);
+      const t = taskIn(state);
+      expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
+      expect(t.state).toBe(state);
+      rec.expectNoMore();
+    });
+
+    it.each(others)(
+      'throws for a task handed over in %s even when its cancel came first',
+      (state) => {
+        const { rec, core } = setup(SMALL);
+        core.onCancel(['t1']);
+        const t = taskIn(state);
+        expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
+        expect(t.state).toBe(state);
+        rec.expectNoMore();
+      },
+    );
+
+    it('rejects a bulk holding a task in another state without touching any of it', () => {
+      const { rec, core } = setup();
+      const ok = pending('ok');
+      const wrong = taskIn('NEW', { uid: 'wrong' });
+      expect(() => core.onTasks([ok, wrong])).toThrow(IllegalTransitionError);
+      expect(ok.state).toBe('TMGR_SCHEDULING_PENDING');
+      expect(core.queued).toBe(0);
+      core.onPilotAdded(SMALL); // nothing was held back
+      rec.expectNoMore();
+    });
+  });
+});

@@ -1,0 +1,425 @@
+import { describe, expect, it } from '@jest/globals';
+import { PilotLauncherCore } from '../../../../src/components/pilot-launcher/core';
+import type { PilotLauncherEffects } from '../../../../src/components/pilot-launcher/effects';
+import type { PilotRecord } from '../../../../src/components/pilot-launcher/pilot-record';
+import { IllegalTransitionError } from '../../../../src/errors';
+import type { Notification, Reason } from '../../../../src/generated';
+import { PILOT_STATES } from '../../../../src/states/pilot-model';
+import { FakeClock } from '../../../support/fake-clock';
+import { notifyLine, pilotIn } from '../../../support/fixtures';
+import { EffectRecorder } from '../../../support/recorder';
+
+const GRACE = 5_000;
+const BY_USER = 'pilot canceled by the user';
+const EXIT_0 = { exitCode: 0, signal: null, stderr: '' };
+
+function setup() {
+  const rec = new EffectRecorder();
+  const clock = new FakeClock();
+  const notes: Notification[] = [];
+  const ended: { uid: string; state: string; reason: Reason | undefined }[] = [];
+  const effects: PilotLauncherEffects = {
+    launch: (p) => rec.record(`launch ${p.uid}`),
+    shutdownAgent: (uid, final, message) => rec.record(`shutdownAgent ${uid} ${final} ${message}`),
+    kill: (uid) => rec.record(`kill ${uid}`),
+    notify: (ns) => {
+      notes.push(...ns);
+      rec.record(notifyLine(ns));
+    },
+    ended: (uid, state, reason) => {
+      ended.push({ uid, state, reason });
+      rec.record(`ended ${uid} ${state}`);
+    },
+  };
+  const core = new PilotLauncherCore(effects, clock, { shutdownGraceMs: GRACE });
+  return { rec, clock, notes, ended, core };
+}
+
+function pending(uid = 'p1'): PilotRecord {
+  return pilotIn('PMGR_LAUNCHING_PENDING', { uid, sandbox: `/sandbox/${uid}` });
+}
+
+/** Drives a pilot to PMGR_ACTIVE and drops the effects of getting there. */
+function activate(s: ReturnType<typeof setup>, uid = 'p1'): PilotRecord {
+  const p = pending(uid);
+  s.core.onSubmit([p]);
+  s.core.onLaunched(uid);
+  s.core.onAgentReady(uid);
+  expect(s.rec.take()).toEqual([
+    `notify ${uid} PMGR_LAUNCHING`,
+    `launch ${uid}`,
+    `notify ${uid} PMGR_ACTIVE_PENDING`,
+    `notify ${uid} PMGR_ACTIVE`,
+  ]);
+  return p;
+}
+
+describe('PilotLauncherCore', () => {
+  it('takes a pilot through PMGR_LAUNCHING, PMGR_ACTIVE_PENDING and PMGR_ACTIVE', () => {
+    const { rec, clock, notes, core } = setup();
+    const p = pending();
+    core.onSubmit([p]);
+    expect(rec.take()).toEqual(['notify p1 PMGR_LAUNCHING', 'launch p1']);
+    expect(p.state).toBe('PMGR_LAUNCHING');
+    expect(core.active).toEqual(['p1']);
+    core.onLaunched('p1');
+    expect(rec.take()).toEqual(['notify p1 PMGR_ACTIVE_PENDING']);
+    clock.advance(1_234);
+    core.onAgentReady('p1');
+    expect(rec.take()).toEqual(['notify p1 PMGR_ACTIVE']);
+    expect(p.state).toBe('PMGR_ACTIVE');
+    const base = { kind: 'pilot', uid: 'p1', attempt: 1, component: 'PilotLauncher' };
+    expect(notes).toEqual([
+      { ...base, state: 'PMGR_LAUNCHING', ts: clock.now() - 1_234 },
+      { ...base, state: 'PMGR_ACTIVE_PENDING', ts: clock.now() - 1_234 },
+      { ...base, state: 'PMGR_ACTIVE', ts: clock.now() },
+    ]);
+    rec.expectNoMore();
+  });
+
+  it('notifies a submitted bulk in one call, then launches each pilot', () => {
+    const { rec, core } = setup();
+    core.onSubmit([pending('p1'), pending('p2')]);
+    expect(rec.take()).toEqual([
+      'notify p1 PMGR_LAUNCHING, p2 PMGR_LAUNCHING',
+      'launch p1',
+      'launch p2',
+    ]);
+    expect(core.active).toEqual(['p1', 'p2']);
+    rec.expectNoMore();
+  });
+
+  it('ignores repeated or early life events', () => {
+    const { rec, core } = setup();
+    core.onSubmit([pending()]);
+    rec.take();
+    core.onAgentReady('p1'); // not launched yet
+    core.onLaunched('p1');
+    expect(rec.take()).toEqual(['notify p1 PMGR_ACTIVE_PENDING']);
+    core.onLaunched('p1');
+    core.onAgentReady('p1');
+    expect(rec.take()).toEqual(['notify p1 PMGR_ACTIVE']);
+    core.onAgentReady('p1');
+    core.onLaunched('p1');
+    core.onLaunched('nobody');
+    core.onAgentReady('nobody');
+    core.onAgentFinal('nobody', 'DONE', 'x');
+    core.onAgentExited('nobody', EXIT_0);
+    core.onLaunchFailed('nobody', { message: 'x' });
+    core.onCancel(['nobody']);
+    rec.expectNoMore();
+  });
+
+  it('ends a pilot DONE with the agent’s message when the agent said DONE and exited 0', () => {
+    const s = setup();
+    const p = activate(s);
+    s.core.onAgentFinal('p1', 'DONE', 'runtime limit reached');
+    s.rec.expectNoMore();
+    s.core.onAgentExited('p1', EXIT_0);
+    expect(s.rec.take()).toEqual(['notify p1 DONE', 'ended p1 DONE']);
+    const why = {
+      code: 'I_PILOT_DONE',
+      message: 'runtime limit reached',
+      component: 'PilotLauncher',
+    };
+    expect(p.state).toBe('DONE');
+    expect(p.reason).toEqual(why);
+    expect(s.notes.at(-1)?.detail).toEqual({ reason: why });
+    expect(s.ended).toEqual([{ uid: 'p1', state: 'DONE', reason: why }]);
+    expect(s.core.active).toEqual([]);
+    s.rec.expectNoMore();
+  });
+
+  it.each(['FAILED', 'CANCELED'] as const)(
+    'ends a pilot %s with E_PILOT_ENDED when the agent said so and exited 0',
+    (final) => {
+      const s = setup();
+      const p = activate(s);
+      s.core.onAgentFinal('p1', final, 'the client went away');
+      s.core.onAgentExited('p1', EXIT_0);
+      expect(s.rec.take()).toEqual([`notify p1 ${final}`, `ended p1 ${final}`]);
+      expect(p.reason).toEqual({
+        code: 'E_PILOT_ENDED',
+        message: 'the client went away',
+        component: 'PilotLauncher',
+      });
+      s.rec.expectNoMore();
+    },
+  );
+
+  it.each<[string, { exitCode: number | null; signal: string | null }, string]>([
+    [
+      'a non-zero exit',
+      { exitCode: 3, signal: null },
+      'agent exited with code 3: line 3 | line 4 | fatal: no config',
+    ],
+    [
+      'a signal',
+      { exitCode: null, signal: 'SIGSEGV' },
+      'agent was killed by SIGSEGV: line 3 | line 4 | fatal: no config',
+    ],
+    [
+      'exit 0 without agent_final',
+      { exitCode: 0, signal: null },
+      'agent exited with code 0: line 3 | line 4 | fatal: no config',
+    ],
+  ])(
+    'fails a pilot whose agent died (%s) naming how and the stderr tail',
+    (_what, exit, message) => {
+      const s = setup();
+      const p = activate(s);
+      s.core.onAgentExited('p1', {
+        ...exit,
+        stderr: 'line 1\nline 2\nline 3\nline 4\nfatal: no config\n',
+      });
+      expect(s.rec.take()).toEqual(['notify p1 FAILED', 'ended p1 FAILED']);
+      expect(p.reason).toEqual({
+        code: 'E_AGENT_DIED',
+        message,
+        component: 'PilotLauncher',
+        detail: exit,
+      });
+      s.rec.expectNoMore();
+    },
+  );
+
+  it('fails a pilot whose agent said DONE but exited non-zero, and leaves out an empty stderr', () => {
+    const s = setup();
+    const p = activate(s);
+    s.core.onAgentFinal('p1', 'DONE', 'all done');
+    s.core.onAgentExited('p1', { exitCode: 1, signal: null, stderr: '  \n' });
+    expect(s.rec.take()).toEqual(['notify p1 FAILED', 'ended p1 FAILED']);
+    expect(p.reason?.code).toBe('E_AGENT_DIED');
+    expect(p.reason?.message).toBe('agent exited with code 1');
+    s.rec.expectNoMore();
+  });
+
+  it('fails a pilot whose agent exits before it ever becomes active', () => {
+    const s = setup();
+    const p = pending();
+    s.core.onSubmit([p]);
+    s.core.onLaunched('p1');
+    s.rec.take();
+    s.core.onAgentExited('p1', { exitCode: 2, signal: null, stderr: 'cannot connect' });
+    expect(s.rec.take()).toEqual(['notify p1 FAILED', 'ended p1 FAILED']);
+    expect(p.reason?.message).toBe('agent exited with code 2: cannot connect');
+    s.rec.expectNoMore();
+  });
+
+  it.each(['PMGR_LAUNCHING', 'PMGR_ACTIVE_PENDING'] as const)(
+    'fails, not DONE, a pilot whose agent reports DONE while still in %s, with a reason that says so',
+    (state) => {
+      const s = setup();
+      const p = pending();
+      s.core.onSubmit([p]);
+      if (state === 'PMGR_ACTIVE_PENDING') s.core.onLaunched('p1');
+      s.rec.take();
+      s.core.onAgentFinal('p1', 'DONE', 'nothing to do');
+      s.core.onAgentExited('p1', EXIT_0);
+      expect(s.rec.take()).toEqual(['notify p1 FAILED', 'ended p1 FAILED']);
+      expect(p.state).toBe('FAILED');
+      const why = {
+        code: 'E_NEVER_ACTIVE',
+        message: `the agent ended before the pilot became active (in ${state}): nothing to do`,
+        component: 'PilotLauncher',
+        detail: { state },
+      };
+      expect(p.reason).toEqual(why);
+      expect(s.notes.at(-1)?.detail).toEqual({ reason: why });
+      expect(s.ended).toEqual([{ uid: 'p1', state: 'FAILED', reason: why }]);
+      s.rec.expectNoMore();
+    },
+  );
+
+  it('fails a pilot whose launch failed with E_LAUNCH and ignores what comes after', () => {
+    const s = setup();
+    const p = pending();
+    s.core.onSubmit([p]);
+    s.rec.take();
+    s.core.onLaunchFailed('p1', { message: 'spawn /usr/bin/node ENOENT' });
+    expect(s.rec.take()).toEqual(['notify p1 FAILED', 'ended p1 FAILED']);
+    const why = {
+      code: 'E_LAUNCH',
+      message: 'cannot start the agent: spawn /usr/bin/node ENOENT',
+      component: 'PilotLauncher',
+    };
+    expect(p.reason).toEqual(why);
+    expect(s.notes.at(-1)?.detail).toEqual({ reason: why });
+    s.core.onLaunched('p1');
+    s.core.onAgentReady('p1');
+    s.core.onAgentExited('p1', EXIT_0);
+    s.core.onLaunchFailed('p1', { message: 'again' });
+    s.core.onCancel(['p1']);
+    expect(s.core.active).toEqual([]);
+    s.rec.expectNoMore();
+  });
+
+  it('asks an active agent to shut down on cancel and kills it after shutdownGraceMs if it has not exited', () => {
+    const s = setup();
+    const p = activate(s);
+    s.core.onCancel(['p1']);
+    expect(s.rec.take()).toEqual([`shutdownAgent p1 CANCELED ${BY_USER}`]);
+    s.core.onCancel(['p1']); // a second cancel asks nothing more
+    s.clock.advance(GRACE - 1);
+    s.rec.expectNoMore();
+    s.clock.advance(1);
+    expect(s.rec.take()).toEqual(['kill p1']);
+    s.core.onAgentExited('p1', { exitCode: null, signal: 'SIGKILL', stderr: '' });
+    expect(s.rec.take()).toEqual(['notify p1 CANCELED', 'ended p1 CANCELED']);
+    expect(p.reason).toEqual({ code: 'E_CANCELED', message: BY_USER, component: 'PilotLauncher' });
+    s.clock.advance(10 * GRACE);
+    s.rec.expectNoMore();
+  });
+
+  it('does not kill an agent that exits within the grace period', () => {
+    const s = setup();
+    activate(s);
+    s.core.onCancel(['p1']);
+    expect(s.rec.take()).toEqual([`shutdownAgent p1 CANCELED ${BY_USER}`]);
+    s.clock.advance(GRACE - 1);
+    s.core.onAgentFinal('p1', 'CANCELED', 'shutting down on request');
+    s.core.onAgentExited('p1', EXIT_0);
+    expect(s.rec.take()).toEqual(['notify p1 CANCELED', 'ended p1 CANCELED']);
+    expect(s.clock.pending()).toBe(0);
+    s.clock.advance(1);
+    s.clock.advance(10 * GRACE);
+    s.rec.expectNoMore();
+  });
+
+  it('ends a canceled pilot CANCELED even when its agent had said DONE', () => {
+    const s = setup();
+    activate(s);
+    s.core.onAgentFinal('p1', 'DONE', 'done');
+    s.core.onCancel(['p1']);
+    s.rec.take();
+    s.core.onAgentExited('p1', EXIT_0);
+    expect(s.rec.take()).toEqual(['notify p1 CANCELED', 'ended p1 CANCELED']);
+    s.rec.expectNoMore();
+  });
+
+  it.each(['PMGR_LAUNCHING', 'PMGR_ACTIVE_PENDING'] as const)(
+    'on cancel in %s, asks for the shutdown once the agent reports in',
+    (state) => {
+      const s = setup();
+      const p = pending();
+      s.core.onSubmit([p]);
+      if (state === 'PMGR_ACTIVE_PENDING') s.core.onLaunched('p1');
+      s.rec.take();
+      s.core.onCancel(['p1']);
+      s.rec.expectNoMore(); // the agent cannot hear it yet
+      if (state === 'PMGR_LAUNCHING') {
+        s.core.onLaunched('p1');
+        expect(s.rec.take()).toEqual(['notify p1 PMGR_ACTIVE_PENDING']);
+      }
+      s.core.onAgentReady('p1');
+      expect(s.rec.take()).toEqual([
+        'notify p1 PMGR_ACTIVE',
+        `shutdownAgent p1 CANCELED ${BY_USER}`,
+      ]);
+      s.core.onAgentExited('p1', EXIT_0);
+      expect(s.rec.take()).toEqual(['notify p1 CANCELED', 'ended p1 CANCELED']);
+      s.clock.advance(10 * GRACE);
+      s.rec.expectNoMore();
+    },
+  );
+
+  it('kills a canceled pilot whose agent never reports in, shutdownGraceMs after the cancel', () => {
+    const s = setup();
+    s.core.onSubmit([pending()]);
+    s.rec.take();
+    s.core.onCancel(['p1']);
+    s.core.onLaunched('p1');
+    expect(s.rec.take()).toEqual(['notify p1 PMGR_ACTIVE_PENDING']);
+    s.clock.advance(GRACE - 1);
+    s.rec.expectNoMore();
+    s.clock.advance(1);
+    expect(s.rec.take()).toEqual(['kill p1']);
+    s.core.onAgentExited('p1', { exitCode: null, signal: 'SIGKILL', stderr: '' });
+    expect(s.rec.take()).toEqual(['notify p1 CANCELED', 'ended p1 CANCELED']);
+    s.rec.expectNoMore();
+  });
+
+  it('ends a pilot canceled while launching CANCELED when its agent exits before launch is reported', () => {
+    const s = setup();
+    s.core.onSubmit([pending()]);
+    s.rec.take();
+    s.core.onCancel(['p1']);
+    s.core.onAgentExited('p1', { exitCode: 1, signal: null, stderr: 'x' });
+    expect(s.rec.take()).toEqual(['notify p1 CANCELED', 'ended p1 CANCELED']);
+    s.clock.advance(10 * GRACE);
+    s.rec.expectNoMore();
+  });
+
+  it('reports ended exactly once per pilot, whatever arrives after', () => {
+    const s = setup();
+    activate(s, 'p1');
+    activate(s, 'p2');
+    s.core.onCancel(['p1', 'p2']);
+    s.rec.take();
+    s.core.onAgentExited('p1', EXIT_0);
+    s.core.onAgentExited('p1', EXIT_0);
+    s.core.onLaunchFailed('p1', { message: 'late' });
+    s.clock.advance(GRACE);
+    s.core.onAgentExited('p2', { exitCode: null, signal: 'SIGKILL', stderr: '' });
+    s.core.onAgentExited('p2', EXIT_0);
+    s.core.onCancel(['p1', 'p2']);
+    s.clock.advance(GRACE);
+    expect(s.rec.take()).toEqual([
+      'notify p1 CANCELED',
+      'ended p1 CANCELED',
+      'kill p2',
+      'notify p2 CANCELED',
+      'ended p2 CANCELED',
+    ]);
+    expect(s.ended.map((e) => e.uid)).toEqual(['p1', 'p2']);
+    expect(s.core.active).toEqual([]);
+    s.rec.expectNoMore();
+  });
+
+  describe('hand-over', () => {
+    const others = PILOT_STATES.filter((st) => st !== 'PMGR_LAUNCHING_PENDING');
+
+    it('receives a pilot in PMGR_LAUNCHING_PENDING and walks it through every state it owns', () => {
+      const s = setup();
+      activate(s);
+      s.core.onAgentFinal('p1', 'DONE', 'ok');
+      s.core.onAgentExited('p1', EXIT_0);
+      expect(['PMGR_LAUNCHING_PENDING', ...s.notes.map((n) => n.state)]).toEqual([
+        'PMGR_LAUNCHING_PENDING',
+        'PMGR_LAUNCHING',
+        'PMGR_ACTIVE_PENDING',
+        'PMGR_ACTIVE',
+        'DONE',
+      ]);
+      s.rec.take();
+      s.rec.expectNoMore();
+    });
+
+    it.each(others)('throws IllegalTransitionError for a pilot handed over in %s', (state) => {
+      const s = setup();
+      const p = pilotIn(state);
+      expect(() => s.core.onSubmit([p])).toThrow(IllegalTransitionError);
+      expect(p.state).toBe(state);
+      expect(s.core.active).toEqual([]);
+      s.rec.expectNoMore();
+    });
+
+    it('rejects a bulk holding a pilot in another state without touching any of it', () => {
+      const s = setup();
+      const ok = pending('ok');
+      const wrong = pilotIn('NEW', { uid: 'wrong' });
+      let err: unknown;
+      try {
+        s.core.onSubmit([ok, wrong]);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(IllegalTransitionError);
+      expect(err).toMatchObject({ from: 'NEW', to: 'PMGR_LAUNCHING', component: 'PilotLauncher' });
+      expect(ok.state).toBe('PMGR_LAUNCHING_PENDING');
+      expect(s.core.active).toEqual([]);
+      s.core.onLaunched('ok'); // it was never taken in
+      s.rec.expectNoMore();
+    });
+  });
+});
