@@ -19,7 +19,9 @@ const platformOf = new Map();
 
 function platform(name) {
   if (!platformOf.has(name)) {
-    const out = execFileSync('npm', ['view', name, 'os', 'cpu', 'license', '--json'], { encoding: 'utf8' });
+    const out = execFileSync('npm', ['view', name, 'os', 'cpu', 'license', '--json'], {
+      encoding: 'utf8',
+    });
     platformOf.set(name, JSON.parse(out));
   }
   return platformOf.get(name);
@@ -42,6 +44,8 @@ for (const [where, entry] of Object.entries(pkgs)) {
     added++;
   }
 }
-lock.packages = Object.fromEntries(Object.entries(pkgs).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a < b ? -1 : 1)));
+lock.packages = Object.fromEntries(
+  Object.entries(pkgs).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a < b ? -1 : 1)),
+);
 fs.writeFileSync(file, `${JSON.stringify(lock, null, 2)}\n`);
 console.log(`complete-lockfile: added ${added} optional platform entries`);
