@@ -11,10 +11,11 @@ import { AgentSchedulerCore } from '../components/agent-scheduler/core';
 import { ExecutorCore } from '../components/executor/core';
 import { SpawnerPool } from '../components/executor/spawner-pool';
 import { reason } from '../components/shared/reasons';
-import { consumeTaskBulks, sendLogged } from '../components/shared/shell';
+import { QueueSet } from '../components/shared/queue-set';
+import { sendLogged } from '../components/shared/shell';
 import { Bridge } from '../transport/bridge';
 import { ControlBus } from '../transport/control-bus';
-import { QueueReceiver, QueueSender } from '../transport/queue';
+import type { QueueSender } from '../transport/queue';
 import { UpdateWorker } from '../updater/update-worker';
 import { makeSandbox, readTail } from './sandbox-io';
 
@@ -26,10 +27,7 @@ type Final = 'DONE' | 'FAILED' | 'CANCELED';
  * session's control bus for cancel and shutdown. Decisions live in the cores.
  */
 export class Agent {
-  private readonly bridges: Bridge[] = [];
-  private readonly senders: QueueSender[] = [];
-  private readonly receivers: QueueReceiver[] = [];
-  private readonly loops: Promise<void>[] = [];
+  private readonly queues = new QueueSet();
   private workers: UpdateWorker[] = [];
   private control!: ControlBus;
   private pool!: SpawnerPool;
@@ -39,6 +37,8 @@ export class Agent {
   private output!: AgentOutputStagerCore;
   private runtimeTimer: NodeJS.Timeout | undefined;
   private stopping: Promise<void> | undefined;
+  /** Notifications handed to the updates queue, to know when the UpdateWorkers have them all. */
+  private notified = 0;
   private resolveDone!: (r: { final: Final; message: string }) => void;
   /** Resolves once the agent has shut down, with the pilot final state it suggests. */
   readonly done = new Promise<{ final: Final; message: string }>((r) => (this.resolveDone = r));
@@ -55,13 +55,13 @@ export class Agent {
         Bridge.queue(`inproc://${cfg.pilot}/${q}/in`, `inproc://${cfg.pilot}/${q}/out`),
       ),
     );
-    this.bridges.push(scheduling!, executing!, staging!, unschedule!, updates!);
-    const toScheduler = this.sender(scheduling!.endpoints.in);
-    const toExecutor = this.sender(executing!.endpoints.in);
-    const toOutput = this.sender(staging!.endpoints.in);
-    const toUnschedule = this.sender(unschedule!.endpoints.in);
-    const toClient = this.sender(cfg.addresses.managerOutput);
-    const toUpdates = this.sender(updates!.endpoints.in);
+    this.queues.addBridges(scheduling!, executing!, staging!, unschedule!, updates!);
+    const toScheduler = this.queues.sender(scheduling!.endpoints.in);
+    const toExecutor = this.queues.sender(executing!.endpoints.in);
+    const toOutput = this.queues.sender(staging!.endpoints.in);
+    const toUnschedule = this.queues.sender(unschedule!.endpoints.in);
+    const toClient = this.queues.sender(cfg.addresses.managerOutput);
+    const toUpdates = this.queues.sender(updates!.endpoints.in);
 
     for (let i = 0; i < (cfg.updateWorkers ?? 2); i++) {
       this.workers.push(
@@ -73,8 +73,10 @@ export class Agent {
         }),
       );
     }
-    const notify = (log: Logger) => (ns: Notification[]) =>
+    const notify = (log: Logger) => (ns: Notification[]) => {
+      this.notified += ns.length;
       sendLogged(toUpdates, ns, log, 'notify');
+    };
     const forward = (to: QueueSender, log: Logger) => (ts: TaskRecord[]) =>
       sendLogged(to, ts, log, 'forward');
 
@@ -144,10 +146,10 @@ export class Agent {
       clock,
     );
 
-    this.consume(cfg.addresses.agentInput, (t) => this.input.onTasks(t), logIn);
-    this.consume(scheduling!.endpoints.out, (t) => this.scheduler.onTasks(t), logSched);
-    this.consume(executing!.endpoints.out, (t) => this.executor.onTasks(t), logExec);
-    this.consume(staging!.endpoints.out, (t) => this.output.onTasks(t), logOut);
+    this.queues.consume(cfg.addresses.agentInput, (t) => this.input.onTasks(t), logIn);
+    this.queues.consume(scheduling!.endpoints.out, (t) => this.scheduler.onTasks(t), logSched);
+    this.queues.consume(executing!.endpoints.out, (t) => this.executor.onTasks(t), logExec);
+    this.queues.consume(staging!.endpoints.out, (t) => this.output.onTasks(t), logOut);
     this.consumeReleases(unschedule!.endpoints.out, logSched);
 
     this.control = new ControlBus(
@@ -192,7 +194,7 @@ export class Agent {
   private async doShutdown(final: Final, message: string): Promise<void> {
     this.log.info('agent shutting down', { final, message });
     clearTimeout(this.runtimeTimer);
-    for (const r of this.receivers) r.close();
+    await this.queues.stopReceiving();
     const taskFinal = final === 'CANCELED' ? 'CANCELED' : 'FAILED';
     const why: Reason = reason(
       final === 'CANCELED' ? 'E_CANCELED' : 'E_PILOT_ENDED',
@@ -209,40 +211,33 @@ export class Agent {
     await this.pool
       ?.close()
       .catch((e: unknown) => this.log.error('spawner pool close failed', errorMeta(e)));
-    await Promise.allSettled(this.loops);
-    await Promise.all(this.senders.map((s) => s.close()));
+    await this.queues.closeSenders();
+    await this.updatesPulled(2_000);
     await Promise.all(this.workers.map((w) => w.close()));
+    await this.queues.close();
     await this.control
       ?.publish({ type: 'agent_final', pilot: this.cfg.pilot, final, message })
       .catch(() => undefined);
     await this.control?.close();
-    await Promise.all(this.bridges.map((b) => b.close()));
     this.resolveDone({ final, message });
   }
 
-  private sender(address: string): QueueSender {
-    const s = new QueueSender(address);
-    this.senders.push(s);
-    return s;
-  }
-
-  private consume(address: string, handle: (tasks: TaskRecord[]) => void, log: Logger): void {
-    const r = new QueueReceiver(address);
-    this.receivers.push(r);
-    this.loops.push(consumeTaskBulks(r, handle, log));
+  /** Waits (bounded) until the UpdateWorkers have pulled every notification sent to them. */
+  private async updatesPulled(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    const pulled = (): number =>
+      this.workers.reduce((n, w) => n + w.stats().received + w.stats().invalid, 0);
+    while (pulled() < this.notified && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
   }
 
   private consumeReleases(address: string, log: Logger): void {
-    const r = new QueueReceiver(address);
-    this.receivers.push(r);
-    this.loops.push(
-      (async () => {
-        for await (const m of r.messages()) {
-          if (m.ok && Array.isArray(m.value)) {
-            this.scheduler.onReleased(m.value as { uid: string }[]);
-          } else log.error('invalid release message rejected');
-        }
-      })(),
-    );
+    this.queues.loop(address, async (r) => {
+      for await (const m of r.messages()) {
+        if (m.ok && Array.isArray(m.value)) this.scheduler.onReleased(m.value as { uid: string }[]);
+        else log.error('invalid release message rejected');
+      }
+    });
   }
 }

@@ -6,9 +6,10 @@ import { COMPONENTS } from '../states/task-model';
 import { ManagerInputStagerCore } from '../components/manager-input-stager/core';
 import { ManagerOutputStagerCore } from '../components/manager-output-stager/core';
 import { ManagerSchedulerCore, type PilotCapacity } from '../components/manager-scheduler/core';
-import { consumeTaskBulks, sendLogged } from '../components/shared/shell';
+import { QueueSet } from '../components/shared/queue-set';
+import { sendLogged } from '../components/shared/shell';
 import { Bridge } from '../transport/bridge';
-import { QueueReceiver, QueueSender } from '../transport/queue';
+import { QueueSender } from '../transport/queue';
 
 /**
  * The client-side components: ManagerScheduler -> ManagerInputStager -> (agents) ->
@@ -16,14 +17,11 @@ import { QueueReceiver, QueueSender } from '../transport/queue';
  * input queue, which this pipeline creates per pilot.
  */
 export class ManagerPipeline {
-  private readonly bridges: Bridge[] = [];
+  private readonly queues = new QueueSet();
   private readonly pilotInputs = new Map<string, { bridge: Bridge; sender: QueueSender }>();
   /** Tasks handed to each pilot's agent and not yet back: the owner-of-last-resort's list. */
   private readonly outstanding = new Map<string, Set<string>>();
-  private readonly senders: QueueSender[] = [];
   private readonly closing: Promise<void>[] = [];
-  private readonly receivers: QueueReceiver[] = [];
-  private readonly loops: Promise<void>[] = [];
   private scheduler!: ManagerSchedulerCore;
   private inputStager!: ManagerInputStagerCore;
   private outputStager!: ManagerOutputStagerCore;
@@ -48,10 +46,10 @@ export class ManagerPipeline {
       `inproc://${this.session}/tmgr-staging-input/out`,
     );
     const output = await Bridge.queue();
-    this.bridges.push(sched, staging, output);
+    this.queues.addBridges(sched, staging, output);
     this.outputAddress = output.endpoints.in;
-    this.toScheduler = this.sender(sched.endpoints.in);
-    const toStaging = this.sender(staging.endpoints.in);
+    this.toScheduler = this.queues.sender(sched.endpoints.in);
+    const toStaging = this.queues.sender(staging.endpoints.in);
 
     const logS = this.log.child({ component: COMPONENTS.managerScheduler });
     this.scheduler = new ManagerSchedulerCore(
@@ -79,9 +77,9 @@ export class ManagerPipeline {
     const logO = this.log.child({ component: COMPONENTS.managerOutputStager });
     this.outputStager = new ManagerOutputStagerCore({ notify: this.notify }, this.clock);
 
-    this.consume(sched.endpoints.out, (ts) => this.scheduler.onTasks(ts), logS);
-    this.consume(staging.endpoints.out, (ts) => this.inputStager.onTasks(ts), logI);
-    this.consume(
+    this.queues.consume(sched.endpoints.out, (ts) => this.scheduler.onTasks(ts), logS);
+    this.queues.consume(staging.endpoints.out, (ts) => this.inputStager.onTasks(ts), logI);
+    this.queues.consume(
       output.endpoints.out,
       (ts) => {
         for (const t of ts) if (t.pilot !== undefined) this.outstanding.get(t.pilot)?.delete(t.uid);
@@ -135,26 +133,12 @@ export class ManagerPipeline {
   }
 
   async close(): Promise<void> {
-    for (const r of this.receivers) r.close();
-    await Promise.allSettled(this.loops);
-    await Promise.all(this.senders.map((s) => s.close()));
+    await this.queues.stopReceiving();
     for (const { bridge, sender } of this.pilotInputs.values()) {
       await sender.close();
       await bridge.close();
     }
     await Promise.allSettled(this.closing);
-    await Promise.all(this.bridges.map((b) => b.close()));
-  }
-
-  private sender(address: string): QueueSender {
-    const s = new QueueSender(address);
-    this.senders.push(s);
-    return s;
-  }
-
-  private consume(address: string, handle: (tasks: TaskRecord[]) => void, log: Logger): void {
-    const r = new QueueReceiver(address);
-    this.receivers.push(r);
-    this.loops.push(consumeTaskBulks(r, handle, log));
+    await this.queues.close();
   }
 }

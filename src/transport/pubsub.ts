@@ -1,27 +1,22 @@
 import * as zmq from 'zeromq';
-import { decode, encode } from './codec';
+import { SerialSender, decodedMessages, type Decoded } from './frames';
 
 /** Publishes on a pubsub bridge's `in`. Messages sent before the connection is up are lost. */
 export class Publisher {
-  private readonly sock = new zmq.Publisher({ linger: 1_000 });
-  private chain: Promise<void> = Promise.resolve();
-  private closed = false;
+  private readonly out: SerialSender;
 
   constructor(readonly address: string) {
-    this.sock.connect(address);
+    const sock = new zmq.Publisher({ linger: 1_000 });
+    sock.connect(address);
+    this.out = new SerialSender(sock);
   }
 
   publish(value: unknown): Promise<void> {
-    const frame = encode(value);
-    const next = this.chain.then(() => (this.closed ? undefined : this.sock.send(frame)));
-    this.chain = next.catch(() => undefined);
-    return next;
+    return this.out.send(value);
   }
 
-  async close(): Promise<void> {
-    await this.chain;
-    this.closed = true;
-    this.sock.close();
+  close(): Promise<void> {
+    return this.out.close();
   }
 }
 
@@ -34,19 +29,8 @@ export class Subscriber {
     this.sock.subscribe();
   }
 
-  async *messages(): AsyncGenerator<{ ok: true; value: unknown } | { ok: false; error: Error }> {
-    try {
-      for await (const [frame] of this.sock) {
-        if (frame === undefined) continue;
-        try {
-          yield { ok: true, value: decode(frame) };
-        } catch (e) {
-          yield { ok: false, error: e instanceof Error ? e : new Error(String(e)) };
-        }
-      }
-    } catch (e) {
-      if (!this.sock.closed) throw e;
-    }
+  messages(): AsyncGenerator<Decoded> {
+    return decodedMessages(this.sock);
   }
 
   close(): void {

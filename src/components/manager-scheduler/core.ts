@@ -51,12 +51,7 @@ export class ManagerSchedulerCore {
   onPilotAdded(pilot: PilotCapacity): void {
     if (this.pilots.some((p) => p.uid === pilot.uid) || this.gone.has(pilot.uid)) return;
     this.pilots.push(pilot);
-    const now = this.clock.now();
-    const notes: Notification[] = [];
-    const out: TaskRecord[] = [];
-    const held = this.waiting.splice(0);
-    for (const task of held) this.place(task, now, notes, out);
-    this.flush(notes, out);
+    this.placeWaiting();
   }
 
   /** A pilot reached a final state: no task goes there any more. */
@@ -64,12 +59,7 @@ export class ManagerSchedulerCore {
     this.gone.add(uid);
     const i = this.pilots.findIndex((p) => p.uid === uid);
     if (i >= 0) this.pilots.splice(i, 1);
-    const now = this.clock.now();
-    const notes: Notification[] = [];
-    const out: TaskRecord[] = [];
-    const held = this.waiting.splice(0);
-    for (const task of held) this.place(task, now, notes, out);
-    this.flush(notes, out);
+    this.placeWaiting();
   }
 
   onCancel(uids: string[]): void {
@@ -93,6 +83,15 @@ export class ManagerSchedulerCore {
 
   get queued(): number {
     return this.waiting.length;
+  }
+
+  /** The set of pilots changed: every waiting task is placed again. */
+  private placeWaiting(): void {
+    const now = this.clock.now();
+    const notes: Notification[] = [];
+    const out: TaskRecord[] = [];
+    for (const task of this.waiting.splice(0)) this.place(task, now, notes, out);
+    this.flush(notes, out);
   }
 
   private place(task: TaskRecord, now: number, notes: Notification[], out: TaskRecord[]): void {

@@ -1,0 +1,53 @@
+import type { TaskRecord } from '../../generated';
+import type { Logger } from '../../lib/logger';
+import type { Bridge } from '../../transport/bridge';
+import { QueueReceiver, QueueSender } from '../../transport/queue';
+import { consumeTaskBulks } from './shell';
+
+/** The sockets and loops one process's components use, closed in the right order. */
+export class QueueSet {
+  private readonly bridges: Bridge[] = [];
+  private readonly senders: QueueSender[] = [];
+  private readonly receivers: QueueReceiver[] = [];
+  private readonly loops: Promise<void>[] = [];
+
+  addBridges(...bridges: Bridge[]): void {
+    this.bridges.push(...bridges);
+  }
+
+  sender(address: string): QueueSender {
+    const s = new QueueSender(address);
+    this.senders.push(s);
+    return s;
+  }
+
+  /** Runs a task component's receive loop on the queue at `address`. */
+  consume(address: string, handle: (tasks: TaskRecord[]) => void, log: Logger): void {
+    this.loop(address, (r) => consumeTaskBulks(r, handle, log));
+  }
+
+  /** Runs any receive loop on the queue at `address`. */
+  loop(address: string, run: (r: QueueReceiver) => Promise<void>): void {
+    const r = new QueueReceiver(address);
+    this.receivers.push(r);
+    this.loops.push(run(r));
+  }
+
+  /** Stops taking messages and waits for every loop to end. */
+  async stopReceiving(): Promise<void> {
+    for (const r of this.receivers) r.close();
+    await Promise.allSettled(this.loops);
+  }
+
+  /** Flushes and closes the senders (messages may still sit in the bridges). */
+  async closeSenders(): Promise<void> {
+    await Promise.all(this.senders.map((s) => s.close()));
+  }
+
+  /** Stops everything: receivers, senders, then the bridges. */
+  async close(): Promise<void> {
+    await this.stopReceiving();
+    await this.closeSenders();
+    await Promise.all(this.bridges.map((b) => b.close()));
+  }
+}
