@@ -14,6 +14,7 @@ module.exports = {
       ...base,
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      setupFilesAfterEnv: ['<rootDir>/test/support/no-leaked-sockets.ts'],
     },
   ],
   globalSetup: '<rootDir>/test/support/global-setup.js',
