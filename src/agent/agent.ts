@@ -146,10 +146,54 @@ export class Agent {
       clock,
     );
 
-    this.queues.consume(cfg.addresses.agentInput, (t) => this.input.onTasks(t), logIn);
-    this.queues.consume(scheduling!.endpoints.out, (t) => this.scheduler.onTasks(t), logSched);
-    this.queues.consume(executing!.endpoints.out, (t) => this.executor.onTasks(t), logExec);
-    this.queues.consume(staging!.endpoints.out, (t) => this.output.onTasks(t), logOut);
+    const intake = (
+      component: string,
+      arrives: string,
+      handle: (t: TaskRecord[]) => void,
+      log: Logger,
+    ) => ({
+      component,
+      arrives,
+      handle,
+      notify: notify(log),
+      now: () => clock.now(),
+    });
+    const C = COMPONENTS;
+    this.queues.consume(
+      cfg.addresses.agentInput,
+      intake(
+        C.agentInputStager,
+        'AGENT_STAGING_INPUT_PENDING',
+        (t) => this.input.onTasks(t),
+        logIn,
+      ),
+      logIn,
+    );
+    this.queues.consume(
+      scheduling!.endpoints.out,
+      intake(
+        C.agentScheduler,
+        'AGENT_SCHEDULING_PENDING',
+        (t) => this.scheduler.onTasks(t),
+        logSched,
+      ),
+      logSched,
+    );
+    this.queues.consume(
+      executing!.endpoints.out,
+      intake(C.executor, 'AGENT_EXECUTING_PENDING', (t) => this.executor.onTasks(t), logExec),
+      logExec,
+    );
+    this.queues.consume(
+      staging!.endpoints.out,
+      intake(
+        C.agentOutputStager,
+        'AGENT_STAGING_OUTPUT_PENDING',
+        (t) => this.output.onTasks(t),
+        logOut,
+      ),
+      logOut,
+    );
     this.consumeReleases(unschedule!.endpoints.out, logSched);
 
     this.control = new ControlBus(

@@ -77,14 +77,32 @@ export class ManagerPipeline {
     const logO = this.log.child({ component: COMPONENTS.managerOutputStager });
     this.outputStager = new ManagerOutputStagerCore({ notify: this.notify }, this.clock);
 
-    this.queues.consume(sched.endpoints.out, (ts) => this.scheduler.onTasks(ts), logS);
-    this.queues.consume(staging.endpoints.out, (ts) => this.inputStager.onTasks(ts), logI);
+    const intake = (component: string, arrives: string, handle: (t: TaskRecord[]) => void) => ({
+      component,
+      arrives,
+      handle,
+      notify: this.notify,
+      now: () => this.clock.now(),
+    });
+    const C = COMPONENTS;
+    this.queues.consume(
+      sched.endpoints.out,
+      intake(C.managerScheduler, 'TMGR_SCHEDULING_PENDING', (ts) => this.scheduler.onTasks(ts)),
+      logS,
+    );
+    this.queues.consume(
+      staging.endpoints.out,
+      intake(C.managerInputStager, 'TMGR_STAGING_INPUT_PENDING', (ts) =>
+        this.inputStager.onTasks(ts),
+      ),
+      logI,
+    );
     this.queues.consume(
       output.endpoints.out,
-      (ts) => {
+      intake(C.managerOutputStager, 'TMGR_STAGING_OUTPUT_PENDING', (ts) => {
         for (const t of ts) if (t.pilot !== undefined) this.outstanding.get(t.pilot)?.delete(t.uid);
         this.outputStager.onTasks(ts);
-      },
+      }),
       logO,
     );
   }

@@ -16,11 +16,11 @@ export function openTcpSockets(): string[] {
   }
   const out: string[] = [];
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text = '';
+    let text: string;
     try {
       text = readFileSync(table, 'utf8');
     } catch {
-      continue;
+      continue; // no IPv6 table on this kernel
     }
     for (const line of text.trim().split('\n').slice(1)) {
       const f = line.trim().split(/\s+/);

@@ -1,8 +1,7 @@
-import type { TaskRecord } from '../../generated';
 import type { Logger } from '../../lib/logger';
 import type { Bridge } from '../../transport/bridge';
 import { QueueReceiver, QueueSender } from '../../transport/queue';
-import { consumeTaskBulks } from './shell';
+import { consumeTaskBulks, type Intake } from './shell';
 
 /** The sockets and loops one process's components use, closed in the right order. */
 export class QueueSet {
@@ -22,8 +21,8 @@ export class QueueSet {
   }
 
   /** Runs a task component's receive loop on the queue at `address`. */
-  consume(address: string, handle: (tasks: TaskRecord[]) => void, log: Logger): void {
-    this.loop(address, (r) => consumeTaskBulks(r, handle, log));
+  consume(address: string, intake: Intake, log: Logger): void {
+    this.loop(address, (r) => consumeTaskBulks(r, intake, log));
   }
 
   /** Runs any receive loop on the queue at `address`. */

@@ -1,17 +1,32 @@
 import type { TaskRecord } from '../../generated';
 import { ValidationError, errorMeta } from '../../errors';
 import type { Logger } from '../../lib/logger';
-import { parseTaskBulk } from '../../lib/validate';
+import { parseTaskRecord } from '../../lib/validate';
+import type { Notification } from '../../states/notification';
+import { reason } from './reasons';
 import type { QueueReceiver, QueueSender } from '../../transport/queue';
 
+/** What a task component's receive loop needs to know besides its handler. */
+export interface Intake {
+  /** The component, named in rejections. */
+  component: string;
+  /** The state tasks must arrive in (the component's X_PENDING). */
+  arrives: string;
+  handle(tasks: TaskRecord[]): void;
+  /** Publishes FAILED notifications for rejected tasks, so none is lost silently. */
+  notify(notifications: Notification[]): void;
+  now(): number;
+}
+
 /**
- * The loop every task component runs: decode, validate at the boundary, call one handler.
- * A malformed message is logged with what was wrong (and any task uids it names); it never
- * stops the loop.
+ * The loop every task component runs: decode, validate each task at the boundary, call one
+ * handler with the valid ones. A task that is malformed or arrives in the wrong state is
+ * FAILED with the reason (when it names a uid) instead of being dropped; a message that is no
+ * bulk at all is logged. Nothing stops the loop.
  */
 export async function consumeTaskBulks(
   receiver: QueueReceiver,
-  handle: (tasks: TaskRecord[]) => void,
+  intake: Intake,
   log: Logger,
 ): Promise<void> {
   for await (const msg of receiver.messages()) {
@@ -19,16 +34,34 @@ export async function consumeTaskBulks(
       log.error('undecodable message rejected', errorMeta(msg.error));
       continue;
     }
-    let tasks: TaskRecord[];
-    try {
-      tasks = parseTaskBulk(msg.value);
-    } catch (e) {
-      const issues = e instanceof ValidationError ? e.issues : [];
-      log.error('invalid task bulk rejected', { issues, uids: uidsIn(msg.value) });
+    if (!Array.isArray(msg.value)) {
+      log.error('message rejected: a task bulk must be an array', { type: typeof msg.value });
       continue;
     }
+    const tasks: TaskRecord[] = [];
+    const rejected: Notification[] = [];
+    msg.value.forEach((item: unknown, i) => {
+      const problem = check(item, intake.arrives);
+      if (problem === undefined) return void tasks.push(item as TaskRecord);
+      const text = `task record rejected by ${intake.component}: ${problem.replace(/^\//, `/${i}/`)}`;
+      const uid = (item as { uid?: unknown } | null)?.uid;
+      log.error('invalid task rejected', { uid, problem: text });
+      if (typeof uid !== 'string' || uid === '') return;
+      const a = (item as { attempt?: unknown }).attempt;
+      rejected.push({
+        kind: 'task',
+        uid,
+        attempt: typeof a === 'number' && Number.isInteger(a) && a > 0 ? a : 1,
+        state: 'FAILED',
+        ts: intake.now(),
+        component: intake.component,
+        detail: { reason: reason('E_BAD_MESSAGE', text, intake.component) },
+      });
+    });
+    if (rejected.length > 0) intake.notify(rejected);
+    if (tasks.length === 0) continue;
     try {
-      handle(tasks);
+      intake.handle(tasks);
     } catch (e) {
       log.error('handler failed on a task bulk', {
         ...errorMeta(e),
@@ -38,11 +71,14 @@ export async function consumeTaskBulks(
   }
 }
 
-function uidsIn(value: unknown): string[] {
-  if (!Array.isArray(value)) return [];
-  return value
-    .map((v) => (v !== null && typeof v === 'object' ? (v as { uid?: unknown }).uid : undefined))
-    .filter((u): u is string => typeof u === 'string');
+function check(item: unknown, arrives: string): string | undefined {
+  try {
+    const task = parseTaskRecord(item);
+    return task.state === arrives ? undefined : `/state must be ${arrives} here, not ${task.state}`;
+  } catch (e) {
+    if (!(e instanceof ValidationError)) throw e;
+    return e.issues.map((x) => `${x.path} ${x.message}`).join('; ');
+  }
 }
 
 /** Fire-and-forget send whose failure is logged, never thrown into a decision core. */

@@ -36,6 +36,30 @@ describe('malformed wire messages', () => {
     const [reply] = await dealer.receive();
     expect(reply).toBeDefined();
 
+    // a malformed record of a known task ends that task FAILED with the reason: nothing is lost
+    const [victim] = await fx.tmgr.submitTasks([{ executable: '/bin/sleep', arguments: ['30'] }]);
+    await fx.tmgr.waitTasks({
+      uids: [victim!.uid],
+      states: ['AGENT_EXECUTING'],
+      timeoutMs: 10_000,
+    });
+    await output.send([
+      {
+        uid: victim!.uid,
+        attempt: 1,
+        state: 'TMGR_STAGING_OUTPUT_PENDING',
+        session: fx.session.uid,
+        description: { executable: 5 },
+      },
+    ]);
+    await fx.tmgr.waitTasks({ uids: [victim!.uid], timeoutMs: 10_000 });
+    expect(victim!.state).toBe('FAILED');
+    expect(victim!.reason).toMatchObject({
+      code: 'E_BAD_MESSAGE',
+      component: 'ManagerOutputStager',
+    });
+    expect(victim!.reason?.message).toContain('/0/description/executable must be string');
+
     const tasks = await fx.tmgr.submitTasks(
       Array.from({ length: 20 }, () => ({ executable: '/bin/true' })),
     );
