@@ -17,6 +17,8 @@ interface Held {
   cancelRequested: boolean;
   agentFinal?: { final: Final; message: string };
   killTimer?: Timer;
+  /** Kills an agent that outlives its runtime limit by more than the grace period. */
+  runtimeTimer?: Timer;
 }
 
 /**
@@ -53,6 +55,11 @@ export class PilotLauncherCore {
     const h = this.held.get(uid);
     if (h === undefined || h.pilot.state !== 'PMGR_LAUNCHING') return;
     this.effects.notify([this.move(h.pilot, 'PMGR_ACTIVE_PENDING')]);
+    const limitMs = (h.pilot.description.runtimeMin ?? 60) * 60_000;
+    h.runtimeTimer = this.clock.setTimeout(
+      () => this.effects.kill(uid),
+      limitMs + this.options.shutdownGraceMs,
+    );
   }
 
   onLaunchFailed(uid: string, error: { message: string }): void {
@@ -83,6 +90,7 @@ export class PilotLauncherCore {
     const h = this.held.get(uid);
     if (h === undefined) return;
     h.killTimer?.cancel();
+    h.runtimeTimer?.cancel();
     if (h.cancelRequested) {
       return this.finish(h, 'CANCELED', reason('E_CANCELED', 'pilot canceled by the user', ME));
     }
@@ -143,6 +151,7 @@ export class PilotLauncherCore {
       );
     }
     h.killTimer?.cancel();
+    h.runtimeTimer?.cancel();
     this.held.delete(h.pilot.uid);
     h.pilot.reason = why;
     this.effects.notify([this.move(h.pilot, final, { reason: why })]);

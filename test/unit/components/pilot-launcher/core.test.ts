@@ -77,6 +77,24 @@ describe('PilotLauncherCore', () => {
     rec.expectNoMore();
   });
 
+  it('kills an agent that outlives its runtime limit by the grace period, not before', () => {
+    const s = setup();
+    const p = pilotIn('PMGR_LAUNCHING_PENDING', { uid: 'p1', sandbox: '/sandbox/p1' });
+    p.description.runtimeMin = 2;
+    s.core.onSubmit([p]);
+    s.core.onLaunched('p1');
+    s.core.onAgentReady('p1');
+    s.rec.take();
+    s.clock.advance(2 * 60_000 + GRACE - 1);
+    s.rec.expectNoMore();
+    s.clock.advance(1);
+    expect(s.rec.take()).toEqual(['kill p1']);
+    s.core.onAgentExited('p1', { exitCode: null, signal: 'SIGKILL', stderr: '' });
+    expect(s.rec.take()).toEqual(['notify p1 FAILED', 'ended p1 FAILED']);
+    expect(s.clock.pending()).toBe(0);
+    s.rec.expectNoMore();
+  });
+
   it('notifies a submitted bulk in one call, then launches each pilot', () => {
     const { rec, core } = setup();
     core.onSubmit([pending('p1'), pending('p2')]);
