@@ -24,4 +24,5 @@ export interface AgentConfig {
     controlOut: string;
     store: string;
   };
+  memMb?: number;
 }

@@ -11,6 +11,9 @@ export interface PilotDescription {
    */
   cores?: number;
   gpus?: number;
+  /**
+   * Memory the pilot may give to tasks, in MiB; defaults to the machine's total.
+   */
   memMb?: number;
   runtimeMin?: number;
   sandbox?: string;

@@ -18,10 +18,18 @@ export interface TaskRecord {
   description: TaskDescription;
   pilot?: string;
   sandbox?: string;
+  /**
+   * Items: One rank's resources on one node.
+   */
   slots?: {
     node: string;
     cores: number[];
     gpus: number[];
+    /**
+     * Fraction of each listed GPU this rank holds (1 = whole).
+     */
+    gpuShare?: number;
+    memMb?: number;
   }[];
   exitCode?: number | null;
   signal?: string | null;
@@ -48,12 +56,37 @@ export interface TaskDescription {
   workdir?: string;
   ranks?: number;
   coresPerRank?: number;
+  /**
+   * GPUs per rank: a whole number, or a fraction below 1 to share one GPU with other tasks (up to 1.0 in total).
+   */
   gpusPerRank?: number;
+  /**
+   * Memory per rank in MiB, counted against the node's memory.
+   */
   memPerRankMb?: number;
-  launch?: 'fork';
+  /**
+   * How ranks start: fork (single rank, the default) or mpirun (OpenMPI; the default for more than one rank).
+   */
+  launch?: 'fork' | 'mpirun';
   priority?: number;
   timeoutS?: number;
   pilot?: string;
+  /**
+   * Specific GPUs (indices on the node) each rank gets; implies gpusPerRank = their count.
+   *
+   * @minItems 1
+   */
+  gpuIndices?: [number, ...number[]];
+  tags?: {
+    /**
+     * All tasks with this tag run on one node.
+     */
+    colocate?: string;
+    /**
+     * Nodes running tasks with this tag run no other tasks.
+     */
+    exclusive?: string;
+  };
 }
 /**
  * Why a task or pilot failed or was canceled, in words a person can act on.
