@@ -97,7 +97,7 @@ export class Agent {
     this.scheduler = new AgentSchedulerCore(
       { notify: notify(logSched), forward: forward(toExecutor, logSched) },
       clock,
-      { name: os.hostname(), cores: cfg.cores, gpus: cfg.gpus },
+      [{ name: os.hostname(), cores: cfg.cores, gpus: cfg.gpus, memMb: this.memMb() }],
     );
     const logExec = this.log.child({ component: COMPONENTS.executor });
     this.pool = await SpawnerPool.start({
@@ -126,7 +126,11 @@ export class Agent {
           ),
       },
       clock,
-      { killGraceMs: cfg.killGraceMs ?? 3_000 },
+      {
+        killGraceMs: cfg.killGraceMs ?? 3_000,
+        // OpenMPI's mpirun refuses to run as root without --allow-run-as-root.
+        launch: { mpirun: 'mpirun', asRoot: process.getuid?.() === 0 },
+      },
     );
     const logOut = this.log.child({ component: COMPONENTS.agentOutputStager });
     this.output = new AgentOutputStagerCore(
@@ -264,6 +268,11 @@ export class Agent {
       .catch(() => undefined);
     await this.control?.close();
     this.resolveDone({ final, message });
+  }
+
+  /** Memory the pilot gives to tasks: as configured, else the machine's. */
+  private memMb(): number {
+    return this.cfg.memMb ?? Math.floor(os.totalmem() / 2 ** 20);
   }
 
   /** Waits (bounded) until the UpdateWorkers have pulled every notification sent to them. */

@@ -165,6 +165,7 @@ export class PilotManager {
       cores: rec.cores,
       gpus: rec.gpus,
       runtimeMin: rec.description.runtimeMin ?? 60,
+      ...(rec.description.memMb !== undefined ? { memMb: rec.description.memMb } : {}),
       ...(agent.spawners !== undefined ? { spawners: agent.spawners } : {}),
       ...(agent.updateWorkers !== undefined ? { updateWorkers: agent.updateWorkers } : {}),
       ...(agent.killGraceMs !== undefined ? { killGraceMs: agent.killGraceMs } : {}),

@@ -1,46 +1,93 @@
 import type { Reason, TaskRecord } from '../../generated';
+import type { Clock } from '../../lib/clock';
 import type { Notification } from '../../states/notification';
 import { COMPONENTS } from '../../states/task-model';
-import type { Clock } from '../../lib/clock';
 import { canceledBy } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
 import { checkArrivals, transition } from '../shared/transition';
 import type { AgentSchedulerEffects } from './effects';
+import { NodeIndex } from './node-index';
+import { NodeState, type NodeResources } from './node-state';
+import {
+  describeRequest,
+  rankFitsFree,
+  rankFitsSize,
+  ranksFitFree,
+  ranksPerEmptyNode,
+  requestOf,
+  type Request,
+} from './request';
+import { giveBack, slotOf, takeRank, type Hold } from './slots';
+
+export type { NodeResources } from './node-state';
 
 const ME = COMPONENTS.agentScheduler;
 
-/** What a pilot's agent holds: for now one node with numbered cores and GPUs. */
-export interface NodeResources {
-  name: string;
-  cores: number;
-  gpus: number;
+/** Waiting tasks that ask for exactly the same capacity, FIFO. */
+interface Shape {
+  req: Request;
+  queue: { task: TaskRecord; seq: number }[];
+  head: number;
+  /** Its head did not fit at the last try, and capacity it could use has not come back since. */
+  blocked: boolean;
 }
 
-type Slots = NonNullable<TaskRecord['slots']>;
-
 /**
- * Owns AGENT_SCHEDULING: allocates core (and whole-GPU) slots on the pilot's node.
- * Waiting tasks are served by priority (higher first), FIFO within a priority; a task that
- * does not fit now lets smaller ones behind it start (simple backfill, no reservation yet).
- * A task that can never fit fails at once with what it asked and what the pilot has.
+ * Owns AGENT_SCHEDULING: places each rank of a task on a node (cores, whole or shared GPUs,
+ * memory), honouring `gpuIndices`, `colocate` and `exclusive` tags.
+ *
+ * Order: higher priority first, FIFO within a priority. Backfill without starvation: when the
+ * first task in that order (the head) does not fit, nodes that can hold it are reserved for it
+ * (the ones with the most free capacity); other tasks may start ahead of it only on nodes that
+ * are not reserved. Reserved nodes only drain, so the head starts at the latest when the tasks
+ * running there end. Only a task of higher priority can take the head's place. While the head
+ * waits to open its colocate group, no other task opens that group (elsewhere).
+ * Ranks of a colocated task all go on one node; those of an exclusive task may share a node.
+ *
+ * Speed: open nodes are indexed by free capacity (NodeIndex), so a placement never scans every
+ * node; waiting tasks are grouped by the capacity they ask (shapes), and a release re-tries only
+ * the shapes that can use the node that got capacity back.
  */
 export class AgentSchedulerCore {
-  private readonly freeCores: number[];
-  private readonly freeGpus: number[];
-  /** priority -> FIFO of waiting tasks; `order` keeps priorities sorted high to low. */
-  private readonly waiting = new Map<number, TaskRecord[]>();
-  private order: number[] = [];
+  private readonly nodes: NodeState[];
+  private readonly index: NodeIndex;
+  /** Open nodes with nothing placed on them (exclusive tasks need one). */
+  private readonly empty = new Set<NodeState>();
+  private readonly exclusive = new Map<string, Set<NodeState>>();
+  private readonly colocated = new Map<string, { node: NodeState; ranks: number }>();
+  private readonly sizes: { spec: NodeResources; count: number }[] = [];
+  private readonly shapes = new Map<string, Shape>();
+  /** Shapes whose first task may fit: the only ones a scheduling round tries. */
+  private readonly ready = new Set<Shape>();
+  /** Blocked shapes, by the node a bound colocate group waits on (else under `undefined`). */
+  private readonly blockedOn = new Map<NodeState | undefined, Set<Shape>>();
+  private readonly waitingIn = new Map<string, Shape>();
+  private readonly allocated = new Map<string, { req: Request; holds: Hold[] }>();
   private readonly canceled = new CancelSet();
-  private readonly allocated = new Map<string, Slots>();
-  private nWaiting = 0;
+  private reservation: { uid: string; nodes: NodeState[] } | undefined;
+  private seq = 0;
+  /** Set when blocked shapes were released, so scheduling goes round once more. */
+  private again = false;
 
   constructor(
     private readonly effects: AgentSchedulerEffects,
     private readonly clock: Clock,
-    private readonly node: NodeResources,
+    nodes: readonly NodeResources[],
   ) {
-    this.freeCores = Array.from({ length: node.cores }, (_, i) => node.cores - 1 - i);
-    this.freeGpus = Array.from({ length: node.gpus }, (_, i) => node.gpus - 1 - i);
+    this.nodes = nodes.map((spec, i) => new NodeState(i, spec));
+    this.index = new NodeIndex(
+      Math.max(0, ...nodes.map((n) => n.cores)),
+      Math.max(0, ...nodes.map((n) => n.gpus)),
+    );
+    for (const n of this.nodes) this.refile(n);
+    const bySize = new Map<string, { spec: NodeResources; count: number }>();
+    for (const spec of nodes) {
+      const k = `${spec.cores}/${spec.gpus}/${spec.memMb}`;
+      const e = bySize.get(k) ?? { spec, count: 0 };
+      e.count++;
+      bySize.set(k, e);
+    }
+    this.sizes.push(...bySize.values());
   }
 
   onTasks(tasks: TaskRecord[]): void {
@@ -53,160 +100,440 @@ export class AgentSchedulerCore {
         continue;
       }
       notes.push(transition(task, 'AGENT_SCHEDULING', ME, now));
-      const never = this.neverFits(task);
-      if (never !== undefined) {
-        task.reason = never;
-        notes.push(transition(task, 'FAILED', ME, now, { reason: never }));
+      const req = requestOf(task.description);
+      const why = 'error' in req ? reason('E_BAD_REQUEST', req.error, ME) : this.neverFits(req);
+      if (why !== undefined) {
+        task.reason = why;
+        notes.push(transition(task, 'FAILED', ME, now, { reason: why }));
         continue;
       }
-      this.enqueue(task);
+      this.enqueue(task, req as Request);
     }
     this.schedule(now, notes);
   }
 
-  /** Slots come back from the Executor once a task has left AGENT_EXECUTING. */
+  /** Slots come back from the Executor once a task has left AGENT_EXECUTING: exactly once. */
   onReleased(released: { uid: string }[]): void {
     for (const { uid } of released) {
-      const slots = this.allocated.get(uid);
-      if (slots === undefined) continue; // released already: exactly once
+      const a = this.allocated.get(uid);
+      if (a === undefined) continue;
       this.allocated.delete(uid);
-      for (const s of slots) {
-        this.freeCores.push(...s.cores);
-        this.freeGpus.push(...s.gpus);
+      const touched = new Set<NodeState>();
+      for (const h of a.holds) {
+        giveBack(h);
+        touched.add(h.node);
+        if (a.req.exclusive !== undefined && --h.node.exclusiveSlots === 0) {
+          h.node.exclusiveTag = undefined;
+          this.exclusive.get(a.req.exclusive)?.delete(h.node);
+        }
+      }
+      if (a.req.colocate !== undefined) this.uncolocate(a.req.colocate, a.holds.length);
+      for (const n of touched) {
+        this.refile(n);
+        this.unblockFor(n);
       }
     }
-    const notes: Notification[] = [];
-    this.schedule(this.clock.now(), notes);
+    this.schedule(this.clock.now(), []);
   }
 
   onCancel(uids: string[]): void {
     this.canceled.add(uids);
     const now = this.clock.now();
     const notes: Notification[] = [];
-    const wanted = new Set(uids);
-    for (const [prio, queue] of this.waiting) {
-      const keep = queue.filter((t) => {
-        if (!wanted.has(t.uid)) return true;
-        notes.push(transition(t, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
-        return false;
-      });
-      this.nWaiting -= queue.length - keep.length;
-      this.waiting.set(prio, keep);
+    for (const uid of uids) {
+      const shape = this.waitingIn.get(uid);
+      if (shape === undefined) continue;
+      const i = shape.queue.findIndex((e, k) => k >= shape.head && e.task.uid === uid);
+      const [entry] = shape.queue.splice(i, 1);
+      this.waitingIn.delete(uid);
+      notes.push(transition(entry!.task, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
+      if (shape.head >= shape.queue.length) this.forgetShape(shape);
+      if (this.reservation?.uid === uid) this.dropReservation();
     }
-    if (notes.length > 0) this.effects.notify(notes);
+    this.schedule(now, notes);
   }
 
   /** The agent is going away: every waiting task ends with `final`. */
   onShutdown(final: 'FAILED' | 'CANCELED', why: Reason): void {
     const now = this.clock.now();
     const notes: Notification[] = [];
-    for (const queue of this.waiting.values()) {
-      for (const t of queue) {
+    for (const shape of this.shapes.values()) {
+      for (let i = shape.head; i < shape.queue.length; i++) {
+        const t = shape.queue[i]!.task;
         t.reason = why;
         notes.push(transition(t, final, ME, now, { reason: why }));
       }
     }
-    this.waiting.clear();
-    this.order = [];
-    this.nWaiting = 0;
+    this.shapes.clear();
+    this.ready.clear();
+    this.blockedOn.clear();
+    this.waitingIn.clear();
+    if (this.reservation !== undefined) this.dropReservation();
     if (notes.length > 0) this.effects.notify(notes);
   }
 
   /** Tasks waiting for slots. */
   get queued(): number {
-    return this.nWaiting;
+    return this.waitingIn.size;
   }
 
-  get free(): { cores: number; gpus: number } {
-    return { cores: this.freeCores.length, gpus: this.freeGpus.length };
+  /** Free capacity per node (for tests and status). */
+  freeCapacity(): { node: string; cores: number; gpuFree: number[]; memMb: number }[] {
+    return this.nodes.map((n) => ({
+      node: n.name,
+      cores: n.freeCores.length,
+      gpuFree: [...n.gpuFree],
+      memMb: n.memFree,
+    }));
   }
 
-  private neverFits(task: TaskRecord): Reason | undefined {
-    const d = task.description;
-    const ranks = d.ranks ?? 1;
-    const cpr = d.coresPerRank ?? 1;
-    const gpr = d.gpusPerRank ?? 0;
-    const asked = { ranks, coresPerRank: cpr, gpusPerRank: gpr };
-    const has = { nodes: 1, coresPerNode: this.node.cores, gpusPerNode: this.node.gpus };
-    if (ranks > 1) {
-      return reason(
-        'E_UNSUPPORTED',
-        `task asks ${ranks} ranks; this agent runs single-rank tasks only (launch 'fork')`,
-        ME,
-        { asked, pilot: has },
-      );
-    }
-    if (!Number.isInteger(gpr)) {
-      return reason(
-        'E_UNSUPPORTED',
-        `task asks gpusPerRank ${gpr}; shared GPUs are not supported yet`,
-        ME,
-        {
-          asked,
-          pilot: has,
-        },
-      );
-    }
-    if (cpr > this.node.cores || gpr > this.node.gpus) {
-      return reason(
-        'E_NEVER_FITS',
-        `task asks ${ranks} rank x ${cpr} cores and ${gpr} GPUs; the pilot has 1 node with ` +
-          `${this.node.cores} cores and ${this.node.gpus} GPUs, so it can never run`,
-        ME,
-        { asked, pilot: has },
-      );
-    }
-    return undefined;
+  /** The task nodes are held for, if any. */
+  get reservedFor(): string | undefined {
+    return this.reservation?.uid;
   }
 
-  private enqueue(task: TaskRecord): void {
-    const prio = task.description.priority ?? 0;
-    let q = this.waiting.get(prio);
-    if (q === undefined) {
-      q = [];
-      this.waiting.set(prio, q);
-      this.order = [...this.waiting.keys()].sort((a, b) => b - a);
-    }
-    q.push(task);
-    this.nWaiting++;
+  private neverFits(r: Request): Reason | undefined {
+    const fits =
+      r.ranks === 1 || r.colocate !== undefined
+        ? this.sizes.some((s) => ranksPerEmptyNode(r, s.spec) >= r.ranks)
+        : this.sizes.reduce((k, s) => k + s.count * ranksPerEmptyNode(r, s.spec), 0) >= r.ranks;
+    if (fits) return undefined;
+    const has = this.sizes
+      .map(
+        (s) =>
+          `${s.count} node(s) with ${s.spec.cores} cores, ${s.spec.gpus} GPUs, ${s.spec.memMb} MiB`,
+      )
+      .join('; ');
+    const where = r.ranks > 1 && r.colocate !== undefined ? ' on one node (colocate)' : '';
+    return reason(
+      'E_NEVER_FITS',
+      `task asks ${describeRequest(r)} per rank${where}; the pilot has ${has}, so it can never run`,
+      ME,
+      {
+        asked: { ...r, key: undefined },
+        pilot: this.sizes.map((s) => ({ ...s.spec, count: s.count })),
+      },
+    );
   }
 
+  private enqueue(task: TaskRecord, req: Request): void {
+    let shape = this.shapes.get(req.key);
+    if (shape === undefined) {
+      shape = { req, queue: [], head: 0, blocked: false };
+      this.shapes.set(req.key, shape);
+      this.ready.add(shape);
+    }
+    shape.queue.push({ task, seq: this.seq++ });
+    this.waitingIn.set(task.uid, shape);
+  }
+
+  /** Starts what fits, in priority order, and keeps the reservation for the head current. */
   private schedule(now: number, notes: Notification[]): void {
     const out: TaskRecord[] = [];
-    for (const prio of this.order) {
-      if (this.freeCores.length === 0) break;
-      const q = this.waiting.get(prio)!;
-      let kept = 0;
-      for (let i = 0; i < q.length; i++) {
-        const t = q[i]!;
-        if (this.freeCores.length > 0 && this.tryAllocate(t)) {
-          notes.push(transition(t, 'AGENT_EXECUTING_PENDING', ME, now));
-          out.push(t);
-        } else {
-          q[kept++] = t;
-        }
-        if (this.freeCores.length === 0) {
-          // nothing else can start: keep the rest as is
-          for (let j = i + 1; j < q.length; j++) q[kept++] = q[j]!;
-          break;
-        }
+    // Each round starts what fits; it repeats only when nodes came back into use (a
+    // reservation moved or ended), which happens at most once per started or waiting task.
+    // Such a round ends at once, so that the nodes freed are offered in order too.
+    do {
+      this.again = false;
+      const ready = [...this.ready].sort(byPriority);
+      // Tasks are tried one at a time in the global order (priority, then arrival): always from
+      // the ready shape whose first task comes first, so a shape cannot run ahead of an older one.
+      while (ready.length > 0 && !this.again) {
+        const shape = ready.shift()!;
+        this.drain(shape, ready[0], now, notes, out);
+        // The first blocked task may be the new head: reserve for it before anything behind it
+        // is tried, so no task behind the head starts on the nodes it is owed.
+        if (shape.blocked) this.reserveIfHead(shape);
+        else if (shape.head < shape.queue.length) insertByPriority(ready, shape);
       }
-      this.nWaiting -= q.length - kept;
-      q.length = kept;
-    }
+      if (!this.again) this.updateReservation();
+    } while (this.again);
     if (notes.length > 0) this.effects.notify(notes);
     if (out.length > 0) this.effects.forward(out);
   }
 
-  private tryAllocate(task: TaskRecord): boolean {
-    const cpr = task.description.coresPerRank ?? 1;
-    const gpr = task.description.gpusPerRank ?? 0;
-    if (cpr > this.freeCores.length || gpr > this.freeGpus.length) return false;
-    const cores = this.freeCores.splice(this.freeCores.length - cpr, cpr).reverse();
-    const gpus = this.freeGpus.splice(this.freeGpus.length - gpr, gpr).reverse();
-    const slots: Slots = [{ node: this.node.name, cores, gpus }];
-    task.slots = slots;
-    this.allocated.set(task.uid, slots);
-    return true;
+  /** Starts the shape's tasks until one does not fit, or `next`'s first task comes first. */
+  private drain(
+    shape: Shape,
+    next: Shape | undefined,
+    now: number,
+    notes: Notification[],
+    out: TaskRecord[],
+  ): void {
+    while (shape.head < shape.queue.length) {
+      if (this.again || (next !== undefined && byPriority(shape, next) > 0)) return;
+      const { task } = shape.queue[shape.head]!;
+      const holds = this.place(task.uid, shape.req);
+      if (holds === undefined) {
+        this.block(shape);
+        return;
+      }
+      shape.queue[shape.head++] = undefined as never; // let the record go
+      this.waitingIn.delete(task.uid);
+      this.allocated.set(task.uid, { req: shape.req, holds });
+      task.slots = holds.map(slotOf);
+      notes.push(transition(task, 'AGENT_EXECUTING_PENDING', ME, now));
+      out.push(task);
+      if (this.reservation?.uid === task.uid) this.dropReservation();
+    }
+    this.forgetShape(shape);
   }
+
+  /** Places every rank of a request, or nothing. */
+  private place(uid: string, r: Request): Hold[] | undefined {
+    const holds: Hold[] = [];
+    for (let i = 0; i < r.ranks; i++) {
+      // A colocated task's first rank went to a node that holds all its ranks.
+      const n = r.colocate !== undefined && i > 0 ? holds[0]!.node : this.candidate(uid, r, holds);
+      if (n === undefined) {
+        for (const h of holds) giveBack(h);
+        for (const h of holds) this.refile(h.node);
+        return undefined;
+      }
+      holds.push(takeRank(n, r));
+      this.refile(n);
+    }
+    if (r.exclusive !== undefined) {
+      let owned = this.exclusive.get(r.exclusive);
+      if (owned === undefined) this.exclusive.set(r.exclusive, (owned = new Set()));
+      for (const h of holds) {
+        h.node.exclusiveTag = r.exclusive;
+        h.node.exclusiveSlots++;
+        owned.add(h.node);
+        this.refile(h.node);
+      }
+    }
+    if (r.colocate !== undefined) {
+      const c = this.colocated.get(r.colocate);
+      if (c === undefined) this.colocated.set(r.colocate, { node: holds[0]!.node, ranks: r.ranks });
+      else c.ranks += r.ranks;
+    }
+    return holds;
+  }
+
+  /** A node where one more rank of `r` (task `uid`, holding `placed` so far) may go now, if any. */
+  private candidate(uid: string, r: Request, placed: readonly Hold[]): NodeState | undefined {
+    // Ranks of a colocated task all go on one node, so its first rank needs room for all.
+    const fits =
+      r.colocate !== undefined && r.ranks > 1
+        ? (n: NodeState) => ranksFitFree(r, n) >= r.ranks
+        : (n: NodeState) => rankFitsFree(r, n);
+    const ok = (n: NodeState): boolean => this.mayUse(uid, r, n) && fits(n);
+    if (r.colocate !== undefined) {
+      const c = this.colocated.get(r.colocate);
+      if (c !== undefined) return ok(c.node) ? c.node : undefined;
+    }
+    if (r.exclusive !== undefined) {
+      // A node this task already took a rank on is its own (the tag is set once all are placed).
+      const mine = placed.find((h) => rankFitsFree(r, h.node));
+      if (mine !== undefined) return mine.node;
+    }
+    if (this.reservation?.uid === uid) {
+      const n = this.reservation.nodes.find(ok);
+      if (n !== undefined) return n;
+    }
+    if (r.exclusive !== undefined) {
+      for (const n of this.exclusive.get(r.exclusive) ?? []) if (ok(n)) return n;
+      for (const n of this.empty) if (ok(n)) return n;
+      return undefined;
+    }
+    if (r.share > 0) {
+      return this.index.findPartial(r.cores, r.share, ok) ?? this.index.findWhole(r.cores, 1, ok);
+    }
+    const gpus = r.gpuIndices?.length ?? r.gpus;
+    return this.index.findWhole(r.cores, gpus, ok);
+  }
+
+  /** Ownership rules only (capacity is checked apart). */
+  private mayUse(uid: string, r: Request, n: NodeState): boolean {
+    if (n.reservedFor !== undefined && n.reservedFor !== uid) return false;
+    if (r.colocate !== undefined && this.opensHeadGroup(uid, r.colocate)) return false;
+    if (r.exclusive !== undefined) {
+      return n.exclusiveTag === r.exclusive || (n.exclusiveTag === undefined && n.slots === 0);
+    }
+    return n.exclusiveTag === undefined;
+  }
+
+  /**
+   * Whether task `uid` would open the colocate group `tag` while the head, of that tag too,
+   * waits to open it: the group would then be bound away from the nodes reserved for the head.
+   */
+  private opensHeadGroup(uid: string, tag: string): boolean {
+    const r = this.reservation;
+    if (r === undefined || r.uid === uid || this.colocated.has(tag)) return false;
+    return this.waitingIn.get(r.uid)?.req.colocate === tag;
+  }
+
+  /**
+   * Keeps nodes reserved for the head (the first waiting task by priority, then age) while it
+   * does not fit.
+   */
+  private updateReservation(): void {
+    let head: { shape: Shape; seq: number; uid: string } | undefined;
+    for (const s of this.shapes.values()) {
+      const e = s.queue[s.head];
+      if (e === undefined) continue;
+      if (head === undefined || byPriority(s, head.shape) < 0) {
+        head = { shape: s, seq: e.seq, uid: e.task.uid };
+      }
+    }
+    if (this.reservation !== undefined && this.reservation.uid === head?.uid) return;
+    this.dropReservation();
+    if (head !== undefined && head.shape.blocked) this.reserve(head.uid, head.shape.req);
+  }
+
+  /** Called when `shape`'s first task did not fit: moves the reservation if it is the new head. */
+  private reserveIfHead(shape: Shape): void {
+    const holder = this.reservation && this.waitingIn.get(this.reservation.uid);
+    if (holder === undefined || byPriority(shape, holder) < 0) this.updateReservation();
+  }
+
+  /** Reserves the nodes with the most free capacity that together can hold the request. */
+  private reserve(uid: string, r: Request): void {
+    const nodes: NodeState[] = [];
+    const bound = r.colocate !== undefined ? this.colocated.get(r.colocate)?.node : undefined;
+    if (bound !== undefined) {
+      if (bound.reservedFor === undefined && this.mayUse(uid, r, bound)) nodes.push(bound);
+    } else {
+      let ranks = 0;
+      const need = r.colocate !== undefined ? 1 : r.ranks;
+      for (const n of this.reservable()) {
+        const k = ranksPerEmptyNode(r, n.spec);
+        if (k === 0 || !rankFitsSize(r, n.spec)) continue;
+        if (r.colocate !== undefined && k < r.ranks) continue;
+        nodes.push(n);
+        ranks += r.colocate !== undefined ? 1 : k;
+        if (ranks >= need) break;
+      }
+    }
+    if (nodes.length === 0) return;
+    for (const n of nodes) {
+      n.reservedFor = uid;
+      this.refile(n);
+    }
+    this.reservation = { uid, nodes };
+  }
+
+  /**
+   * Candidates for a reservation: open nodes, most free first, then nodes an exclusive tag owns
+   * (not indexed), so that a head needing them too gets them: a reservation that cannot hold
+   * the head would leave it to compete with backfill for the rest, possibly forever.
+   */
+  private *reservable(): Generator<NodeState> {
+    yield* this.index.mostFree();
+    for (const owned of this.exclusive.values()) yield* owned;
+  }
+
+  private dropReservation(): void {
+    const r = this.reservation;
+    if (r === undefined) return;
+    this.reservation = undefined;
+    for (const n of r.nodes) {
+      n.reservedFor = undefined;
+      this.refile(n);
+    }
+    // Every blocked shape is tried again, not only those the freed nodes could serve: the
+    // next head must get its reservation before anything behind it starts (the property
+    // tests show that the narrower re-try lets lower-priority tasks overtake).
+    for (const set of [...this.blockedOn.values()]) for (const sh of [...set]) this.unblock(sh);
+    this.again = true;
+  }
+
+  private block(shape: Shape): void {
+    shape.blocked = true;
+    this.ready.delete(shape);
+    const tag = shape.req.colocate;
+    const on = tag !== undefined ? this.colocated.get(tag)?.node : undefined;
+    let set = this.blockedOn.get(on);
+    if (set === undefined) this.blockedOn.set(on, (set = new Set()));
+    set.add(shape);
+  }
+
+  private unblock(shape: Shape): void {
+    if (!shape.blocked) return;
+    shape.blocked = false;
+    this.blockedIn(shape)?.delete(shape);
+    this.ready.add(shape);
+  }
+
+  /** The set a blocked shape was filed in (see block()). */
+  private blockedIn(shape: Shape): Set<Shape> | undefined {
+    const tag = shape.req.colocate;
+    const on = tag !== undefined ? this.colocated.get(tag)?.node : undefined;
+    const set = this.blockedOn.get(on);
+    if (set?.has(shape) === true) return set;
+    for (const other of this.blockedOn.values()) if (other.has(shape)) return other;
+    return undefined;
+  }
+
+  private unblockGroup(tag: string): void {
+    for (const set of [...this.blockedOn.values()]) {
+      for (const s of [...set]) if (s.req.colocate === tag) this.unblock(s);
+    }
+  }
+
+  private forgetShape(shape: Shape): void {
+    this.shapes.delete(shape.req.key);
+    this.ready.delete(shape);
+    if (shape.blocked) this.blockedIn(shape)?.delete(shape);
+  }
+
+  private uncolocate(tag: string, ranks: number): void {
+    const c = this.colocated.get(tag);
+    if (c === undefined) return;
+    c.ranks -= ranks;
+    if (c.ranks > 0) return;
+    this.colocated.delete(tag);
+    this.unblockGroup(tag);
+    // A head of this tag had the group's node reserved; it may now go anywhere, so reserve anew.
+    const holder = this.reservation && this.waitingIn.get(this.reservation.uid);
+    if (holder?.req.colocate === tag) this.dropReservation();
+  }
+
+  /** A node got capacity back: re-try the shapes that could use it. */
+  private unblockFor(n: NodeState): void {
+    this.unblockIn(this.blockedOn.get(undefined), n);
+    this.unblockIn(this.blockedOn.get(n), n);
+  }
+
+  /** (Deleting the visited element while iterating a Set is safe.) */
+  private unblockIn(set: Set<Shape> | undefined, n: NodeState): void {
+    if (set === undefined || set.size === 0) return;
+    for (const s of set) {
+      const e = s.queue[s.head];
+      if (e === undefined) continue;
+      if (s.req.ranks > 1 || (this.mayUse(e.task.uid, s.req, n) && rankFitsFree(s.req, n))) {
+        this.unblock(s);
+      }
+    }
+  }
+
+  /** Keeps the index and the empty set in line with a node's capacity and ownership. */
+  private refile(n: NodeState): void {
+    if (n.open) {
+      this.index.update(n);
+      if (n.slots === 0) this.empty.add(n);
+      else this.empty.delete(n);
+    } else {
+      this.index.remove(n);
+      this.empty.delete(n);
+    }
+  }
+}
+
+/** Higher priority first, then older head first. */
+function byPriority(a: Shape, b: Shape): number {
+  return b.req.priority - a.req.priority || a.queue[a.head]!.seq - b.queue[b.head]!.seq;
+}
+
+/** Inserts a shape into a list sorted by byPriority. */
+function insertByPriority(sorted: Shape[], shape: Shape): void {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (byPriority(sorted[mid]!, shape) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  sorted.splice(lo, 0, shape);
 }

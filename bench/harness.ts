@@ -1,0 +1,104 @@
+import * as os from 'node:os';
+
+/**
+ * What a benchmark reports: one measured number. `metric` names what was measured, `unit` its
+ * unit (`1/s`, `ns`, `x`, …); any other field is context (sizes, run counts) that travels with
+ * the figure so a reader can tell what produced it.
+ */
+export interface Figure {
+  metric: string;
+  value: number;
+  unit: string;
+  [context: string]: string | number | boolean;
+}
+
+/** A figure as printed: the benchmark's name first, then the figure, then the machine. */
+export interface EmittedFigure extends Figure {
+  bench: string;
+}
+
+export interface BenchOptions {
+  /** A tiny N so the whole benchmark runs in well under a second (smoke test, `--quick`). */
+  quick: boolean;
+  emit: (figure: Figure) => void;
+}
+
+/** A module `bench/<name>.ts` is a Benchmark: `import * as x from './x'` satisfies it. */
+export interface Benchmark {
+  readonly name: string;
+  readonly description: string;
+  run(opts: BenchOptions): Promise<void>;
+}
+
+/** The machine a figure was taken on; added to every figure. */
+export function machineContext(): Record<string, string | number> {
+  const cpus = os.cpus();
+  return {
+    cores: cpus.length,
+    cpu: cpus[0]?.model.trim() ?? 'unknown',
+    mem_gib: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${os.platform()}-${os.arch()}`,
+  };
+}
+
+/**
+ * An `emit` for benchmark `bench`: adds the benchmark's name, the machine and the date to each
+ * figure and hands the result to `write` (the harness writes one JSON line per figure).
+ * `extra` is context for every figure of the run, e.g. `{ quick: true }`.
+ */
+export function emitterFor(
+  bench: string,
+  write: (figure: EmittedFigure) => void,
+  extra: Record<string, string | number | boolean> = {},
+): (figure: Figure) => void {
+  const machine = machineContext();
+  return (figure: Figure): void => {
+    const { metric, value, unit, ...context } = figure;
+    write({
+      bench,
+      metric,
+      value,
+      unit,
+      ...context,
+      ...extra,
+      ...machine,
+      date: new Date().toISOString(),
+    });
+  };
+}
+
+/** Nanoseconds since an arbitrary origin, for intervals (process.hrtime, not the wall clock). */
+export function nowNs(): bigint {
+  return process.hrtime.bigint();
+}
+
+/** Seconds between two nowNs() readings. */
+export function secondsBetween(start: bigint, end: bigint): number {
+  return Number(end - start) / 1e9;
+}
+
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) throw new RangeError('median of no values');
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** A small seeded PRNG (mulberry32): the same seed gives the same workload on every run. */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Rounds to `digits` significant digits, so figures do not pretend to a precision they lack. */
+export function sig(x: number, digits = 3): number {
+  if (x === 0 || !Number.isFinite(x)) return x;
+  return Number(x.toPrecision(digits));
+}

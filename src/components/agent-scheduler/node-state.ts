@@ -1,0 +1,53 @@
+/** GPU capacity is counted in thousandths, so shares add up exactly (0.25 + 0.75 = 1). */
+export const GPU_UNIT = 1000;
+
+/** What a pilot's agent holds on one node. */
+export interface NodeResources {
+  name: string;
+  cores: number;
+  gpus: number;
+  memMb: number;
+}
+
+/** Free and used capacity of one node, and what owns it (tags, a reservation). */
+export class NodeState {
+  /** Free core indices, used as a stack. */
+  readonly freeCores: number[];
+  /** Free capacity of each GPU in thousandths. */
+  readonly gpuFree: Int32Array;
+  wholeGpus: number;
+  memFree: number;
+  /** Slots (ranks) placed on the node. */
+  slots = 0;
+  /** Tag whose exclusive tasks own the node, and how many of their slots are on it. */
+  exclusiveTag: string | undefined;
+  exclusiveSlots = 0;
+  /** The waiting task this node is held for (no other task may be placed here). */
+  reservedFor: string | undefined;
+
+  constructor(
+    readonly index: number,
+    readonly spec: NodeResources,
+  ) {
+    this.freeCores = Array.from({ length: spec.cores }, (_, i) => spec.cores - 1 - i);
+    this.gpuFree = new Int32Array(spec.gpus).fill(GPU_UNIT);
+    this.wholeGpus = spec.gpus;
+    this.memFree = spec.memMb;
+  }
+
+  get name(): string {
+    return this.spec.name;
+  }
+
+  /** Best free share on a GPU that is shared already (0 when none is). */
+  get bestPartial(): number {
+    let best = 0;
+    for (const f of this.gpuFree) if (f < GPU_UNIT && f > best) best = f;
+    return best;
+  }
+
+  /** Open nodes take any task; exclusive-owned and reserved ones only their own. */
+  get open(): boolean {
+    return this.exclusiveTag === undefined && this.reservedFor === undefined;
+  }
+}

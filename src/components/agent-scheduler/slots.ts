@@ -1,0 +1,69 @@
+import type { TaskRecord } from '../../generated';
+import { GPU_UNIT, type NodeState } from './node-state';
+import type { Request } from './request';
+
+export type Slot = NonNullable<TaskRecord['slots']>[number];
+
+/** One rank's hold on a node, kept to give back exactly what was taken. */
+export interface Hold {
+  node: NodeState;
+  cores: number[];
+  gpus: number[];
+  /** Thousandths taken from each of `gpus`. */
+  take: number;
+  memMb: number;
+}
+
+/** Takes one rank's resources on `n` (the caller checked that they are free). */
+export function takeRank(n: NodeState, r: Request): Hold {
+  const cores = n.freeCores.splice(n.freeCores.length - r.cores, r.cores).reverse();
+  let gpus: number[] = [];
+  let take = GPU_UNIT;
+  if (r.gpuIndices !== undefined) {
+    gpus = [...r.gpuIndices];
+  } else if (r.gpus > 0) {
+    for (let i = 0; i < n.gpuFree.length && gpus.length < r.gpus; i++) {
+      if (n.gpuFree[i] === GPU_UNIT) gpus.push(i);
+    }
+  } else if (r.share > 0) {
+    take = r.share;
+    gpus = [bestShareGpu(n, r.share)];
+  }
+  for (const g of gpus) {
+    if (n.gpuFree[g] === GPU_UNIT) n.wholeGpus--;
+    n.gpuFree[g] = n.gpuFree[g]! - take;
+  }
+  n.memFree -= r.memMb;
+  n.slots++;
+  return { node: n, cores, gpus, take, memMb: r.memMb };
+}
+
+/** Gives a rank's resources back. */
+export function giveBack(h: Hold): void {
+  const n = h.node;
+  n.freeCores.push(...h.cores);
+  for (const g of h.gpus) {
+    n.gpuFree[g] = n.gpuFree[g]! + h.take;
+    if (n.gpuFree[g] === GPU_UNIT) n.wholeGpus++;
+  }
+  n.memFree += h.memMb;
+  n.slots--;
+}
+
+export function slotOf(h: Hold): Slot {
+  const s: Slot = { node: h.node.name, cores: h.cores, gpus: h.gpus };
+  if (h.gpus.length > 0 && h.take < GPU_UNIT) s.gpuShare = h.take / GPU_UNIT;
+  if (h.memMb > 0) s.memMb = h.memMb;
+  return s;
+}
+
+/** The shared GPU with the least free share that still holds `share`, else a whole one. */
+function bestShareGpu(n: NodeState, share: number): number {
+  let best = -1;
+  for (let i = 0; i < n.gpuFree.length; i++) {
+    const f = n.gpuFree[i]!;
+    if (f >= share && f < GPU_UNIT && (best < 0 || f < n.gpuFree[best]!)) best = i;
+  }
+  if (best >= 0) return best;
+  return n.gpuFree.indexOf(GPU_UNIT);
+}

@@ -1,0 +1,102 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from '@jest/globals';
+import { emitterFor, type EmittedFigure } from '../../../bench/harness';
+import { BENCHMARKS, INFRASTRUCTURE } from '../../../bench/index';
+import { main } from '../../../bench/run';
+
+// Each benchmark runs in-process with a tiny N (`quick`), so a benchmark that no longer builds,
+// throws, or reports nonsense fails here instead of rotting until someone runs `npm run bench`.
+// The figures themselves are not checked: performance is judged by `npm run bench`, never here.
+
+/** The metrics each benchmark reports; docs/performance.md quotes them by name. */
+const METRICS: Record<string, string[]> = {
+  scheduler: ['decisions_per_s', 'ns_per_decision', 'per_decision_growth_1k_to_10k'],
+  transport: ['bulk100_tasks_per_s', 'single_msgs_per_s'],
+};
+
+describe('bench/', () => {
+  it('registers every benchmark module of bench/ and no other', () => {
+    const dir = path.join(__dirname, '../../../bench');
+    const modules = fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => f.slice(0, -'.ts'.length))
+      .filter((m) => !(INFRASTRUCTURE as readonly string[]).includes(m));
+    expect(BENCHMARKS.map((b) => b.name).sort()).toEqual(modules.sort());
+    expect(Object.keys(METRICS).sort()).toEqual(modules.sort());
+  });
+
+  for (const b of BENCHMARKS) {
+    it(`${b.name} (quick) emits its figures, each a finite positive number with bench, metric and unit`, async () => {
+      const figures: EmittedFigure[] = [];
+      await b.run({ quick: true, emit: emitterFor(b.name, (f) => figures.push(f)) });
+      expect(figures.map((f) => f.metric)).toEqual(expect.arrayContaining(METRICS[b.name] ?? []));
+      for (const f of figures) {
+        expect(f.bench).toBe(b.name);
+        expect(typeof f.metric).toBe('string');
+        expect(f.metric).toMatch(/^[a-z0-9_]+$/);
+        expect(typeof f.unit).toBe('string');
+        expect(f.unit.length).toBeGreaterThan(0);
+        expect(Number.isFinite(f.value)).toBe(true);
+        expect(f.value).toBeGreaterThan(0);
+        expect(f.node).toBe(process.version);
+        // one JSON line per figure
+        const line = JSON.stringify(f);
+        expect(line).not.toContain('\n');
+        expect(JSON.parse(line)).toEqual(f);
+      }
+    });
+  }
+
+  it('refuses an unknown benchmark with exit status 2, naming the known ones', async () => {
+    const err: string[] = [];
+    const out: string[] = [];
+    const code = await main(['transport', 'nope'], {
+      stdout: (l) => out.push(l),
+      stderr: (l) => err.push(l),
+    });
+    expect(code).toBe(2);
+    expect(out).toEqual([]);
+    expect(err.join('\n')).toContain(`unknown benchmark 'nope'; known: scheduler, transport`);
+  });
+
+  it('runs only the named benchmarks and prints one JSON figure per stdout line', async () => {
+    const out: string[] = [];
+    const code = await main(['--quick', 'transport'], {
+      stdout: (l) => out.push(l),
+      stderr: () => undefined,
+    });
+    expect(code).toBe(0);
+    const figures = out.map((l) => JSON.parse(l) as EmittedFigure);
+    expect(figures.map((f) => [f.bench, f.metric, f.quick])).toEqual([
+      ['transport', 'bulk100_tasks_per_s', true],
+      ['transport', 'single_msgs_per_s', true],
+    ]);
+  });
+
+  it('reports a benchmark that throws with exit status 1 and still runs the others', async () => {
+    const err: string[] = [];
+    const out: string[] = [];
+    const broken = {
+      name: 'broken',
+      description: 'throws',
+      run: () => Promise.reject(new Error('boom')),
+    };
+    const fine = {
+      name: 'fine',
+      description: 'one figure',
+      run: ({ emit }: { emit: (f: { metric: string; value: number; unit: string }) => void }) => {
+        emit({ metric: 'x', value: 1, unit: '1/s' });
+        return Promise.resolve();
+      },
+    };
+    const code = await main([], { stdout: (l) => out.push(l), stderr: (l) => err.push(l) }, [
+      broken,
+      fine,
+    ]);
+    expect(code).toBe(1);
+    expect(err.join('\n')).toContain('bench broken: FAILED: Error: boom');
+    expect(out.map((l) => (JSON.parse(l) as EmittedFigure).bench)).toEqual(['fine']);
+  });
+});

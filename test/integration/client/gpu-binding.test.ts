@@ -1,0 +1,69 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { openFixture, type Fixture } from '../../support/session-fixture';
+
+/**
+ * CUDA_VISIBLE_DEVICES (and PF_GPUS) seen by each task match the GPUs of its slot. The pilot
+ * declares PILOTFISH_GPUS GPUs (default 4, fake: nothing here touches a GPU);
+ * scripts/gpu-check.sh runs this file on a real NVIDIA machine with the real count, and with
+ * PILOTFISH_REAL_GPUS=1 each task also asks nvidia-smi about the GPUs it was given.
+ */
+const GPUS = Number(process.env.PILOTFISH_GPUS ?? 4);
+const REAL = process.env.PILOTFISH_REAL_GPUS === '1';
+const SHOW = REAL
+  ? 'echo "cvd=$CUDA_VISIBLE_DEVICES pf=$PF_GPUS"; nvidia-smi --query-gpu=index --format=csv,noheader -i "$CUDA_VISIBLE_DEVICES"'
+  : 'echo "cvd=$CUDA_VISIBLE_DEVICES pf=$PF_GPUS"';
+
+describe(`GPU binding on a pilot with ${GPUS} ${REAL ? 'real' : 'fake'} GPUs`, () => {
+  let fx: Fixture | undefined;
+  afterEach(async () => {
+    await fx?.close();
+    fx = undefined;
+  });
+
+  it('gives each task the GPUs of its slot, whole, shared or by index', async () => {
+    fx = await openFixture({ cores: 2 * GPUS + 2, gpus: GPUS });
+    const whole = Array.from({ length: GPUS }, () => ({
+      executable: '/bin/sh',
+      arguments: ['-c', `${SHOW}; sleep 1`], // held together, so no two get the same GPU
+      gpusPerRank: 1,
+    }));
+    const tasks = await fx.tmgr.submitTasks([
+      ...whole,
+      { executable: '/bin/sh', arguments: ['-c', SHOW], gpusPerRank: 0 },
+    ]);
+    await fx.tmgr.waitTasks({ timeoutMs: 30_000 });
+    const seen = new Set<string>();
+    for (const t of tasks.slice(0, GPUS)) {
+      expect(t.state).toBe('DONE');
+      const m = /^cvd=(\d+) pf=(\d+)$/m.exec(t.stdout ?? '');
+      expect(m).not.toBeNull();
+      expect(m![1]).toBe(m![2]);
+      seen.add(m![1]!);
+      if (REAL) expect(t.stdout).toContain(`\n${m![1]}\n`);
+    }
+    expect([...seen].sort()).toEqual(Array.from({ length: GPUS }, (_, i) => String(i)));
+    expect(tasks[GPUS]!.stdout).toMatch(/^cvd= pf=$/m); // no GPU asked, none visible
+
+    if (GPUS >= 2) {
+      const [a, b, pinned] = await fx.tmgr.submitTasks([
+        { executable: '/bin/sh', arguments: ['-c', `${SHOW}; sleep 1`], gpusPerRank: 0.5 },
+        { executable: '/bin/sh', arguments: ['-c', `${SHOW}; sleep 1`], gpusPerRank: 0.5 },
+        { executable: '/bin/sh', arguments: ['-c', SHOW], gpuIndices: [GPUS - 1] },
+      ]);
+      await fx.tmgr.waitTasks({ timeoutMs: 30_000 });
+      const gpuOf = (s: string | undefined): string => /^cvd=(\d+)/m.exec(s ?? '')?.[1] ?? '?';
+      expect(gpuOf(a!.stdout)).toBe(gpuOf(b!.stdout)); // two halves share one GPU
+      expect(gpuOf(pinned!.stdout)).toBe(String(GPUS - 1));
+    }
+  }, 60_000);
+
+  it('fails a task asking a GPU index the pilot lacks, at once and saying so', async () => {
+    fx = await openFixture({ cores: 2, gpus: GPUS });
+    const [t] = await fx.tmgr.submitTasks([{ executable: '/bin/true', gpuIndices: [GPUS] }]);
+    await fx.tmgr.waitTasks({ timeoutMs: 10_000 });
+    expect(t!.state).toBe('FAILED');
+    expect(t!.reason?.code).toBe('E_NEVER_FITS');
+    expect(t!.reason?.message).toContain(`GPUs [${GPUS}]`);
+    expect(t!.reason?.message).toContain(`${GPUS} GPUs`);
+  });
+});
