@@ -5,18 +5,22 @@ import type { Notification, NotificationDetail } from '../../states/notification
 import { COMPONENTS, type TaskState } from '../../states/task-model';
 import { transition } from '../shared/transition';
 import type { ExecutorEffects, ExitedEvent, FailedEvent, SpawnSpec, StartedEvent } from './effects';
+import { buildLaunch, type Launch, type LaunchOptions } from './launch';
 
 const EXECUTOR = COMPONENTS.executor;
 
 export interface ExecutorOptions {
   /** Time between SIGTERM and SIGKILL when a task is timed out or canceled. */
   killGraceMs: number;
+  /** How mpirun is run; default `{ mpirun: 'mpirun', asRoot: false }`. */
+  launch?: Partial<LaunchOptions>;
 }
 
 export type ShutdownState = 'FAILED' | 'CANCELED';
 
 interface Held {
   task: TaskRecord;
+  launch: Launch;
   pid?: number;
   canceled: boolean;
   /** SIGTERM sent; SIGKILL follows after the grace period. */
@@ -52,12 +56,18 @@ export class ExecutorCore {
   /** Cancels that arrived before their task did. */
   private readonly canceledEarly = new Set<string>();
   private closed: { final: ShutdownState; reason: Reason } | undefined;
+  private readonly launchOptions: LaunchOptions;
 
   constructor(
     private readonly effects: ExecutorEffects,
     private readonly clock: Clock,
     private readonly options: ExecutorOptions,
-  ) {}
+  ) {
+    this.launchOptions = {
+      mpirun: options.launch?.mpirun ?? 'mpirun',
+      asRoot: options.launch?.asRoot ?? false,
+    };
+  }
 
   held(): number {
     return this.tasks.size;
@@ -82,8 +92,13 @@ export class ExecutorCore {
       } else if (task.sandbox === undefined) {
         this.end(task, 'FAILED', noSandboxReason(), now, b);
       } else {
+        const built = buildLaunch(task, { ...this.launchOptions, workDir: task.sandbox });
+        if (!built.ok) {
+          this.end(task, 'FAILED', built.reason, now, b);
+          continue;
+        }
         b.notes.push(transition(task, 'AGENT_EXECUTING', EXECUTOR, now));
-        this.start(task, task.sandbox);
+        this.start(task, task.sandbox, built.launch);
       }
     }
     b.flush(this.effects);
@@ -164,10 +179,10 @@ export class ExecutorCore {
     b.flush(this.effects);
   }
 
-  private start(task: TaskRecord, sandbox: string): void {
-    const h: Held = { task, canceled: false, terminating: false, timers: [] };
+  private start(task: TaskRecord, sandbox: string, launch: Launch): void {
+    const h: Held = { task, launch, canceled: false, terminating: false, timers: [] };
     this.tasks.set(task.uid, h);
-    this.effects.spawn(spawnSpec(task, sandbox));
+    this.effects.spawn(spawnSpec(task, sandbox, launch));
     const timeoutS = task.description.timeoutS;
     if (timeoutS !== undefined) {
       h.timers.push(this.clock.setTimeout(() => this.timedOut(h, timeoutS), timeoutS * 1000));
@@ -237,28 +252,18 @@ export class ExecutorCore {
   }
 }
 
-function spawnSpec(task: TaskRecord, sandbox: string): SpawnSpec {
-  const d = task.description;
-  const env: Record<string, string> = {
-    ...d.environment,
-    PF_TASK_ID: task.uid,
-    PF_PILOT_ID: task.pilot ?? '',
-    PF_SESSION_ID: task.session,
-    PF_TASK_SANDBOX: sandbox,
-    PF_RANK: '0',
-    PF_RANKS: '1',
-  };
-  const gpus = task.slots?.[0]?.gpus ?? [];
-  if (gpus.length > 0) env.CUDA_VISIBLE_DEVICES = gpus.join(',');
-  return {
+function spawnSpec(task: TaskRecord, sandbox: string, launch: Launch): SpawnSpec {
+  const spec: SpawnSpec = {
     uid: task.uid,
-    executable: d.executable,
-    args: d.arguments ?? [],
-    env,
-    cwd: d.workdir ?? sandbox,
+    executable: launch.executable,
+    args: launch.args,
+    env: launch.env,
+    cwd: task.description.workdir ?? sandbox,
     stdoutPath: `${sandbox}/stdout`,
     stderrPath: `${sandbox}/stderr`,
   };
+  if (launch.files.length > 0) spec.files = launch.files;
+  return spec;
 }
 
 function cancelReason(when: string): Reason {
@@ -275,14 +280,19 @@ function noSandboxReason(): Reason {
 
 function spawnFailureReason(h: Held, f: FailedEvent): Reason {
   const exe = h.task.description.executable;
+  const { method, executable } = h.launch;
+  // Under mpirun the spawner runs mpirun: a failure to start it is about the launcher.
+  const what = method === 'fork' ? `'${exe}'` : `the launcher '${executable}' of '${exe}'`;
   const message =
     h.pid === undefined
-      ? `cannot execute '${exe}': ${f.message} (${f.code})`
-      : `lost '${exe}' (pid ${h.pid}): ${f.message} (${f.code})`;
+      ? `cannot execute ${what}: ${f.message} (${f.code})`
+      : `lost ${what} (pid ${h.pid}): ${f.message} (${f.code})`;
+  const detail: Record<string, unknown> = { errno: f.code };
+  if (method !== 'fork') detail.launcher = executable;
   return {
     code: REASON_BY_ERRNO[f.code] ?? 'E_EXEC_FAILED',
     message,
     component: EXECUTOR,
-    detail: { errno: f.code },
+    detail,
   };
 }

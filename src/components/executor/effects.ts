@@ -1,5 +1,6 @@
 import type { TaskRecord } from '../../generated';
 import type { StageEffects } from '../shared/transition';
+import type { LaunchFile } from './launch';
 
 export type KillSignal = 'SIGTERM' | 'SIGKILL';
 
@@ -12,6 +13,8 @@ export interface SpawnSpec {
   cwd: string;
   stdoutPath: string;
   stderrPath: string;
+  /** Small files to write before the process starts (e.g. mpirun's hostfile). */
+  files?: LaunchFile[];
 }
 
 export interface StartedEvent {

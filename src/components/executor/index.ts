@@ -8,6 +8,16 @@ export type {
   StartedEvent,
 } from './effects';
 export {
+  buildLaunch,
+  launchMethodOf,
+  type BuildLaunchOptions,
+  type Launch,
+  type LaunchFile,
+  type LaunchMethod,
+  type LaunchOptions,
+  type LaunchResult,
+} from './launch';
+export {
   SpawnerPool,
   spawnerScript,
   type SpawnerHandlers,

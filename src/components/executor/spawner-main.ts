@@ -2,14 +2,18 @@
  * Spawner helper: a small long-lived Node process that forks tasks for the agent, because
  * forking from the agent's big heap is slow (DESIGN.md §6). It imports node built-ins only, so
  * it starts fast and stays small. Protocol: newline-delimited JSON on stdin/stdout.
- *   in:  {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath} | {"op":"kill",uid,signal}
+ *   in:  {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath,files?}
+ *        | {"op":"kill",uid,signal}
  *   out: {"ev":"ready",pid} first, then {"ev":"started",uid,pid} | {"ev":"exited",uid,exitCode,signal}
  *        | {"ev":"failed",uid,code,message} | {"ev":"error",message}
- * When stdin ends (the agent closed it or died) it SIGKILLs every process group it still runs,
- * waits for them and exits, so no task outlives the agent.
+ * `files` ({path, content}[], e.g. mpirun's hostfile) are written before the task starts. A kill
+ * signals the task's process group and every other process of its session (kill-session.ts).
+ * When stdin ends (the agent closed it or died) it SIGKILLs every task it still runs, waits for
+ * them and exits, so no task outlives the agent.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync, writeFileSync } from 'node:fs';
+import { killSessions } from './kill-session';
 
 interface SpawnOp {
   op: 'spawn';
@@ -20,6 +24,7 @@ interface SpawnOp {
   cwd: string;
   stdoutPath: string;
   stderrPath: string;
+  files?: { path: string; content: string }[];
 }
 
 const children = new Map<string, ChildProcess>();
@@ -67,6 +72,15 @@ function doSpawn(m: SpawnOp): void {
   if (children.has(uid)) {
     emit({ ev: 'failed', uid, code: 'EEXIST', message: `task '${uid}' is already running` });
     return;
+  }
+  for (const f of m.files ?? []) {
+    try {
+      writeFileSync(f.path, f.content);
+    } catch (e) {
+      const code = errnoOf(e);
+      emit({ ev: 'failed', uid, code, message: `cannot write '${f.path}': ${describe(code, e)}` });
+      return;
+    }
   }
   const fds: number[] = [];
   try {
@@ -123,18 +137,20 @@ function watch(uid: string, child: ChildProcess, cwd: string): void {
   });
 }
 
-function doKill(uid: string, signal: NodeJS.Signals): void {
+/** Kills asked for in one chunk of input, sent together so /proc is read once per chunk. */
+const kills: Record<'SIGTERM' | 'SIGKILL', number[]> = { SIGTERM: [], SIGKILL: [] };
+
+function doKill(uid: string, signal: 'SIGTERM' | 'SIGKILL'): void {
   const pid = children.get(uid)?.pid;
   if (pid === undefined) return; // already exited or never started
-  killGroup(pid, signal);
+  kills[signal].push(pid);
 }
 
-function killGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch (e) {
-    const code = errnoOf(e);
-    if (code !== 'ESRCH') emit({ ev: 'error', message: `kill ${signal} -${pid}: ${code}` });
+function flushKills(): void {
+  for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+    const pids = kills[signal];
+    kills[signal] = [];
+    for (const message of killSessions(pids, signal)) emit({ ev: 'error', message });
   }
 }
 
@@ -163,11 +179,14 @@ function isSpawnOp(m: unknown): m is SpawnOp {
     s.env !== null &&
     typeof s.cwd === 'string' &&
     typeof s.stdoutPath === 'string' &&
-    typeof s.stderrPath === 'string'
+    typeof s.stderrPath === 'string' &&
+    (s.files === undefined ||
+      (Array.isArray(s.files) &&
+        s.files.every((f) => typeof f?.path === 'string' && typeof f.content === 'string')))
   );
 }
 
-function isKillOp(m: unknown): m is { uid: string; signal: NodeJS.Signals } {
+function isKillOp(m: unknown): m is { uid: string; signal: 'SIGTERM' | 'SIGKILL' } {
   const k = m as { uid?: unknown; signal?: unknown };
   return typeof k.uid === 'string' && (k.signal === 'SIGTERM' || k.signal === 'SIGKILL');
 }
@@ -176,9 +195,8 @@ function isKillOp(m: unknown): m is { uid: string; signal: NodeJS.Signals } {
 function stop(): void {
   if (stopping) return;
   stopping = true;
-  for (const child of children.values()) {
-    if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
-  }
+  const pids = [...children.values()].flatMap((c) => (c.pid === undefined ? [] : [c.pid]));
+  for (const message of killSessions(pids, 'SIGKILL')) emit({ ev: 'error', message });
   process.stdin.destroy();
   maybeExit();
 }
@@ -196,6 +214,7 @@ process.stdin.on('data', (chunk: string) => {
   const lines = (pending + chunk).split('\n');
   pending = lines.pop() ?? '';
   for (const line of lines) handleLine(line);
+  flushKills();
 });
 process.stdin.on('end', stop);
 process.stdin.on('error', stop);

@@ -5,6 +5,7 @@ import { UsageError, errorMeta } from '../../errors';
 import { deferred, withTimeout, type Deferred } from '../../lib/deferred';
 import type { Logger } from '../../lib/logger';
 import type { ExitedEvent, FailedEvent, KillSignal, SpawnSpec, StartedEvent } from './effects';
+import { killSessions } from './kill-session';
 
 /** Receives helper events in bulks (one call per kind per chunk read from a helper). */
 export interface SpawnerHandlers {
@@ -240,10 +241,11 @@ export class SpawnerPool {
   private onClose(h: Helper, code: number | null, signal: string | null): void {
     h.alive = false;
     const lost = [...h.tasks];
-    for (const [uid, pid] of lost) {
-      this.forget(h, uid);
-      // Its tasks run in their own process groups and would outlive it: stop them.
-      if (pid !== undefined) killGroup(pid);
+    for (const [uid] of lost) this.forget(h, uid);
+    // Its tasks run in their own sessions and would outlive it: stop them.
+    const pids = lost.flatMap(([, pid]) => (pid === undefined ? [] : [pid]));
+    for (const message of killSessions(pids, 'SIGKILL')) {
+      this.log.warn('cannot kill a task of a dead spawner helper', { pid: h.pid, message });
     }
     if (this.closing === undefined || lost.length > 0) {
       this.log.error('spawner helper died', {
@@ -298,13 +300,5 @@ export class SpawnerPool {
         ...errorMeta(e),
       });
     }
-  }
-}
-
-function killGroup(pid: number): void {
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // ESRCH: already gone
   }
 }

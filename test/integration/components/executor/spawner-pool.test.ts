@@ -151,6 +151,29 @@ describe('SpawnerPool', () => {
     expect(fs.readFileSync(s.stdoutPath, 'utf8')).toBe(`task-42\n${process.env.PATH}\n`);
   });
 
+  it('writes the launch files before the task starts', async () => {
+    const p = await start();
+    const s = spec('/bin/cat', ['hostfile']);
+    s.files = [{ path: path.join(s.cwd, 'hostfile'), content: 'n0\nn1\n' }];
+    p.spawn(s);
+    expect(await events.exit(s.uid)).toMatchObject({ exitCode: 0 });
+    expect(fs.readFileSync(s.stdoutPath, 'utf8')).toBe('n0\nn1\n');
+  });
+
+  it('fails a task whose launch file cannot be written, without starting it', async () => {
+    const p = await start();
+    const s = spec('/bin/true');
+    const file = path.join(s.cwd, 'no-such-dir', 'hostfile');
+    s.files = [{ path: file, content: 'n0\n' }];
+    p.spawn(s);
+    expect(await events.failure(s.uid)).toEqual({
+      uid: s.uid,
+      code: 'ENOENT',
+      message: `cannot write '${file}': no such file or directory`,
+    });
+    expect(events.started.has(s.uid)).toBe(false);
+  });
+
   it('reports a missing executable as failed with ENOENT', async () => {
     const p = await start();
     const s = spec('/no/such/exe');

@@ -54,7 +54,9 @@ function setup() {
 describe('ExecutorCore', () => {
   it('spawns a task with only the override env, the sandbox as cwd and output files in it', () => {
     const { rec, specs, core, started } = setup();
-    const t = task('t1', { environment: { FOO: 'bar', PF_RANK: 'user-value' } });
+    const t = task('t1', {
+      environment: { FOO: 'bar', PF_RANK: 'user-value', CUDA_VISIBLE_DEVICES: '0,1,2,3' },
+    });
     started(t);
     expect(t.state).toBe('AGENT_EXECUTING');
     expect(core.held()).toBe(1);
@@ -71,6 +73,8 @@ describe('ExecutorCore', () => {
           PF_TASK_SANDBOX: '/sb/t1',
           PF_RANK: '0',
           PF_RANKS: '1',
+          PF_GPUS: '', // no GPUs in the slot: none visible, whatever the description says
+          CUDA_VISIBLE_DEVICES: '',
         },
         cwd: '/sb/t1',
         stdoutPath: '/sb/t1/stdout',
@@ -88,6 +92,88 @@ describe('ExecutorCore', () => {
     expect(specs[0]?.cwd).toBe('/data');
     expect(specs[0]?.args).toEqual([]);
     expect(specs[0]?.env.CUDA_VISIBLE_DEVICES).toBe('2,3');
+    expect(specs[0]?.env.PF_GPUS).toBe('2,3');
+    rec.expectNoMore();
+  });
+
+  it('starts a task of several ranks under mpirun with a hostfile from its slots', () => {
+    const rec = new EffectRecorder();
+    const specs: SpawnSpec[] = [];
+    const effects: ExecutorEffects = {
+      notify: (ns) => rec.record(`notify ${ns.map((n) => `${n.uid} ${n.state}`).join(', ')}`),
+      forward: () => rec.record('forward'),
+      release: () => rec.record('release'),
+      spawn: (spec) => specs.push(spec),
+      kill: () => rec.record('kill'),
+    };
+    const core = new ExecutorCore(effects, new FakeClock(), {
+      killGraceMs: GRACE,
+      launch: { mpirun: '/opt/mpi/bin/mpirun', asRoot: true },
+    });
+    const t = task('t1', { ranks: 2 });
+    t.slots = [
+      { node: 'n0', cores: [0], gpus: [0] },
+      { node: 'n1', cores: [0], gpus: [1] },
+    ];
+    core.onTasks([t]);
+    expect(rec.take()).toEqual(['notify t1 AGENT_EXECUTING']);
+    const [spec] = specs;
+    expect(spec?.executable).toBe('/opt/mpi/bin/mpirun');
+    expect(spec?.args.slice(0, 5)).toEqual([
+      '--allow-run-as-root',
+      '-np',
+      '2',
+      '--hostfile',
+      '/sb/t1/mpi-hostfile',
+    ]);
+    expect(spec?.args.slice(-3)).toEqual(['pf-rank', '/bin/echo', 'hi']);
+    expect(spec?.env.PF_RANK_GPUS).toBe('0;1');
+    expect(spec?.files).toEqual([
+      {
+        path: '/sb/t1/mpi-hostfile',
+        content:
+          '# pilotfish task t1: line i is the host of rank i (mpirun --map-by seq)\nn0\nn1\n',
+      },
+    ]);
+    expect(spec?.cwd).toBe('/sb/t1');
+    rec.expectNoMore();
+  });
+
+  it("fails a task of several ranks that asks for launch 'fork', without spawning it", () => {
+    const { rec, notes, specs, core } = setup();
+    const t = task('t1', { ranks: 3, launch: 'fork' });
+    core.onTasks([t, task('t2')]);
+    expect(rec.take()).toEqual(['spawn t2', 'notify t1 FAILED, t2 AGENT_EXECUTING', 'release t1']);
+    const reason = {
+      code: 'E_LAUNCH_METHOD',
+      message: "launch 'fork' runs one rank; this task asks 3 ranks: use 'mpirun'",
+      component: 'Executor',
+      detail: { launch: 'fork', ranks: 3 },
+    };
+    expect(t.reason).toEqual(reason);
+    expect(notes[0]?.detail).toEqual({ reason });
+    expect(specs.map((s) => s.uid)).toEqual(['t2']);
+    expect(core.held()).toBe(1);
+    rec.expectNoMore();
+  });
+
+  it('names mpirun, not the task executable, when mpirun cannot be started', () => {
+    const { rec, core, started } = setup();
+    const t = task('t1', { launch: 'mpirun', executable: '/bin/hostname', arguments: [] });
+    started(t);
+    core.onSpawnFailed('t1', { code: 'ENOENT', message: 'no such file or directory' });
+    expect(rec.take()).toEqual([
+      'notify t1 AGENT_STAGING_OUTPUT_PENDING',
+      'forward t1 AGENT_STAGING_OUTPUT_PENDING',
+      'release t1',
+    ]);
+    expect(t.reason).toEqual({
+      code: 'E_EXEC_NOT_FOUND',
+      message:
+        "cannot execute the launcher 'mpirun' of '/bin/hostname': no such file or directory (ENOENT)",
+      component: 'Executor',
+      detail: { errno: 'ENOENT', launcher: 'mpirun' },
+    });
     rec.expectNoMore();
   });
 

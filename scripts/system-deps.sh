@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the test suite needs, once. Run by `npm test` ("pretest").
+#   - openmpi-bin: `mpirun` for the MPI launch tests (test/integration/**/mpirun.test.ts).
+# Idempotent and a fast no-op when everything is present. Without root it only prints what
+# to install and exits 0: the tests that need a missing tool then report themselves skipped.
+set -euo pipefail
+
+missing=()
+command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "system-deps: missing Debian packages: ${missing[*]}" >&2
+  echo "system-deps: install them as root (apt-get install ${missing[*]}) or run" \
+    "'sudo bash scripts/system-deps.sh'; the tests that need them are skipped until then." >&2
+  exit 0
+fi
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "system-deps: no apt-get here; install by hand: ${missing[*]}" >&2
+  exit 0
+fi
+
+echo "system-deps: installing ${missing[*]}" >&2
+apt_opts=(-o DPkg::Lock::Timeout=600)
+apt-get "${apt_opts[@]}" update -qq
+DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y -qq \
+  --no-install-recommends "${missing[@]}"
+command -v mpirun >/dev/null 2>&1 || {
+  echo "system-deps: openmpi-bin installed but mpirun is still not on PATH" >&2
+  exit 1
+}
