@@ -85,17 +85,7 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
-/** A small seeded PRNG (mulberry32): the same seed gives the same workload on every run. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 } from '../src/lib/prng';
 
 /** Rounds to `digits` significant digits, so figures do not pretend to a precision they lack. */
 export function sig(x: number, digits = 3): number {

@@ -25,17 +25,8 @@ export function makeNotes(count: number, prefix = 'task'): Notification[] {
   }));
 }
 
-/** Small seeded PRNG (mulberry32), so the offsets a test picks are the same every run. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded PRNG, so the offsets a test picks are the same every run. */
+export { mulberry32 as prng } from '../../../src/lib/prng';
 
 /** Follows `store` from cursor 0 until it holds at least `n` notifications. */
 export async function waitForCount(store: StateStore, n: number, ms: number): Promise<number> {
