@@ -36,6 +36,8 @@ export class Agent {
   private executor!: ExecutorCore;
   private output!: AgentOutputStagerCore;
   private runtimeTimer: NodeJS.Timeout | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private lastHeartbeat = Date.now();
   private stopping: Promise<void> | undefined;
   /** Notifications handed to the updates queue, to know when the UpdateWorkers have them all. */
   private notified = 0;
@@ -210,6 +212,8 @@ export class Agent {
         this.scheduler.onCancel(msg.uids);
         this.executor.onCancel(msg.uids);
         this.output.onCancel(msg.uids);
+      } else if (msg.type === 'heartbeat' && msg.session === cfg.session) {
+        this.lastHeartbeat = Date.now();
       } else if (msg.type === 'shutdown_agent' && msg.pilot === cfg.pilot) {
         void this.shutdown(
           msg.final,
@@ -218,6 +222,7 @@ export class Agent {
       }
     });
     await this.control.ready();
+    this.watchHeartbeats(cfg.heartbeatTimeoutMs ?? 30_000);
     this.runtimeTimer = setTimeout(
       () => void this.shutdown('DONE', `runtime limit of ${cfg.runtimeMin} min reached`),
       cfg.runtimeMin * 60_000,
@@ -242,6 +247,7 @@ export class Agent {
   private async doShutdown(final: Final, message: string): Promise<void> {
     this.log.info('agent shutting down', { final, message });
     clearTimeout(this.runtimeTimer);
+    clearInterval(this.heartbeatTimer);
     await this.queues.stopReceiving();
     const taskFinal = final === 'CANCELED' ? 'CANCELED' : 'FAILED';
     const why: Reason = reason(
@@ -268,6 +274,24 @@ export class Agent {
       .catch(() => undefined);
     await this.control?.close();
     this.resolveDone({ final, message });
+  }
+
+  /** An agent whose client has gone silent drains and exits instead of running on alone. */
+  private watchHeartbeats(timeoutMs: number): void {
+    if (timeoutMs <= 0) return;
+    this.lastHeartbeat = Date.now();
+    this.heartbeatTimer = setInterval(
+      () => {
+        const silent = Date.now() - this.lastHeartbeat;
+        if (silent > timeoutMs) {
+          void this.shutdown(
+            'FAILED',
+            `lost the client: no heartbeat for ${Math.round(silent / 1000)} s`,
+          );
+        }
+      },
+      Math.min(1_000, Math.max(50, timeoutMs / 4)),
+    );
   }
 
   /** Memory the pilot gives to tasks: as configured, else the machine's. */

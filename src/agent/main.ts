@@ -28,9 +28,12 @@ async function main(): Promise<number> {
     void agent.shutdown(final, message);
   process.on('SIGTERM', stop('CANCELED', 'agent received SIGTERM'));
   process.on('SIGINT', stop('CANCELED', 'agent received SIGINT'));
-  // The local launcher holds our stdin: EOF means the client is gone, so drain and exit.
-  process.stdin.on('end', stop('FAILED', 'lost the client (stdin closed)'));
-  process.stdin.resume();
+  // A local launcher holds our stdin: EOF means the client is gone, so drain and exit. In a
+  // batch job stdin is at EOF from the start: heartbeats tell there instead.
+  if (cfg.watchStdin ?? cfg.resource !== 'slurm') {
+    process.stdin.on('end', stop('FAILED', 'lost the client (stdin closed)'));
+    process.stdin.resume();
+  }
   try {
     await agent.start();
   } catch (e) {

@@ -31,6 +31,9 @@ export interface SessionOptions {
   logger?: Logger;
 }
 
+/** How often the session tells its agents it is alive (agents give up after 30 s by default). */
+const HEARTBEAT_MS = 1_000;
+
 type NotificationListener = (ns: Notification[]) => void;
 type PilotEndedListener = (
   uid: string,
@@ -59,6 +62,7 @@ export class Session {
   private delivered = 0;
   private readonly caughtUp: { upTo: number; resolve(): void }[] = [];
   private closed = false;
+  private heartbeat: NodeJS.Timeout | undefined;
   control!: ControlBus;
   pipeline!: ManagerPipeline;
   store!: EmbeddedStore;
@@ -116,6 +120,13 @@ export class Session {
     await this.pipeline.start();
     await this.control.ready();
     this.watchLoop = this.follow();
+    // agents that cannot watch our process (batch jobs) know we are alive from these
+    this.heartbeat = setInterval(() => {
+      this.control
+        .publish({ type: 'heartbeat', session: this.uid, ts: this.clock.now() })
+        .catch((e: unknown) => this.log.warn('heartbeat publish failed', errorMeta(e)));
+    }, HEARTBEAT_MS);
+    this.heartbeat.unref();
   }
 
   /** Publishes client-side notifications onto the session's updates queue. */
@@ -183,6 +194,7 @@ export class Session {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.heartbeat);
     for (const fn of this.closers.splice(0).reverse()) {
       await fn().catch((e: unknown) => this.log.error('close step failed', errorMeta(e)));
     }

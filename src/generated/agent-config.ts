@@ -25,4 +25,12 @@ export interface AgentConfig {
     store: string;
   };
   memMb?: number;
+  /**
+   * How the agent finds its nodes and starts tasks on other nodes.
+   */
+  resource?: 'local' | 'slurm';
+  /**
+   * Local pilots: EOF on stdin means the client died.
+   */
+  watchStdin?: boolean;
 }

@@ -5,11 +5,17 @@
  */
 export interface PilotDescription {
   uid?: string;
-  resource: 'local';
   /**
-   * Cores the pilot holds; defaults to every core of the machine.
+   * Where the pilot runs: a child process here, or a job of a batch system.
+   */
+  resource: 'local' | 'slurm' | 'pbs' | 'lsf';
+  /**
+   * Cores the pilot holds: local, defaults to every core of the machine; batch, cores in all (when `nodes` is not given).
    */
   cores?: number;
+  /**
+   * GPUs per node.
+   */
   gpus?: number;
   /**
    * Memory the pilot may give to tasks, in MiB; defaults to the machine's total.
@@ -23,5 +29,27 @@ export interface PilotDescription {
     updateWorkers?: number;
     killGraceMs?: number;
     logLevel?: 'error' | 'warn' | 'info' | 'debug';
+  };
+  /**
+   * Nodes to allocate (batch resources); the pilot holds them whole.
+   */
+  nodes?: number;
+  /**
+   * Batch queue (Slurm partition).
+   */
+  queue?: string;
+  /**
+   * Batch account to charge.
+   */
+  account?: string;
+  /**
+   * Extra batch directives, one option each (e.g. "--constraint=gpu"), added to the job script as is.
+   */
+  directives?: string[];
+  /**
+   * How the client polls and commands the batch system.
+   */
+  launcher?: {
+    pollMs?: number;
   };
 }

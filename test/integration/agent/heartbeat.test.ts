@@ -1,0 +1,91 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { AgentConfig, ControlMessage } from '../../../src/generated';
+import { withTimeout } from '../../../src/lib/deferred';
+import { silentLogger } from '../../../src/lib/logger';
+import { Bridge } from '../../../src/transport/bridge';
+import { ControlBus } from '../../../src/transport/control-bus';
+import { EmbeddedStore } from '../../../src/updater/embedded-store';
+import { StoreServer } from '../../../src/updater/store-server';
+import { beat } from '../../support/heartbeats';
+
+const AGENT = path.resolve(__dirname, '../../../dist/src/agent/main.js');
+
+describe('an agent that cannot watch its client (batch job)', () => {
+  const closers: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const c of closers.splice(0).reverse()) await c();
+  });
+
+  it('runs while heartbeats come, and drains and exits once they stop', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'pf-hb-'));
+    closers.push(() => rmSync(dir, { recursive: true, force: true }));
+    const store = await EmbeddedStore.open(dir);
+    closers.push(() => store.close());
+    const server = await StoreServer.start(store, { logger: silentLogger });
+    closers.push(() => server.close());
+    const control = await Bridge.pubsub();
+    const input = await Bridge.queue();
+    const output = await Bridge.queue();
+    closers.push(
+      () => control.close(),
+      () => input.close(),
+      () => output.close(),
+    );
+    const bus = new ControlBus(control.endpoints, silentLogger);
+    closers.push(() => bus.close());
+    await bus.ready();
+    const seen: ControlMessage[] = [];
+    const ready = new Promise<void>((resolve) =>
+      bus.on((m) => {
+        seen.push(m);
+        if (m.type === 'agent_ready') resolve();
+      }),
+    );
+    const cfg: AgentConfig = {
+      session: 'hb-session',
+      pilot: 'hb-pilot',
+      sandbox: dir,
+      sessionDir: dir,
+      cores: 1,
+      gpus: 0,
+      runtimeMin: 5,
+      resource: 'local',
+      watchStdin: false,
+      heartbeatTimeoutMs: 600,
+      addresses: {
+        agentInput: input.endpoints.out,
+        managerOutput: output.endpoints.in,
+        controlIn: control.endpoints.in,
+        controlOut: control.endpoints.out,
+        store: server.endpoint,
+      },
+    };
+    writeFileSync(path.join(dir, 'agent.json'), JSON.stringify(cfg));
+    const agent: ChildProcess = spawn(process.execPath, [AGENT, path.join(dir, 'agent.json')], {
+      stdio: 'ignore', // stdin at EOF at once, as in a batch job: must not end the agent
+    });
+    closers.push(() => void agent.kill('SIGKILL'));
+    const exited = new Promise<number | null>((resolve) => agent.once('exit', resolve));
+    const beats = beat(bus, 'hb-session', 100);
+    await withTimeout(ready, 10_000, 'agent_ready');
+    // alive across 15 heartbeats (1.5 s, well past the 600 ms timeout): the agent stays
+    let count = 0;
+    const fifteen = new Promise<void>((resolve) =>
+      bus.on((m) => {
+        if (m.type === 'heartbeat' && ++count === 15) resolve();
+      }),
+    );
+    await withTimeout(fifteen, 10_000, '15 heartbeats');
+    expect(agent.exitCode).toBeNull();
+    beats.stop();
+    const code = await withTimeout(exited, 10_000, 'agent exit after heartbeats stopped');
+    expect(code).toBe(0);
+    const final = seen.find((m) => m.type === 'agent_final');
+    expect(final).toMatchObject({ type: 'agent_final', final: 'FAILED' });
+    expect((final as { message: string }).message).toMatch(/lost the client: no heartbeat/);
+  }, 30_000);
+});
