@@ -48,8 +48,14 @@ export class ManagerSchedulerCore {
     this.flush(notes, out);
   }
 
+  /** A pilot tasks may go to; adding it again updates its capacity (known once its agent is up). */
   onPilotAdded(pilot: PilotCapacity): void {
-    if (this.pilots.some((p) => p.uid === pilot.uid) || this.gone.has(pilot.uid)) return;
+    if (this.gone.has(pilot.uid)) return;
+    const i = this.pilots.findIndex((p) => p.uid === pilot.uid);
+    if (i >= 0) {
+      this.pilots[i] = pilot;
+      return;
+    }
     this.pilots.push(pilot);
     this.placeWaiting();
   }

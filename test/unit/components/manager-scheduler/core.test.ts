@@ -141,6 +141,15 @@ describe('ManagerSchedulerCore', () => {
     rec.expectNoMore();
   });
 
+  it('updates a pilot added again with the capacity its agent reported', () => {
+    const { rec, core } = setup({ uid: 'p1', cores: 2, gpus: 0 });
+    core.onPilotAdded({ uid: 'p1', cores: 8, gpus: 0 });
+    rec.expectNoMore();
+    core.onTasks([pending('wide', { coresPerRank: 6 })]);
+    expect(rec.take()).toEqual([placedLine(['wide']), 'forward wide->p1']);
+    rec.expectNoMore();
+  });
+
   it('fails a task no pilot can ever fit with E_NEVER_FITS, listing what it asked and every pilot', () => {
     const { rec, notes, core } = setup(SMALL, BIG);
     const t = pending('huge', { ranks: 2, coresPerRank: 10, gpusPerRank: 1 });
