@@ -18,6 +18,8 @@ import { ControlBus } from '../transport/control-bus';
 import type { QueueSender } from '../transport/queue';
 import { UpdateWorker } from '../updater/update-worker';
 import { makeSandbox, readTail } from './sandbox-io';
+import { slurmNodes } from './resources/slurm-env';
+import type { NodeResources } from '../components/agent-scheduler/node-state';
 
 type Final = 'DONE' | 'FAILED' | 'CANCELED';
 
@@ -36,6 +38,7 @@ export class Agent {
   private executor!: ExecutorCore;
   private output!: AgentOutputStagerCore;
   private runtimeTimer: NodeJS.Timeout | undefined;
+  private nodes: NodeResources[] = [];
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private lastHeartbeat = Date.now();
   private stopping: Promise<void> | undefined;
@@ -52,6 +55,8 @@ export class Agent {
 
   async start(): Promise<void> {
     const cfg = this.cfg;
+    this.nodes = this.discoverNodes();
+    this.log.info('agent resources', { resource: cfg.resource ?? 'local', nodes: this.nodes });
     const [scheduling, executing, staging, unschedule, updates] = await Promise.all(
       ['scheduling', 'executing', 'staging-output', 'unschedule', 'updates'].map((q) =>
         Bridge.queue(`inproc://${cfg.pilot}/${q}/in`, `inproc://${cfg.pilot}/${q}/out`),
@@ -99,7 +104,7 @@ export class Agent {
     this.scheduler = new AgentSchedulerCore(
       { notify: notify(logSched), forward: forward(toExecutor, logSched) },
       clock,
-      [{ name: os.hostname(), cores: cfg.cores, gpus: cfg.gpus, memMb: this.memMb() }],
+      this.nodes,
     );
     const logExec = this.log.child({ component: COMPONENTS.executor });
     this.pool = await SpawnerPool.start({
@@ -230,7 +235,7 @@ export class Agent {
     await this.control.publish({
       type: 'agent_ready',
       pilot: cfg.pilot,
-      nodes: [{ name: os.hostname(), cores: cfg.cores, gpus: cfg.gpus }],
+      nodes: this.nodes.map((n) => ({ name: n.name, cores: n.cores, gpus: n.gpus })),
     });
     this.log.info('agent ready', { pilot: cfg.pilot, cores: cfg.cores, gpus: cfg.gpus });
   }
@@ -297,6 +302,25 @@ export class Agent {
   /** Memory the pilot gives to tasks: as configured, else the machine's. */
   private memMb(): number {
     return this.cfg.memMb ?? Math.floor(os.totalmem() / 2 ** 20);
+  }
+
+  /** The nodes this agent holds: its own machine, or the nodes of its Slurm job. */
+  private discoverNodes(): NodeResources[] {
+    const cfg = this.cfg;
+    if (cfg.resource === 'slurm') {
+      return slurmNodes(process.env, {
+        gpusPerNode: cfg.gpus,
+        ...(cfg.memMb !== undefined ? { memMbPerNode: cfg.memMb } : {}),
+      });
+    }
+    return [{ name: this.nodeName, cores: cfg.cores, gpus: cfg.gpus, memMb: this.memMb() }];
+  }
+
+  /** The node the agent runs on, as its scheduler names it. */
+  private get nodeName(): string {
+    return this.cfg.resource === 'slurm'
+      ? (process.env.SLURMD_NODENAME ?? os.hostname())
+      : os.hostname();
   }
 
   /** Waits (bounded) until the UpdateWorkers have pulled every notification sent to them. */
