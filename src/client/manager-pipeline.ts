@@ -123,6 +123,11 @@ export class ManagerPipeline {
     this.scheduler.onPilotAdded(p);
   }
 
+  /** What a pilot's agent reported it holds (only for pilots added to a TaskManager). */
+  pilotCapacity(p: PilotCapacity): void {
+    this.scheduler.onPilotCapacity(p);
+  }
+
   pilotGone(uid: string, state: string): void {
     this.scheduler.onPilotGone(uid);
     this.inputStager.onPilotGone(uid, state);

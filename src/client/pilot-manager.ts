@@ -1,6 +1,6 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { PilotDescription } from '../generated';
+import type { AgentConfig, PilotDescription } from '../generated';
 import { ValidationError, errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
 import { parsePilotDescription } from '../lib/validate';
@@ -9,8 +9,10 @@ import type { Notification } from '../states/notification';
 import { StateTracker } from '../states/state-tracker';
 import { COMPONENTS } from '../states/task-model';
 import { PilotLauncherCore } from '../components/pilot-launcher/core';
+import { shapeOf } from '../components/pilot-launcher/batch/common';
 import { LocalLauncher } from '../components/pilot-launcher/local-launcher';
 import type { PilotRecord } from '../components/pilot-launcher/pilot-record';
+import { SlurmLauncher, sinfoCpusPerNode } from '../components/pilot-launcher/slurm-launcher';
 import { Listeners } from './listeners';
 import { Pilot } from './pilot';
 import type { Session } from './session';
@@ -23,7 +25,15 @@ const FINALS = new Set(['DONE', 'FAILED', 'CANCELED']);
 export interface PilotManagerOptions {
   /** How long a pilot's agent may take to shut down before it is killed (default 10 s). */
   shutdownGraceMs?: number;
+  /** Slurm pilots: how often the job is polled when the description says nothing (1000 ms). */
+  slurmPollMs?: number;
 }
+
+/** Batch systems whose scripts pilotfish renders (batch/pbs.ts, batch/lsf.ts) but cannot submit yet. */
+const UNSUPPORTED: Record<string, string> = {
+  pbs: 'PBS',
+  lsf: 'LSF',
+};
 
 /** Submits pilots, follows their states, cancels them; pilots end when the session closes. */
 export class PilotManager {
@@ -35,6 +45,7 @@ export class PilotManager {
   private readonly waiters = new Waiters();
   private readonly launcher: PilotLauncherCore;
   private readonly local: LocalLauncher;
+  private readonly slurm: SlurmLauncher;
   private readonly log: Logger;
 
   constructor(
@@ -52,6 +63,16 @@ export class PilotManager {
       },
       launcherLog,
     );
+    this.slurm = new SlurmLauncher(
+      {
+        launched: (uid) => this.launcher.onLaunched(uid, { queued: true }),
+        launchFailed: (uid, e) => this.launcher.onLaunchFailed(uid, e),
+        started: (uid) => this.launcher.onJobStarted(uid),
+        ended: (uid, end) => this.launcher.onJobEnded(uid, end),
+      },
+      launcherLog,
+      options.slurmPollMs !== undefined ? { pollMs: options.slurmPollMs } : {},
+    );
     this.launcher = new PilotLauncherCore(
       {
         launch: (p) => this.launch(p),
@@ -59,7 +80,7 @@ export class PilotManager {
           void session.control
             .publish({ type: 'shutdown_agent', pilot: uid, final, message })
             .catch((e: unknown) => launcherLog.error('shutdown publish failed', errorMeta(e))),
-        kill: (uid) => this.local.kill(uid),
+        kill: (uid) => this.kill(uid),
         notify: (ns) => session.notify(ns),
         ended: (uid, state, reason) => session.emitPilotEnded(uid, state, reason),
       },
@@ -67,8 +88,17 @@ export class PilotManager {
       { shutdownGraceMs: options.shutdownGraceMs ?? 10_000 },
     );
     session.control.on((msg) => {
-      if (msg.type === 'agent_ready') this.launcher.onAgentReady(msg.pilot);
-      else if (msg.type === 'agent_final') {
+      if (msg.type === 'agent_ready') {
+        this.launcher.onAgentReady(msg.pilot);
+        const pilot = this.pilots.get(msg.pilot);
+        if (pilot !== undefined) {
+          // a batch pilot's real size is known only now: tasks are placed against it
+          pilot.nodes = msg.nodes;
+          pilot.cores = msg.nodes.reduce((n, x) => n + x.cores, 0);
+          pilot.gpus = msg.nodes.reduce((n, x) => n + x.gpus, 0);
+          session.pipeline.pilotCapacity({ uid: pilot.uid, cores: pilot.cores, gpus: pilot.gpus });
+        }
+      } else if (msg.type === 'agent_final') {
         this.launcher.onAgentFinal(msg.pilot, msg.final, msg.message);
       }
     });
@@ -80,6 +110,7 @@ export class PilotManager {
   async submitPilots(descriptions: PilotDescription[]): Promise<Pilot[]> {
     this.session.assertOpen();
     const descs = validateAll(descriptions, parsePilotDescription, 'PilotDescription');
+    const cpusPerNode = await this.slurmCpusPerNode(descs);
     const out: Pilot[] = [];
     const records: PilotRecord[] = [];
     const notes: Notification[] = [];
@@ -90,9 +121,9 @@ export class PilotManager {
           { path: '/uid', message: `must be unique ('${uid}' is already used)` },
         ]);
       }
-      const cores = d.cores ?? os.cpus().length;
+      const { cores, gpus } = capacityOf(d, cpusPerNode.get(d.queue ?? ''));
       const sandbox = d.sandbox ?? path.join(this.session.dir, uid);
-      const pilot = new Pilot(uid, d, cores, d.gpus ?? 0, sandbox);
+      const pilot = new Pilot(uid, d, cores, gpus, sandbox);
       this.pilots.set(uid, pilot);
       const rec: PilotRecord = {
         uid,
@@ -155,15 +186,68 @@ export class PilotManager {
   }
 
   private launch(rec: PilotRecord): void {
+    const resource = rec.description.resource;
+    const system = UNSUPPORTED[resource];
+    if (system !== undefined) {
+      // after onSubmit returns: the core is not re-entered while it launches the bulk
+      queueMicrotask(() =>
+        this.launcher.onLaunchFailed(rec.uid, {
+          code: 'E_UNSUPPORTED',
+          message: `no ${system} launcher on this machine: pilotfish renders ${system} job scripts (src/components/pilot-launcher/batch/${resource}.ts) but submits only to Slurm; use resource 'slurm' or 'local'`,
+        }),
+      );
+      return;
+    }
+    if (resource === 'slurm') {
+      // the agent finds its nodes from the job's environment; stdin is not ours in a batch job
+      const perNode = rec.description.gpus ?? 0;
+      this.slurm.launch(rec, {
+        ...this.agentConfig(rec, perNode),
+        resource: 'slurm',
+        watchStdin: false,
+      });
+    } else {
+      this.local.launch(rec, {
+        ...this.agentConfig(rec, rec.gpus),
+        resource: 'local',
+        watchStdin: true,
+      });
+    }
+  }
+
+  private kill(uid: string): void {
+    if (this.records.get(uid)?.description.resource === 'slurm') this.slurm.kill(uid);
+    else this.local.kill(uid);
+  }
+
+  /** Slurm pilots asking whole nodes without `cores`: CPUs per node of their partitions. */
+  private async slurmCpusPerNode(descs: PilotDescription[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (const d of descs) {
+      if (d.resource !== 'slurm' || d.nodes === undefined || d.cores !== undefined) continue;
+      const key = d.queue ?? '';
+      if (out.has(key)) continue;
+      const n = await sinfoCpusPerNode(d.queue);
+      if (n !== undefined) out.set(key, n);
+      else {
+        this.log.warn('sinfo cannot say how many CPUs a node has: counting 1 per node', {
+          partition: d.queue ?? '(default)',
+        });
+      }
+    }
+    return out;
+  }
+
+  private agentConfig(rec: PilotRecord, gpus: number): AgentConfig {
     const agentInput = this.inputs.get(rec.uid)!;
     const agent = rec.description.agent ?? {};
-    this.local.launch(rec, {
+    return {
       session: this.session.uid,
       pilot: rec.uid,
       sandbox: rec.sandbox,
       sessionDir: this.session.dir,
       cores: rec.cores,
-      gpus: rec.gpus,
+      gpus,
       runtimeMin: rec.description.runtimeMin ?? 60,
       ...(rec.description.memMb !== undefined ? { memMb: rec.description.memMb } : {}),
       ...(agent.spawners !== undefined ? { spawners: agent.spawners } : {}),
@@ -171,7 +255,7 @@ export class PilotManager {
       ...(agent.killGraceMs !== undefined ? { killGraceMs: agent.killGraceMs } : {}),
       ...(agent.logLevel !== undefined ? { logLevel: agent.logLevel } : {}),
       addresses: this.session.agentAddresses(agentInput),
-    });
+    };
   }
 
   private ingest(ns: Notification[]): void {
@@ -214,7 +298,27 @@ export class PilotManager {
     });
     this.launcher.onCancel(alive);
     await ended;
+    this.slurm.close();
     // deliver the pilots' final states before the session stops following the store
     await this.waitPilots({ uids: alive, timeoutMs: 5_000 }).catch(() => undefined);
   }
+}
+
+/**
+ * Cores and GPUs a pilot holds, as the ManagerScheduler counts them before the agent reports
+ * in. Local: `cores` (default: every core here) and `gpus`. Batch: whole nodes hold nodes ×
+ * cores per node (`cores` when given with `nodes`, else what sinfo says, else 1) and nodes ×
+ * `gpus`; without `nodes`, `cores` (default 1) and `gpus` (per node: one node is assumed).
+ */
+function capacityOf(
+  d: PilotDescription,
+  cpusPerNode: number | undefined,
+): { cores: number; gpus: number } {
+  if (d.resource === 'local') return { cores: d.cores ?? os.cpus().length, gpus: d.gpus ?? 0 };
+  const shape = shapeOf(d);
+  if (shape.kind === 'cores') return { cores: shape.cores, gpus: shape.gpusPerNode };
+  return {
+    cores: shape.nodes * (shape.coresPerNode ?? cpusPerNode ?? 1),
+    gpus: shape.nodes * shape.gpusPerNode,
+  };
 }

@@ -5,13 +5,15 @@ export class Pilot {
   state = 'NEW';
   reason?: Reason;
   readonly history: { state: string; inferred: boolean; ts?: number }[] = [];
+  /** The nodes its agent reported (empty until the pilot is active). */
+  nodes: { name: string; cores: number; gpus: number }[] = [];
 
   constructor(
     readonly uid: string,
     readonly description: PilotDescription,
-    /** Cores and GPUs the pilot holds. */
-    readonly cores: number,
-    readonly gpus: number,
+    /** Cores and GPUs the pilot holds (what was asked, then what its agent reported). */
+    public cores: number,
+    public gpus: number,
     readonly sandbox: string,
   ) {}
 

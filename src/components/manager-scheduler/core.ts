@@ -60,6 +60,12 @@ export class ManagerSchedulerCore {
     this.placeWaiting();
   }
 
+  /** A pilot's agent reported what it really holds; pilots not added here are ignored. */
+  onPilotCapacity(pilot: PilotCapacity): void {
+    const i = this.pilots.findIndex((p) => p.uid === pilot.uid);
+    if (i >= 0) this.pilots[i] = pilot;
+  }
+
   /** A pilot reached a final state: no task goes there any more. */
   onPilotGone(uid: string): void {
     this.gone.add(uid);

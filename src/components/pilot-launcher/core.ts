@@ -19,11 +19,33 @@ interface Held {
   killTimer?: Timer;
   /** Kills an agent that outlives its runtime limit by more than the grace period. */
   runtimeTimer?: Timer;
+  /** A batch job that was submitted and has not started: no agent runs yet. */
+  queued: boolean;
+  /** The runtime timer fired and asked for the kill. */
+  runtimeKilled: boolean;
+}
+
+/** How a pilot's batch job ended, as its launcher saw it (batch/*.ts jobState). */
+export interface JobEnd {
+  /** What the batch system's state means: COMPLETED → DONE, cancelled → CANCELED, else FAILED. */
+  final: Final;
+  /** The batch system's words: `job 12 was cancelled (scancel)`, `job 12 ended TIMEOUT (...)`. */
+  message: string;
+  /** The job script's (the agent's) exit, when the batch system reports one. */
+  exitCode: number | null;
+  signal: string | null;
+  /** Tail of the job's stderr file (the agent's stderr). */
+  stderr: string;
 }
 
 /**
  * Owns PMGR_LAUNCHING -> ... -> final: starts agents, marks a pilot ACTIVE when its agent
  * reports in, and decides the final state from how the agent ended.
+ *
+ * Two kinds of launch: a local agent runs as soon as it is launched (`onLaunched(uid)`), and
+ * its end is `onAgentExited`; a batch job is queued first (`onLaunched(uid, { queued: true })`),
+ * starts later (`onJobStarted`, or the agent reporting in), and its end is `onJobEnded` with
+ * the batch system's verdict. The runtime limit counts from the start, not from the submission.
  */
 export class PilotLauncherCore {
   private readonly held = new Map<string, Held>();
@@ -44,33 +66,58 @@ export class PilotLauncherCore {
     }
     const notes: Notification[] = [];
     for (const pilot of pilots) {
-      this.held.set(pilot.uid, { pilot, cancelRequested: false });
+      this.held.set(pilot.uid, {
+        pilot,
+        cancelRequested: false,
+        queued: false,
+        runtimeKilled: false,
+      });
       notes.push(this.move(pilot, 'PMGR_LAUNCHING'));
     }
     this.effects.notify(notes);
     for (const pilot of pilots) this.effects.launch(pilot);
   }
 
-  onLaunched(uid: string): void {
+  /**
+   * The agent was started (local), or its batch job was accepted (`queued`: the job waits in
+   * the queue; the runtime limit starts with onJobStarted).
+   */
+  onLaunched(uid: string, opts: { queued?: boolean } = {}): void {
     const h = this.held.get(uid);
     if (h === undefined || h.pilot.state !== 'PMGR_LAUNCHING') return;
     this.effects.notify([this.move(h.pilot, 'PMGR_ACTIVE_PENDING')]);
-    const limitMs = (h.pilot.description.runtimeMin ?? 60) * 60_000;
-    h.runtimeTimer = this.clock.setTimeout(
-      () => this.effects.kill(uid),
-      limitMs + this.options.shutdownGraceMs,
-    );
+    if (opts.queued === true) {
+      h.queued = true;
+      // canceled while being submitted: nothing runs yet, so no shutdown to wait for
+      if (h.cancelRequested) this.killQueued(h);
+      return;
+    }
+    this.startRuntimeTimer(h);
   }
 
-  onLaunchFailed(uid: string, error: { message: string }): void {
+  /** The pilot's batch job left the queue: the agent is starting on its nodes. */
+  onJobStarted(uid: string): void {
+    const h = this.held.get(uid);
+    if (h === undefined || !h.queued) return;
+    h.queued = false;
+    this.startRuntimeTimer(h);
+  }
+
+  /** `code` defaults to E_LAUNCH (E_UNSUPPORTED: no launcher for the resource here). */
+  onLaunchFailed(uid: string, error: { message: string; code?: string }): void {
     const h = this.held.get(uid);
     if (h === undefined) return;
-    this.finish(h, 'FAILED', reason('E_LAUNCH', `cannot start the agent: ${error.message}`, ME));
+    this.finish(
+      h,
+      'FAILED',
+      reason(error.code ?? 'E_LAUNCH', `cannot start the agent: ${error.message}`, ME),
+    );
   }
 
   onAgentReady(uid: string): void {
     const h = this.held.get(uid);
     if (h === undefined || h.pilot.state !== 'PMGR_ACTIVE_PENDING') return;
+    this.onJobStarted(uid); // its job runs, whether or not the launcher's poll has seen it yet
     this.effects.notify([this.move(h.pilot, 'PMGR_ACTIVE')]);
     if (h.cancelRequested) {
       this.effects.shutdownAgent(uid, 'CANCELED', 'pilot canceled by the user');
@@ -104,7 +151,7 @@ export class PilotLauncherCore {
     }
     const how =
       exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`;
-    const last = exit.stderr.trim().split('\n').slice(-3).join(' | ');
+    const last = tail(exit.stderr);
     this.finish(
       h,
       'FAILED',
@@ -115,11 +162,51 @@ export class PilotLauncherCore {
     );
   }
 
+  /**
+   * The pilot's batch job ended (or the launcher gave it up: it can never start, or Slurm lost
+   * it). A user's cancel wins; a job that completed ends the pilot as the agent said
+   * (onAgentExited); a job cancelled from outside ends it CANCELED, unless it was our own kill
+   * at the runtime limit; any other end is FAILED with the batch system's words.
+   */
+  onJobEnded(uid: string, end: JobEnd): void {
+    const h = this.held.get(uid);
+    if (h === undefined) return;
+    const exit = { exitCode: end.exitCode, signal: end.signal, stderr: end.stderr };
+    if (h.cancelRequested || end.final === 'DONE') return this.onAgentExited(uid, exit);
+    const detail = { exitCode: end.exitCode, signal: end.signal };
+    if (end.final === 'CANCELED' && h.runtimeKilled) {
+      const min = h.pilot.description.runtimeMin ?? 60;
+      return this.finish(
+        h,
+        'FAILED',
+        reason(
+          'E_RUNTIME_EXCEEDED',
+          `the agent outlived its runtime limit (${min} min) by ${this.options.shutdownGraceMs} ms and was killed: ${end.message}`,
+          ME,
+          detail,
+        ),
+      );
+    }
+    if (end.final === 'CANCELED') {
+      return this.finish(h, 'CANCELED', reason('E_JOB_CANCELED', end.message, ME, detail));
+    }
+    const last = tail(end.stderr);
+    this.finish(
+      h,
+      'FAILED',
+      reason('E_JOB_FAILED', `${end.message}${last !== '' ? `: ${last}` : ''}`, ME, detail),
+    );
+  }
+
   onCancel(uids: string[]): void {
     for (const uid of uids) {
       const h = this.held.get(uid);
       if (h === undefined || h.cancelRequested) continue;
       h.cancelRequested = true;
+      if (h.queued) {
+        this.killQueued(h); // no agent runs yet: remove the job from the queue now
+        continue;
+      }
       // An agent hears control messages only once it has reported in: until then the
       // shutdown waits for onAgentReady, and the kill timer covers an agent that never does.
       if (h.pilot.state === 'PMGR_ACTIVE') {
@@ -135,6 +222,20 @@ export class PilotLauncherCore {
   /** Pilots not yet final. */
   get active(): string[] {
     return [...this.held.keys()];
+  }
+
+  private startRuntimeTimer(h: Held): void {
+    const limitMs = (h.pilot.description.runtimeMin ?? 60) * 60_000;
+    h.runtimeTimer = this.clock.setTimeout(() => {
+      h.runtimeKilled = true;
+      this.effects.kill(h.pilot.uid);
+    }, limitMs + this.options.shutdownGraceMs);
+  }
+
+  private killQueued(h: Held): void {
+    h.killTimer?.cancel();
+    delete h.killTimer;
+    this.effects.kill(h.pilot.uid);
   }
 
   private finish(h: Held, wanted: Final, why: Reason): void {
@@ -173,4 +274,9 @@ export class PilotLauncherCore {
     if (detail !== undefined) n.detail = detail;
     return n;
   }
+}
+
+/** The last three lines of a stderr tail, on one line. */
+function tail(stderr: string): string {
+  return stderr.trim().split('\n').slice(-3).join(' | ');
 }

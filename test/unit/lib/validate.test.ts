@@ -121,8 +121,9 @@ describe('parsePilotDescription', () => {
 
   it('rejects an unknown resource, listing the allowed values', () => {
     const err = rejection(() => parsePilotDescription({ resource: 'cloud' }));
-    expect(err.issues).toEqual([{ path: '/resource', message: 'must be one of "local"' }]);
-    expect(err.message).toBe('invalid PilotDescription: /resource must be one of "local"');
+    const allowed = 'must be one of "local", "slurm", "pbs", "lsf"';
+    expect(err.issues).toEqual([{ path: '/resource', message: allowed }]);
+    expect(err.message).toBe(`invalid PilotDescription: /resource ${allowed}`);
   });
 
   it('names nested paths', () => {

@@ -150,6 +150,17 @@ describe('ManagerSchedulerCore', () => {
     rec.expectNoMore();
   });
 
+  it('takes the capacity an agent reported only for pilots it was given', () => {
+    const { rec, core } = setup({ uid: 'p1', cores: 2, gpus: 0 });
+    core.onPilotCapacity({ uid: 'p1', cores: 4, gpus: 1 });
+    core.onPilotCapacity({ uid: 'stranger', cores: 64, gpus: 8 });
+    core.onTasks([pending('gpu', { coresPerRank: 4, gpusPerRank: 1 })]);
+    expect(rec.take()).toEqual([placedLine(['gpu']), 'forward gpu->p1']);
+    core.onTasks([pending('big', { coresPerRank: 64 })]);
+    expect(rec.take()).toEqual(['notify big TMGR_SCHEDULING, big FAILED']);
+    rec.expectNoMore();
+  });
+
   it('fails a task no pilot can ever fit with E_NEVER_FITS, listing what it asked and every pilot', () => {
     const { rec, notes, core } = setup(SMALL, BIG);
     const t = pending('huge', { ranks: 2, coresPerRank: 10, gpusPerRank: 1 });

@@ -394,6 +394,254 @@ describe('PilotLauncherCore', () => {
     s.rec.expectNoMore();
   });
 
+  it('fails a pilot with the code its launcher gives (E_UNSUPPORTED), E_LAUNCH by default', () => {
+    const s = setup();
+    const p = pending();
+    s.core.onSubmit([p]);
+    s.rec.take();
+    s.core.onLaunchFailed('p1', { code: 'E_UNSUPPORTED', message: 'no PBS launcher here' });
+    expect(s.rec.take()).toEqual(['notify p1 FAILED', 'ended p1 FAILED']);
+    expect(p.reason).toEqual({
+      code: 'E_UNSUPPORTED',
+      message: 'cannot start the agent: no PBS launcher here',
+      component: 'PilotLauncher',
+    });
+    s.rec.expectNoMore();
+  });
+
+  describe('batch jobs', () => {
+    const JOB_DONE = { final: 'DONE', message: 'job 7 COMPLETED', ...EXIT_0 } as const;
+
+    /** Submits p1, whose job sbatch accepted: PMGR_ACTIVE_PENDING, queued. */
+    function queued(s: ReturnType<typeof setup>, runtimeMin = 1): PilotRecord {
+      const p = pilotIn('PMGR_LAUNCHING_PENDING', {
+        uid: 'p1',
+        description: { resource: 'slurm', nodes: 1, runtimeMin },
+      });
+      s.core.onSubmit([p]);
+      s.core.onLaunched('p1', { queued: true });
+      expect(s.rec.take()).toEqual([
+        'notify p1 PMGR_LAUNCHING',
+        'launch p1',
+        'notify p1 PMGR_ACTIVE_PENDING',
+      ]);
+      return p;
+    }
+
+    it('starts the runtime limit when the job starts, not while it is queued', () => {
+      const s = setup();
+      queued(s);
+      s.clock.advance(10 * 60_000); // ten minutes in the queue: nothing to kill
+      s.rec.expectNoMore();
+      s.core.onJobStarted('p1');
+      s.core.onJobStarted('p1'); // a second report changes nothing
+      s.core.onAgentReady('p1');
+      expect(s.rec.take()).toEqual(['notify p1 PMGR_ACTIVE']);
+      s.clock.advance(60_000 + GRACE - 1);
+      s.rec.expectNoMore();
+      s.clock.advance(1);
+      expect(s.rec.take()).toEqual(['kill p1']);
+      s.rec.expectNoMore();
+    });
+
+    it('starts the runtime limit when the agent reports in before the poll saw the job run', () => {
+      const s = setup();
+      queued(s);
+      s.clock.advance(5 * 60_000);
+      s.core.onAgentReady('p1');
+      expect(s.rec.take()).toEqual(['notify p1 PMGR_ACTIVE']);
+      s.core.onJobStarted('p1'); // late poll: the timer is not started twice
+      s.clock.advance(60_000 + GRACE);
+      expect(s.rec.take()).toEqual(['kill p1']);
+      s.rec.expectNoMore();
+    });
+
+    it('ends DONE as the agent said when the job COMPLETED', () => {
+      const s = setup();
+      const p = queued(s);
+      s.core.onAgentReady('p1');
+      s.rec.take();
+      s.core.onAgentFinal('p1', 'DONE', 'runtime limit of 1 min reached');
+      s.core.onJobEnded('p1', JOB_DONE);
+      expect(s.rec.take()).toEqual(['notify p1 DONE', 'ended p1 DONE']);
+      expect(p.reason).toEqual({
+        code: 'I_PILOT_DONE',
+        message: 'runtime limit of 1 min reached',
+        component: 'PilotLauncher',
+      });
+      expect(s.clock.pending()).toBe(0);
+      s.rec.expectNoMore();
+    });
+
+    it('ends CANCELED with the batch system’s words when the job was cancelled from outside', () => {
+      const s = setup();
+      const p = queued(s);
+      s.core.onJobStarted('p1');
+      s.core.onAgentReady('p1');
+      s.rec.take();
+      s.core.onAgentFinal('p1', 'CANCELED', 'agent received SIGTERM');
+      s.core.onJobEnded('p1', {
+        final: 'CANCELED',
+        message: 'job 7 was cancelled (scancel)',
+        exitCode: 0,
+        signal: 'SIGTERM',
+        stderr: '',
+      });
+      expect(s.rec.take()).toEqual(['notify p1 CANCELED', 'ended p1 CANCELED']);
+      expect(p.reason).toEqual({
+        code: 'E_JOB_CANCELED',
+        message: 'job 7 was cancelled (scancel)',
+        component: 'PilotLauncher',
+        detail: { exitCode: 0, signal: 'SIGTERM' },
+      });
+      expect(s.clock.pending()).toBe(0);
+      s.rec.expectNoMore();
+    });
+
+    it('ends FAILED, not CANCELED, when the job was cancelled by our own kill at the runtime limit', () => {
+      const s = setup();
+      const p = queued(s);
+      s.core.onAgentReady('p1');
+      s.rec.take();
+      s.clock.advance(60_000 + GRACE);
+      expect(s.rec.take()).toEqual(['kill p1']);
+      s.core.onJobEnded('p1', {
+        final: 'CANCELED',
+        message: 'job 7 was cancelled (scancel)',
+        exitCode: 0,
+        signal: 'SIGKILL',
+        stderr: '',
+      });
+      expect(s.rec.take()).toEqual(['notify p1 FAILED', 'ended p1 FAILED']);
+      expect(p.reason?.code).toBe('E_RUNTIME_EXCEEDED');
+      expect(p.reason?.message).toBe(
+        `the agent outlived its runtime limit (1 min) by ${GRACE} ms and was killed: job 7 was cancelled (scancel)`,
+      );
+      s.rec.expectNoMore();
+    });
+
+    it.each(['PMGR_ACTIVE_PENDING', 'PMGR_ACTIVE'] as const)(
+      'ends FAILED with the batch system’s reason and the stderr tail (in %s)',
+      (state) => {
+        const s = setup();
+        const p = queued(s);
+        if (state === 'PMGR_ACTIVE') s.core.onAgentReady('p1');
+        s.rec.take();
+        s.core.onJobEnded('p1', {
+          final: 'FAILED',
+          message: 'job 7 ended TIMEOUT (Reason=TimeLimit, ExitCode=0:15)',
+          exitCode: 0,
+          signal: 'SIGTERM',
+          stderr: 'a\nb\nc\nslurmstepd: error: *** JOB 7 CANCELLED DUE TO TIME LIMIT ***\n',
+        });
+        expect(s.rec.take()).toEqual(['notify p1 FAILED', 'ended p1 FAILED']);
+        expect(p.reason).toEqual({
+          code: 'E_JOB_FAILED',
+          message:
+            'job 7 ended TIMEOUT (Reason=TimeLimit, ExitCode=0:15): b | c | slurmstepd: error: *** JOB 7 CANCELLED DUE TO TIME LIMIT ***',
+          component: 'PilotLauncher',
+          detail: { exitCode: 0, signal: 'SIGTERM' },
+        });
+        s.rec.expectNoMore();
+      },
+    );
+
+    it('fails a job that can never start with the batch system’s reason', () => {
+      const s = setup();
+      const p = queued(s);
+      s.core.onJobEnded('p1', {
+        final: 'FAILED',
+        message: 'job 7 can never start: Slurm keeps it PENDING with Reason=PartitionNodeLimit',
+        exitCode: 0,
+        signal: null,
+        stderr: '',
+      });
+      expect(s.rec.take()).toEqual(['notify p1 FAILED', 'ended p1 FAILED']);
+      expect(p.reason?.message).toBe(
+        'job 7 can never start: Slurm keeps it PENDING with Reason=PartitionNodeLimit',
+      );
+      s.rec.expectNoMore();
+    });
+
+    it('fails, not DONE, a job that COMPLETED without its agent ever reporting in', () => {
+      const s = setup();
+      const p = queued(s);
+      s.core.onJobStarted('p1');
+      s.core.onJobEnded('p1', JOB_DONE);
+      expect(s.rec.take()).toEqual(['notify p1 FAILED', 'ended p1 FAILED']);
+      expect(p.reason?.code).toBe('E_AGENT_DIED');
+      s.rec.expectNoMore();
+    });
+
+    it('kills a queued job at once on cancel (no agent to shut down) and ends CANCELED', () => {
+      const s = setup();
+      const p = queued(s);
+      s.core.onCancel(['p1']);
+      expect(s.rec.take()).toEqual(['kill p1']);
+      s.core.onCancel(['p1']);
+      s.clock.advance(10 * GRACE);
+      s.rec.expectNoMore();
+      s.core.onJobEnded('p1', {
+        final: 'CANCELED',
+        message: 'job 7 was cancelled (scancel)',
+        exitCode: 0,
+        signal: null,
+        stderr: '',
+      });
+      expect(s.rec.take()).toEqual(['notify p1 CANCELED', 'ended p1 CANCELED']);
+      expect(p.reason).toEqual({
+        code: 'E_CANCELED',
+        message: BY_USER,
+        component: 'PilotLauncher',
+      });
+      s.rec.expectNoMore();
+    });
+
+    it('kills at once a job accepted after a cancel that came while it was being submitted', () => {
+      const s = setup();
+      s.core.onSubmit([pending()]);
+      s.rec.take();
+      s.core.onCancel(['p1']);
+      s.rec.expectNoMore();
+      s.core.onLaunched('p1', { queued: true });
+      expect(s.rec.take()).toEqual(['notify p1 PMGR_ACTIVE_PENDING', 'kill p1']);
+      s.clock.advance(10 * GRACE); // the grace-period kill was dropped
+      s.rec.expectNoMore();
+      s.core.onJobEnded('p1', { ...JOB_DONE, final: 'CANCELED' });
+      expect(s.rec.take()).toEqual(['notify p1 CANCELED', 'ended p1 CANCELED']);
+      s.rec.expectNoMore();
+    });
+
+    it('shuts a running job’s agent down on cancel and kills the job after the grace', () => {
+      const s = setup();
+      queued(s);
+      s.core.onJobStarted('p1');
+      s.core.onAgentReady('p1');
+      s.rec.take();
+      s.core.onCancel(['p1']);
+      expect(s.rec.take()).toEqual([`shutdownAgent p1 CANCELED ${BY_USER}`]);
+      s.clock.advance(GRACE);
+      expect(s.rec.take()).toEqual(['kill p1']);
+      s.core.onJobEnded('p1', { ...JOB_DONE, final: 'CANCELED' });
+      expect(s.rec.take()).toEqual(['notify p1 CANCELED', 'ended p1 CANCELED']);
+      expect(s.clock.pending()).toBe(0);
+      s.rec.expectNoMore();
+    });
+
+    it('ignores job events for pilots it does not hold, and after the end', () => {
+      const s = setup();
+      queued(s);
+      s.core.onJobEnded('p1', { ...JOB_DONE, final: 'CANCELED' });
+      s.rec.take();
+      s.core.onJobStarted('p1');
+      s.core.onJobEnded('p1', JOB_DONE);
+      s.core.onLaunched('p1', { queued: true });
+      s.core.onJobStarted('nobody');
+      s.core.onJobEnded('nobody', JOB_DONE);
+      s.rec.expectNoMore();
+    });
+  });
+
   describe('hand-over', () => {
     const others = PILOT_STATES.filter((st) => st !== 'PMGR_LAUNCHING_PENDING');
 

@@ -1,0 +1,295 @@
+import { execFile } from 'node:child_process';
+import { promises as fsp } from 'node:fs';
+import * as os from 'node:os';
+import type { AgentConfig } from '../../generated';
+import { errorMeta } from '../../errors';
+import { compiledSibling } from '../../lib/dist-path';
+import type { Logger } from '../../lib/logger';
+import { readTail } from '../../agent/sandbox-io';
+import { exitOf, jobState, renderScript, slurmJobOf } from './batch/slurm';
+import type { JobEnd } from './core';
+import type { PilotRecord } from './pilot-record';
+
+export interface SlurmLaunchEvents {
+  /** sbatch accepted the job: it is queued. */
+  launched(uid: string, jobId: string): void;
+  /** sbatch refused the job (its stderr, verbatim) or the script could not be written. */
+  launchFailed(uid: string, error: { message: string }): void;
+  /** The job left the queue (RUNNING). */
+  started(uid: string): void;
+  /** The job ended, or can never start (then it was scancel'd), or Slurm lost it. */
+  ended(uid: string, end: JobEnd): void;
+}
+
+export interface SlurmLauncherOptions {
+  /** Poll period when the description has no `launcher.pollMs` (default 1000 ms). */
+  pollMs?: number;
+  /** Environment of sbatch, scontrol and scancel (default: ours, so SLURM_CONF and PATH). */
+  env?: NodeJS.ProcessEnv;
+  /** Gives up on a job after this long without an answer from Slurm (default 5 min). */
+  lostAfterMs?: number;
+}
+
+interface Job {
+  uid: string;
+  sandbox: string;
+  pollMs: number;
+  id?: string;
+  timer?: NodeJS.Timeout;
+  killRequested: boolean;
+  started: boolean;
+  done: boolean;
+  lastView?: string;
+  failingSince?: number;
+}
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  error?: Error;
+}
+
+/** Every Slurm command gets this long; a hung slurmctld must not hang the client. */
+const COMMAND_TIMEOUT_MS = 60_000;
+
+/**
+ * Runs pilots as Slurm batch jobs. `launch` writes agent.json and job.sh (batch/slurm.ts)
+ * into the pilot sandbox, submits with `sbatch --parsable job.sh`, then follows the job with
+ * `scontrol show job -o <id>` every pollMs until it ends. The agent's own `agent_ready`
+ * message, not the poll, is what makes the pilot ACTIVE; the poll only sees the queue and the
+ * end. `kill` is `scancel <id>`.
+ *
+ * The job runs `<this node's process.execPath> <dist/src/agent/main.js> <sandbox>/agent.json`:
+ * the compute nodes must have Node 20 at the same path and see the built package and the
+ * sandbox at the same paths (a shared filesystem), and reach the client's addresses over TCP
+ * (docs/deployment.md).
+ */
+export class SlurmLauncher {
+  private readonly jobs = new Map<string, Job>();
+  private readonly agentMain = compiledSibling(__dirname, '../../agent/main');
+  private readonly env: NodeJS.ProcessEnv;
+  private closed = false;
+
+  constructor(
+    private readonly events: SlurmLaunchEvents,
+    private readonly log: Logger,
+    private readonly options: SlurmLauncherOptions = {},
+  ) {
+    this.env = options.env ?? process.env;
+  }
+
+  launch(pilot: PilotRecord, cfg: AgentConfig): void {
+    const job: Job = {
+      uid: pilot.uid,
+      sandbox: pilot.sandbox,
+      pollMs: pilot.description.launcher?.pollMs ?? this.options.pollMs ?? 1_000,
+      killRequested: false,
+      started: false,
+      done: false,
+    };
+    this.jobs.set(pilot.uid, job);
+    void this.submit(pilot, cfg, job).catch((e: unknown) => {
+      this.log.error('slurm launch failed', { pilot: pilot.uid, ...errorMeta(e) });
+      this.fail(job, (e as Error).message);
+    });
+  }
+
+  /** `scancel` the pilot's job; one still being submitted is cancelled once sbatch answers. */
+  kill(uid: string): void {
+    const job = this.jobs.get(uid);
+    if (job === undefined || job.done) return;
+    job.killRequested = true;
+    if (job.id !== undefined) void this.scancel(job);
+  }
+
+  /** The Slurm job id of a pilot, once sbatch gave one. */
+  jobId(uid: string): string | undefined {
+    return this.jobs.get(uid)?.id;
+  }
+
+  /** Stops following every job (the session is closing; pilots were ended before). */
+  close(): void {
+    this.closed = true;
+    for (const job of this.jobs.values()) clearTimeout(job.timer);
+    this.jobs.clear();
+  }
+
+  private async submit(pilot: PilotRecord, cfg: AgentConfig, job: Job): Promise<void> {
+    await fsp.mkdir(pilot.sandbox, { recursive: true });
+    const cfgFile = `${pilot.sandbox}/agent.json`;
+    await fsp.writeFile(cfgFile, JSON.stringify(cfg, null, 2));
+    const script = renderScript({
+      pilot,
+      agentCommand: [process.execPath, this.agentMain, cfgFile],
+    });
+    await fsp.writeFile(`${pilot.sandbox}/job.sh`, script, { mode: 0o755 });
+    const r = await this.run('sbatch', ['--parsable', 'job.sh'], pilot.sandbox);
+    if (r.code !== 0) {
+      // sbatch's own words, verbatim: they say what to change (partition, nodes, account...)
+      const said = r.stderr.trim();
+      return this.fail(job, said !== '' ? said : commandError('sbatch', r));
+    }
+    // --parsable prints "<id>" or "<id>;<cluster>"
+    const id = r.stdout.trim().split(';')[0] ?? '';
+    if (!/^\d+(_\d+)?$/.test(id)) {
+      return this.fail(job, `sbatch printed no job id: ${JSON.stringify(r.stdout.trim())}`);
+    }
+    job.id = id;
+    this.log.info('pilot job submitted', { pilot: job.uid, jobId: id });
+    this.events.launched(job.uid, id);
+    if (job.killRequested) void this.scancel(job);
+    this.schedule(job);
+  }
+
+  private fail(job: Job, message: string): void {
+    job.done = true;
+    this.jobs.delete(job.uid);
+    this.events.launchFailed(job.uid, { message });
+  }
+
+  private schedule(job: Job): void {
+    if (this.closed || job.done) return;
+    job.timer = setTimeout(() => {
+      void this.poll(job).catch((e: unknown) => {
+        this.log.error('slurm poll failed', { pilot: job.uid, ...errorMeta(e) });
+        this.schedule(job);
+      });
+    }, job.pollMs);
+  }
+
+  private async poll(job: Job): Promise<void> {
+    const id = job.id!;
+    const r = await this.run('scontrol', ['show', 'job', '-o', id], job.sandbox);
+    if (this.closed || job.done) return;
+    if (r.code !== 0) {
+      if (/Invalid job id/i.test(r.stderr)) {
+        // purged: it ended more than MinJobAge ago, between two polls (a very long pause)
+        return this.end(job, {
+          final: 'FAILED',
+          message: `job ${id} is no longer known to Slurm (it ended, state unknown)`,
+          exitCode: null,
+          signal: null,
+        });
+      }
+      return this.retryOrLose(job, commandError('scontrol', r));
+    }
+    const sj = slurmJobOf(r.stdout);
+    if (sj === undefined) {
+      return this.retryOrLose(job, `scontrol printed no job: ${JSON.stringify(r.stdout.trim())}`);
+    }
+    delete job.failingSince;
+    const view = jobState(sj);
+    if (view.reason !== job.lastView) {
+      job.lastView = view.reason;
+      this.log.info('pilot job', {
+        pilot: job.uid,
+        jobId: id,
+        phase: view.phase,
+        slurm: view.reason,
+      });
+    }
+    if (view.phase === 'running' && !job.started) {
+      job.started = true;
+      this.events.started(job.uid);
+    }
+    if (view.phase !== 'ended') return this.schedule(job);
+    // a job that can never start is still PENDING: take it out of the queue
+    if (sj.state === 'PENDING') await this.scancel(job);
+    const exit = exitOf(sj.exitCode);
+    await this.end(job, {
+      final: view.final!,
+      message: view.reason,
+      exitCode: exit.code,
+      signal: exit.signal !== null ? signalName(exit.signal) : null,
+    });
+  }
+
+  private retryOrLose(job: Job, message: string): Promise<void> {
+    const now = Date.now();
+    job.failingSince ??= now;
+    const lostAfter = this.options.lostAfterMs ?? 300_000;
+    if (now - job.failingSince >= lostAfter) {
+      return this.end(job, {
+        final: 'FAILED',
+        message: `lost track of job ${job.id}: no answer from Slurm for ${Math.round((now - job.failingSince) / 1000)} s: ${message}`,
+        exitCode: null,
+        signal: null,
+      });
+    }
+    this.log.warn('slurm poll failed, retrying', { pilot: job.uid, jobId: job.id, message });
+    this.schedule(job);
+    return Promise.resolve();
+  }
+
+  private async end(job: Job, end: Omit<JobEnd, 'stderr'>): Promise<void> {
+    job.done = true;
+    clearTimeout(job.timer);
+    this.jobs.delete(job.uid);
+    const stderr = await readTail(`${job.sandbox}/job.err`, 1_024);
+    this.log.info('pilot job ended', { pilot: job.uid, jobId: job.id, final: end.final });
+    this.events.ended(job.uid, { ...end, stderr });
+  }
+
+  private async scancel(job: Job): Promise<void> {
+    const r = await this.run('scancel', [job.id!], job.sandbox);
+    if (r.code !== 0) {
+      this.log.warn('scancel failed', { pilot: job.uid, jobId: job.id, stderr: r.stderr.trim() });
+    }
+  }
+
+  private run(cmd: string, args: string[], cwd: string): Promise<Ran> {
+    return new Promise((resolve) => {
+      execFile(
+        cmd,
+        args,
+        { cwd, env: this.env, timeout: COMMAND_TIMEOUT_MS, encoding: 'utf8' },
+        (error, stdout, stderr) => {
+          if (error === null) return resolve({ code: 0, stdout, stderr });
+          const code = typeof error.code === 'number' ? error.code : null;
+          resolve({ code: code ?? -1, stdout, stderr, error });
+        },
+      );
+    });
+  }
+}
+
+/**
+ * CPUs per node of a partition (the default one when `partition` is undefined), from `sinfo`;
+ * the least when nodes differ; undefined when Slurm cannot say.
+ */
+export function sinfoCpusPerNode(
+  partition: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number | undefined> {
+  const args = ['--noheader', '--format=%c %P'];
+  if (partition !== undefined) args.push(`--partition=${partition}`);
+  return new Promise((resolve) => {
+    execFile('sinfo', args, { env, timeout: COMMAND_TIMEOUT_MS, encoding: 'utf8' }, (e, out) => {
+      if (e !== null) return resolve(undefined);
+      const rows = out
+        .trim()
+        .split('\n')
+        .map((l) => l.trim().split(/\s+/))
+        .filter((r) => r.length >= 2);
+      // without a partition: the default one, which sinfo marks with '*'
+      const pick = partition !== undefined ? rows : rows.filter((r) => r[1]!.endsWith('*'));
+      const cpus = pick.map((r) => parseInt(r[0]!, 10)).filter((n) => Number.isFinite(n) && n > 0);
+      resolve(cpus.length > 0 ? Math.min(...cpus) : undefined);
+    });
+  });
+}
+
+function commandError(cmd: string, r: Ran): string {
+  const err = r.error as NodeJS.ErrnoException | undefined;
+  if (err?.code === 'ENOENT') {
+    return `${cmd} not found (spawn ${cmd} ENOENT): Slurm's client commands must be on PATH`;
+  }
+  const said = r.stderr.trim();
+  return said !== '' ? said : `${cmd} failed: ${err?.message ?? `exit ${r.code}`}`;
+}
+
+function signalName(n: number): string {
+  const hit = Object.entries(os.constants.signals).find(([, v]) => v === n);
+  return hit !== undefined ? hit[0] : `signal ${n}`;
+}
