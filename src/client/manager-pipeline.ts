@@ -34,6 +34,8 @@ export class ManagerPipeline {
     private readonly notify: (ns: Notification[]) => void,
     private readonly clock: Clock,
     private readonly log: Logger,
+    /** Where agent-facing queues listen, e.g. `tcp://127.0.0.1:0`. */
+    private readonly listenAt: string,
   ) {}
 
   async start(): Promise<void> {
@@ -45,7 +47,7 @@ export class ManagerPipeline {
       `inproc://${this.session}/tmgr-staging-input/in`,
       `inproc://${this.session}/tmgr-staging-input/out`,
     );
-    const output = await Bridge.queue();
+    const output = await Bridge.queue(this.listenAt, this.listenAt);
     this.queues.addBridges(sched, staging, output);
     this.outputAddress = output.endpoints.in;
     this.toScheduler = this.queues.sender(sched.endpoints.in);
@@ -114,7 +116,7 @@ export class ManagerPipeline {
 
   /** Creates the queue a pilot's agent pulls its tasks from; returns its address. */
   async addPilotQueue(pilot: string): Promise<string> {
-    const bridge = await Bridge.queue();
+    const bridge = await Bridge.queue(this.listenAt, this.listenAt);
     this.pilotInputs.set(pilot, { bridge, sender: new QueueSender(bridge.endpoints.in) });
     return bridge.endpoints.out;
   }

@@ -27,6 +27,11 @@ export interface SessionOptions {
   /** UpdateWorkers of the client side (default 1; agents have their own). */
   updateWorkers?: number;
   logLevel?: 'error' | 'warn' | 'info' | 'debug';
+  /**
+   * IP address (or interface) the session listens on for its agents (default 127.0.0.1).
+   * Batch pilots on other hosts need an address their compute nodes can reach.
+   */
+  bindHost?: string;
   /** Also log here (the session always logs to client.log in its directory). */
   logger?: Logger;
 }
@@ -84,7 +89,7 @@ export class Session {
     const log = logger !== undefined ? teeLogger(file, logger) : file;
     const s = new Session(uid, dir, log, file);
     try {
-      await s.start(opts.updateWorkers ?? 1);
+      await s.start(opts.updateWorkers ?? 1, `tcp://${opts.bindHost ?? '127.0.0.1'}:0`);
     } catch (e) {
       log.error('session failed to open', errorMeta(e));
       await s.close();
@@ -93,12 +98,13 @@ export class Session {
     return s;
   }
 
-  private async start(nWorkers: number): Promise<void> {
+  private async start(nWorkers: number, listenAt: string): Promise<void> {
     this.store = await EmbeddedStore.open(this.dir);
     this.storeServer = await StoreServer.start(this.store, {
+      address: listenAt,
       logger: this.log.child({ component: 'StoreServer' }),
     });
-    const control = await Bridge.pubsub();
+    const control = await Bridge.pubsub(listenAt, listenAt);
     const updates = await Bridge.queue(
       `inproc://${this.uid}/updates/in`,
       `inproc://${this.uid}/updates/out`,
@@ -116,7 +122,13 @@ export class Session {
         }),
       );
     }
-    this.pipeline = new ManagerPipeline(this.uid, (ns) => this.notify(ns), this.clock, this.log);
+    this.pipeline = new ManagerPipeline(
+      this.uid,
+      (ns) => this.notify(ns),
+      this.clock,
+      this.log,
+      listenAt,
+    );
     await this.pipeline.start();
     await this.control.ready();
     this.watchLoop = this.follow();

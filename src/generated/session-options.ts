@@ -6,4 +6,8 @@ export interface SessionOptionsInput {
   uid?: string;
   updateWorkers?: number;
   logLevel?: 'error' | 'warn' | 'info' | 'debug';
+  /**
+   * IP address (or interface) the session listens on for its agents; default 127.0.0.1. Batch pilots on other hosts need one their compute nodes reach.
+   */
+  bindHost?: string;
 }
