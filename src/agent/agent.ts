@@ -136,7 +136,21 @@ export class Agent {
       {
         killGraceMs: cfg.killGraceMs ?? 3_000,
         // OpenMPI's mpirun refuses to run as root without --allow-run-as-root.
-        launch: { mpirun: 'mpirun', asRoot: process.getuid?.() === 0 },
+        launch: {
+          mpirun: 'mpirun',
+          asRoot: process.getuid?.() === 0,
+          ...(cfg.resource === 'slurm'
+            ? {
+                slurm: {
+                  srun: 'srun',
+                  node: this.nodeName,
+                  gpuGres:
+                    process.env.SLURM_JOB_GPUS !== undefined ||
+                    process.env.SLURM_GPUS_ON_NODE !== undefined,
+                },
+              }
+            : {}),
+        },
       },
     );
     const logOut = this.log.child({ component: COMPONENTS.agentOutputStager });

@@ -27,9 +27,9 @@ export interface TaskDescription {
    */
   memPerRankMb?: number;
   /**
-   * How ranks start: fork (single rank, the default) or mpirun (OpenMPI; the default for more than one rank).
+   * How ranks start: fork (one rank on the agent's node), mpirun (OpenMPI) or srun (a step of the Slurm allocation the agent runs in). Default: outside Slurm, fork for one rank and mpirun for more; inside a Slurm allocation, fork for one rank on the agent's own node and srun otherwise.
    */
-  launch?: 'fork' | 'mpirun';
+  launch?: 'fork' | 'mpirun' | 'srun';
   priority?: number;
   timeoutS?: number;
   pilot?: string;

@@ -12,7 +12,10 @@ const EXECUTOR = COMPONENTS.executor;
 export interface ExecutorOptions {
   /** Time between SIGTERM and SIGKILL when a task is timed out or canceled. */
   killGraceMs: number;
-  /** How mpirun is run; default `{ mpirun: 'mpirun', asRoot: false }`. */
+  /**
+   * How tasks are launched; default `{ mpirun: 'mpirun', asRoot: false }` and no `slurm` (the
+   * agent's wiring sets `slurm` when it runs inside a Slurm allocation: see LaunchOptions).
+   */
   launch?: Partial<LaunchOptions>;
 }
 
@@ -63,9 +66,11 @@ export class ExecutorCore {
     private readonly clock: Clock,
     private readonly options: ExecutorOptions,
   ) {
+    const slurm = options.launch?.slurm;
     this.launchOptions = {
       mpirun: options.launch?.mpirun ?? 'mpirun',
       asRoot: options.launch?.asRoot ?? false,
+      ...(slurm === undefined ? {} : { slurm }),
     };
   }
 
@@ -263,6 +268,7 @@ function spawnSpec(task: TaskRecord, sandbox: string, launch: Launch): SpawnSpec
     stderrPath: `${sandbox}/stderr`,
   };
   if (launch.files.length > 0) spec.files = launch.files;
+  if (launch.killScope !== undefined) spec.killScope = launch.killScope;
   return spec;
 }
 
@@ -281,7 +287,7 @@ function noSandboxReason(): Reason {
 function spawnFailureReason(h: Held, f: FailedEvent): Reason {
   const exe = h.task.description.executable;
   const { method, executable } = h.launch;
-  // Under mpirun the spawner runs mpirun: a failure to start it is about the launcher.
+  // Under mpirun or srun the spawner runs the launcher: a failure to start it is about that.
   const what = method === 'fork' ? `'${exe}'` : `the launcher '${executable}' of '${exe}'`;
   const message =
     h.pid === undefined

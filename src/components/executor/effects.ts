@@ -15,6 +15,8 @@ export interface SpawnSpec {
   stderrPath: string;
   /** Small files to write before the process starts (e.g. mpirun's hostfile). */
   files?: LaunchFile[];
+  /** 'process': kills signal this process alone, not its group and session (srun). */
+  killScope?: 'process';
 }
 
 export interface StartedEvent {

@@ -16,6 +16,7 @@ export {
   type LaunchMethod,
   type LaunchOptions,
   type LaunchResult,
+  type SlurmLaunchOptions,
 } from './launch';
 export {
   SpawnerPool,

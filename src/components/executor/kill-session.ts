@@ -4,7 +4,11 @@
  * launchers move children into process groups of their own: OpenMPI's mpirun gives each local
  * rank its own group, so a SIGKILL to mpirun's group would leave the ranks running. They stay
  * in the task's session, though, so after the group this also signals every process whose
- * session id is the task's pid, found in /proc (Linux). Node built-ins only: the spawner helper
+ * session id is the task's pid, found in /proc (Linux). srun's ranks run under slurmstepd, in no
+ * session of ours: signaling srun is what ends them (launch.ts: a SIGTERM makes srun SIGKILL the
+ * step; after a SIGKILL, srun's shepherd child cancels the step). That child is in srun's group
+ * and session, and killing it with srun leaves the ranks running, so srun tasks are signaled
+ * with killProcesses (Launch.killScope 'process'). Node built-ins only: the spawner helper
  * imports this.
  */
 import { readFileSync, readdirSync } from 'node:fs';
@@ -15,6 +19,16 @@ export function killSessions(leaders: readonly number[], signal: NodeJS.Signals)
   if (leaders.length === 0) return errors;
   for (const pid of leaders) signalPid(-pid, signal, errors);
   for (const pid of sessionMembers(new Set(leaders))) signalPid(pid, signal, errors);
+  return errors;
+}
+
+/**
+ * Signals `pids` themselves, not their groups or sessions: for srun, whose child (the "shepherd")
+ * ends the job step once srun is gone, and must therefore outlive it.
+ */
+export function killProcesses(pids: readonly number[], signal: NodeJS.Signals): string[] {
+  const errors: string[] = [];
+  for (const pid of pids) signalPid(pid, signal, errors);
   return errors;
 }
 

@@ -7,13 +7,14 @@
  *   out: {"ev":"ready",pid} first, then {"ev":"started",uid,pid} | {"ev":"exited",uid,exitCode,signal}
  *        | {"ev":"failed",uid,code,message} | {"ev":"error",message}
  * `files` ({path, content}[], e.g. mpirun's hostfile) are written before the task starts. A kill
- * signals the task's process group and every other process of its session (kill-session.ts).
+ * signals the task's process group and every other process of its session (kill-session.ts), or,
+ * for a spawn with `killScope: 'process'` (srun), the task's process alone.
  * When stdin ends (the agent closed it or died) it SIGKILLs every task it still runs, waits for
  * them and exits, so no task outlives the agent.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, writeFileSync } from 'node:fs';
-import { killSessions } from './kill-session';
+import { killProcesses, killSessions } from './kill-session';
 
 interface SpawnOp {
   op: 'spawn';
@@ -25,9 +26,12 @@ interface SpawnOp {
   stdoutPath: string;
   stderrPath: string;
   files?: { path: string; content: string }[];
+  killScope?: 'process';
 }
 
 const children = new Map<string, ChildProcess>();
+/** Tasks whose kills signal their process alone (killScope 'process'). */
+const processOnly = new Set<string>();
 let outbox: string[] = [];
 let stopping = false;
 let stdoutBroken = false;
@@ -100,6 +104,7 @@ function doSpawn(m: SpawnOp): void {
       detached: true, // own process group, so kill reaches the task's children too
       stdio: ['ignore', fds[0], fds[1]],
     });
+    if (m.killScope === 'process') processOnly.add(uid);
     watch(uid, child, m.cwd);
   } catch (e) {
     // spawn throws synchronously on bad arguments (e.g. a NUL byte in an argument)
@@ -120,6 +125,7 @@ function watch(uid: string, child: ChildProcess, cwd: string): void {
   child.on('error', (e) => {
     if (spawned) return; // a failed kill; the exit still comes
     children.delete(uid);
+    processOnly.delete(uid);
     const code = errnoOf(e);
     // Node reports a missing cwd as ENOENT of the executable: say which one it was.
     const message =
@@ -132,25 +138,32 @@ function watch(uid: string, child: ChildProcess, cwd: string): void {
   child.once('exit', (exitCode, signal) => {
     if (!spawned) return;
     children.delete(uid);
+    processOnly.delete(uid);
     emit({ ev: 'exited', uid, exitCode, signal });
     maybeExit();
   });
 }
 
-/** Kills asked for in one chunk of input, sent together so /proc is read once per chunk. */
-const kills: Record<'SIGTERM' | 'SIGKILL', number[]> = { SIGTERM: [], SIGKILL: [] };
+type Signal = 'SIGTERM' | 'SIGKILL';
 
-function doKill(uid: string, signal: 'SIGTERM' | 'SIGKILL'): void {
+/** Kills asked for in one chunk of input, sent together so /proc is read once per chunk. */
+const kills: Record<Signal, { sessions: number[]; processes: number[] }> = {
+  SIGTERM: { sessions: [], processes: [] },
+  SIGKILL: { sessions: [], processes: [] },
+};
+
+function doKill(uid: string, signal: Signal): void {
   const pid = children.get(uid)?.pid;
   if (pid === undefined) return; // already exited or never started
-  kills[signal].push(pid);
+  kills[signal][processOnly.has(uid) ? 'processes' : 'sessions'].push(pid);
 }
 
 function flushKills(): void {
   for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
-    const pids = kills[signal];
-    kills[signal] = [];
-    for (const message of killSessions(pids, signal)) emit({ ev: 'error', message });
+    const { sessions, processes } = kills[signal];
+    kills[signal] = { sessions: [], processes: [] };
+    const errors = [...killSessions(sessions, signal), ...killProcesses(processes, signal)];
+    for (const message of errors) emit({ ev: 'error', message });
   }
 }
 
@@ -180,6 +193,7 @@ function isSpawnOp(m: unknown): m is SpawnOp {
     typeof s.cwd === 'string' &&
     typeof s.stdoutPath === 'string' &&
     typeof s.stderrPath === 'string' &&
+    (s.killScope === undefined || s.killScope === 'process') &&
     (s.files === undefined ||
       (Array.isArray(s.files) &&
         s.files.every((f) => typeof f?.path === 'string' && typeof f.content === 'string')))
@@ -191,12 +205,12 @@ function isKillOp(m: unknown): m is { uid: string; signal: 'SIGTERM' | 'SIGKILL'
   return typeof k.uid === 'string' && (k.signal === 'SIGTERM' || k.signal === 'SIGKILL');
 }
 
-/** Stop: kill every group still running; the loop empties and the process exits on its own. */
+/** Stop: kill every task still running; the loop empties and the process exits on its own. */
 function stop(): void {
   if (stopping) return;
   stopping = true;
-  const pids = [...children.values()].flatMap((c) => (c.pid === undefined ? [] : [c.pid]));
-  for (const message of killSessions(pids, 'SIGKILL')) emit({ ev: 'error', message });
+  for (const uid of children.keys()) doKill(uid, 'SIGKILL');
+  flushKills();
   process.stdin.destroy();
   maybeExit();
 }

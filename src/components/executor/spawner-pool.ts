@@ -5,7 +5,7 @@ import { UsageError, errorMeta } from '../../errors';
 import { deferred, withTimeout, type Deferred } from '../../lib/deferred';
 import type { Logger } from '../../lib/logger';
 import type { ExitedEvent, FailedEvent, KillSignal, SpawnSpec, StartedEvent } from './effects';
-import { killSessions } from './kill-session';
+import { killProcesses, killSessions } from './kill-session';
 
 /** Receives helper events in bulks (one call per kind per chunk read from a helper). */
 export interface SpawnerHandlers {
@@ -22,6 +22,11 @@ export interface SpawnerPoolOptions {
   readyTimeoutMs?: number;
   /** After this, close() SIGKILLs helpers that have not exited. */
   closeTimeoutMs?: number;
+  /**
+   * Variables set in the helpers' environment, over this process's own (which every task
+   * inherits); e.g. a test standing in for an agent inside a Slurm job gives the job's.
+   */
+  env?: Record<string, string>;
 }
 
 type HelperEvent =
@@ -64,6 +69,8 @@ export function spawnerScript(dir: string = __dirname): string {
 export class SpawnerPool {
   private readonly helpers: Helper[] = [];
   private readonly owner = new Map<string, Helper>();
+  /** Tasks whose kills signal their process alone (SpawnSpec.killScope 'process'). */
+  private readonly processOnly = new Set<string>();
   private readonly log: Logger;
   private closing: Promise<void> | undefined;
   private failedSoon: FailedEvent[] = [];
@@ -103,6 +110,7 @@ export class SpawnerPool {
     }
     h.tasks.set(spec.uid, undefined);
     this.owner.set(spec.uid, h);
+    if (spec.killScope === 'process') this.processOnly.add(spec.uid);
     this.send(h, { op: 'spawn', ...spec });
   }
 
@@ -144,7 +152,8 @@ export class SpawnerPool {
 
   private launch(script: string): void {
     // No execArgv: the helper must not inherit the agent's (or jest's) flags.
-    const proc = spawn(process.execPath, [script], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const env = this.opts.env === undefined ? process.env : { ...process.env, ...this.opts.env };
+    const proc = spawn(process.execPath, [script], { env, stdio: ['pipe', 'pipe', 'pipe'] });
     const h: Helper = {
       proc,
       pid: proc.pid ?? -1,
@@ -241,10 +250,15 @@ export class SpawnerPool {
   private onClose(h: Helper, code: number | null, signal: string | null): void {
     h.alive = false;
     const lost = [...h.tasks];
-    for (const [uid] of lost) this.forget(h, uid);
     // Its tasks run in their own sessions and would outlive it: stop them.
-    const pids = lost.flatMap(([, pid]) => (pid === undefined ? [] : [pid]));
-    for (const message of killSessions(pids, 'SIGKILL')) {
+    const sessions: number[] = [];
+    const processes: number[] = [];
+    for (const [uid, pid] of lost) {
+      if (pid !== undefined) (this.processOnly.has(uid) ? processes : sessions).push(pid);
+      this.forget(h, uid);
+    }
+    const errors = [...killSessions(sessions, 'SIGKILL'), ...killProcesses(processes, 'SIGKILL')];
+    for (const message of errors) {
       this.log.warn('cannot kill a task of a dead spawner helper', { pid: h.pid, message });
     }
     if (this.closing === undefined || lost.length > 0) {
@@ -268,7 +282,10 @@ export class SpawnerPool {
 
   private forget(h: Helper, uid: string): void {
     h.tasks.delete(uid);
-    if (this.owner.get(uid) === h) this.owner.delete(uid);
+    if (this.owner.get(uid) === h) {
+      this.owner.delete(uid);
+      this.processOnly.delete(uid);
+    }
   }
 
   /** Failures found inside spawn(): reported on a later turn, never inside the caller's handler. */

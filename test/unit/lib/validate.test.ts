@@ -68,7 +68,7 @@ describe('parseTaskDescription', () => {
     const err = rejection(() => parseTaskDescription({ executable: '/bin/true', mode: 'bogus' }));
     expect(text(err.issues)).toEqual(['/mode must be one of "executable"']);
     const launch = rejection(() => parseTaskDescription({ executable: 'x', launch: 'ssh' }));
-    expect(text(launch.issues)).toEqual(['/launch must be one of "fork", "mpirun"']);
+    expect(text(launch.issues)).toEqual(['/launch must be one of "fork", "mpirun", "srun"']);
   });
 
   it('rejects ranks: 0 with the minimum', () => {

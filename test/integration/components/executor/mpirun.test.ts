@@ -3,17 +3,16 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ExecutorCore } from '../../../../src/components/executor/core';
 import { RANK_WRAPPER } from '../../../../src/components/executor/launch';
-import { SpawnerPool } from '../../../../src/components/executor/spawner-pool';
-import type { Notification, TaskDescription, TaskRecord } from '../../../../src/generated';
-import { systemClock } from '../../../../src/lib/clock';
-import { deferred, withTimeout } from '../../../../src/lib/deferred';
-import { silentLogger } from '../../../../src/lib/logger';
+import type { TaskDescription } from '../../../../src/generated';
+import {
+  ExecutorHarness,
+  cleanupFifos,
+  fifo,
+  lines,
+  type Slot,
+} from '../../../support/executor-harness';
 
-type Slot = NonNullable<TaskRecord['slots']>[number];
-
-const WAIT_MS = 8_000;
 const HOST = os.hostname();
 
 function onPath(name: string): boolean {
@@ -37,128 +36,11 @@ function slot(cores: number[], gpus: number[] = [], node = HOST): Slot {
   return { node, cores, gpus };
 }
 
-/** Task numbers, unique in this file. */
-let taskNo = 0;
-
-/** Final executor states: the task left the Executor. */
-const LEFT = new Set(['AGENT_STAGING_OUTPUT_PENDING', 'FAILED', 'CANCELED']);
-
-/** ExecutorCore over a real SpawnerPool (which runs the built spawner helper from dist/). */
-class Harness {
-  readonly notes: Notification[] = [];
-  private waiters: { check: () => boolean; resolve: () => void }[] = [];
-
-  pool!: SpawnerPool;
-  core!: ExecutorCore;
-
-  private constructor(readonly dir: string) {}
-
-  static async start(dir: string): Promise<Harness> {
-    const h = new Harness(dir);
-    h.pool = await SpawnerPool.start({
-      count: 1,
-      logger: silentLogger,
-      handlers: {
-        started: (evs) => h.core.onStartedBulk(evs),
-        exited: (evs) => h.core.onExitedBulk(evs),
-        failed: (evs) => h.core.onSpawnFailedBulk(evs),
-      },
-    });
-    h.core = new ExecutorCore(
-      {
-        notify: (ns) => h.noted(ns),
-        forward: () => undefined,
-        release: () => undefined,
-        spawn: (spec) => h.pool.spawn(spec),
-        kill: (uid, signal) => h.pool.kill(uid, signal),
-      },
-      systemClock,
-      { killGraceMs: 5_000, launch: { mpirun: 'mpirun', asRoot } },
-    );
-    return h;
-  }
-
-  /** A task in AGENT_EXECUTING_PENDING with a fresh sandbox and the given slots. */
-  task(desc: TaskDescription, slots: Slot[]): TaskRecord {
-    const uid = `mpi.${++taskNo}`;
-    const sandbox = path.join(this.dir, uid);
-    fs.mkdirSync(sandbox);
-    return {
-      uid,
-      attempt: 1,
-      state: 'AGENT_EXECUTING_PENDING',
-      session: 'sess.it',
-      pilot: 'pilot.it',
-      sandbox,
-      slots,
-      description: desc,
-    };
-  }
-
-  /** Resolves once the task has left the Executor, with its stdout. */
-  async done(t: TaskRecord): Promise<string> {
-    await this.until(`${t.uid} done`, () => LEFT.has(t.state));
-    return fs.readFileSync(`${t.sandbox!}/stdout`, 'utf8');
-  }
-
-  until(what: string, check: () => boolean, ms = WAIT_MS): Promise<void> {
-    if (check()) return Promise.resolve();
-    const d = deferred<void>();
-    this.waiters.push({ check, resolve: () => d.resolve() });
-    return withTimeout(d.promise, ms, what);
-  }
-
-  private noted(ns: Notification[]): void {
-    this.notes.push(...ns);
-    this.waiters = this.waiters.filter((w) => {
-      if (!w.check()) return true;
-      w.resolve();
-      return false;
-    });
-  }
-}
-
-/** stdout lines, sorted (ranks print in any order). */
-function lines(out: string): string[] {
-  return out.split('\n').filter(Boolean).sort();
-}
-
-/** Unblocks FIFO readers still waiting for a writer (a test that failed early). */
-const fifoCleanups: (() => void)[] = [];
-
-/**
- * A FIFO the ranks write to: `text(n)` awaits n lines, `gone()` the moment every process holding
- * it open has exited.
- */
-function fifo(file: string): { text(n: number): Promise<string>; gone(): Promise<void> } {
-  execFileSync('mkfifo', [file]);
-  const reader = fs.createReadStream(file, { encoding: 'utf8' });
-  fifoCleanups.push(() => {
-    try {
-      // A reader blocked in open() returns once a writer opens; ENXIO when none is waiting.
-      fs.closeSync(fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK));
-    } catch {
-      // no reader waiting
-    }
-    reader.destroy();
-  });
-  let data = '';
-  let want = { n: Infinity, resolve: (_s: string) => undefined as void };
-  reader.on('data', (c) => {
-    data += String(c);
-    if (data.split('\n').length - 1 >= want.n) want.resolve(data);
-  });
-  const gone = new Promise<void>((resolve) => reader.once('end', () => resolve()));
-  return {
-    text: (n) => {
-      const d = deferred<string>();
-      want = { n, resolve: (s) => d.resolve(s) };
-      if (data.split('\n').length - 1 >= n) d.resolve(data);
-      return withTimeout(d.promise, WAIT_MS, `${n} lines in the fifo`);
-    },
-    gone: () => withTimeout(gone, WAIT_MS, 'every writer of the fifo gone'),
-  };
-}
+/** ExecutorCore + SpawnerPool launching with the machine's mpirun. */
+const Harness = {
+  start: (dir: string) =>
+    ExecutorHarness.start(dir, { prefix: 'mpi', launch: { mpirun: 'mpirun', asRoot } }),
+};
 
 describe('the rank wrapper (plain sh, no mpirun)', () => {
   /** Runs the wrapper as mpirun would for rank `rank`, printing what the rank sees. */
@@ -208,7 +90,7 @@ describe('the rank wrapper (plain sh, no mpirun)', () => {
 
 describe(`ExecutorCore + SpawnerPool + real mpirun${SKIPPED}`, () => {
   let dir: string;
-  let h: Harness | undefined;
+  let h: ExecutorHarness | undefined;
 
   beforeAll(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-mpirun-'));
@@ -217,7 +99,7 @@ describe(`ExecutorCore + SpawnerPool + real mpirun${SKIPPED}`, () => {
   afterEach(async () => {
     await h?.pool.close();
     h = undefined;
-    for (const cleanup of fifoCleanups.splice(0)) cleanup();
+    cleanupFifos();
   });
 
   const SHOW = 'echo rank=$PF_RANK of $PF_RANKS on $(hostname) gpus=$CUDA_VISIBLE_DEVICES';
@@ -330,7 +212,7 @@ describe(`ExecutorCore + SpawnerPool + real mpirun${SKIPPED}`, () => {
 
 describe(`mpirun places rank i on the node of slot i${SKIPPED_NODES}`, () => {
   let dir: string;
-  let h: Harness | undefined;
+  let h: ExecutorHarness | undefined;
 
   beforeAll(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-mpinodes-'));

@@ -213,6 +213,28 @@ describe('SpawnerPool', () => {
     await out.gone(); // the grandchild `sleep` is gone too
   });
 
+  it.each(['kill', 'close'] as const)(
+    "signals only the task's own process on %s when its kill scope is 'process' (srun)",
+    async (how) => {
+      const p = await start();
+      // The child stands for srun's shepherd: it must outlive srun to cancel the step.
+      const s = spec('/bin/sh', ['-c', 'sleep 30 & echo $!; wait']);
+      s.killScope = 'process';
+      const out = fifoOutput(s.stdoutPath);
+      p.spawn(s);
+      const child = Number(await out.data());
+      try {
+        if (how === 'kill') p.kill(s.uid, 'SIGKILL');
+        else await p.close();
+        expect(await events.exit(s.uid)).toEqual({ uid: s.uid, exitCode: null, signal: 'SIGKILL' });
+        expect(errnoOf(() => process.kill(child, 0))).toBeUndefined();
+      } finally {
+        process.kill(child, 'SIGKILL');
+      }
+      await out.gone();
+    },
+  );
+
   it('runs 500 /bin/true over 2 helpers and reports every exit', async () => {
     const p = await start(2);
     const bulk = path.join(dir, 'bulk');

@@ -139,6 +139,32 @@ describe('ExecutorCore', () => {
     rec.expectNoMore();
   });
 
+  it('inside a Slurm allocation forks a rank on its own node and runs the rest under srun', () => {
+    const rec = new EffectRecorder();
+    const specs: SpawnSpec[] = [];
+    const effects: ExecutorEffects = {
+      notify: (ns) => rec.record(`notify ${ns.map((n) => `${n.uid} ${n.state}`).join(', ')}`),
+      forward: () => rec.record('forward'),
+      release: () => rec.record('release'),
+      spawn: (spec) => specs.push(spec),
+      kill: () => rec.record('kill'),
+    };
+    const core = new ExecutorCore(effects, new FakeClock(), {
+      killGraceMs: GRACE,
+      launch: { slurm: { srun: '/opt/slurm/bin/srun', node: 'n0' } },
+    });
+    const here = task('t1');
+    const there = task('t2');
+    there.slots = [{ node: 'n1', cores: [0], gpus: [] }];
+    core.onTasks([here, there]);
+    expect(rec.take()).toEqual(['notify t1 AGENT_EXECUTING, t2 AGENT_EXECUTING']);
+    expect(specs.map((s) => s.executable)).toEqual(['/bin/echo', '/opt/slurm/bin/srun']);
+    expect(specs[1]?.env.SLURM_HOSTFILE).toBe('/sb/t2/slurm-hostfile');
+    expect(specs.map((s) => s.killScope)).toEqual([undefined, 'process']);
+    expect(specs[1]?.files?.[0]?.content.split('\n').slice(1)).toEqual(['n1', '']);
+    rec.expectNoMore();
+  });
+
   it("fails a task of several ranks that asks for launch 'fork', without spawning it", () => {
     const { rec, notes, specs, core } = setup();
     const t = task('t1', { ranks: 3, launch: 'fork' });

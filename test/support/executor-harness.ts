@@ -1,0 +1,158 @@
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ExecutorCore } from '../../src/components/executor/core';
+import type { LaunchOptions } from '../../src/components/executor/launch';
+import { SpawnerPool } from '../../src/components/executor/spawner-pool';
+import type { Notification, TaskDescription, TaskRecord } from '../../src/generated';
+import { systemClock } from '../../src/lib/clock';
+import { deferred, withTimeout } from '../../src/lib/deferred';
+import { silentLogger } from '../../src/lib/logger';
+
+export type Slot = NonNullable<TaskRecord['slots']>[number];
+
+/** How long the executor integration tests wait for one event. */
+export const WAIT_MS = 8_000;
+
+/** Task numbers, unique in a test file (each file gets its own module instance). */
+let taskNo = 0;
+
+/** Final executor states: the task left the Executor. */
+const LEFT = new Set(['AGENT_STAGING_OUTPUT_PENDING', 'FAILED', 'CANCELED']);
+
+export interface HarnessOptions {
+  /** Prefix of task uids (`<prefix>.<n>`), unique per test file. */
+  prefix: string;
+  launch: Partial<LaunchOptions>;
+  /** Extra environment of the spawner helpers (hence of every task), e.g. a batch job's. */
+  env?: Record<string, string>;
+}
+
+/** ExecutorCore over a real SpawnerPool (which runs the built spawner helper from dist/). */
+export class ExecutorHarness {
+  readonly notes: Notification[] = [];
+  private waiters: { check: () => boolean; resolve: () => void }[] = [];
+
+  pool!: SpawnerPool;
+  core!: ExecutorCore;
+
+  private constructor(
+    readonly dir: string,
+    private readonly prefix: string,
+  ) {}
+
+  static async start(dir: string, opts: HarnessOptions): Promise<ExecutorHarness> {
+    const h = new ExecutorHarness(dir, opts.prefix);
+    h.pool = await SpawnerPool.start({
+      count: 1,
+      logger: silentLogger,
+      handlers: {
+        started: (evs) => h.core.onStartedBulk(evs),
+        exited: (evs) => h.core.onExitedBulk(evs),
+        failed: (evs) => h.core.onSpawnFailedBulk(evs),
+      },
+      ...(opts.env === undefined ? {} : { env: opts.env }),
+    });
+    h.core = new ExecutorCore(
+      {
+        notify: (ns) => h.noted(ns),
+        forward: () => undefined,
+        release: () => undefined,
+        spawn: (spec) => h.pool.spawn(spec),
+        kill: (uid, signal) => h.pool.kill(uid, signal),
+      },
+      systemClock,
+      { killGraceMs: 5_000, launch: opts.launch },
+    );
+    return h;
+  }
+
+  /** A task in AGENT_EXECUTING_PENDING with a fresh sandbox and the given slots. */
+  task(desc: TaskDescription, slots: Slot[]): TaskRecord {
+    const uid = `${this.prefix}.${++taskNo}`;
+    const sandbox = path.join(this.dir, uid);
+    fs.mkdirSync(sandbox);
+    return {
+      uid,
+      attempt: 1,
+      state: 'AGENT_EXECUTING_PENDING',
+      session: 'sess.it',
+      pilot: 'pilot.it',
+      sandbox,
+      slots,
+      description: desc,
+    };
+  }
+
+  /** Resolves once the task has left the Executor, with its stdout. */
+  async done(t: TaskRecord): Promise<string> {
+    await this.until(`${t.uid} done`, () => LEFT.has(t.state));
+    return fs.readFileSync(`${t.sandbox!}/stdout`, 'utf8');
+  }
+
+  until(what: string, check: () => boolean, ms = WAIT_MS): Promise<void> {
+    if (check()) return Promise.resolve();
+    const d = deferred<void>();
+    this.waiters.push({ check, resolve: () => d.resolve() });
+    return withTimeout(d.promise, ms, what);
+  }
+
+  private noted(ns: Notification[]): void {
+    this.notes.push(...ns);
+    this.waiters = this.waiters.filter((w) => {
+      if (!w.check()) return true;
+      w.resolve();
+      return false;
+    });
+  }
+}
+
+/** stdout lines, sorted (ranks print in any order). */
+export function lines(out: string): string[] {
+  return out.split('\n').filter(Boolean).sort();
+}
+
+/** Unblocks FIFO readers still waiting for a writer (a test that failed early). */
+const fifoCleanups: (() => void)[] = [];
+
+export function cleanupFifos(): void {
+  for (const cleanup of fifoCleanups.splice(0)) cleanup();
+}
+
+export interface Fifo {
+  /** Resolves with everything read once `n` lines have arrived. */
+  text(n: number, ms?: number): Promise<string>;
+  /** Resolves the moment every process holding the FIFO open for writing has closed it. */
+  gone(ms?: number): Promise<void>;
+}
+
+/** A FIFO that tasks write to; call {@link cleanupFifos} after each test. */
+export function fifo(file: string): Fifo {
+  execFileSync('mkfifo', [file]);
+  const reader = fs.createReadStream(file, { encoding: 'utf8' });
+  fifoCleanups.push(() => {
+    try {
+      // A reader blocked in open() returns once a writer opens; ENXIO when none is waiting.
+      fs.closeSync(fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK));
+    } catch {
+      // no reader waiting
+    }
+    reader.destroy();
+  });
+  let data = '';
+  let want = { n: Infinity, resolve: (_s: string) => undefined as void };
+  reader.on('data', (c) => {
+    data += String(c);
+    if (data.split('\n').length - 1 >= want.n) want.resolve(data);
+  });
+  const gone = new Promise<void>((resolve) => reader.once('end', () => resolve()));
+  return {
+    text: (n, ms = WAIT_MS) => {
+      const d = deferred<string>();
+      want = { n, resolve: (s) => d.resolve(s) };
+      if (data.split('\n').length - 1 >= n) d.resolve(data);
+      return withTimeout(d.promise, ms, `${n} lines in the fifo`);
+    },
+    gone: (ms = WAIT_MS) => withTimeout(gone, ms, 'every writer of the fifo gone'),
+  };
+}
