@@ -101,10 +101,11 @@ describe('notifications through competing UpdateWorkers, rebuilt by the StateTra
         // the final attempt: every state of its path in model order (FAILED/CANCELED end it
         // wherever they arrive, so they may cut it short), ending in its final state
         if (final === 'DONE') expect(lastAttempt).toEqual(p.attempts[last - 1]);
-        else
+        else {
           expect(p.attempts[last - 1]!.slice(0, lastAttempt.length - 1)).toEqual(
             lastAttempt.slice(0, -1),
           );
+        }
         expect(lastAttempt.at(-1)).toBe(final);
         // attempts ascend, and states never repeat within one
         const attempts = got.map((e) => e.attempt);
