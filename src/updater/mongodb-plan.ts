@@ -1,0 +1,150 @@
+/**
+ * Pure parts of the MongoDB backend (src/updater/mongodb-store.ts): documents, write-error
+ * classification, contiguous reads by seq, backoff. No driver import, no I/O.
+ */
+import type { Notification } from '../generated';
+import { notificationKey } from '../states/notification';
+
+/** Unique on (session, kind, uid, attempt, state), notifications only: the idempotence key. */
+export const KEY_INDEX = 'pf_session_key_unique';
+/** Unique on (session, seq), notifications and gap markers: one document per cursor slot. */
+export const SEQ_INDEX = 'pf_session_seq_unique';
+
+/** A notification as stored: the notification's fields plus its session and seq slot. */
+export interface NotificationDoc extends Notification {
+  session: string;
+  seq: number;
+}
+
+/** Fills a seq slot that holds no notification (a duplicate's slot, or an abandoned one). */
+export interface GapDoc {
+  session: string;
+  seq: number;
+  gap: true;
+}
+
+export type SlotDoc = NotificationDoc | GapDoc;
+
+export function isGap(doc: SlotDoc): doc is GapDoc {
+  return (doc as Partial<GapDoc>).gap === true;
+}
+
+/** Drops repeated keys inside one batch, keeping the first of each. */
+export function uniqueByKey(batch: readonly Notification[]): Notification[] {
+  const seen = new Set<string>();
+  const out: Notification[] = [];
+  for (const n of batch) {
+    const key = notificationKey(n);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(n);
+  }
+  return out;
+}
+
+export function toDoc(session: string, seq: number, n: Notification): NotificationDoc {
+  const doc: NotificationDoc = {
+    session,
+    seq,
+    kind: n.kind,
+    uid: n.uid,
+    attempt: n.attempt,
+    state: n.state,
+    ts: n.ts,
+    component: n.component,
+  };
+  if (n.detail !== undefined) doc.detail = n.detail;
+  return doc;
+}
+
+/** The notification part of a stored document (still to be validated: it was read back). */
+export function fromDoc(doc: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(doc)) {
+    if (k !== '_id' && k !== 'session' && k !== 'seq') out[k] = v;
+  }
+  return out;
+}
+
+/** Filter for the idempotence index: gap markers have no uid and stay out of it. */
+export const KEY_PARTIAL_FILTER = { uid: { $exists: true } } as const;
+
+/** The fields of a bulk write error this module looks at. */
+export interface WriteErrorLike {
+  index: number;
+  code?: number | undefined;
+  errmsg?: string | undefined;
+  keyPattern?: Record<string, unknown> | undefined;
+}
+
+export interface WriteErrorClasses {
+  /** Positions whose notification was already stored: already there, not a failure. */
+  duplicate: number[];
+  /** Positions whose seq slot was already taken (by a gap marker): retry with a new seq. */
+  slotTaken: number[];
+  /** Anything else: a real failure. */
+  other: WriteErrorLike[];
+}
+
+/**
+ * Sorts an unordered insertMany's write errors. Code 11000 on the key index means "already
+ * there"; on the seq index it means a watcher declared the slot abandoned (see the store).
+ */
+export function classifyWriteErrors(errors: readonly WriteErrorLike[]): WriteErrorClasses {
+  const out: WriteErrorClasses = { duplicate: [], slotTaken: [], other: [] };
+  for (const e of errors) {
+    if (e.code !== 11000) {
+      out.other.push(e);
+      continue;
+    }
+    const msg = e.errmsg ?? '';
+    const pattern = e.keyPattern;
+    if (msg.includes(`index: ${SEQ_INDEX} `) || (pattern !== undefined && 'seq' in pattern)) {
+      out.slotTaken.push(e.index);
+    } else if (
+      msg.includes(`index: ${KEY_INDEX} `) ||
+      (pattern !== undefined && 'uid' in pattern)
+    ) {
+      out.duplicate.push(e.index);
+    } else {
+      out.other.push(e);
+    }
+  }
+  return out;
+}
+
+export interface ContiguousRun {
+  /** Notifications of the run, in seq order (gap markers skipped). */
+  notifications: NotificationDoc[];
+  /** The first seq not covered by the run. */
+  nextSeq: number;
+  /** The first missing seq when documents beyond it were read, else undefined. */
+  hole: number | undefined;
+}
+
+/**
+ * Takes documents sorted by seq, all with seq >= nextSeq, and keeps the run that starts at
+ * nextSeq without a missing slot. A missing slot is a write in flight (or abandoned): reading
+ * past it could deliver a later seq before an earlier one, so the run stops there.
+ */
+export function contiguousRun(nextSeq: number, docs: readonly SlotDoc[]): ContiguousRun {
+  const notifications: NotificationDoc[] = [];
+  let next = nextSeq;
+  for (const doc of docs) {
+    if (doc.seq < next) continue; // already covered (a re-read)
+    if (doc.seq > next) return { notifications, nextSeq: next, hole: next };
+    if (!isGap(doc)) notifications.push(doc);
+    next++;
+  }
+  return { notifications, nextSeq: next, hole: undefined };
+}
+
+/** Exponential backoff: base·2^attempt, capped at maxMs. */
+export function backoffMs(attempt: number, baseMs = 100, maxMs = 5_000): number {
+  return Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt));
+}
+
+/** Whether the `hello` reply says the server is a replica set member (change streams work). */
+export function isReplicaSet(hello: Record<string, unknown>): boolean {
+  return typeof hello['setName'] === 'string' && hello['setName'] !== '';
+}
