@@ -1,9 +1,11 @@
+import * as e2e from './e2e';
 import type { Benchmark } from './harness';
 import * as scheduler from './scheduler';
+import * as store from './store';
 import * as transport from './transport';
 
 /** Every benchmark `npm run bench` knows, in the order it runs them. Add new ones here. */
-export const BENCHMARKS: readonly Benchmark[] = [scheduler, transport];
+export const BENCHMARKS: readonly Benchmark[] = [e2e, scheduler, store, transport];
 
 /** Files of bench/ that are not benchmarks. */
 export const INFRASTRUCTURE = ['harness', 'index', 'run'] as const;

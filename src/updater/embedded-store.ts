@@ -4,8 +4,7 @@ import type { Notification } from '../generated';
 import { coerceError, UsageError } from '../errors';
 import { deferred, type Deferred } from '../lib/deferred';
 import { silentLogger, type Logger } from '../lib/logger';
-import { parseNotification } from '../lib/validate';
-import { notificationKey } from '../states/notification';
+import { parseNotification, parseNotificationBulk } from '../lib/validate';
 import { decode, encode } from '../transport/codec';
 import { NotificationFeed } from './feed';
 import { frameRecord, scanRecords, type RecordTail } from './record';
@@ -23,6 +22,14 @@ export interface RecoveryReport {
   truncatedBytes: number;
 }
 
+/**
+ * What the store keeps per uid, in one array of numbers: pairs [key code, feed position].
+ * A key code stands for the idempotence key less the uid (kind, attempt, state), see keyCode;
+ * the positions give history(uid). 10 million notifications cost two numbers each, not a key
+ * string and an object each.
+ */
+type UidEntry = number[];
+
 interface PendingAppend {
   batch: readonly Notification[];
   done: Deferred<number>;
@@ -30,13 +37,17 @@ interface PendingAppend {
 
 /**
  * The default backend: an append-only file `<dir>/store.log` of crc-checked records, each one
- * group commit of appends. Everything accepted is also kept in memory for watch and history.
+ * group commit of appends. Everything accepted is also kept in memory for watch and history:
+ * as the records' msgpack bytes, decoded on demand, plus a compact per-uid index (see the
+ * "Embedded store" section of docs/state-store.md).
  * One writer per file (the client session hosts it).
  */
 export class EmbeddedStore implements StateStore {
-  private readonly keys = new Set<string>();
-  private readonly byUid = new Map<string, Notification[]>();
-  private readonly feed = new NotificationFeed();
+  private readonly byUid = new Map<string, UidEntry>();
+  /** State name -> number, assigned on first sight (the models have a few dozen states). */
+  private readonly stateCodes = new Map<string, number>();
+  private readonly rareCodes = new Map<string, number>();
+  private readonly feed = new NotificationFeed(decodeChunk);
   private queue: PendingAppend[] = [];
   private flushing: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
@@ -108,7 +119,10 @@ export class EmbeddedStore implements StateStore {
 
   history(uid?: string): Promise<Notification[]> {
     if (uid === undefined) return Promise.resolve(this.feed.all());
-    return Promise.resolve((this.byUid.get(uid) ?? []).slice());
+    const entry = this.byUid.get(uid);
+    const out: Notification[] = [];
+    for (let i = 1; i < (entry?.length ?? 0); i += 2) out.push(this.feed.at(entry![i]!));
+    return Promise.resolve(out);
   }
 
   close(): Promise<void> {
@@ -134,29 +148,31 @@ export class EmbeddedStore implements StateStore {
   }
 
   private async commitGroup(group: PendingAppend[]): Promise<void> {
-    // Groups run one after another, so every key in the set is durable or in this group.
+    // Groups run one after another, so every key held is durable or in this group.
     const fresh: Notification[] = [];
     const counts = group.map(({ batch }) => {
       let count = 0;
       for (const n of batch) {
-        const key = notificationKey(n);
-        if (this.keys.has(key)) continue;
-        this.keys.add(key);
+        if (!this.claim(n, this.feed.length + fresh.length)) continue;
         fresh.push(n);
         count++;
       }
       return count;
     });
+    let payload: Buffer | undefined;
     try {
       if (this.broken !== undefined) throw this.broken;
-      if (fresh.length > 0) await this.writeDurably(frameRecord(encode(fresh)));
+      if (fresh.length > 0) {
+        payload = encode(fresh);
+        await this.writeDurably(frameRecord(payload));
+      }
     } catch (e) {
-      for (const n of fresh) this.keys.delete(notificationKey(n));
+      for (let i = fresh.length - 1; i >= 0; i--) this.unclaim(fresh[i]!);
       const err = coerceError(e);
       for (const p of group) p.done.reject(err);
       return;
     }
-    this.commit(fresh);
+    if (payload !== undefined) this.feed.pushEncoded(payload, fresh.length, fresh);
     group.forEach((p, i) => p.done.resolve(counts[i] ?? 0));
   }
 
@@ -194,32 +210,87 @@ export class EmbeddedStore implements StateStore {
     if (!Array.isArray(items)) return 1;
     let dropped = 0;
     const fresh: Notification[] = [];
-    for (const item of items) {
-      let n: Notification;
-      try {
-        n = parseNotification(item);
-      } catch {
-        dropped++;
-        continue;
+    // Validated once as a whole (one ajv call for the usual, all-valid record), one by one
+    // only when that fails, to drop just the invalid ones.
+    if (isNotificationBulk(items)) {
+      for (const n of items) if (this.claim(n, this.feed.length + fresh.length)) fresh.push(n);
+    } else {
+      for (const item of items) {
+        let n: Notification;
+        try {
+          n = parseNotification(item);
+        } catch {
+          dropped++;
+          continue;
+        }
+        if (this.claim(n, this.feed.length + fresh.length)) fresh.push(n);
       }
-      const key = notificationKey(n);
-      if (this.keys.has(key)) continue;
-      this.keys.add(key);
-      fresh.push(n);
     }
-    this.commit(fresh);
+    if (fresh.length === 0) return dropped;
+    // The usual record is wholly valid and new: the feed keeps its bytes (a slice of the file
+    // read at open) and lets the objects go. Otherwise it keeps an encoding of what was kept.
+    if (fresh.length === items.length) this.feed.pushEncoded(payload, fresh.length);
+    else this.feed.pushEncoded(encode(fresh), fresh.length);
     return dropped;
   }
 
-  private commit(fresh: Notification[]): void {
-    if (fresh.length === 0) return;
-    for (const n of fresh) {
-      const list = this.byUid.get(n.uid);
-      if (list === undefined) this.byUid.set(n.uid, [n]);
-      else list.push(n);
+  /** Records n's key at feed position `at`; false if the store holds it already. */
+  private claim(n: Notification, at: number): boolean {
+    const code = this.keyCode(n);
+    const entry = this.byUid.get(n.uid);
+    if (entry === undefined) {
+      this.byUid.set(n.uid, [code, at]);
+      return true;
     }
-    this.feed.push(fresh);
+    for (let i = 0; i < entry.length; i += 2) if (entry[i] === code) return false;
+    entry.push(code, at);
+    return true;
   }
+
+  /** Undoes the latest claim of n (claims are undone newest first). */
+  private unclaim(n: Notification): void {
+    const entry = this.byUid.get(n.uid);
+    if (entry === undefined) return;
+    entry.length -= 2;
+    if (entry.length === 0) this.byUid.delete(n.uid);
+  }
+
+  /**
+   * (kind, attempt, state) as one number, distinct for distinct triples: attempt * 2^13 +
+   * state code * 2 + kind bit while attempt < 2^30 and the state is among the first 4096 seen
+   * (every real session); any other triple gets a negative code of its own, by its key string.
+   */
+  private keyCode(n: Notification): number {
+    let state = this.stateCodes.get(n.state);
+    if (state === undefined) {
+      state = this.stateCodes.size;
+      this.stateCodes.set(n.state, state);
+    }
+    if (state < 4096 && n.attempt < 2 ** 30) {
+      return n.attempt * 8192 + state * 2 + (n.kind === 'pilot' ? 1 : 0);
+    }
+    const key = `${n.kind}\u0000${n.attempt}\u0000${n.state}`;
+    let code = this.rareCodes.get(key);
+    if (code === undefined) {
+      code = -1 - this.rareCodes.size;
+      this.rareCodes.set(key, code);
+    }
+    return code;
+  }
+}
+
+function isNotificationBulk(items: unknown[]): items is Notification[] {
+  try {
+    parseNotificationBulk(items);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Decodes a payload the store wrote and checked (crc, validation) when it was accepted. */
+function decodeChunk(payload: Buffer): Notification[] {
+  return decode(payload) as Notification[];
 }
 
 async function readIfExists(file: string): Promise<Buffer | undefined> {

@@ -4,27 +4,117 @@ import type { WatchBulk } from './state-store';
 
 /** Bounds a bulk so that a watch from 0 over a long history does not copy it all at once. */
 const MAX_BULK = 4096;
+/** Chunks whose objects stay in memory, the newest ones (live watchers read those). */
+const HOT_CHUNKS = 64;
+/** Decoded cold chunks kept for readers going through old history (watch from 0, history). */
+const DECODED_CACHE = 4;
+
+/**
+ * A run of accepted notifications. `payload` is their msgpack encoding (for the embedded store,
+ * a slice of its file); `items` the objects, kept only while the chunk is hot or cached: a
+ * session of 10 million notifications as JS objects would not fit in a default Node heap.
+ */
+interface Chunk {
+  start: number;
+  count: number;
+  payload: Buffer | undefined;
+  items: readonly Notification[] | undefined;
+}
 
 /**
  * Accepted notifications in acceptance order, and the watch streams that follow them.
- * A backend pushes what it has made durable; watchers wake on push or end.
+ * A backend pushes what it has made durable; watchers wake on push or end. A backend that has
+ * the encoding at hand (`pushEncoded`) lets old chunks drop their objects and decode on demand.
  */
 export class NotificationFeed {
-  private readonly items: Notification[] = [];
+  private readonly chunks: Chunk[] = [];
+  private total = 0;
+  /** Index of the oldest chunk that may still hold its objects as a hot chunk. */
+  private hotFrom = 0;
+  private readonly cache: Chunk[] = [];
   private waiters = new Set<() => void>();
   private ended = false;
 
+  /**
+   * @param decodeChunk turns a chunk's payload back into its notifications; needed only when
+   *   pushEncoded is used. It must return exactly what was pushed (the payload was checked).
+   */
+  constructor(private readonly decodeChunk?: (payload: Buffer) => Notification[]) {}
+
   get length(): number {
-    return this.items.length;
+    return this.total;
   }
 
   all(): Notification[] {
-    return this.items.slice();
+    return this.slice(0, this.total);
+  }
+
+  /** Notification at position `at` (0 <= at < length). */
+  at(at: number): Notification {
+    const chunk = this.chunks[this.find(at)]!;
+    return this.itemsOf(chunk)[at - chunk.start]!;
   }
 
   push(batch: readonly Notification[]): void {
-    for (const n of batch) this.items.push(n);
+    this.add({ start: this.total, count: batch.length, payload: undefined, items: batch.slice() });
+  }
+
+  /**
+   * Pushes notifications together with their encoding; `items` may be left out (open() of a
+   * long session), and are then decoded from `payload` when read.
+   */
+  pushEncoded(payload: Buffer, count: number, items?: readonly Notification[]): void {
+    if (this.decodeChunk === undefined) throw new UsageError('pushEncoded needs a decodeChunk');
+    this.add({ start: this.total, count, payload, items });
+  }
+
+  private add(chunk: Chunk): void {
+    if (chunk.count === 0) return;
+    this.chunks.push(chunk);
+    this.total += chunk.count;
+    // Objects of chunks that fell out of the hot window go; their payload stays.
+    while (this.chunks.length - this.hotFrom > HOT_CHUNKS) {
+      const old = this.chunks[this.hotFrom++]!;
+      if (old.payload !== undefined) old.items = undefined;
+    }
     this.wakeAll();
+  }
+
+  private slice(from: number, to: number): Notification[] {
+    const out: Notification[] = [];
+    if (from >= to) return out;
+    for (let i = this.find(from); i < this.chunks.length; i++) {
+      const chunk = this.chunks[i]!;
+      if (chunk.start >= to) break;
+      const items = this.itemsOf(chunk);
+      const end = Math.min(to, chunk.start + chunk.count) - chunk.start;
+      for (let j = Math.max(from - chunk.start, 0); j < end; j++) out.push(items[j]!);
+    }
+    return out;
+  }
+
+  /** Index of the chunk holding position `at`. */
+  private find(at: number): number {
+    let lo = 0;
+    let hi = this.chunks.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.chunks[mid]!.start <= at) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  private itemsOf(chunk: Chunk): readonly Notification[] {
+    if (chunk.items !== undefined) return chunk.items;
+    const hit = this.cache.find((c) => c.start === chunk.start);
+    const items = hit?.items ?? this.decodeChunk!(chunk.payload!);
+    if (hit === undefined) {
+      // A cache entry is a copy that holds the objects; the chunk itself stays lean.
+      this.cache.unshift({ ...chunk, items });
+      if (this.cache.length > DECODED_CACHE) this.cache.pop();
+    }
+    return items;
   }
 
   /** Ends every watch once it has delivered what was accepted so far. */
@@ -49,8 +139,8 @@ export class NotificationFeed {
       next: async (): Promise<IteratorResult<WatchBulk>> => {
         for (;;) {
           if (stopped) return done;
-          if (cursor < this.items.length) {
-            const notifications = this.items.slice(cursor, cursor + MAX_BULK);
+          if (cursor < this.total) {
+            const notifications = this.slice(cursor, Math.min(cursor + MAX_BULK, this.total));
             const value = { cursor, notifications };
             cursor += notifications.length;
             return { done: false, value };

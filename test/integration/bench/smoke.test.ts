@@ -12,6 +12,8 @@ import { main } from '../../../bench/run';
 /** The metrics each benchmark reports; docs/performance.md quotes them by name. */
 const METRICS: Record<string, string[]> = {
   scheduler: ['decisions_per_s', 'ns_per_decision', 'per_decision_growth_1k_to_10k'],
+  e2e: ['pilot_startup_ms', 'task_latency_ms_p50', 'task_latency_ms_p99', 'exec_tasks_per_s'],
+  store: ['notifications_per_s', 'open_10m_ms'],
   transport: ['bulk100_tasks_per_s', 'single_msgs_per_s'],
 };
 
@@ -58,7 +60,9 @@ describe('bench/', () => {
     });
     expect(code).toBe(2);
     expect(out).toEqual([]);
-    expect(err.join('\n')).toContain(`unknown benchmark 'nope'; known: scheduler, transport`);
+    expect(err.join('\n')).toContain(
+      `unknown benchmark 'nope'; known: e2e, scheduler, store, transport`,
+    );
   });
 
   it('runs only the named benchmarks and prints one JSON figure per stdout line', async () => {

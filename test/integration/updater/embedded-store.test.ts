@@ -118,6 +118,60 @@ describe('EmbeddedStore', () => {
     await expect(reopened.append(notes)).resolves.toBe(0);
   });
 
+  it('reopens a long file (old records kept as bytes) with the same history, per uid too', async () => {
+    const dir = tempDir();
+    const store = await open(dir);
+    const notes = makeNotes(3_000);
+    const order = [...notes].sort((a, b) => (a.uid < b.uid ? -1 : 1));
+    for (let i = 0; i < order.length; i += 10) await store.append(order.slice(i, i + 10));
+    const before = await store.history();
+    const uid = notes[1_234]!.uid;
+    const mine = await store.history(uid);
+    expect(mine).toHaveLength(6);
+    await store.close();
+    const reopened = await open(dir);
+    expect(reopened.recovery.records).toBe(300);
+    expect(await reopened.history()).toEqual(before);
+    expect(await reopened.history(uid)).toEqual(mine);
+    await expect(reopened.append([...notes].reverse())).resolves.toBe(0);
+    const more = makeNotes(12, 'late');
+    await expect(reopened.append([...more, ...more])).resolves.toBe(12);
+    expect(await reopened.history(more[0]!.uid)).toEqual(
+      more.filter((n) => n.uid === more[0]!.uid),
+    );
+  });
+
+  it('tells apart keys that differ only in kind or attempt', async () => {
+    const store = await open(tempDir());
+    const [n] = makeNotes(1);
+    const variants: Notification[] = [
+      n!,
+      { ...n!, kind: 'pilot' },
+      { ...n!, attempt: 2 },
+      { ...n!, attempt: 2 ** 31 },
+      { ...n!, state: 'A'.repeat(5_000) },
+    ];
+    await expect(store.append([...variants, ...variants])).resolves.toBe(variants.length);
+    expect(await store.history(n!.uid)).toEqual(variants);
+  });
+
+  it('forgets the keys of a group whose write failed, and keeps the ones before it', async () => {
+    const store = await open(tempDir());
+    const notes = makeNotes(30);
+    await expect(store.append(notes.slice(0, 10))).resolves.toBe(10);
+    const fh = (store as unknown as { fh: { write: (...args: unknown[]) => Promise<unknown> } }).fh;
+    const write = fh.write.bind(fh);
+    fh.write = () => Promise.reject(new Error('disk full'));
+    await expect(store.append(notes.slice(5, 20))).rejects.toThrow('disk full');
+    fh.write = write;
+    await expect(store.append(notes.slice(5, 20))).resolves.toBe(10);
+    await expect(store.append(notes)).resolves.toBe(10);
+    expect(await store.history()).toEqual([...notes.slice(0, 20), ...notes.slice(20)]);
+    expect(await store.history(notes[12]!.uid)).toEqual(
+      notes.filter((n) => n.uid === notes[12]!.uid),
+    );
+  });
+
   describe('a damaged file', () => {
     const batches = [3, 1, 40, 7, 25, 12].map((n, i) => makeNotes(n, `b${i}`));
     const expectedUpTo = (bytes: number, ends: number[]): Notification[] =>

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Notification } from '../../../src/generated';
 import { UsageError } from '../../../src/errors';
+import { decode, encode } from '../../../src/transport/codec';
 import { NotificationFeed } from '../../../src/updater/feed';
 
 const note = (uid: string): Notification => ({
@@ -66,5 +67,37 @@ describe('NotificationFeed', () => {
     const feed = new NotificationFeed();
     expect(() => feed.watch(-1)).toThrow(UsageError);
     expect(() => feed.watch(1.5)).toThrow('fromCursor must be an integer >= 0');
+  });
+
+  it('decodes chunks pushed as bytes only, and old ones after their objects went, on demand', async () => {
+    let decoded = 0;
+    const feed = new NotificationFeed((payload) => {
+      decoded++;
+      return decode(payload) as Notification[];
+    });
+    const chunks = Array.from({ length: 200 }, (_, c) =>
+      Array.from({ length: (c % 5) + 1 }, (__, j) => note(`t${c}.${j}`)),
+    );
+    // Half as bytes only (as open() pushes a file's records), half with their objects too.
+    chunks.forEach((batch, c) => {
+      if (c % 2 === 0) feed.pushEncoded(encode(batch), batch.length);
+      else feed.pushEncoded(encode(batch), batch.length, batch);
+    });
+    const all = chunks.flat();
+    expect(feed.length).toBe(all.length);
+    expect(feed.all()).toEqual(all);
+    expect(decoded).toBeGreaterThan(0);
+    for (const at of [0, 1, 7, 300, all.length - 1]) expect(feed.at(at)).toEqual(all[at]);
+    const seen: Notification[] = [];
+    for await (const bulk of feed.watch(3)) {
+      expect(bulk.cursor).toBe(3 + seen.length);
+      seen.push(...bulk.notifications);
+      if (3 + seen.length === all.length) break;
+    }
+    expect(seen).toEqual(all.slice(3));
+  });
+
+  it('refuses pushEncoded without a decoder', () => {
+    expect(() => new NotificationFeed().pushEncoded(encode([note('a')]), 1)).toThrow(UsageError);
   });
 });
