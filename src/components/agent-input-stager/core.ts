@@ -2,7 +2,7 @@ import type { Reason, TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
 import type { Notification } from '../../states/notification';
 import { COMPONENTS } from '../../states/task-model';
-import { canceledBy } from '../shared/canceled';
+import { cancelIfAsked } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
 import { checkArrivals, transition } from '../shared/transition';
 import type { AgentInputStagerEffects } from './effects';
@@ -26,10 +26,7 @@ export class AgentInputStagerCore {
     const notes: Notification[] = [];
     const work: TaskRecord[] = [];
     for (const task of tasks) {
-      if (this.canceled.has(task.uid)) {
-        notes.push(transition(task, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
-        continue;
-      }
+      if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       notes.push(transition(task, 'AGENT_STAGING_INPUT', ME, now));
       task.sandbox = `${this.pilotSandbox}/${task.uid}`;
       this.staging.set(task.uid, task);
@@ -47,9 +44,9 @@ export class AgentInputStagerCore {
       const task = this.staging.get(r.uid);
       if (task === undefined) continue;
       this.staging.delete(r.uid);
-      if (this.canceled.has(task.uid)) {
-        notes.push(transition(task, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
-      } else if (r.error !== undefined) {
+      // canceled while its sandbox was made
+      if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
+      if (r.error !== undefined) {
         task.reason = reason(
           'E_STAGING',
           `cannot create the task sandbox ${task.sandbox ?? ''}: ${r.error.message}`,

@@ -2,7 +2,7 @@ import type { Reason, TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
 import type { Notification } from '../../states/notification';
 import { COMPONENTS } from '../../states/task-model';
-import { canceledBy } from '../shared/canceled';
+import { cancelIfAsked } from '../shared/canceled';
 import { CancelSet } from '../shared/reasons';
 import { checkArrivals, transition } from '../shared/transition';
 import type { AgentOutputStagerEffects } from './effects';
@@ -25,10 +25,7 @@ export class AgentOutputStagerCore {
     const notes: Notification[] = [];
     const work: TaskRecord[] = [];
     for (const task of tasks) {
-      if (this.canceled.has(task.uid)) {
-        notes.push(transition(task, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
-        continue;
-      }
+      if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       notes.push(transition(task, 'AGENT_STAGING_OUTPUT', ME, now));
       this.collecting.set(task.uid, task);
       work.push(task);
@@ -47,10 +44,7 @@ export class AgentOutputStagerCore {
       this.collecting.delete(r.uid);
       task.stdout = r.stdout;
       task.stderr = r.stderr;
-      if (this.canceled.has(task.uid)) {
-        notes.push(transition(task, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
-        continue;
-      }
+      if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       notes.push(transition(task, 'TMGR_STAGING_OUTPUT_PENDING', ME, now));
       out.push(task);
     }

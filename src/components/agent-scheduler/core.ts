@@ -2,7 +2,7 @@ import type { Reason, TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
 import type { Notification } from '../../states/notification';
 import { COMPONENTS } from '../../states/task-model';
-import { canceledBy } from '../shared/canceled';
+import { cancelIfAsked, canceledBy } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
 import { checkArrivals, transition } from '../shared/transition';
 import type { AgentSchedulerEffects } from './effects';
@@ -95,10 +95,7 @@ export class AgentSchedulerCore {
     const now = this.clock.now();
     const notes: Notification[] = [];
     for (const task of tasks) {
-      if (this.canceled.has(task.uid)) {
-        notes.push(transition(task, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
-        continue;
-      }
+      if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       notes.push(transition(task, 'AGENT_SCHEDULING', ME, now));
       const req = requestOf(task.description);
       const why = 'error' in req ? reason('E_BAD_REQUEST', req.error, ME) : this.neverFits(req);

@@ -2,7 +2,7 @@ import type { Reason, TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
 import type { Notification } from '../../states/notification';
 import { COMPONENTS } from '../../states/task-model';
-import { canceledBy } from '../shared/canceled';
+import { cancelIfAsked } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
 import { checkArrivals, transition } from '../shared/transition';
 import type { ManagerInputStagerEffects } from './effects';
@@ -28,10 +28,7 @@ export class ManagerInputStagerCore {
     const notes: Notification[] = [];
     const byPilot = new Map<string, TaskRecord[]>();
     for (const task of tasks) {
-      if (this.canceled.has(task.uid)) {
-        notes.push(transition(task, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
-        continue;
-      }
+      if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       notes.push(transition(task, 'TMGR_STAGING_INPUT', ME, now));
       const pilot = task.pilot;
       if (pilot === undefined || this.gone.has(pilot)) {

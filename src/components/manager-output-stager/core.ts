@@ -2,7 +2,7 @@ import type { TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
 import type { Notification, NotificationDetail } from '../../states/notification';
 import { COMPONENTS } from '../../states/task-model';
-import { canceledBy } from '../shared/canceled';
+import { cancelIfAsked } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
 import { checkArrivals, transition } from '../shared/transition';
 import type { ManagerOutputStagerEffects } from './effects';
@@ -26,10 +26,7 @@ export class ManagerOutputStagerCore {
     const now = this.clock.now();
     const notes: Notification[] = [];
     for (const task of tasks) {
-      if (this.canceled.has(task.uid)) {
-        notes.push(transition(task, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
-        continue;
-      }
+      if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       notes.push(transition(task, 'TMGR_STAGING_OUTPUT', ME, now));
       const detail: NotificationDetail = {
         exitCode: task.exitCode ?? null,

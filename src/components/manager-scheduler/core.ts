@@ -2,7 +2,7 @@ import type { Reason, TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
 import type { Notification } from '../../states/notification';
 import { COMPONENTS } from '../../states/task-model';
-import { canceledBy } from '../shared/canceled';
+import { cancelIfAsked, canceledBy } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
 import { checkArrivals, transition } from '../shared/transition';
 import type { ManagerSchedulerEffects } from './effects';
@@ -38,10 +38,7 @@ export class ManagerSchedulerCore {
     const notes: Notification[] = [];
     const out: TaskRecord[] = [];
     for (const task of tasks) {
-      if (this.canceled.has(task.uid)) {
-        notes.push(transition(task, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
-        continue;
-      }
+      if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       notes.push(transition(task, 'TMGR_SCHEDULING', ME, now));
       this.place(task, now, notes, out);
     }
