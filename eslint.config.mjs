@@ -48,6 +48,7 @@ export default tseslint.config(
         console: 'readonly',
         Buffer: 'readonly',
         setTimeout: 'readonly',
+        setImmediate: 'readonly',
       },
     },
     rules: {

@@ -40,6 +40,8 @@ export class Agent {
   private runtimeTimer: NodeJS.Timeout | undefined;
   private nodes: NodeResources[] = [];
   private heartbeatTimer: NodeJS.Timeout | undefined;
+  /** `uid\0attempt` of every task received, so a task sent twice runs once. */
+  private readonly received = new Set<string>();
   private lastHeartbeat = Date.now();
   private stopping: Promise<void> | undefined;
   /** Notifications handed to the updates queue, to know when the UpdateWorkers have them all. */
@@ -189,7 +191,7 @@ export class Agent {
       intake(
         C.agentInputStager,
         'AGENT_STAGING_INPUT_PENDING',
-        (t) => this.input.onTasks(t),
+        (t) => this.input.onTasks(this.firstSight(t, logIn)),
         logIn,
       ),
       logIn,
@@ -233,6 +235,11 @@ export class Agent {
         this.output.onCancel(msg.uids);
       } else if (msg.type === 'heartbeat' && msg.session === cfg.session) {
         this.lastHeartbeat = Date.now();
+      } else if (msg.type === 'client_resumed' && msg.session === cfg.session) {
+        this.lastHeartbeat = Date.now();
+        void this.announce().catch((e: unknown) =>
+          this.log.error('agent_ready failed', errorMeta(e)),
+        );
       } else if (msg.type === 'shutdown_agent' && msg.pilot === cfg.pilot) {
         void this.shutdown(
           msg.final,
@@ -246,12 +253,34 @@ export class Agent {
       () => void this.shutdown('DONE', `runtime limit of ${cfg.runtimeMin} min reached`),
       cfg.runtimeMin * 60_000,
     );
-    await this.control.publish({
+    await this.announce();
+    this.log.info('agent ready', { pilot: cfg.pilot, cores: cfg.cores, gpus: cfg.gpus });
+  }
+
+  /** Tells the client what this pilot holds (at start, and to a client that resumed). */
+  private announce(): Promise<void> {
+    return this.control.publish({
       type: 'agent_ready',
-      pilot: cfg.pilot,
+      pilot: this.cfg.pilot,
       nodes: this.nodes.map((n) => ({ name: n.name, cores: n.cores, gpus: n.gpus })),
     });
-    this.log.info('agent ready', { pilot: cfg.pilot, cores: cfg.cores, gpus: cfg.gpus });
+  }
+
+  /**
+   * Drops tasks this agent already received: a resumed client sends again the ones it cannot
+   * tell arrived (AGENT_STAGING_INPUT_PENDING when it died).
+   */
+  private firstSight(tasks: TaskRecord[], log: Logger): TaskRecord[] {
+    const fresh = tasks.filter((t) => {
+      const key = `${t.uid}\u0000${t.attempt}`;
+      if (this.received.has(key)) return false;
+      this.received.add(key);
+      return true;
+    });
+    if (fresh.length < tasks.length) {
+      log.info('dropped tasks received twice', { count: tasks.length - fresh.length });
+    }
+    return fresh;
   }
 
   /**

@@ -28,9 +28,10 @@ async function main(): Promise<number> {
     void agent.shutdown(final, message);
   process.on('SIGTERM', stop('CANCELED', 'agent received SIGTERM'));
   process.on('SIGINT', stop('CANCELED', 'agent received SIGINT'));
-  // A local launcher holds our stdin: EOF means the client is gone, so drain and exit. In a
-  // batch job stdin is at EOF from the start: heartbeats tell there instead.
-  if (cfg.watchStdin ?? cfg.resource !== 'slurm') {
+  // Whether the client lives is told by its heartbeats, so that a client can die and come back
+  // (Session.open({ resume })) while the agent works on. An embedder that holds our stdin may
+  // ask for EOF to mean the client is gone for good.
+  if (cfg.watchStdin === true) {
     process.stdin.on('end', stop('FAILED', 'lost the client (stdin closed)'));
     process.stdin.resume();
   }

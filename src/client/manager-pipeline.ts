@@ -38,7 +38,8 @@ export class ManagerPipeline {
     private readonly listenAt: string,
   ) {}
 
-  async start(): Promise<void> {
+  /** `outputIn`: where agents push tasks back (a resumed session binds its old address). */
+  async start(outputIn?: string): Promise<void> {
     const sched = await Bridge.queue(
       `inproc://${this.session}/tmgr-scheduling/in`,
       `inproc://${this.session}/tmgr-scheduling/out`,
@@ -47,7 +48,7 @@ export class ManagerPipeline {
       `inproc://${this.session}/tmgr-staging-input/in`,
       `inproc://${this.session}/tmgr-staging-input/out`,
     );
-    const output = await Bridge.queue(this.listenAt, this.listenAt);
+    const output = await Bridge.queue(outputIn ?? this.listenAt, this.listenAt);
     this.queues.addBridges(sched, staging, output);
     this.outputAddress = output.endpoints.in;
     this.toScheduler = this.queues.sender(sched.endpoints.in);
@@ -114,11 +115,36 @@ export class ManagerPipeline {
     return this.toScheduler.send(tasks);
   }
 
-  /** Creates the queue a pilot's agent pulls its tasks from; returns its address. */
-  async addPilotQueue(pilot: string): Promise<string> {
-    const bridge = await Bridge.queue(this.listenAt, this.listenAt);
+  /**
+   * Creates the queue a pilot's agent pulls its tasks from; returns its address (`at`: the
+   * address its agent already knows, for a resumed session).
+   */
+  async addPilotQueue(pilot: string, at?: string): Promise<string> {
+    const bridge = await Bridge.queue(this.listenAt, at ?? this.listenAt);
     this.pilotInputs.set(pilot, { bridge, sender: new QueueSender(bridge.endpoints.in) });
     return bridge.endpoints.out;
+  }
+
+  /**
+   * A resumed session takes its tasks back where they were: `agent` ones are held by the
+   * pilot's agent (the owner of last resort remembers them), `toAgent` ones may have been lost
+   * on the way and are sent again (the agent drops ones it already has), `output` ones may
+   * have been lost on their way back and are staged out again (a second copy that arrives
+   * from the agent later repeats only notifications the store already has).
+   */
+  adopt(
+    pilot: string,
+    tasks: { agent: string[]; toAgent: TaskRecord[]; output: TaskRecord[] },
+  ): void {
+    let out = this.outstanding.get(pilot);
+    if (out === undefined) this.outstanding.set(pilot, (out = new Set()));
+    for (const uid of tasks.agent) out.add(uid);
+    for (const t of tasks.toAgent) out.add(t.uid);
+    const q = this.pilotInputs.get(pilot);
+    if (tasks.toAgent.length > 0 && q !== undefined) {
+      sendLogged(q.sender, tasks.toAgent, this.log, 'resend to agent');
+    }
+    if (tasks.output.length > 0) this.outputStager.onTasks(tasks.output);
   }
 
   addPilot(p: PilotCapacity): void {

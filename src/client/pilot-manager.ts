@@ -47,6 +47,12 @@ export class PilotManager {
   private readonly local: LocalLauncher;
   private readonly slurm: SlurmLauncher;
   private readonly log: Logger;
+  /** This manager's name in the session's journal and its slot in the delivered counters. */
+  private readonly name: string;
+  private readonly slot: number;
+  /** Tracker events so far; the first `silentBelow` were delivered by a previous client. */
+  private events = 0;
+  private readonly silentBelow: number;
 
   constructor(
     private readonly session: Session,
@@ -55,9 +61,14 @@ export class PilotManager {
     this.log = session.log.child({ component: COMPONENTS.pilotManager });
     this.callbacks = new Listeners(this.log);
     const launcherLog = session.log.child({ component: COMPONENTS.pilotLauncher });
+    ({ name: this.name, slot: this.slot } = session.registerManager('pmgr'));
+    this.silentBelow = session.delivered.get(this.slot);
     this.local = new LocalLauncher(
       {
-        launched: (uid) => this.launcher.onLaunched(uid),
+        launched: (uid, pid) => {
+          session.journal.append({ t: 'agent', pilot: uid, pid });
+          this.launcher.onLaunched(uid);
+        },
         launchFailed: (uid, e) => this.launcher.onLaunchFailed(uid, e),
         exited: (uid, exit) => this.launcher.onAgentExited(uid, exit),
       },
@@ -65,7 +76,10 @@ export class PilotManager {
     );
     this.slurm = new SlurmLauncher(
       {
-        launched: (uid) => this.launcher.onLaunched(uid, { queued: true }),
+        launched: (uid, jobId) => {
+          session.journal.append({ t: 'agent', pilot: uid, jobId });
+          this.launcher.onLaunched(uid, { queued: true });
+        },
         launchFailed: (uid, e) => this.launcher.onLaunchFailed(uid, e),
         started: (uid) => this.launcher.onJobStarted(uid),
         ended: (uid, end) => this.launcher.onJobEnded(uid, end),
@@ -82,7 +96,10 @@ export class PilotManager {
             .catch((e: unknown) => launcherLog.error('shutdown publish failed', errorMeta(e))),
         kill: (uid) => this.kill(uid),
         notify: (ns) => session.notify(ns),
-        ended: (uid, state, reason) => session.emitPilotEnded(uid, state, reason),
+        ended: (uid, state, reason) => {
+          session.setPilotCapacity(uid, undefined);
+          session.emitPilotEnded(uid, state, reason);
+        },
       },
       session.clock,
       { shutdownGraceMs: options.shutdownGraceMs ?? 10_000 },
@@ -91,11 +108,10 @@ export class PilotManager {
       if (msg.type === 'agent_ready') {
         this.launcher.onAgentReady(msg.pilot);
         const pilot = this.pilots.get(msg.pilot);
-        if (pilot !== undefined) {
+        if (pilot !== undefined && !pilot.final) {
           // a batch pilot's real size is known only now: tasks are placed against it
-          pilot.nodes = msg.nodes;
-          pilot.cores = msg.nodes.reduce((n, x) => n + x.cores, 0);
-          pilot.gpus = msg.nodes.reduce((n, x) => n + x.gpus, 0);
+          session.journal.append({ t: 'agent', pilot: pilot.uid, nodes: msg.nodes });
+          this.sized(pilot, msg.nodes);
           session.pipeline.pilotCapacity({ uid: pilot.uid, cores: pilot.cores, gpus: pilot.gpus });
         }
       } else if (msg.type === 'agent_final') {
@@ -104,6 +120,87 @@ export class PilotManager {
     });
     session.onNotifications((ns) => this.ingest(ns));
     session.atClose(() => this.shutdownAll());
+    if (session.replayPending) this.adopt();
+  }
+
+  private sized(pilot: Pilot, nodes: { name: string; cores: number; gpus: number }[]): void {
+    pilot.nodes = nodes;
+    pilot.cores = nodes.reduce((n, x) => n + x.cores, 0);
+    pilot.gpus = nodes.reduce((n, x) => n + x.gpus, 0);
+    this.session.setPilotCapacity(pilot.uid, { cores: pilot.cores, gpus: pilot.gpus });
+  }
+
+  /**
+   * A resumed session: takes back this manager's pilots from the journal, binds their task
+   * queues where their agents connect, and once the replay has rebuilt their states follows
+   * the live ones again (a local agent by its pid, a batch job by its id); their agents are
+   * asked to report in.
+   */
+  private adopt(): void {
+    const traces = new Map<string, { pid?: number; jobId?: string }>();
+    const mine: Pilot[] = [];
+    for (const e of this.session.resumed) {
+      if (e.t === 'pilots' && e.mgr === this.name) {
+        for (const p of e.pilots) {
+          const pilot = new Pilot(p.uid, p.description, p.cores, p.gpus, p.sandbox);
+          this.pilots.set(p.uid, pilot);
+          mine.push(pilot);
+          this.inputs.set(p.uid, p.agentInput);
+          this.session.setPilotCapacity(p.uid, { cores: p.cores, gpus: p.gpus });
+          this.records.set(p.uid, {
+            uid: p.uid,
+            state: 'NEW',
+            session: this.session.uid,
+            description: p.description,
+            cores: p.cores,
+            gpus: p.gpus,
+            sandbox: p.sandbox,
+          });
+        }
+      } else if (e.t === 'agent' && this.pilots.has(e.pilot)) {
+        const t = traces.get(e.pilot) ?? {};
+        if (e.pid !== undefined) t.pid = e.pid;
+        if (e.jobId !== undefined) t.jobId = e.jobId;
+        traces.set(e.pilot, t);
+        if (e.nodes !== undefined) this.sized(this.pilots.get(e.pilot)!, e.nodes);
+      }
+    }
+    this.session.onReplay(
+      0,
+      async () => {
+        for (const p of mine) {
+          await this.session.pipeline.addPilotQueue(p.uid, this.inputs.get(p.uid));
+        }
+      },
+      () => {
+        for (const pilot of mine) this.follow(pilot, traces.get(pilot.uid) ?? {});
+        if (mine.some((p) => !p.final)) {
+          void this.session.control
+            .publish({ type: 'client_resumed', session: this.session.uid })
+            .catch((e: unknown) => this.log.error('client_resumed publish failed', errorMeta(e)));
+        }
+      },
+    );
+  }
+
+  private follow(pilot: Pilot, trace: { pid?: number; jobId?: string }): void {
+    const rec = this.records.get(pilot.uid)!;
+    rec.state = pilot.state;
+    if (pilot.final) {
+      this.session.setPilotCapacity(pilot.uid, undefined);
+      this.session.pipeline.pilotGone(pilot.uid, pilot.state);
+      return;
+    }
+    const startedAt = pilot.history.find((h) => h.state === 'PMGR_ACTIVE')?.ts;
+    const launched = trace.pid !== undefined || trace.jobId !== undefined;
+    const queued = trace.jobId !== undefined && pilot.state !== 'PMGR_ACTIVE';
+    this.launcher.onAdopt(rec, {
+      launched,
+      queued,
+      ...(startedAt !== undefined ? { startedAt } : {}),
+    });
+    if (trace.pid !== undefined) this.local.adopt(pilot.uid, trace.pid, pilot.sandbox);
+    else if (trace.jobId !== undefined) this.slurm.adopt(rec, trace.jobId);
   }
 
   /** Validates every description first (nothing is submitted if one is invalid). */
@@ -151,7 +248,20 @@ export class PilotManager {
     // the queue exists before any task can be routed to the pilot
     for (const rec of records) {
       this.inputs.set(rec.uid, await this.session.pipeline.addPilotQueue(rec.uid));
+      this.session.setPilotCapacity(rec.uid, { cores: rec.cores, gpus: rec.gpus });
     }
+    this.session.journal.append({
+      t: 'pilots',
+      mgr: this.name,
+      pilots: records.map((r) => ({
+        uid: r.uid,
+        description: r.description,
+        cores: r.cores,
+        gpus: r.gpus,
+        sandbox: r.sandbox,
+        agentInput: this.inputs.get(r.uid)!,
+      })),
+    });
     this.session.notify(notes);
     this.launcher.onSubmit(records);
     return out;
@@ -175,9 +285,13 @@ export class PilotManager {
   ): Promise<Pilot[]> {
     const uids = opts.uids ?? [...this.pilots.keys()];
     const states = new Set(opts.states ?? FINALS);
-    return this.waiters
-      .wait(uids, states, (u) => this.pilots.get(u)?.state, opts.timeoutMs, 'waitPilots')
-      .then(() => uids.map((u) => this.pilots.get(u)!));
+    return this.session
+      .replay()
+      .then(() =>
+        this.waiters
+          .wait(uids, states, (u) => this.pilots.get(u)?.state, opts.timeoutMs, 'waitPilots')
+          .then(() => uids.map((u) => this.pilots.get(u)!)),
+      );
   }
 
   /** Asks the pilots' agents to shut down; their tasks end CANCELED. */
@@ -210,7 +324,6 @@ export class PilotManager {
       this.local.launch(rec, {
         ...this.agentConfig(rec, rec.gpus),
         resource: 'local',
-        watchStdin: true,
       });
     }
   }
@@ -253,6 +366,9 @@ export class PilotManager {
       ...(agent.spawners !== undefined ? { spawners: agent.spawners } : {}),
       ...(agent.updateWorkers !== undefined ? { updateWorkers: agent.updateWorkers } : {}),
       ...(agent.killGraceMs !== undefined ? { killGraceMs: agent.killGraceMs } : {}),
+      ...(agent.clientTimeoutS !== undefined
+        ? { heartbeatTimeoutMs: Math.round(agent.clientTimeoutS * 1000) }
+        : {}),
       ...(agent.logLevel !== undefined ? { logLevel: agent.logLevel } : {}),
       addresses: this.session.agentAddresses(agentInput),
     };
@@ -276,7 +392,10 @@ export class PilotManager {
         const info: StateInfo = { attempt: 1, inferred: e.inferred };
         if (reason !== undefined) info.reason = reason;
         if (ts !== undefined) info.ts = ts;
-        this.callbacks.fire(pilot, e.state, info);
+        if (this.events++ >= this.silentBelow) {
+          this.callbacks.fire(pilot, e.state, info);
+          this.session.delivered.set(this.slot, this.events);
+        }
         this.waiters.update(pilot.uid, e.state);
       }
     }
@@ -299,6 +418,7 @@ export class PilotManager {
     this.launcher.onCancel(alive);
     await ended;
     this.slurm.close();
+    this.local.close();
     // deliver the pilots' final states before the session stops following the store
     await this.waitPilots({ uids: alive, timeoutMs: 5_000 }).catch(() => undefined);
   }

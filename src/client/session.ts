@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import type { AgentConfig } from '../generated';
 import { UsageError, errorMeta } from '../errors';
@@ -15,6 +15,8 @@ import { QueueSender } from '../transport/queue';
 import { EmbeddedStore } from '../updater/embedded-store';
 import { StoreServer } from '../updater/store-server';
 import { UpdateWorker } from '../updater/update-worker';
+import { DeliveredCounters } from './delivered';
+import { Journal, type JournalEntry, type SessionAddresses } from './journal';
 import { ManagerPipeline } from './manager-pipeline';
 import { teeLogger } from './tee-logger';
 
@@ -24,6 +26,13 @@ export interface SessionOptions {
   /** Parent directory of session directories (default: ./.pilotfish in the working dir). */
   dir?: string;
   uid?: string;
+  /**
+   * Uid of a session in `dir` whose client died: its store and journal are reopened, its
+   * addresses bound again (its agents reconnect on their own), its pilots and tasks adopted by
+   * managers created in the same order as before, and callbacks already delivered are not
+   * delivered again. Callbacks start with `replay()` (or the first wait), once they are set.
+   */
+  resume?: string;
   /** UpdateWorkers of the client side (default 1; agents have their own). */
   updateWorkers?: number;
   logLevel?: 'error' | 'warn' | 'info' | 'debug';
@@ -64,10 +73,16 @@ export class Session {
   private taskCounter = 0;
   private pilotCounter = 0;
   private readonly closers: (() => Promise<void>)[] = [];
-  private delivered = 0;
+  private deliveredCursor = 0;
   private readonly caughtUp: { upTo: number; resolve(): void }[] = [];
   private closed = false;
   private heartbeat: NodeJS.Timeout | undefined;
+  private managers = 0;
+  private readonly managerKinds = new Map<string, number>();
+  /** Journal entries of the session being resumed (empty for a new session). */
+  readonly resumed: readonly JournalEntry[];
+  journal!: Journal;
+  delivered!: DeliveredCounters;
   control!: ControlBus;
   pipeline!: ManagerPipeline;
   store!: EmbeddedStore;
@@ -77,19 +92,43 @@ export class Session {
     readonly dir: string,
     readonly log: Logger & { close?: () => Promise<void> },
     private readonly fileLog: { close(): Promise<void> },
-  ) {}
+    resumed: JournalEntry[] | undefined,
+  ) {
+    this.resumed = resumed ?? [];
+    this.resuming = resumed !== undefined;
+  }
+
+  /** True for a resumed session until replay() starts following the store. */
+  private resuming: boolean;
 
   static async open(options: SessionOptions = {}): Promise<Session> {
     const { logger, ...rest } = options;
     const opts = parseSessionOptions(rest);
-    const uid = opts.uid ?? newSessionId();
+    if (opts.resume !== undefined && opts.uid !== undefined && opts.uid !== opts.resume) {
+      throw new UsageError(`uid '${opts.uid}' and resume '${opts.resume}' name different sessions`);
+    }
+    const uid = opts.resume ?? opts.uid ?? newSessionId();
     const dir = path.resolve(opts.dir ?? path.join(process.cwd(), '.pilotfish'), uid);
-    mkdirSync(dir, { recursive: true });
+    let journal: Journal;
+    let resumed: JournalEntry[] | undefined;
+    if (opts.resume !== undefined) {
+      if (!existsSync(dir)) throw new UsageError(`cannot resume: no session directory '${dir}'`);
+      ({ journal, entries: resumed } = Journal.read(dir));
+    } else {
+      mkdirSync(dir, { recursive: true });
+      journal = Journal.create(dir);
+    }
     const file = fileLogger(dir, 'client', opts.logLevel ?? 'info');
     const log = logger !== undefined ? teeLogger(file, logger) : file;
-    const s = new Session(uid, dir, log, file);
+    const s = new Session(uid, dir, log, file, resumed);
+    s.journal = journal;
     try {
-      await s.start(opts.updateWorkers ?? 1, `tcp://${opts.bindHost ?? '127.0.0.1'}:0`);
+      s.delivered = DeliveredCounters.open(dir);
+      const before = resumed?.find((e) => e.t === 'session')?.addresses;
+      if (resumed !== undefined && before === undefined) {
+        throw new UsageError(`cannot resume: ${journal.file} names no addresses`);
+      }
+      await s.start(opts.updateWorkers ?? 1, `tcp://${opts.bindHost ?? '127.0.0.1'}:0`, before);
     } catch (e) {
       log.error('session failed to open', errorMeta(e));
       await s.close();
@@ -98,13 +137,20 @@ export class Session {
     return s;
   }
 
-  private async start(nWorkers: number, listenAt: string): Promise<void> {
+  private async start(
+    nWorkers: number,
+    listenAt: string,
+    before: SessionAddresses | undefined,
+  ): Promise<void> {
     this.store = await EmbeddedStore.open(this.dir);
     this.storeServer = await StoreServer.start(this.store, {
-      address: listenAt,
+      address: before?.store ?? listenAt,
       logger: this.log.child({ component: 'StoreServer' }),
     });
-    const control = await Bridge.pubsub(listenAt, listenAt);
+    const control = await Bridge.pubsub(
+      before?.controlIn ?? listenAt,
+      before?.controlOut ?? listenAt,
+    );
     const updates = await Bridge.queue(
       `inproc://${this.uid}/updates/in`,
       `inproc://${this.uid}/updates/out`,
@@ -129,9 +175,21 @@ export class Session {
       this.log,
       listenAt,
     );
-    await this.pipeline.start();
+    await this.pipeline.start(before?.managerOutput);
     await this.control.ready();
-    this.watchLoop = this.follow();
+    if (before === undefined) {
+      this.journal.append({
+        t: 'session',
+        uid: this.uid,
+        addresses: {
+          store: this.storeServer.endpoint,
+          controlIn: control.endpoints.in,
+          controlOut: control.endpoints.out,
+          managerOutput: this.pipeline.outputAddress,
+        },
+      });
+      this.watchLoop = this.follow();
+    }
     // agents that cannot watch our process (batch jobs) know we are alive from these
     this.heartbeat = setInterval(() => {
       this.control
@@ -174,10 +232,75 @@ export class Session {
     return `pilot.${String(this.pilotCounter++).padStart(4, '0')}`;
   }
 
+  /**
+   * A manager's place in the session: its name (`tmgr.0000`, the same for the same creation
+   * order when resumed) and its slot in the delivered counters.
+   */
+  registerManager(kind: 'pmgr' | 'tmgr'): { name: string; slot: number } {
+    const n = this.managerKinds.get(kind) ?? 0;
+    this.managerKinds.set(kind, n + 1);
+    return { name: `${kind}.${String(n).padStart(4, '0')}`, slot: this.managers++ };
+  }
+
+  /** True while a resumed session has not started delivering (see `replay`). */
+  get replayPending(): boolean {
+    return this.resuming;
+  }
+
+  /**
+   * A resumed session: starts following the store from its beginning (managers rebuild every
+   * state, delivering only the callbacks not delivered before) and resolves once all it holds
+   * now is delivered. A no-op for a new session or a second call.
+   */
+  replay(): Promise<void> {
+    this.replaying ??= this.doReplay();
+    return this.replaying;
+  }
+
+  private replaying: Promise<void> | undefined;
+
+  private async doReplay(): Promise<void> {
+    if (!this.resuming) return;
+    const hooks = this.replayHooks.splice(0).sort((a, b) => a.order - b.order);
+    for (const h of hooks) await h.before();
+    this.resuming = false;
+    this.watchLoop = this.follow();
+    await this.drained();
+    for (const h of hooks) h.after();
+  }
+
+  private readonly replayHooks: {
+    order: number;
+    before: () => Promise<void>;
+    after: () => void;
+  }[] = [];
+
+  /**
+   * Managers of a resumed session: `before` runs as the replay starts, `after` once it has
+   * caught up; PilotManagers (order 0) before TaskManagers (order 1).
+   */
+  onReplay(order: number, before: () => Promise<void>, after: () => void): void {
+    this.replayHooks.push({ order, before, after });
+  }
+
+  private readonly pilotCapacities = new Map<string, { cores: number; gpus: number }>();
+
+  /** What a live pilot holds, as its PilotManager knows it (TaskManagers route by it). */
+  pilotCapacity(uid: string): { uid: string; cores: number; gpus: number } | undefined {
+    const c = this.pilotCapacities.get(uid);
+    return c === undefined ? undefined : { uid, ...c };
+  }
+
+  /** Called by PilotManagers; `undefined` once the pilot has ended. */
+  setPilotCapacity(uid: string, c: { cores: number; gpus: number } | undefined): void {
+    if (c === undefined) this.pilotCapacities.delete(uid);
+    else this.pilotCapacities.set(uid, c);
+  }
+
   /** Resolves once every notification the store holds now has been delivered to listeners. */
   async drained(): Promise<void> {
     const upTo = this.store.size;
-    if (this.delivered >= upTo) return;
+    if (this.deliveredCursor >= upTo) return;
     await new Promise<void>((resolve) => this.caughtUp.push({ upTo, resolve }));
   }
 
@@ -205,6 +328,8 @@ export class Session {
   /** Shuts down every pilot of the session, flushes the store and releases every socket. */
   async close(): Promise<void> {
     if (this.closed) return;
+    // a resumed session closed before it delivered anything: take its pilots back to end them
+    await this.replay().catch((e: unknown) => this.log.error('replay failed', errorMeta(e)));
     this.closed = true;
     clearInterval(this.heartbeat);
     for (const fn of this.closers.splice(0).reverse()) {
@@ -220,6 +345,7 @@ export class Session {
     await this.control?.close();
     await Promise.all(this.bridges.map((b) => b.close()));
     for (const c of this.caughtUp.splice(0)) c.resolve();
+    this.delivered?.close();
     await this.fileLog.close();
   }
 
@@ -238,9 +364,11 @@ export class Session {
             this.log.error('notification listener failed', errorMeta(e));
           }
         }
-        this.delivered = r.value.cursor + notifications.length;
+        this.deliveredCursor = r.value.cursor + notifications.length;
         for (let i = this.caughtUp.length - 1; i >= 0; i--) {
-          if (this.caughtUp[i]!.upTo <= this.delivered) this.caughtUp.splice(i, 1)[0]!.resolve();
+          if (this.caughtUp[i]!.upTo <= this.deliveredCursor) {
+            this.caughtUp.splice(i, 1)[0]!.resolve();
+          }
         }
       }
     } catch (e) {

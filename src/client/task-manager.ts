@@ -33,10 +33,20 @@ export class TaskManager {
   private readonly log: Logger;
   /** Canceled, not yet final: re-sent to each agent that reports in, since it missed them. */
   private readonly canceling = new Set<string>();
+  /** This manager's name in the session's journal and its slot in the delivered counters. */
+  private readonly name: string;
+  private readonly slot: number;
+  /** Tracker events so far; the first `silentBelow` were delivered by a previous client. */
+  private events = 0;
+  private readonly silentBelow: number;
+  private readonly pilotsAdded = new Set<string>();
 
   constructor(private readonly session: Session) {
     this.log = session.log.child({ component: COMPONENTS.taskManager });
     this.callbacks = new Listeners(this.log);
+    ({ name: this.name, slot: this.slot } = session.registerManager('tmgr'));
+    this.silentBelow = session.delivered.get(this.slot);
+    if (session.replayPending) this.adopt();
     session.onNotifications((ns) => this.ingest(ns));
     session.onPilotEnded((uid, state, reason) => void this.recover(uid, state, reason));
     session.control.on((msg) => {
@@ -48,7 +58,15 @@ export class TaskManager {
 
   /** Makes the pilots available to this manager's tasks (round robin over those that fit). */
   addPilots(pilots: Pilot[]): void {
-    for (const p of pilots) {
+    const fresh = pilots.filter((p) => !this.pilotsAdded.has(p.uid));
+    if (fresh.length === 0) return;
+    this.session.journal.append({
+      t: 'pilots-added',
+      mgr: this.name,
+      pilots: fresh.map((p) => p.uid),
+    });
+    for (const p of fresh) {
+      this.pilotsAdded.add(p.uid);
       this.session.pipeline.addPilot({ uid: p.uid, cores: p.cores, gpus: p.gpus });
     }
   }
@@ -74,26 +92,41 @@ export class TaskManager {
       }
       seen.add(d.uid);
     });
-    const now = this.session.clock.now();
-    const records: TaskRecord[] = [];
-    const notes: Notification[] = [];
     const out: Task[] = [];
     for (const d of descs) {
       const uid = d.uid ?? this.session.nextTaskUid();
       const task = new Task(uid, d);
       this.tasks.set(uid, task);
       out.push(task);
+    }
+    // before any notification: what the store holds after a crash, the journal holds too
+    this.session.journal.append({
+      t: 'tasks',
+      mgr: this.name,
+      tasks: out.map((t) => [t.uid, t.description]),
+    });
+    await this.schedule(out);
+    return out;
+  }
+
+  /** Hands tasks (new, or not yet past the client when a previous client died) to the pipeline. */
+  private async schedule(tasks: Task[]): Promise<void> {
+    if (tasks.length === 0) return;
+    const now = this.session.clock.now();
+    const records: TaskRecord[] = [];
+    const notes: Notification[] = [];
+    for (const task of tasks) {
       const rec: TaskRecord = {
-        uid,
-        attempt: 1,
+        uid: task.uid,
+        attempt: task.attempt,
         state: 'NEW',
         session: this.session.uid,
-        description: d,
+        description: task.description,
       };
       notes.push({
         kind: 'task',
-        uid,
-        attempt: 1,
+        uid: task.uid,
+        attempt: task.attempt,
         state: 'NEW',
         ts: now,
         component: COMPONENTS.taskManager,
@@ -102,8 +135,86 @@ export class TaskManager {
       records.push(rec);
     }
     this.session.notify(notes);
-    if (records.length > 0) await this.session.pipeline.submit(records);
-    return out;
+    await this.session.pipeline.submit(records);
+  }
+
+  /**
+   * A resumed session: takes back the tasks and pilots this manager had (from the journal),
+   * before the replay rebuilds their states; once caught up, each unfinished task is picked up
+   * where it was (see ManagerPipeline.adopt).
+   */
+  private adopt(): void {
+    for (const e of this.session.resumed) {
+      if (e.t === 'tasks' && e.mgr === this.name) {
+        for (const [uid, d] of e.tasks) this.tasks.set(uid, new Task(uid, d));
+      } else if (e.t === 'pilots-added' && e.mgr === this.name) {
+        for (const p of e.pilots) this.pilotsAdded.add(p);
+      }
+    }
+    this.session.onReplay(
+      1,
+      () => Promise.resolve(),
+      () => void this.pickUp().catch((e: unknown) => this.log.error('resume failed', errorMeta(e))),
+    );
+  }
+
+  private async pickUp(): Promise<void> {
+    const unsent: Task[] = [];
+    const byPilot = new Map<
+      string,
+      { agent: string[]; toAgent: TaskRecord[]; output: TaskRecord[] }
+    >();
+    for (const task of this.tasks.values()) {
+      if (task.final) continue;
+      const where = TASK_HOLDER[task.state];
+      if (where === undefined || task.pilot === undefined) {
+        unsent.push(task);
+        continue;
+      }
+      let p = byPilot.get(task.pilot);
+      if (p === undefined) byPilot.set(task.pilot, (p = { agent: [], toAgent: [], output: [] }));
+      if (where === 'agent') p.agent.push(task.uid);
+      else {
+        p[where].push(
+          this.recordOf(
+            task,
+            where === 'toAgent' ? 'AGENT_STAGING_INPUT_PENDING' : 'TMGR_STAGING_OUTPUT_PENDING',
+          ),
+        );
+      }
+    }
+    const active = this.session.pipeline;
+    for (const uid of this.pilotsAdded) {
+      const pilot = this.session.pilotCapacity(uid);
+      if (pilot !== undefined) active.addPilot(pilot);
+    }
+    for (const [pilot, tasks] of byPilot) active.adopt(pilot, tasks);
+    this.log.info('resumed', {
+      tasks: this.tasks.size,
+      rescheduled: unsent.length,
+      withPilots: [...byPilot.values()].reduce(
+        (n, p) => n + p.agent.length + p.toAgent.length + p.output.length,
+        0,
+      ),
+    });
+    await this.schedule(unsent);
+  }
+
+  private recordOf(task: Task, state: string): TaskRecord {
+    const rec: TaskRecord = {
+      uid: task.uid,
+      attempt: task.attempt,
+      state,
+      session: this.session.uid,
+      description: task.description,
+    };
+    if (task.pilot !== undefined) rec.pilot = task.pilot;
+    if (task.sandbox !== undefined) rec.sandbox = task.sandbox;
+    if (task.exitCode !== undefined) rec.exitCode = task.exitCode;
+    if (task.signal !== undefined) rec.signal = task.signal;
+    if (task.stdout !== undefined) rec.stdout = task.stdout;
+    if (task.stderr !== undefined) rec.stderr = task.stderr;
+    return rec;
   }
 
   get(uid: string): Task | undefined {
@@ -119,6 +230,7 @@ export class TaskManager {
     opts: { uids?: string[]; states?: string[]; timeoutMs?: number } = {},
   ): Promise<Task[]> {
     const uids = opts.uids ?? [...this.tasks.keys()];
+    await this.session.replay();
     await this.waiters.wait(
       uids,
       new Set(opts.states ?? FINALS),
@@ -166,7 +278,10 @@ export class TaskManager {
             : { state: e.state, attempt: e.attempt, inferred: e.inferred },
         );
         if (task.final) this.canceling.delete(task.uid);
-        this.callbacks.fire(task, e.state, info);
+        if (this.events++ >= this.silentBelow) {
+          this.callbacks.fire(task, e.state, info);
+          this.session.delivered.set(this.slot, this.events);
+        }
         this.waiters.update(task.uid, e.state);
       }
     }
@@ -209,3 +324,21 @@ export class TaskManager {
     }
   }
 }
+
+/**
+ * Where a task in a client-side record of a dead client is picked up again: held by its agent,
+ * maybe lost on the way to it (`toAgent`), or maybe lost on the way back (`output`); any
+ * other unfinished state has not left the client and is scheduled again.
+ */
+const TASK_HOLDER: Record<string, 'agent' | 'toAgent' | 'output' | undefined> = {
+  AGENT_STAGING_INPUT_PENDING: 'toAgent',
+  AGENT_STAGING_INPUT: 'agent',
+  AGENT_SCHEDULING_PENDING: 'agent',
+  AGENT_SCHEDULING: 'agent',
+  AGENT_EXECUTING_PENDING: 'agent',
+  AGENT_EXECUTING: 'agent',
+  AGENT_STAGING_OUTPUT_PENDING: 'agent',
+  AGENT_STAGING_OUTPUT: 'agent',
+  TMGR_STAGING_OUTPUT_PENDING: 'output',
+  TMGR_STAGING_OUTPUT: 'output',
+};

@@ -38,4 +38,8 @@ export type ControlMessage =
       type: 'heartbeat';
       session: string;
       ts: number;
+    }
+  | {
+      type: 'client_resumed';
+      session: string;
     };

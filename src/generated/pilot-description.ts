@@ -28,6 +28,10 @@ export interface PilotDescription {
     spawners?: number;
     updateWorkers?: number;
     killGraceMs?: number;
+    /**
+     * How long the agent keeps working without hearing from its client (default 30 s): a client that comes back within it (Session.open({ resume })) finds its tasks running; after it the agent ends its tasks and exits.
+     */
+    clientTimeoutS?: number;
     logLevel?: 'error' | 'warn' | 'info' | 'debug';
   };
   /**

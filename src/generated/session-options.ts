@@ -4,6 +4,10 @@ export interface SessionOptionsInput {
   store?: 'embedded';
   dir?: string;
   uid?: string;
+  /**
+   * Uid of a session (in `dir`) whose client died: reopen its store and journal, bind its addresses again so its agents reconnect, and deliver only the callbacks it had not delivered.
+   */
+  resume?: string;
   updateWorkers?: number;
   logLevel?: 'error' | 'warn' | 'info' | 'debug';
   /**

@@ -1,12 +1,15 @@
 // A client that starts a pilot with a long task, prints the agent's and the task's pids, and
-// waits to be killed (the test kills it with SIGKILL to see the agent clean up by itself).
+// waits to be killed (the test kills it with SIGKILL to see the agent clean up by itself once
+// its client timeout, 1 s here, has passed without a heartbeat).
 const { Session, PilotManager, TaskManager } = require('../../dist/src');
 
 (async () => {
   const session = await Session.open({ dir: process.argv[2] });
   const pmgr = new PilotManager(session);
   const tmgr = new TaskManager(session);
-  const [pilot] = await pmgr.submitPilots([{ resource: 'local', cores: 1, runtimeMin: 5 }]);
+  const [pilot] = await pmgr.submitPilots([
+    { resource: 'local', cores: 1, runtimeMin: 5, agent: { clientTimeoutS: 1 } },
+  ]);
   tmgr.addPilots([pilot]);
   const [task] = await tmgr.submitTasks([
     { executable: '/bin/sh', arguments: ['-c', 'echo $$ > pid; exec sleep 60'] },

@@ -95,6 +95,31 @@ export class PilotLauncherCore {
     this.startRuntimeTimer(h);
   }
 
+  /**
+   * A resumed client takes back a pilot a previous client launched, in the state the store
+   * says (`pilot.state`). Its agent reports in again (onAgentReady), its end arrives as for
+   * any pilot; the runtime backstop counts from `startedAt` (absent: the job is still queued,
+   * or nothing says when it started: it counts from now). A pilot whose launch left no trace
+   * (no agent pid or job id: the client died while launching it) fails at once.
+   */
+  onAdopt(
+    pilot: PilotRecord,
+    opts: { launched: boolean; queued: boolean; startedAt?: number },
+  ): void {
+    const h: Held = { pilot, cancelRequested: false, queued: opts.queued, runtimeKilled: false };
+    this.held.set(pilot.uid, h);
+    if (!opts.launched) {
+      this.onLaunchFailed(pilot.uid, {
+        message: `the client died while launching the pilot (in ${pilot.state}) and left no trace of its agent`,
+      });
+      return;
+    }
+    if (pilot.state === 'PMGR_LAUNCHING') {
+      this.effects.notify([this.move(pilot, 'PMGR_ACTIVE_PENDING')]);
+    }
+    if (!opts.queued) this.startRuntimeTimer(h, opts.startedAt);
+  }
+
   /** The pilot's batch job left the queue: the agent is starting on its nodes. */
   onJobStarted(uid: string): void {
     const h = this.held.get(uid);
@@ -141,7 +166,9 @@ export class PilotLauncherCore {
     if (h.cancelRequested) {
       return this.finish(h, 'CANCELED', reason('E_CANCELED', 'pilot canceled by the user', ME));
     }
-    if (h.agentFinal !== undefined && exit.exitCode === 0) {
+    // an adopted agent's exit status is unknown (null, null): its last word stands
+    const clean = exit.exitCode === 0 || (exit.exitCode === null && exit.signal === null);
+    if (h.agentFinal !== undefined && clean) {
       const { final, message } = h.agentFinal;
       return this.finish(
         h,
@@ -150,7 +177,11 @@ export class PilotLauncherCore {
       );
     }
     const how =
-      exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`;
+      exit.signal !== null
+        ? `was killed by ${exit.signal}`
+        : exit.exitCode !== null
+          ? `exited with code ${exit.exitCode}`
+          : 'ended without saying why (it was adopted from a previous client: exit status unknown)';
     const last = tail(exit.stderr);
     this.finish(
       h,
@@ -224,12 +255,16 @@ export class PilotLauncherCore {
     return [...this.held.keys()];
   }
 
-  private startRuntimeTimer(h: Held): void {
+  private startRuntimeTimer(h: Held, startedAt?: number): void {
     const limitMs = (h.pilot.description.runtimeMin ?? 60) * 60_000;
-    h.runtimeTimer = this.clock.setTimeout(() => {
-      h.runtimeKilled = true;
-      this.effects.kill(h.pilot.uid);
-    }, limitMs + this.options.shutdownGraceMs);
+    const elapsed = startedAt === undefined ? 0 : Math.max(0, this.clock.now() - startedAt);
+    h.runtimeTimer = this.clock.setTimeout(
+      () => {
+        h.runtimeKilled = true;
+        this.effects.kill(h.pilot.uid);
+      },
+      Math.max(0, limitMs - elapsed) + this.options.shutdownGraceMs,
+    );
   }
 
   private killQueued(h: Held): void {

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { promises as fsp, openSync, closeSync } from 'node:fs';
+import { promises as fsp, openSync, closeSync, readFileSync } from 'node:fs';
 import type { AgentConfig } from '../../generated';
 import { errorMeta } from '../../errors';
 import { compiledSibling } from '../../lib/dist-path';
@@ -8,7 +8,7 @@ import { readTail } from '../../agent/sandbox-io';
 import type { PilotRecord } from './pilot-record';
 
 export interface LocalLaunchEvents {
-  launched(uid: string): void;
+  launched(uid: string, pid: number): void;
   launchFailed(uid: string, error: { message: string }): void;
   exited(
     uid: string,
@@ -18,11 +18,17 @@ export interface LocalLaunchEvents {
 
 /**
  * Starts an agent as a child process of the client: its config in the pilot sandbox, its
- * stdout/stderr in agent.out/agent.err there. The agent holds our end of a pipe on stdin, so
- * it notices when the client dies and shuts itself down.
+ * stdout/stderr in agent.out/agent.err there, in a session of its own. It outlives a client
+ * that dies for as long as its client timeout (heartbeats), so a resumed client finds it;
+ * such a client adopts it by pid (`adopt`) and, not being its parent, watches it with a
+ * signal-0 probe.
  */
 export class LocalLauncher {
   private readonly children = new Map<string, ChildProcess>();
+  private readonly adopted = new Map<
+    string,
+    { pid: number; sandbox: string; timer: NodeJS.Timeout }
+  >();
   private readonly agentMain = compiledSibling(__dirname, '../../agent/main');
 
   constructor(
@@ -40,6 +46,36 @@ export class LocalLauncher {
   kill(uid: string): void {
     const child = this.children.get(uid);
     if (child?.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    const adopted = this.adopted.get(uid);
+    if (adopted !== undefined && isAgent(adopted.pid, adopted.sandbox)) {
+      signal(adopted.pid, 'SIGKILL');
+    }
+  }
+
+  /**
+   * Follows an agent started by a previous client of the session. There is no exit event for
+   * a process that is not our child, so it is probed every `probeMs`; its exit status is
+   * unknown (reported as null).
+   */
+  adopt(uid: string, pid: number, sandbox: string, probeMs = 250): void {
+    const check = (): void => {
+      if (isAgent(pid, sandbox)) return;
+      clearInterval(timer);
+      this.adopted.delete(uid);
+      void readTail(`${sandbox}/agent.err`, 1_024).then((stderr) =>
+        this.events.exited(uid, { exitCode: null, signal: null, stderr }),
+      );
+    };
+    const timer = setInterval(check, probeMs);
+    timer.unref();
+    this.adopted.set(uid, { pid, sandbox, timer });
+    check();
+  }
+
+  /** Stops probing adopted agents (the session is closing). */
+  close(): void {
+    for (const a of this.adopted.values()) clearInterval(a.timer);
+    this.adopted.clear();
   }
 
   /** Pids of agents still running (for tests and shutdown). */
@@ -57,14 +93,17 @@ export class LocalLauncher {
     const err = openSync(`${pilot.sandbox}/agent.err`, 'a');
     let child: ChildProcess;
     try {
-      child = spawn(process.execPath, [this.agentMain, cfgFile], { stdio: ['pipe', out, err] });
+      // own session: a Ctrl-C or a kill of the client's process group does not reach it
+      child = spawn(process.execPath, [this.agentMain, cfgFile], {
+        stdio: ['ignore', out, err],
+        detached: true,
+      });
     } finally {
       closeSync(out);
       closeSync(err);
     }
     this.children.set(pilot.uid, child);
-    child.stdin?.on('error', () => undefined); // EPIPE once the agent is gone
-    child.once('spawn', () => this.events.launched(pilot.uid));
+    child.once('spawn', () => this.events.launched(pilot.uid, child.pid!));
     child.once('error', (e) => {
       if (child.pid === undefined) this.events.launchFailed(pilot.uid, { message: e.message });
     });
@@ -74,5 +113,29 @@ export class LocalLauncher {
         this.events.exited(pilot.uid, { exitCode, signal, stderr }),
       );
     });
+  }
+}
+
+/**
+ * Whether `pid` still is the agent of `sandbox`: alive, not a zombie nobody reaps, and not
+ * another process that got the pid after the agent's end (its command names agent.json).
+ */
+function isAgent(pid: number, sandbox: string): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) return false;
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`${sandbox}/agent.json`);
+  } catch {
+    return false;
+  }
+}
+
+/** Sends a signal; false when the process is gone. */
+function signal(pid: number, sig: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(pid, sig);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

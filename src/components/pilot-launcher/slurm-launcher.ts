@@ -103,6 +103,21 @@ export class SlurmLauncher {
     if (job.id !== undefined) void this.scancel(job);
   }
 
+  /** Follows the job of a pilot submitted by a previous client of the session (resume). */
+  adopt(pilot: PilotRecord, jobId: string): void {
+    const job: Job = {
+      uid: pilot.uid,
+      sandbox: pilot.sandbox,
+      pollMs: pilot.description.launcher?.pollMs ?? this.options.pollMs ?? 1_000,
+      id: jobId,
+      killRequested: false,
+      started: pilot.state === 'PMGR_ACTIVE',
+      done: false,
+    };
+    this.jobs.set(pilot.uid, job);
+    this.schedule(job);
+  }
+
   /** The Slurm job id of a pilot, once sbatch gave one. */
   jobId(uid: string): string | undefined {
     return this.jobs.get(uid)?.id;

@@ -11,7 +11,7 @@ describe('an agent whose client dies', () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pf-orphan-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('kills its tasks and exits by itself', async () => {
+  it('kills its tasks and exits by itself once its client timeout passes without a heartbeat', async () => {
     const client = spawn(
       process.execPath,
       [path.join(__dirname, '../../support/orphan-client.js'), dir],

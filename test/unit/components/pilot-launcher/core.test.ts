@@ -688,4 +688,66 @@ describe('PilotLauncherCore', () => {
       s.rec.expectNoMore();
     });
   });
+
+  describe('onAdopt (a resumed client takes a pilot back)', () => {
+    it('follows an ACTIVE pilot again: its end decides its final state, the runtime backstop counts from its start', () => {
+      const s = setup();
+      const p = pilotIn('PMGR_ACTIVE', {
+        uid: 'p1',
+        sandbox: '/sandbox/p1',
+        description: { resource: 'local', runtimeMin: 1 },
+      });
+      s.core.onAdopt(p, { launched: true, queued: false, startedAt: s.clock.now() - 30_000 });
+      s.rec.expectNoMore();
+      expect(s.core.active).toEqual(['p1']);
+      // started 30 s ago with a 60 s limit: killed 30 s + grace (5 s) from now
+      s.clock.advance(34_999);
+      s.rec.expectNoMore();
+      s.clock.advance(1);
+      expect(s.rec.take()).toEqual(['kill p1']);
+    });
+
+    it('an adopted agent that said its last word and vanished (exit status unknown) ends as it said', () => {
+      const s = setup();
+      s.core.onAdopt(pilotIn('PMGR_ACTIVE', { uid: 'p1', sandbox: '/s' }), {
+        launched: true,
+        queued: false,
+      });
+      s.core.onAgentFinal('p1', 'DONE', 'runtime limit of 1 min reached');
+      s.core.onAgentExited('p1', { exitCode: null, signal: null, stderr: '' });
+      expect(s.rec.take()).toEqual(['notify p1 DONE', 'ended p1 DONE']);
+    });
+
+    it('one that vanished without a word fails, saying its exit status is unknown', () => {
+      const s = setup();
+      s.core.onAdopt(pilotIn('PMGR_ACTIVE', { uid: 'p1', sandbox: '/s' }), {
+        launched: true,
+        queued: false,
+      });
+      s.core.onAgentExited('p1', { exitCode: null, signal: null, stderr: '' });
+      expect(s.rec.take()).toEqual(['notify p1 FAILED', 'ended p1 FAILED']);
+      expect(s.ended[0]!.reason?.message).toMatch(/exit status unknown/);
+    });
+
+    it('moves a pilot caught in PMGR_LAUNCHING with a trace of its agent on to PMGR_ACTIVE_PENDING, then ACTIVE when it reports in', () => {
+      const s = setup();
+      s.core.onAdopt(pilotIn('PMGR_LAUNCHING', { uid: 'p1', sandbox: '/s' }), {
+        launched: true,
+        queued: false,
+      });
+      expect(s.rec.take()).toEqual(['notify p1 PMGR_ACTIVE_PENDING']);
+      s.core.onAgentReady('p1');
+      expect(s.rec.take()).toEqual(['notify p1 PMGR_ACTIVE']);
+    });
+
+    it('fails a pilot whose launch left no trace (the client died launching it)', () => {
+      const s = setup();
+      s.core.onAdopt(pilotIn('PMGR_LAUNCHING', { uid: 'p1', sandbox: '/s' }), {
+        launched: false,
+        queued: false,
+      });
+      expect(s.rec.take()).toEqual(['notify p1 FAILED', 'ended p1 FAILED']);
+      expect(s.ended[0]!.reason?.message).toMatch(/client died while launching/);
+    });
+  });
 });

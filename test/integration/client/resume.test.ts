@@ -1,0 +1,150 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, watch } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createInterface } from 'node:readline';
+import { withTimeout } from '../../../src/lib/deferred';
+import { PILOT_STATES } from '../../../src/states/pilot-model';
+import { TASK_STATES } from '../../../src/states/task-model';
+
+const CLIENT = path.join(__dirname, '../../support/resume-client.js');
+const N = 1_000;
+
+/** Runs the client script; `next()` resolves with each JSON line it prints. */
+function client(args: string[]): {
+  proc: ChildProcess;
+  next(what: string): Promise<unknown>;
+  exit: Promise<number | null>;
+} {
+  const proc = spawn(process.execPath, [CLIENT, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: proc.stdout });
+  const queue: string[] = [];
+  const waiting: ((l: string) => void)[] = [];
+  lines.on('line', (l) => (waiting.length > 0 ? waiting.shift()!(l) : queue.push(l)));
+  const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return {
+    proc,
+    exit,
+    next: (what) =>
+      withTimeout(
+        new Promise<string>((resolve) =>
+          queue.length > 0 ? resolve(queue.shift()!) : waiting.push(resolve),
+        ),
+        120_000,
+        what,
+      ).then((l) => JSON.parse(l) as unknown),
+  };
+}
+
+/** Resolves once `dir` holds `count` entries (fs.watch events, with a deadline). */
+function entries(dir: string, count: number, timeoutMs: number): Promise<void> {
+  return withTimeout(
+    new Promise<void>((resolve) => {
+      const w = watch(dir, () => {
+        if (readdirSync(dir).length >= count) {
+          w.close();
+          resolve();
+        }
+      });
+      if (readdirSync(dir).length >= count) {
+        w.close();
+        resolve();
+      }
+    }),
+    timeoutMs,
+    `${count} entries in ${dir}`,
+  );
+}
+
+/** A failed run leaves an agent waiting for its client: kill it (pids from the journals). */
+function killAgents(root: string): void {
+  for (const d of readdirSync(root)) {
+    let text: string;
+    try {
+      text = readFileSync(path.join(root, d, 'journal.jsonl'), 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n')) {
+      const pid = line.includes('"t":"agent"')
+        ? (JSON.parse(line) as { pid?: number }).pid
+        : undefined;
+      if (pid === undefined) continue;
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
+}
+
+describe('a client killed with SIGKILL mid-run', () => {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'pf-resume-'));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it('is resumed by a new client: every task ends, and the two clients deliver each state of each task and pilot exactly once', async () => {
+    const gate = path.join(root, 'gate');
+    const marks = path.join(root, 'marks');
+    mkdirSync(marks);
+    const log1 = path.join(root, 'first.log');
+    const log2 = path.join(root, 'second.log');
+    // holds GATE exclusively until its stdin closes: the gated tasks wait on it
+    const holder = spawn('flock', ['-x', gate, '-c', 'echo locked; exec cat'], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    const holderExit = new Promise((resolve) => holder.once('exit', resolve));
+    try {
+      await withTimeout(
+        new Promise((resolve) => createInterface({ input: holder.stdout }).once('line', resolve)),
+        10_000,
+        'gate locked',
+      );
+      const one = client(['first', root, log1, gate, marks, String(N)]);
+      const { session } = (await one.next('session id')) as { session: string };
+      expect(await one.next('first client quiet')).toEqual({ quiet: true });
+      one.proc.kill('SIGKILL');
+      expect(await one.exit).toBe(null);
+
+      // the agent works on with no client: the gated tasks run once the gate opens
+      holder.stdin.end();
+      await holderExit;
+      await entries(marks, N / 2, 60_000);
+
+      const two = client(['resume', root, log2, session]);
+      expect(await two.next('resumed client summary')).toEqual({ states: { DONE: N } });
+      expect(await two.exit).toBe(0);
+
+      const lines = [log1, log2].flatMap((f) =>
+        readFileSync(f, 'utf8')
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
+      const byEntity = new Map<string, string[]>();
+      for (const l of lines) {
+        const [kind, uid, state] = l.split(' ');
+        const k = `${kind} ${uid}`;
+        byEntity.set(k, [...(byEntity.get(k) ?? []), state!]);
+      }
+      const taskLife = TASK_STATES.slice(0, TASK_STATES.indexOf('DONE') + 1);
+      const tasks = [...byEntity].filter(([k]) => k.startsWith('task '));
+      expect(tasks).toHaveLength(N);
+      for (const [, states] of tasks) expect(states).toEqual(taskLife);
+      // the second client canceled the pilot at close
+      const pilotLife = [
+        ...PILOT_STATES.slice(0, PILOT_STATES.indexOf('PMGR_ACTIVE') + 1),
+        'CANCELED',
+      ];
+      const pilots = [...byEntity].filter(([k]) => k.startsWith('pilot '));
+      expect(pilots).toHaveLength(1);
+      expect(pilots[0]![1]).toEqual(pilotLife);
+      expect(lines).toHaveLength(N * taskLife.length + pilotLife.length);
+      // both clients delivered some: the kill really was mid-run
+      expect(readFileSync(log2, 'utf8').length).toBeGreaterThan(0);
+    } finally {
+      if (holder.exitCode === null) holder.kill('SIGKILL');
+      killAgents(root);
+    }
+  }, 240_000);
+});

@@ -1,0 +1,75 @@
+// A client for the resume crash test. Every callback it gets is appended to LOG as one line
+// "task|pilot UID STATE ATTEMPT", synchronously, so a kill -9 loses none it delivered.
+//
+//   node resume-client.js first  DIR LOG GATE MARKS N
+//     opens a session, starts a 2-core pilot, submits N tasks: the first half /bin/true, the
+//     second half wait on a shared flock of GATE, then touch MARKS/<uid>. Prints
+//     {"session": uid} at once and {"quiet": true} once the first half is DONE and both cores
+//     run a gated task (nothing moves until GATE opens), then waits to be killed.
+//   node resume-client.js resume DIR LOG SESSION
+//     resumes SESSION, waits for every task to end, prints {"states": {...}}, closes.
+const { appendFileSync } = require('node:fs');
+const { Session, PilotManager, TaskManager } = require('../../dist/src');
+
+const [mode, dir, log] = process.argv.slice(2);
+const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
+
+function record(session) {
+  const pmgr = new PilotManager(session);
+  const tmgr = new TaskManager(session);
+  tmgr.onState((t, s, i) => appendFileSync(log, `task ${t.uid} ${s} ${i.attempt}\n`));
+  pmgr.onState((p, s, i) => appendFileSync(log, `pilot ${p.uid} ${s} ${i.attempt}\n`));
+  return { pmgr, tmgr };
+}
+
+async function first(gate, marks, n) {
+  const session = await Session.open({ dir });
+  say({ session: session.uid });
+  const { pmgr, tmgr } = record(session);
+  const [pilot] = await pmgr.submitPilots([
+    { resource: 'local', cores: 2, runtimeMin: 10, agent: { clientTimeoutS: 120 } },
+  ]);
+  tmgr.addPilots([pilot]);
+  let executing = 0;
+  let bothCores;
+  const running = new Promise((resolve) => (bothCores = resolve));
+  tmgr.onState((t, s) => {
+    if (s === 'AGENT_EXECUTING' && t.description.name === 'gated' && ++executing === 2) bothCores();
+  });
+  const half = n / 2;
+  const tasks = await tmgr.submitTasks([
+    ...Array.from({ length: half }, () => ({ executable: '/bin/true' })),
+    ...Array.from({ length: n - half }, () => ({
+      name: 'gated',
+      executable: '/bin/sh',
+      arguments: ['-c', 'flock -s "$0" true && touch "$1/$PF_TASK_ID"', gate, marks],
+    })),
+  ]);
+  await tmgr.waitTasks({ uids: tasks.slice(0, half).map((t) => t.uid), timeoutMs: 120_000 });
+  await tmgr.waitTasks({
+    uids: tasks.slice(half).map((t) => t.uid),
+    states: ['AGENT_SCHEDULING', 'AGENT_EXECUTING_PENDING', 'AGENT_EXECUTING'],
+    timeoutMs: 60_000,
+  });
+  await running;
+  // a later turn: every callback so far has returned and its count is written
+  setImmediate(() => say({ quiet: true }));
+}
+
+async function resume(uid) {
+  const session = await Session.open({ dir, resume: uid });
+  const { tmgr } = record(session);
+  await tmgr.waitTasks({ timeoutMs: 120_000 });
+  const states = {};
+  for (const t of tmgr.list()) states[t.state] = (states[t.state] ?? 0) + 1;
+  await session.close();
+  say({ states });
+}
+
+(mode === 'first'
+  ? first(process.argv[5], process.argv[6], Number(process.argv[7]))
+  : resume(process.argv[5])
+).catch((e) => {
+  process.stderr.write(`resume-client: ${e.stack}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,72 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { DeliveredCounters } from '../../../src/client/delivered';
+import { Journal } from '../../../src/client/journal';
+import { UsageError } from '../../../src/errors';
+
+const dirs: string[] = [];
+function tmp(): string {
+  const d = mkdtempSync(path.join(os.tmpdir(), 'pf-journal-'));
+  dirs.push(d);
+  return d;
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('Journal', () => {
+  it('reads back what was appended, in order', () => {
+    const dir = tmp();
+    const j = Journal.create(dir);
+    j.append({ t: 'pilots-added', mgr: 'tmgr.0000', pilots: ['p1'] });
+    j.append({ t: 'tasks', mgr: 'tmgr.0000', tasks: [['t1', { executable: '/bin/true' }]] });
+    expect(Journal.read(dir).entries).toEqual([
+      { t: 'pilots-added', mgr: 'tmgr.0000', pilots: ['p1'] },
+      { t: 'tasks', mgr: 'tmgr.0000', tasks: [['t1', { executable: '/bin/true' }]] },
+    ]);
+  });
+
+  it('cuts a torn last line (a crash mid-append), so the next append starts a clean line', () => {
+    const dir = tmp();
+    const j = Journal.create(dir);
+    j.append({ t: 'pilots-added', mgr: 'tmgr.0000', pilots: ['p1'] });
+    appendFileSync(j.file, '{"t":"tasks","mgr":"tm');
+    const { journal, entries } = Journal.read(dir);
+    expect(entries).toHaveLength(1);
+    journal.append({ t: 'pilots-added', mgr: 'tmgr.0000', pilots: ['p2'] });
+    expect(Journal.read(dir).entries.map((e) => e.t === 'pilots-added' && e.pilots[0])).toEqual([
+      'p1',
+      'p2',
+    ]);
+    expect(readFileSync(j.file, 'utf8').endsWith('\n')).toBe(true);
+  });
+
+  it('refuses a journal damaged before its end, naming the file and line', () => {
+    const dir = tmp();
+    writeFileSync(path.join(dir, 'journal.jsonl'), '{"t":"agent","pilot":"p1"}\nnot json\n{}\n');
+    expect(() => Journal.read(dir)).toThrow(UsageError);
+    expect(() => Journal.read(dir)).toThrow(/journal\.jsonl line 2 is not JSON/);
+  });
+
+  it('says there is no session to resume when the journal is missing', () => {
+    expect(() => Journal.read(tmp())).toThrow(/cannot resume: no session journal/);
+  });
+});
+
+describe('DeliveredCounters', () => {
+  it('keeps each slot across a reopen, and 0 for slots never written', () => {
+    const dir = tmp();
+    const a = DeliveredCounters.open(dir);
+    a.set(1, 12);
+    a.set(0, 3);
+    a.set(1, 13);
+    a.close();
+    const b = DeliveredCounters.open(dir);
+    expect([b.get(0), b.get(1), b.get(2)]).toEqual([3, 13, 0]);
+    b.set(2, 2 ** 40);
+    b.close();
+    expect(DeliveredCounters.open(dir).get(2)).toBe(2 ** 40);
+  });
+});
