@@ -102,6 +102,32 @@ describe('UpdateWorker', () => {
     expect(sum((s) => s.received)).toBe(2 * notes.length);
   });
 
+  it('holds a bounded number while the store is away, then delivers every notification exactly once', async () => {
+    // the store goes away (its client died) and comes back at the same address
+    const at = server.endpoint;
+    await server.close();
+    startWorkers(2, { batchSize: 100, maxInFlight: 4, ackTimeoutMs: 300 });
+    const notes = makeNotes(20_000);
+    const pushing = (async () => {
+      for (const bulk of bulksOf(notes, 50)) await sender.send(bulk);
+    })();
+    // each worker pulls until maxInFlight batches wait for acks, then leaves the rest queued
+    await withTimeout(
+      (async () => {
+        while (sum((s) => s.inFlight) < 8) await new Promise((r) => setImmediate(r));
+      })(),
+      10_000,
+      'workers holding maxInFlight batches',
+    );
+    const bound = 2 * (4 * 100 + 100 + 50); // in flight, plus a partial batch, plus one bulk
+    expect(sum((s) => s.received)).toBeLessThanOrEqual(bound);
+    server = await StoreServer.start(observed, { address: at, logger: log });
+    expect(await waitForCount(store, notes.length, 30_000)).toBe(notes.length);
+    await pushing;
+    const keys = new Set((await store.history()).map(notificationKey));
+    expect(keys.size).toBe(notes.length);
+  }, 40_000);
+
   it('logs and counts invalid messages without stopping, and valid traffic still arrives', async () => {
     startWorkers(2);
     expect(() => decode(Buffer.from('not msgpack'))).toThrow();
