@@ -166,7 +166,12 @@ export class TaskManager {
     >();
     for (const task of this.tasks.values()) {
       if (task.final) continue;
-      const where = TASK_HOLDER[task.state];
+      let where = TASK_HOLDER[task.state];
+      // staged out again only when the store told how it exited (a hand-back notification
+      // may still be on its way): else the agent's copy of the task is waited for
+      if (where === 'output' && task.exitCode === undefined && task.signal === undefined) {
+        where = 'agent';
+      }
       if (where === undefined || task.pilot === undefined) {
         unsent.push(task);
         continue;

@@ -1,8 +1,8 @@
 // A client for the resume crash test. Every callback it gets is appended to LOG as one line
 // "task|pilot UID STATE ATTEMPT", synchronously, so a kill -9 loses none it delivered.
 //
-//   node resume-client.js first  DIR LOG GATE MARKS N
-//     opens a session, starts a 2-core pilot, submits N tasks: the first half /bin/true, the
+//   node resume-client.js first  DIR LOG GATE MARKS N RESOURCE
+//     opens a session, starts a 2-core pilot (local, or one Slurm node), submits N tasks: the first half /bin/true, the
 //     second half wait on a shared flock of GATE, then touch MARKS/<uid>. Prints
 //     {"session": uid} at once and {"quiet": true} once the first half is DONE and both cores
 //     run a gated task (nothing moves until GATE opens), then waits to be killed.
@@ -22,12 +22,13 @@ function record(session) {
   return { pmgr, tmgr };
 }
 
-async function first(gate, marks, n) {
+async function first(gate, marks, n, resource) {
   const session = await Session.open({ dir });
   say({ session: session.uid });
   const { pmgr, tmgr } = record(session);
+  const size = resource === 'slurm' ? { nodes: 1 } : { cores: 2 };
   const [pilot] = await pmgr.submitPilots([
-    { resource: 'local', cores: 2, runtimeMin: 10, agent: { clientTimeoutS: 120 } },
+    { resource, ...size, runtimeMin: 10, agent: { clientTimeoutS: 120 } },
   ]);
   tmgr.addPilots([pilot]);
   let executing = 0;
@@ -61,13 +62,16 @@ async function resume(uid) {
   const { tmgr } = record(session);
   await tmgr.waitTasks({ timeoutMs: 120_000 });
   const states = {};
-  for (const t of tmgr.list()) states[t.state] = (states[t.state] ?? 0) + 1;
+  for (const t of tmgr.list()) {
+    states[t.state] = (states[t.state] ?? 0) + 1;
+    if (t.state !== 'DONE') process.stderr.write(`${t.uid} ${t.state}: ${t.reason?.message}\n`);
+  }
   await session.close();
   say({ states });
 }
 
 (mode === 'first'
-  ? first(process.argv[5], process.argv[6], Number(process.argv[7]))
+  ? first(process.argv[5], process.argv[6], Number(process.argv[7]), process.argv[8])
   : resume(process.argv[5])
 ).catch((e) => {
   process.stderr.write(`resume-client: ${e.stack}\n`);

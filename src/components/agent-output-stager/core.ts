@@ -45,7 +45,16 @@ export class AgentOutputStagerCore {
       task.stdout = r.stdout;
       task.stderr = r.stderr;
       if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
-      notes.push(transition(task, 'TMGR_STAGING_OUTPUT_PENDING', ME, now));
+      // the hand-back carries what the client needs to end the task, so a client that resumes
+      // after losing the task on the wire can finish it from the store alone
+      notes.push(
+        transition(task, 'TMGR_STAGING_OUTPUT_PENDING', ME, now, {
+          exitCode: task.exitCode ?? null,
+          signal: task.signal ?? null,
+          stdout: r.stdout,
+          stderr: r.stderr,
+        }),
+      );
       out.push(task);
     }
     if (notes.length > 0) this.effects.notify(notes);

@@ -7,17 +7,23 @@ import { createInterface } from 'node:readline';
 import { withTimeout } from '../../../src/lib/deferred';
 import { PILOT_STATES } from '../../../src/states/pilot-model';
 import { TASK_STATES } from '../../../src/states/task-model';
+import { describeSlurm, slurmEnv } from '../../support/slurm';
 
 const CLIENT = path.join(__dirname, '../../support/resume-client.js');
-const N = 1_000;
 
 /** Runs the client script; `next()` resolves with each JSON line it prints. */
-function client(args: string[]): {
+function client(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): {
   proc: ChildProcess;
   next(what: string): Promise<unknown>;
   exit: Promise<number | null>;
 } {
-  const proc = spawn(process.execPath, [CLIENT, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, [CLIENT, ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env,
+  });
   const lines = createInterface({ input: proc.stdout });
   const queue: string[] = [];
   const waiting: ((l: string) => void)[] = [];
@@ -80,71 +86,93 @@ function killAgents(root: string): void {
   }
 }
 
+/**
+ * Kills a client with SIGKILL while N tasks are in flight on one pilot, lets the tasks finish
+ * with no client, resumes the session in a second client, and checks the callbacks of both.
+ */
+async function killAndResume(
+  root: string,
+  n: number,
+  resource: 'local' | 'slurm',
+  env: NodeJS.ProcessEnv,
+): Promise<void> {
+  const gate = path.join(root, 'gate');
+  const marks = path.join(root, 'marks');
+  mkdirSync(marks);
+  const log1 = path.join(root, 'first.log');
+  const log2 = path.join(root, 'second.log');
+  // holds GATE exclusively until its stdin closes: the gated tasks wait on it
+  const holder = spawn('flock', ['-x', gate, '-c', 'echo locked; exec cat'], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const holderExit = new Promise((resolve) => holder.once('exit', resolve));
+  try {
+    await withTimeout(
+      new Promise((resolve) => createInterface({ input: holder.stdout }).once('line', resolve)),
+      10_000,
+      'gate locked',
+    );
+    const one = client(['first', root, log1, gate, marks, String(n), resource], env);
+    const { session } = (await one.next('session id')) as { session: string };
+    expect(await one.next('first client quiet')).toEqual({ quiet: true });
+    one.proc.kill('SIGKILL');
+    expect(await one.exit).toBe(null);
+
+    // the agent works on with no client: the gated tasks run once the gate opens
+    holder.stdin.end();
+    await holderExit;
+    await entries(marks, n / 2, 60_000);
+
+    const two = client(['resume', root, log2, session], env);
+    expect(await two.next('resumed client summary')).toEqual({ states: { DONE: n } });
+    expect(await two.exit).toBe(0);
+
+    const lines = [log1, log2].flatMap((f) =>
+      readFileSync(f, 'utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
+    );
+    const byEntity = new Map<string, string[]>();
+    for (const l of lines) {
+      const [kind, uid, state] = l.split(' ');
+      const k = `${kind} ${uid}`;
+      byEntity.set(k, [...(byEntity.get(k) ?? []), state!]);
+    }
+    const taskLife = TASK_STATES.slice(0, TASK_STATES.indexOf('DONE') + 1);
+    const tasks = [...byEntity].filter(([k]) => k.startsWith('task '));
+    expect(tasks).toHaveLength(n);
+    for (const [, states] of tasks) expect(states).toEqual(taskLife);
+    // the second client canceled the pilot at close
+    const pilotLife = [
+      ...PILOT_STATES.slice(0, PILOT_STATES.indexOf('PMGR_ACTIVE') + 1),
+      'CANCELED',
+    ];
+    const pilots = [...byEntity].filter(([k]) => k.startsWith('pilot '));
+    expect(pilots).toHaveLength(1);
+    expect(pilots[0]![1]).toEqual(pilotLife);
+    expect(lines).toHaveLength(n * taskLife.length + pilotLife.length);
+    // both clients delivered some: the kill really was mid-run
+    expect(readFileSync(log2, 'utf8').length).toBeGreaterThan(0);
+  } finally {
+    if (holder.exitCode === null) holder.kill('SIGKILL');
+    killAgents(root);
+  }
+}
+
 describe('a client killed with SIGKILL mid-run', () => {
   const root = mkdtempSync(path.join(os.tmpdir(), 'pf-resume-'));
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-  it('is resumed by a new client: every task ends, and the two clients deliver each state of each task and pilot exactly once', async () => {
-    const gate = path.join(root, 'gate');
-    const marks = path.join(root, 'marks');
-    mkdirSync(marks);
-    const log1 = path.join(root, 'first.log');
-    const log2 = path.join(root, 'second.log');
-    // holds GATE exclusively until its stdin closes: the gated tasks wait on it
-    const holder = spawn('flock', ['-x', gate, '-c', 'echo locked; exec cat'], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    const holderExit = new Promise((resolve) => holder.once('exit', resolve));
-    try {
-      await withTimeout(
-        new Promise((resolve) => createInterface({ input: holder.stdout }).once('line', resolve)),
-        10_000,
-        'gate locked',
-      );
-      const one = client(['first', root, log1, gate, marks, String(N)]);
-      const { session } = (await one.next('session id')) as { session: string };
-      expect(await one.next('first client quiet')).toEqual({ quiet: true });
-      one.proc.kill('SIGKILL');
-      expect(await one.exit).toBe(null);
+  it('is resumed by a new client: every one of 1,000 tasks ends, and the two clients deliver each state of each task and pilot exactly once', async () => {
+    await killAndResume(root, 1_000, 'local', process.env);
+  }, 240_000);
+});
 
-      // the agent works on with no client: the gated tasks run once the gate opens
-      holder.stdin.end();
-      await holderExit;
-      await entries(marks, N / 2, 60_000);
+describeSlurm('a client of a Slurm pilot killed with SIGKILL mid-run', () => {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'pf-resume-slurm-'));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-      const two = client(['resume', root, log2, session]);
-      expect(await two.next('resumed client summary')).toEqual({ states: { DONE: N } });
-      expect(await two.exit).toBe(0);
-
-      const lines = [log1, log2].flatMap((f) =>
-        readFileSync(f, 'utf8')
-          .split('\n')
-          .filter((l) => l !== ''),
-      );
-      const byEntity = new Map<string, string[]>();
-      for (const l of lines) {
-        const [kind, uid, state] = l.split(' ');
-        const k = `${kind} ${uid}`;
-        byEntity.set(k, [...(byEntity.get(k) ?? []), state!]);
-      }
-      const taskLife = TASK_STATES.slice(0, TASK_STATES.indexOf('DONE') + 1);
-      const tasks = [...byEntity].filter(([k]) => k.startsWith('task '));
-      expect(tasks).toHaveLength(N);
-      for (const [, states] of tasks) expect(states).toEqual(taskLife);
-      // the second client canceled the pilot at close
-      const pilotLife = [
-        ...PILOT_STATES.slice(0, PILOT_STATES.indexOf('PMGR_ACTIVE') + 1),
-        'CANCELED',
-      ];
-      const pilots = [...byEntity].filter(([k]) => k.startsWith('pilot '));
-      expect(pilots).toHaveLength(1);
-      expect(pilots[0]![1]).toEqual(pilotLife);
-      expect(lines).toHaveLength(N * taskLife.length + pilotLife.length);
-      // both clients delivered some: the kill really was mid-run
-      expect(readFileSync(log2, 'utf8').length).toBeGreaterThan(0);
-    } finally {
-      if (holder.exitCode === null) holder.kill('SIGKILL');
-      killAgents(root);
-    }
+  it('is resumed by a new client that follows the job again; each state is delivered once', async () => {
+    await killAndResume(root, 40, 'slurm', { ...process.env, ...slurmEnv() });
   }, 240_000);
 });
