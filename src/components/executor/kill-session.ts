@@ -1,6 +1,7 @@
 /**
  * Signals every process of a task. A task runs as the leader of its own session and process
- * group (spawned `detached`), so `kill(-pid)` reaches it and its ordinary children. Some
+ * group (spawned `detached`), so `kill(-pid)` reaches it and its ordinary children. The C spawner
+ * helper (native/spawner/pf-spawner.c) does the same in C: keep the two in step. Some
  * launchers move children into process groups of their own: OpenMPI's mpirun gives each local
  * rank its own group, so a SIGKILL to mpirun's group would leave the ranks running. They stay
  * in the task's session, though, so after the group this also signals every process whose
@@ -13,12 +14,17 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 
-/** Signals the groups of `leaders` and every other process in their sessions. */
+/**
+ * Signals the groups of `leaders`, every other process in their sessions, and the descendants of
+ * all those (a child that called setsid left the session but is still a descendant). The members
+ * are found before any signal: once a parent is killed, its children move to init, out of reach.
+ */
 export function killSessions(leaders: readonly number[], signal: NodeJS.Signals): string[] {
   const errors: string[] = [];
   if (leaders.length === 0) return errors;
+  const members = sessionMembers(new Set(leaders));
   for (const pid of leaders) signalPid(-pid, signal, errors);
-  for (const pid of sessionMembers(new Set(leaders))) signalPid(pid, signal, errors);
+  for (const pid of members) signalPid(pid, signal, errors);
   return errors;
 }
 
@@ -32,18 +38,21 @@ export function killProcesses(pids: readonly number[], signal: NodeJS.Signals): 
   return errors;
 }
 
-/** Pids (other than the leaders) whose session id is one of `sids`. */
+/**
+ * Pids (other than the leaders) whose session id is one of `sids`, or with an ancestor that is
+ * such a process or a leader.
+ */
 export function sessionMembers(sids: ReadonlySet<number>): number[] {
-  const out: number[] = [];
   let names: string[];
   try {
     names = readdirSync('/proc');
   } catch {
-    return out; // no /proc: the group kill is all we can do
+    return []; // no /proc: the group kill is all we can do
   }
+  const procs = new Map<number, { ppid: number; sid: number }>();
   for (const name of names) {
     const pid = Number(name);
-    if (!Number.isInteger(pid) || sids.has(pid)) continue;
+    if (!Number.isInteger(pid) || pid <= 0) continue;
     let stat: string;
     try {
       stat = readFileSync(`/proc/${name}/stat`, 'utf8');
@@ -51,8 +60,34 @@ export function sessionMembers(sids: ReadonlySet<number>): number[] {
       continue; // exited meanwhile
     }
     // "pid (comm) state ppid pgrp session ...": comm may hold spaces and ')'.
-    const session = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
-    if (sids.has(session)) out.push(pid);
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    procs.set(pid, { ppid: Number(fields[1]), sid: Number(fields[3]) });
+  }
+  const inTree = new Map<number, boolean>();
+  const belongs = (pid: number): boolean => {
+    const path: number[] = [];
+    let found = false;
+    for (let p = pid; p > 1 && path.length < 256;) {
+      const known = inTree.get(p);
+      if (known !== undefined) {
+        found = known;
+        break;
+      }
+      path.push(p);
+      const proc = procs.get(p);
+      if (proc === undefined) break;
+      if (sids.has(p) || sids.has(proc.sid)) {
+        found = true;
+        break;
+      }
+      p = proc.ppid;
+    }
+    for (const p of path) inTree.set(p, found);
+    return found;
+  };
+  const out: number[] = [];
+  for (const pid of procs.keys()) {
+    if (!sids.has(pid) && belongs(pid)) out.push(pid);
   }
   return out;
 }

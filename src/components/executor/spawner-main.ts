@@ -7,13 +7,19 @@
  *   out: {"ev":"ready",pid} first, then {"ev":"started",uid,pid} | {"ev":"exited",uid,exitCode,signal}
  *        | {"ev":"failed",uid,code,message} | {"ev":"error",message}
  * `files` ({path, content}[], e.g. mpirun's hostfile) are written before the task starts. A kill
- * signals the task's process group and every other process of its session (kill-session.ts), or,
- * for a spawn with `killScope: 'process'` (srun), the task's process alone.
- * When stdin ends (the agent closed it or died) it SIGKILLs every task it still runs, waits for
- * them and exits, so no task outlives the agent.
+ * signals the task's process group and every other process of its session and their descendants
+ * (kill-session.ts), or, for a spawn with `killScope: 'process'` (srun), the task's process alone.
+ * When stdin ends (the agent closed it or died), or on SIGTERM or SIGHUP, it SIGKILLs every task
+ * it still runs, waits for them and exits, so no task outlives the agent.
+ *
+ * This is the fallback of the C helper (native/spawner/pf-spawner.c), which has the same protocol
+ * and semantics and needs ~1/9 of the CPU per spawn: keep the two in step (the integration tests
+ * run both).
+ * Both refuse a NUL byte in the executable, an argument, the environment, cwd or a path with a
+ * failed event (EINVAL), and name the working directory when it is what is wrong.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, openSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, openSync, statSync, writeFileSync } from 'node:fs';
 import { killProcesses, killSessions } from './kill-session';
 
 interface SpawnOp {
@@ -33,6 +39,10 @@ const children = new Map<string, ChildProcess>();
 /** Tasks whose kills signal their process alone (killScope 'process'). */
 const processOnly = new Set<string>();
 let outbox: string[] = [];
+/** The helper's environment, read once: process.env is slow to copy on every spawn. */
+const baseEnv: Record<string, string | undefined> = { ...process.env };
+/** Files the helper writes or truncates: rw-r--r-- (before the umask), as pf-spawner. */
+const FILE_MODE = 0o644;
 let stopping = false;
 let stdoutBroken = false;
 
@@ -71,15 +81,34 @@ function describe(code: string, e: unknown): string {
   return ERRNO_TEXT[code] ?? (e instanceof Error ? e.message : String(e));
 }
 
+/** The first string the kernel would get that holds a NUL byte, named as pf-spawner names it. */
+function nulField(m: SpawnOp): string | undefined {
+  const has = (s: string): boolean => s.includes('\0');
+  if (has(m.executable)) return 'executable';
+  const arg = m.args.findIndex(has);
+  if (arg >= 0) return `args[${arg}]`;
+  for (const [k, v] of Object.entries(m.env)) if (has(k) || has(v)) return 'env';
+  if (has(m.cwd)) return 'cwd';
+  if (has(m.stdoutPath)) return 'stdoutPath';
+  if (has(m.stderrPath)) return 'stderrPath';
+  const file = (m.files ?? []).findIndex((f) => has(f.path));
+  return file >= 0 ? `files.path[${file}]` : undefined;
+}
+
 function doSpawn(m: SpawnOp): void {
   const { uid } = m;
   if (children.has(uid)) {
     emit({ ev: 'failed', uid, code: 'EEXIST', message: `task '${uid}' is already running` });
     return;
   }
+  const nul = nulField(m);
+  if (nul !== undefined) {
+    emit({ ev: 'failed', uid, code: 'EINVAL', message: `${nul} contains a NUL byte` });
+    return;
+  }
   for (const f of m.files ?? []) {
     try {
-      writeFileSync(f.path, f.content);
+      writeFileSync(f.path, f.content, { mode: FILE_MODE });
     } catch (e) {
       const code = errnoOf(e);
       emit({ ev: 'failed', uid, code, message: `cannot write '${f.path}': ${describe(code, e)}` });
@@ -90,7 +119,7 @@ function doSpawn(m: SpawnOp): void {
   try {
     for (const path of [m.stdoutPath, m.stderrPath]) {
       try {
-        fds.push(openSync(path, 'w'));
+        fds.push(openSync(path, 'w', FILE_MODE));
       } catch (e) {
         const code = errnoOf(e);
         const message = `cannot open '${path}' for writing: ${describe(code, e)}`;
@@ -100,16 +129,17 @@ function doSpawn(m: SpawnOp): void {
     }
     const child = spawn(m.executable, m.args, {
       cwd: m.cwd,
-      env: { ...process.env, ...m.env },
+      env: { ...baseEnv, ...m.env },
       detached: true, // own process group, so kill reaches the task's children too
       stdio: ['ignore', fds[0], fds[1]],
     });
     if (m.killScope === 'process') processOnly.add(uid);
     watch(uid, child, m.cwd);
   } catch (e) {
-    // spawn throws synchronously on bad arguments (e.g. a NUL byte in an argument)
+    // spawn throws synchronously on bad arguments, and on exec errors other than EACCES,
+    // EAGAIN, EMFILE, ENFILE and ENOENT (e.g. ENOTDIR for a cwd that is a file)
     const code = errnoOf(e);
-    emit({ ev: 'failed', uid, code, message: describe(code, e) });
+    emit({ ev: 'failed', uid, ...(cwdProblem(m.cwd) ?? { code, message: describe(code, e) }) });
   } finally {
     for (const fd of fds) closeSync(fd);
   }
@@ -126,13 +156,9 @@ function watch(uid: string, child: ChildProcess, cwd: string): void {
     if (spawned) return; // a failed kill; the exit still comes
     children.delete(uid);
     processOnly.delete(uid);
+    // Node reports a bad cwd as an error of the executable: say which one it was.
     const code = errnoOf(e);
-    // Node reports a missing cwd as ENOENT of the executable: say which one it was.
-    const message =
-      code === 'ENOENT' && !existsSync(cwd)
-        ? `working directory '${cwd}' does not exist`
-        : describe(code, e);
-    emit({ ev: 'failed', uid, code, message });
+    emit({ ev: 'failed', uid, ...(cwdProblem(cwd) ?? { code, message: describe(code, e) }) });
     maybeExit();
   });
   child.once('exit', (exitCode, signal) => {
@@ -142,6 +168,29 @@ function watch(uid: string, child: ChildProcess, cwd: string): void {
     emit({ ev: 'exited', uid, exitCode, signal });
     maybeExit();
   });
+}
+
+/** Why the task cannot start in `cwd`, in pf-spawner's words; undefined if it can. */
+function cwdProblem(cwd: string): { code: string; message: string } | undefined {
+  try {
+    if (!statSync(cwd).isDirectory()) {
+      return {
+        code: 'ENOTDIR',
+        message: `cannot enter the working directory '${cwd}': ${ERRNO_TEXT.ENOTDIR}`,
+      };
+    }
+    accessSync(cwd, constants.X_OK);
+    return undefined;
+  } catch (e) {
+    const code = errnoOf(e);
+    if (code === 'ENOENT') {
+      return { code, message: `working directory '${cwd}' does not exist` };
+    }
+    return {
+      code,
+      message: `cannot enter the working directory '${cwd}': ${describe(code, e)}`,
+    };
+  }
 }
 
 type Signal = 'SIGTERM' | 'SIGKILL';
@@ -188,15 +237,24 @@ function isSpawnOp(m: unknown): m is SpawnOp {
     typeof s.uid === 'string' &&
     typeof s.executable === 'string' &&
     Array.isArray(s.args) &&
+    s.args.every((a) => typeof a === 'string') &&
     typeof s.env === 'object' &&
     s.env !== null &&
+    !Array.isArray(s.env) &&
+    Object.values(s.env).every((v) => typeof v === 'string') &&
     typeof s.cwd === 'string' &&
     typeof s.stdoutPath === 'string' &&
     typeof s.stderrPath === 'string' &&
     (s.killScope === undefined || s.killScope === 'process') &&
     (s.files === undefined ||
       (Array.isArray(s.files) &&
-        s.files.every((f) => typeof f?.path === 'string' && typeof f.content === 'string')))
+        s.files.every(
+          (f) =>
+            typeof f === 'object' &&
+            f !== null &&
+            typeof f.path === 'string' &&
+            typeof f.content === 'string',
+        )))
   );
 }
 

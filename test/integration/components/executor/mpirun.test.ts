@@ -12,6 +12,7 @@ import {
   lines,
   type Slot,
 } from '../../../support/executor-harness';
+import { describeEachHelper, useHelperEnv } from './spawner-fixtures';
 
 const HOST = os.hostname();
 
@@ -88,7 +89,8 @@ describe('the rank wrapper (plain sh, no mpirun)', () => {
   });
 });
 
-describe(`ExecutorCore + SpawnerPool + real mpirun${SKIPPED}`, () => {
+describeEachHelper(`ExecutorCore + SpawnerPool + real mpirun${SKIPPED}`, (helper) => {
+  useHelperEnv(helper);
   let dir: string;
   let h: ExecutorHarness | undefined;
 

@@ -1,103 +1,26 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync, spawn } from 'node:child_process';
+/**
+ * SpawnerPool over real helpers, run once with each: the C pf-spawner (the default) and the Node
+ * spawner-main.ts (the fallback). Cases beyond these, mostly about the helpers themselves, are in
+ * spawner-helpers.test.ts.
+ */
+import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type {
-  ExitedEvent,
-  FailedEvent,
-  SpawnSpec,
-  StartedEvent,
-} from '../../../../src/components/executor/effects';
-import { SpawnerPool, spawnerScript } from '../../../../src/components/executor/spawner-pool';
-import { deferred, withTimeout } from '../../../../src/lib/deferred';
+import type { SpawnSpec } from '../../../../src/components/executor/effects';
+import { SpawnerPool, type SpawnerHelper } from '../../../../src/components/executor/spawner-pool';
 import { silentLogger, type Logger } from '../../../../src/lib/logger';
+import {
+  Events,
+  RawHelper,
+  cleanupFifos,
+  describeEachHelper,
+  errnoOf,
+  fifoOutput,
+  recordingLogger,
+} from './spawner-fixtures';
 
-const WAIT_MS = 5_000;
-
-/** Collects pool events and lets a test await a condition on them. */
-class Events {
-  readonly started = new Map<string, number>();
-  readonly exited = new Map<string, ExitedEvent>();
-  readonly failed = new Map<string, FailedEvent>();
-  private waiters: { check: () => boolean; resolve: () => void }[] = [];
-
-  readonly handlers = {
-    started: (evs: StartedEvent[]) =>
-      this.add(() => evs.forEach((e) => this.started.set(e.uid, e.pid))),
-    exited: (evs: ExitedEvent[]) => this.add(() => evs.forEach((e) => this.exited.set(e.uid, e))),
-    failed: (evs: FailedEvent[]) => this.add(() => evs.forEach((e) => this.failed.set(e.uid, e))),
-  };
-
-  until(what: string, check: () => boolean, ms = WAIT_MS): Promise<void> {
-    if (check()) return Promise.resolve();
-    const d = deferred<void>();
-    this.waiters.push({ check, resolve: () => d.resolve() });
-    return withTimeout(d.promise, ms, what);
-  }
-
-  async pid(uid: string): Promise<number> {
-    await this.until(`start of ${uid}`, () => this.started.has(uid));
-    return this.started.get(uid)!;
-  }
-
-  async exit(uid: string): Promise<ExitedEvent> {
-    await this.until(`exit of ${uid}`, () => this.exited.has(uid));
-    return this.exited.get(uid)!;
-  }
-
-  async failure(uid: string): Promise<FailedEvent> {
-    await this.until(`failure of ${uid}`, () => this.failed.has(uid));
-    return this.failed.get(uid)!;
-  }
-
-  private add(record: () => void): void {
-    record();
-    this.waiters = this.waiters.filter((w) => {
-      if (!w.check()) return true;
-      w.resolve();
-      return false;
-    });
-  }
-}
-
-/** Logs into an array, so a test can see what a person would be told. */
-function recordingLogger(lines: string[]): Logger {
-  const log: Logger = {
-    error: (m) => lines.push(`error ${m}`),
-    warn: (m) => lines.push(`warn ${m}`),
-    info: () => undefined,
-    debug: () => undefined,
-    child: () => log,
-  };
-  return log;
-}
-
-/**
- * A FIFO as the task's stdout: `data()` awaits the first output, `gone()` the moment every
- * process holding it (the whole group, grandchildren included) has exited.
- */
-function fifoOutput(file: string): { data(): Promise<string>; gone(): Promise<void> } {
-  execFileSync('mkfifo', [file]);
-  const reader = fs.createReadStream(file, { encoding: 'utf8' });
-  const data = new Promise<string>((resolve) => reader.once('data', (c) => resolve(String(c))));
-  const gone = new Promise<void>((resolve) => reader.once('end', () => resolve()));
-  return {
-    data: () => withTimeout(data, WAIT_MS, 'first output'),
-    gone: () => withTimeout(gone, WAIT_MS, 'end of output'),
-  };
-}
-
-function errnoOf(fn: () => void): string | undefined {
-  try {
-    fn();
-    return undefined;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code;
-  }
-}
-
-describe('SpawnerPool', () => {
+describeEachHelper('SpawnerPool', (helper: SpawnerHelper) => {
   let dir: string;
   let pool: SpawnerPool | undefined;
   let events: Events;
@@ -110,11 +33,12 @@ describe('SpawnerPool', () => {
   afterEach(async () => {
     await pool?.close();
     pool = undefined;
+    cleanupFifos();
   });
 
   async function start(count = 1, logger: Logger = silentLogger): Promise<SpawnerPool> {
     events = new Events();
-    pool = await SpawnerPool.start({ count, logger, handlers: events.handlers });
+    pool = await SpawnerPool.start({ count, logger, handlers: events.handlers, helper });
     return pool;
   }
 
@@ -292,54 +216,34 @@ describe('SpawnerPool', () => {
   });
 });
 
-describe('spawner helper', () => {
-  it('answers a bad line with an error event, keeps serving and exits when stdin ends', async () => {
-    const helper = spawn(process.execPath, [spawnerScript()], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    let out = '';
-    const lines = (): unknown[] =>
-      out
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as unknown);
-    const got = deferred<void>();
-    helper.stdout.setEncoding('utf8');
-    helper.stdout.on('data', (c: string) => {
-      out += c;
-      if (lines().some((e) => (e as { ev: string }).ev === 'failed')) got.resolve();
-    });
-    const exited = new Promise<number | null>((resolve) => helper.once('exit', resolve));
-    try {
-      await talk();
-    } finally {
-      helper.kill('SIGKILL'); // no-op once it exited; stops it if an expectation failed
-    }
+describeEachHelper('spawner helper', (helper: SpawnerHelper) => {
+  let h: RawHelper | undefined;
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+  });
 
-    async function talk(): Promise<void> {
-      helper.stdin.write('not json\n{"op":"explode"}\n');
-      helper.stdin.write('{"op":"kill","uid":"nobody","signal":"SIGTERM"}\n');
-      helper.stdin.write(
-        JSON.stringify({
-          op: 'spawn',
-          uid: 'u1',
-          executable: '/no/exe',
-          args: [],
-          env: {},
-          cwd: '/',
-          stdoutPath: '/dev/null',
-          stderrPath: '/dev/null',
-        }) + '\n',
-      );
-      await withTimeout(got.promise, WAIT_MS, 'failed event');
-      helper.stdin.end();
-      expect(await withTimeout(exited, WAIT_MS, 'helper exit')).toBe(0);
-      expect(lines()).toEqual([
-        { ev: 'ready', pid: helper.pid },
-        { ev: 'error', message: 'not JSON: not json' },
-        { ev: 'error', message: 'bad request: {"op":"explode"}' },
-        { ev: 'failed', uid: 'u1', code: 'ENOENT', message: 'no such file or directory' },
-      ]);
-    }
+  it('answers a bad line with an error event, keeps serving and exits when stdin ends', async () => {
+    h = await RawHelper.start(helper);
+    h.write('not json\n{"op":"explode"}\n');
+    h.send({ op: 'kill', uid: 'nobody', signal: 'SIGTERM' });
+    h.send({
+      op: 'spawn',
+      uid: 'u1',
+      executable: '/no/exe',
+      args: [],
+      env: {},
+      cwd: '/',
+      stdoutPath: '/dev/null',
+      stderrPath: '/dev/null',
+    });
+    await h.of('failed', 'u1');
+    expect(await h.end()).toEqual({ code: 0, signal: null });
+    expect(h.events).toEqual([
+      { ev: 'ready', pid: h.proc.pid },
+      { ev: 'error', message: 'not JSON: not json' },
+      { ev: 'error', message: 'bad request: {"op":"explode"}' },
+      { ev: 'failed', uid: 'u1', code: 'ENOENT', message: 'no such file or directory' },
+    ]);
   });
 });

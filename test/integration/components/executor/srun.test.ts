@@ -27,6 +27,7 @@ import {
   type Slot,
 } from '../../../support/executor-harness';
 import { cancelJob, describeSlurm, sbatch, slurmEnv } from '../../../support/slurm';
+import { describeEachHelper, useHelperEnv } from './spawner-fixtures';
 
 /** How long the 2-node job may take to start (other Slurm tests may hold the nodes). */
 const JOB_START_MS = 60_000;
@@ -127,175 +128,180 @@ describeSlurm('ExecutorCore + SpawnerPool + real srun in a Slurm allocation', ()
     fs.rmSync(dir, { recursive: true, force: true });
   }, 20_000);
 
-  beforeEach(async () => {
-    h = await ExecutorHarness.start(dir, {
-      prefix: 'srun',
-      launch: { slurm: { srun: 'srun', node: agentNode } },
-      env: batchEnv,
+  // One job, shared: the cases run once with each spawner helper.
+  describeEachHelper('runs srun steps', (helper) => {
+    useHelperEnv(helper);
+
+    beforeEach(async () => {
+      h = await ExecutorHarness.start(dir, {
+        prefix: 'srun',
+        launch: { slurm: { srun: 'srun', node: agentNode } },
+        env: batchEnv,
+      });
     });
-  });
 
-  afterEach(async () => {
-    await h?.pool.close();
-    h = undefined;
-    cleanupFifos();
-  });
+    afterEach(async () => {
+      await h?.pool.close();
+      h = undefined;
+      cleanupFifos();
+    });
 
-  const SHOW = 'echo "rank=$PF_RANK on $(hostname) of $PF_RANKS gpus=$CUDA_VISIBLE_DEVICES"';
-  const show: TaskDescription = { executable: '/bin/sh', arguments: ['-c', SHOW] };
+    const SHOW = 'echo "rank=$PF_RANK on $(hostname) of $PF_RANKS gpus=$CUDA_VISIBLE_DEVICES"';
+    const show: TaskDescription = { executable: '/bin/sh', arguments: ['-c', SHOW] };
 
-  it('runs a job whose batch step is on n1, with SLURM_JOB_ID set', () => {
-    expect(batchEnv.SLURM_JOB_ID).toBe(jobId);
-    expect(agentNode).toBe('n1');
-  });
+    it('runs a job whose batch step is on n1, with SLURM_JOB_ID set', () => {
+      expect(batchEnv.SLURM_JOB_ID).toBe(jobId);
+      expect(agentNode).toBe('n1');
+    });
 
-  it('runs rank i on the node of slot i, with the GPUs of its slot', async () => {
-    const t = h!.task({ ...show, ranks: 2 }, [slot('n1', [0], [0]), slot('n2', [0], [1])]);
-    h!.core.onTasks([t]);
-    const out = await h!.done(t);
-    expect(t.state).toBe('AGENT_STAGING_OUTPUT_PENDING');
-    expect(t.exitCode).toBe(0);
-    expect(lines(out)).toEqual(['rank=0 on n1 of 2 gpus=0', 'rank=1 on n2 of 2 gpus=1']);
-  });
+    it('runs rank i on the node of slot i, with the GPUs of its slot', async () => {
+      const t = h!.task({ ...show, ranks: 2 }, [slot('n1', [0], [0]), slot('n2', [0], [1])]);
+      h!.core.onTasks([t]);
+      const out = await h!.done(t);
+      expect(t.state).toBe('AGENT_STAGING_OUTPUT_PENDING');
+      expect(t.exitCode).toBe(0);
+      expect(lines(out)).toEqual(['rank=0 on n1 of 2 gpus=0', 'rank=1 on n2 of 2 gpus=1']);
+    });
 
-  it('follows the order of the slots, not a block or cyclic layout', async () => {
-    const slots = [slot('n2', [0]), slot('n1', [0]), slot('n1', [1]), slot('n2', [1])];
-    const t = h!.task({ ...show, ranks: 4 }, slots);
-    h!.core.onTasks([t]);
-    expect(lines(await h!.done(t))).toEqual([
-      'rank=0 on n2 of 4 gpus=',
-      'rank=1 on n1 of 4 gpus=',
-      'rank=2 on n1 of 4 gpus=',
-      'rank=3 on n2 of 4 gpus=',
-    ]);
-  });
+    it('follows the order of the slots, not a block or cyclic layout', async () => {
+      const slots = [slot('n2', [0]), slot('n1', [0]), slot('n1', [1]), slot('n2', [1])];
+      const t = h!.task({ ...show, ranks: 4 }, slots);
+      h!.core.onTasks([t]);
+      expect(lines(await h!.done(t))).toEqual([
+        'rank=0 on n2 of 4 gpus=',
+        'rank=1 on n1 of 4 gpus=',
+        'rank=2 on n1 of 4 gpus=',
+        'rank=3 on n2 of 4 gpus=',
+      ]);
+    });
 
-  it('runs a single rank placed on n2 there, and forks one placed on the agent node', async () => {
-    const there = h!.task(show, [slot('n2', [1], [3])]);
-    const here = h!.task(show, [slot(agentNode, [1])]);
-    const asked = h!.task({ ...show, launch: 'srun' }, [slot(agentNode, [0])]);
-    h!.core.onTasks([there, here, asked]);
-    expect(await h!.done(there)).toBe('rank=0 on n2 of 1 gpus=3\n');
-    // Forked by the spawner itself: on this machine, outside the fake node's UTS namespace.
-    expect(await h!.done(here)).toBe(`rank=0 on ${HOST} of 1 gpus=\n`);
-    expect(await h!.done(asked)).toBe(`rank=0 on ${agentNode} of 1 gpus=\n`);
-  });
+    it('runs a single rank placed on n2 there, and forks one placed on the agent node', async () => {
+      const there = h!.task(show, [slot('n2', [1], [3])]);
+      const here = h!.task(show, [slot(agentNode, [1])]);
+      const asked = h!.task({ ...show, launch: 'srun' }, [slot(agentNode, [0])]);
+      h!.core.onTasks([there, here, asked]);
+      expect(await h!.done(there)).toBe('rank=0 on n2 of 1 gpus=3\n');
+      // Forked by the spawner itself: on this machine, outside the fake node's UTS namespace.
+      expect(await h!.done(here)).toBe(`rank=0 on ${HOST} of 1 gpus=\n`);
+      expect(await h!.done(asked)).toBe(`rank=0 on ${agentNode} of 1 gpus=\n`);
+    });
 
-  it('hands arguments with spaces and quotes, and the task environment, to every rank', async () => {
-    const args = ['a b', `it's "quoted"`, '$HOME', '*', ''];
-    const t = h!.task(
-      {
-        ranks: 2,
+    it('hands arguments with spaces and quotes, and the task environment, to every rank', async () => {
+      const args = ['a b', `it's "quoted"`, '$HOME', '*', ''];
+      const t = h!.task(
+        {
+          ranks: 2,
+          executable: '/bin/sh',
+          arguments: ['-c', 'line=$(printf "%s|" "$PF_RANK" "$GREETING" "$@"); echo "$line"', 'x'],
+          environment: { GREETING: 'hello world' },
+        },
+        [slot('n1', [0]), slot('n2', [0])],
+      );
+      t.description.arguments!.push(...args);
+      h!.core.onTasks([t]);
+      expect(lines(await h!.done(t))).toEqual(
+        [0, 1].map((r) => `${r}|hello world|${args.join('|')}|`),
+      );
+    });
+
+    it('reports the exit code of a failed single rank', async () => {
+      const t = h!.task({ executable: '/bin/sh', arguments: ['-c', 'exit 3'] }, [slot('n2', [0])]);
+      h!.core.onTasks([t]);
+      await h!.done(t);
+      expect(t.state).toBe('AGENT_STAGING_OUTPUT_PENDING');
+      expect(t.exitCode).toBe(3);
+    });
+
+    it('ends the other ranks when one fails, and exits non-zero', async () => {
+      const t = h!.task(
+        {
+          ranks: 2,
+          executable: '/bin/sh',
+          arguments: ['-c', 'if [ "$PF_RANK" = 1 ]; then exit 3; fi; exec sleep 30'],
+        },
+        [slot('n1', [0]), slot('n2', [0])],
+      );
+      h!.core.onTasks([t]);
+      await h!.done(t); // within WAIT_MS: rank 0 did not sleep its 30 s
+      expect(t.state).toBe('AGENT_STAGING_OUTPUT_PENDING');
+      expect(t.exitCode).not.toBe(0);
+      expect(fs.readFileSync(`${t.sandbox!}/stderr`, 'utf8')).toContain(
+        'task 1: Exited with exit code 3',
+      );
+    });
+
+    it('runs two steps side by side on one node of the allocation', async () => {
+      const file = path.join(dir, `${helper}-side.fifo`);
+      const out = fifo(file);
+      const desc: TaskDescription = {
         executable: '/bin/sh',
-        arguments: ['-c', 'line=$(printf "%s|" "$PF_RANK" "$GREETING" "$@"); echo "$line"', 'x'],
-        environment: { GREETING: 'hello world' },
-      },
-      [slot('n1', [0]), slot('n2', [0])],
-    );
-    t.description.arguments!.push(...args);
-    h!.core.onTasks([t]);
-    expect(lines(await h!.done(t))).toEqual(
-      [0, 1].map((r) => `${r}|hello world|${args.join('|')}|`),
-    );
-  });
-
-  it('reports the exit code of a failed single rank', async () => {
-    const t = h!.task({ executable: '/bin/sh', arguments: ['-c', 'exit 3'] }, [slot('n2', [0])]);
-    h!.core.onTasks([t]);
-    await h!.done(t);
-    expect(t.state).toBe('AGENT_STAGING_OUTPUT_PENDING');
-    expect(t.exitCode).toBe(3);
-  });
-
-  it('ends the other ranks when one fails, and exits non-zero', async () => {
-    const t = h!.task(
-      {
-        ranks: 2,
-        executable: '/bin/sh',
-        arguments: ['-c', 'if [ "$PF_RANK" = 1 ]; then exit 3; fi; exec sleep 30'],
-      },
-      [slot('n1', [0]), slot('n2', [0])],
-    );
-    h!.core.onTasks([t]);
-    await h!.done(t); // within WAIT_MS: rank 0 did not sleep its 30 s
-    expect(t.state).toBe('AGENT_STAGING_OUTPUT_PENDING');
-    expect(t.exitCode).not.toBe(0);
-    expect(fs.readFileSync(`${t.sandbox!}/stderr`, 'utf8')).toContain(
-      'task 1: Exited with exit code 3',
-    );
-  });
-
-  it('runs two steps side by side on one node of the allocation', async () => {
-    const file = path.join(dir, 'side.fifo');
-    const out = fifo(file);
-    const desc: TaskDescription = {
-      executable: '/bin/sh',
-      arguments: ['-c', 'exec >"$FIFO"; echo "up $(hostname)"; exec sleep 30'],
-      environment: { FIFO: file },
-    };
-    const a = h!.task(desc, [slot('n2', [0])]);
-    const b = h!.task({ ...desc, memPerRankMb: 100 }, [slot('n2', [1])]);
-    h!.core.onTasks([a, b]);
-    expect(lines(await out.text(2))).toEqual(['up n2', 'up n2']);
-    h!.core.onCancel([a.uid, b.uid]);
-    await Promise.all([h!.done(a), h!.done(b)]);
-    await out.gone();
-  });
-
-  it('cancels a running task: every rank on both nodes ends', async () => {
-    const file = path.join(dir, 'cancel.fifo');
-    const out = fifo(file);
-    const t = h!.task(
-      {
-        ranks: 2,
-        executable: '/bin/sh',
-        arguments: ['-c', 'exec >"$FIFO"; echo "up $PF_RANK $(hostname)"; exec sleep 30'],
+        arguments: ['-c', 'exec >"$FIFO"; echo "up $(hostname)"; exec sleep 30'],
         environment: { FIFO: file },
-      },
-      [slot('n1', [0]), slot('n2', [0])],
-    );
-    h!.core.onTasks([t]);
-    expect(lines(await out.text(2))).toEqual(['up 0 n1', 'up 1 n2']);
-    h!.core.onCancel([t.uid]);
-    await h!.done(t);
-    expect(t.state).toBe('CANCELED');
-    await out.gone();
-  });
+      };
+      const a = h!.task(desc, [slot('n2', [0])]);
+      const b = h!.task({ ...desc, memPerRankMb: 100 }, [slot('n2', [1])]);
+      h!.core.onTasks([a, b]);
+      expect(lines(await out.text(2))).toEqual(['up n2', 'up n2']);
+      h!.core.onCancel([a.uid, b.uid]);
+      await Promise.all([h!.done(a), h!.done(b)]);
+      await out.gone();
+    });
 
-  it('leaves no rank behind when the spawner helpers stop (the agent is gone)', async () => {
-    const file = path.join(dir, 'stop.fifo');
-    const out = fifo(file);
-    const t = h!.task(
-      {
-        ranks: 2,
-        executable: '/bin/sh',
-        arguments: ['-c', 'trap "" TERM; exec >"$FIFO"; echo "up $PF_RANK"; exec sleep 30'],
-        environment: { FIFO: file },
-      },
-      [slot('n1', [0]), slot('n2', [0])],
-    );
-    h!.core.onTasks([t]);
-    expect(lines(await out.text(2))).toEqual(['up 0', 'up 1']);
-    await h!.pool.close();
-    await out.gone();
-  });
+    it('cancels a running task: every rank on both nodes ends', async () => {
+      const file = path.join(dir, `${helper}-cancel.fifo`);
+      const out = fifo(file);
+      const t = h!.task(
+        {
+          ranks: 2,
+          executable: '/bin/sh',
+          arguments: ['-c', 'exec >"$FIFO"; echo "up $PF_RANK $(hostname)"; exec sleep 30'],
+          environment: { FIFO: file },
+        },
+        [slot('n1', [0]), slot('n2', [0])],
+      );
+      h!.core.onTasks([t]);
+      expect(lines(await out.text(2))).toEqual(['up 0 n1', 'up 1 n2']);
+      h!.core.onCancel([t.uid]);
+      await h!.done(t);
+      expect(t.state).toBe('CANCELED');
+      await out.gone();
+    });
 
-  it('leaves no rank behind when the agent shuts down (SIGKILL to srun)', async () => {
-    const file = path.join(dir, 'kill.fifo');
-    const out = fifo(file);
-    const t = h!.task(
-      {
-        ranks: 2,
-        executable: '/bin/sh',
-        arguments: ['-c', 'trap "" TERM; exec >"$FIFO"; echo "up $PF_RANK"; exec sleep 30'],
-        environment: { FIFO: file },
-      },
-      [slot('n1', [1]), slot('n2', [1])],
-    );
-    h!.core.onTasks([t]);
-    expect(lines(await out.text(2))).toEqual(['up 0', 'up 1']);
-    h!.core.onShutdown('FAILED', { code: 'E_PILOT_ENDED', message: 'bye', component: 'Agent' });
-    expect(t.state).toBe('FAILED');
-    await out.gone();
+    it('leaves no rank behind when the spawner helpers stop (the agent is gone)', async () => {
+      const file = path.join(dir, `${helper}-stop.fifo`);
+      const out = fifo(file);
+      const t = h!.task(
+        {
+          ranks: 2,
+          executable: '/bin/sh',
+          arguments: ['-c', 'trap "" TERM; exec >"$FIFO"; echo "up $PF_RANK"; exec sleep 30'],
+          environment: { FIFO: file },
+        },
+        [slot('n1', [0]), slot('n2', [0])],
+      );
+      h!.core.onTasks([t]);
+      expect(lines(await out.text(2))).toEqual(['up 0', 'up 1']);
+      await h!.pool.close();
+      await out.gone();
+    });
+
+    it('leaves no rank behind when the agent shuts down (SIGKILL to srun)', async () => {
+      const file = path.join(dir, `${helper}-kill.fifo`);
+      const out = fifo(file);
+      const t = h!.task(
+        {
+          ranks: 2,
+          executable: '/bin/sh',
+          arguments: ['-c', 'trap "" TERM; exec >"$FIFO"; echo "up $PF_RANK"; exec sleep 30'],
+          environment: { FIFO: file },
+        },
+        [slot('n1', [1]), slot('n2', [1])],
+      );
+      h!.core.onTasks([t]);
+      expect(lines(await out.text(2))).toEqual(['up 0', 'up 1']);
+      h!.core.onShutdown('FAILED', { code: 'E_PILOT_ENDED', message: 'bye', component: 'Agent' });
+      expect(t.state).toBe('FAILED');
+      await out.gone();
+    });
   });
 });

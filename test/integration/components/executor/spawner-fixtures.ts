@@ -1,0 +1,266 @@
+/**
+ * Shared by the spawner helper tests: both helpers (the C pf-spawner and the Node
+ * spawner-main.ts), an event collector for SpawnerPool, FIFOs that tell when a task's whole
+ * process tree has exited, and a raw client of one helper speaking its line protocol.
+ */
+import { afterAll, beforeAll, describe } from '@jest/globals';
+import { execFileSync, spawn, type ChildProcessByStdio } from 'node:child_process';
+import * as fs from 'node:fs';
+import type { Readable, Writable } from 'node:stream';
+import type {
+  ExitedEvent,
+  FailedEvent,
+  StartedEvent,
+} from '../../../../src/components/executor/effects';
+import {
+  SPAWNER_ENV,
+  nativeSpawner,
+  spawnerCommand,
+  type SpawnerHelper,
+} from '../../../../src/components/executor/spawner-pool';
+import { deferred, withTimeout } from '../../../../src/lib/deferred';
+import type { Logger } from '../../../../src/lib/logger';
+
+export const WAIT_MS = 5_000;
+
+const NATIVE_BUILT = nativeSpawner() !== undefined;
+
+/**
+ * `describe` for each helper: the C one is skipped, saying so, when it is not built (no C
+ * compiler when `npm run build` ran; scripts/system-deps.sh installs gcc as root).
+ */
+export function describeEachHelper(title: string, body: (helper: SpawnerHelper) => void): void {
+  for (const helper of ['native', 'node'] as const) {
+    if (helper === 'native' && !NATIVE_BUILT) {
+      describe.skip(`${title} [native helper] (skipped: dist/native/pf-spawner not built)`, () =>
+        body(helper));
+    } else {
+      describe(`${title} [${helper} helper]`, () => body(helper));
+    }
+  }
+}
+
+/**
+ * Makes the pools started in the enclosing describe without a `helper` option (ExecutorHarness's)
+ * run `helper`, through the PILOTFISH_SPAWNER variable; restored afterwards.
+ */
+export function useHelperEnv(helper: SpawnerHelper): void {
+  const saved = process.env[SPAWNER_ENV];
+  beforeAll(() => {
+    process.env[SPAWNER_ENV] = helper;
+  });
+  afterAll(() => {
+    if (saved === undefined) delete process.env[SPAWNER_ENV];
+    else process.env[SPAWNER_ENV] = saved;
+  });
+}
+
+/** Collects pool events and lets a test await a condition on them. */
+export class Events {
+  readonly started = new Map<string, number>();
+  readonly exited = new Map<string, ExitedEvent>();
+  readonly failed = new Map<string, FailedEvent>();
+  private waiters: { check: () => boolean; resolve: () => void }[] = [];
+
+  readonly handlers = {
+    started: (evs: StartedEvent[]) =>
+      this.add(() => evs.forEach((e) => this.started.set(e.uid, e.pid))),
+    exited: (evs: ExitedEvent[]) => this.add(() => evs.forEach((e) => this.exited.set(e.uid, e))),
+    failed: (evs: FailedEvent[]) => this.add(() => evs.forEach((e) => this.failed.set(e.uid, e))),
+  };
+
+  until(what: string, check: () => boolean, ms = WAIT_MS): Promise<void> {
+    if (check()) return Promise.resolve();
+    const d = deferred<void>();
+    this.waiters.push({ check, resolve: () => d.resolve() });
+    return withTimeout(d.promise, ms, what);
+  }
+
+  async pid(uid: string): Promise<number> {
+    await this.until(`start of ${uid}`, () => this.started.has(uid));
+    return this.started.get(uid)!;
+  }
+
+  async exit(uid: string): Promise<ExitedEvent> {
+    await this.until(`exit of ${uid}`, () => this.exited.has(uid));
+    return this.exited.get(uid)!;
+  }
+
+  async failure(uid: string): Promise<FailedEvent> {
+    await this.until(`failure of ${uid}`, () => this.failed.has(uid));
+    return this.failed.get(uid)!;
+  }
+
+  private add(record: () => void): void {
+    record();
+    this.waiters = this.waiters.filter((w) => {
+      if (!w.check()) return true;
+      w.resolve();
+      return false;
+    });
+  }
+}
+
+/** Logs into an array, so a test can see what a person would be told. */
+export function recordingLogger(lines: string[]): Logger {
+  const log: Logger = {
+    error: (m) => lines.push(`error ${m}`),
+    warn: (m) => lines.push(`warn ${m}`),
+    info: (m) => lines.push(`info ${m}`),
+    debug: () => undefined,
+    child: () => log,
+  };
+  return log;
+}
+
+/** Unblocks the readers of FIFOs that no writer opened (a test that failed early). */
+const fifoCleanups: (() => void)[] = [];
+
+export function cleanupFifos(): void {
+  for (const cleanup of fifoCleanups.splice(0)) cleanup();
+}
+
+export interface FifoOutput {
+  /** The first chunk written. */
+  data(): Promise<string>;
+  /** Everything written once `n` lines have arrived. */
+  lines(n: number): Promise<string[]>;
+  /** Resolves once every process holding the FIFO (a whole process tree) has exited. */
+  gone(): Promise<void>;
+}
+
+/** A FIFO as a task's stdout; call {@link cleanupFifos} after each test. */
+export function fifoOutput(file: string): FifoOutput {
+  execFileSync('mkfifo', [file]);
+  const reader = fs.createReadStream(file, { encoding: 'utf8' });
+  fifoCleanups.push(() => {
+    try {
+      // A reader blocked in open() returns once a writer opens; ENXIO when none is waiting.
+      fs.closeSync(fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK));
+    } catch {
+      // no reader waiting
+    }
+    reader.destroy();
+  });
+  let text = '';
+  let wants: { n: number; resolve: (l: string[]) => void }[] = [];
+  const split = (): string[] => text.split('\n').slice(0, -1);
+  const first = deferred<string>();
+  reader.on('data', (c) => {
+    text += String(c);
+    first.resolve(text);
+    wants = wants.filter((w) => {
+      if (split().length < w.n) return true;
+      w.resolve(split());
+      return false;
+    });
+  });
+  const gone = new Promise<void>((resolve) => reader.once('end', () => resolve()));
+  return {
+    data: () => withTimeout(first.promise, WAIT_MS, 'first output'),
+    lines: (n) => {
+      const d = deferred<string[]>();
+      if (split().length >= n) d.resolve(split());
+      else wants.push({ n, resolve: (l) => d.resolve(l) });
+      return withTimeout(d.promise, WAIT_MS, `${n} lines of output`);
+    },
+    gone: () => withTimeout(gone, WAIT_MS, 'end of output'),
+  };
+}
+
+export function errnoOf(fn: () => void): string | undefined {
+  try {
+    fn();
+    return undefined;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code;
+  }
+}
+
+/** Fields 4..6 of /proc/<pid>/stat: parent, process group and session of a live process. */
+export function procIds(pid: number): { ppid: number; pgrp: number; sid: number } {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { ppid: Number(f[1]), pgrp: Number(f[2]), sid: Number(f[3]) };
+}
+
+export type HelperEvent = { ev: string; uid?: string } & Record<string, unknown>;
+
+/**
+ * One helper run directly, spoken to in its line protocol: a test writes raw lines (well formed
+ * or not) and awaits events.
+ */
+export class RawHelper {
+  readonly events: HelperEvent[] = [];
+  readonly exit: Promise<{ code: number | null; signal: string | null }>;
+  private text = '';
+  private waiters: { check: () => boolean; resolve: () => void }[] = [];
+
+  private constructor(readonly proc: ChildProcessByStdio<Writable, Readable, null>) {
+    proc.stdout.setEncoding('utf8');
+    proc.stdout.on('data', (c: string) => {
+      this.text += c;
+      const lines = this.text.split('\n');
+      this.text = lines.pop() ?? '';
+      for (const l of lines) this.events.push(JSON.parse(l) as HelperEvent);
+      this.waiters = this.waiters.filter((w) => {
+        if (!w.check()) return true;
+        w.resolve();
+        return false;
+      });
+    });
+    this.exit = new Promise((resolve) =>
+      proc.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+  }
+
+  static async start(helper: SpawnerHelper): Promise<RawHelper> {
+    const { file, args } = spawnerCommand(helper);
+    const h = new RawHelper(spawn(file, args, { stdio: ['pipe', 'pipe', 'inherit'] }));
+    await h.next('ready', (e) => e.ev === 'ready');
+    return h;
+  }
+
+  write(text: string | Buffer): void {
+    this.proc.stdin.write(text);
+  }
+
+  /** Sends requests, one JSON line each. */
+  send(...requests: object[]): void {
+    this.write(requests.map((r) => JSON.stringify(r) + '\n').join(''));
+  }
+
+  /** The first event (already received or to come) that matches. */
+  async next(what: string, match: (e: HelperEvent) => boolean): Promise<HelperEvent> {
+    const found = (): HelperEvent | undefined => this.events.find(match);
+    if (found() === undefined) {
+      const d = deferred<void>();
+      this.waiters.push({ check: () => found() !== undefined, resolve: () => d.resolve() });
+      await withTimeout(d.promise, WAIT_MS, what);
+    }
+    return found()!;
+  }
+
+  /** The event about `uid` of kind `ev`. */
+  of(ev: string, uid: string): Promise<HelperEvent> {
+    return this.next(`${ev} of ${uid}`, (e) => e.ev === ev && e.uid === uid);
+  }
+
+  /** Ends stdin and resolves with the exit status. */
+  async end(): Promise<{ code: number | null; signal: string | null }> {
+    this.proc.stdin.end();
+    return withTimeout(this.exit, WAIT_MS, 'helper exit');
+  }
+
+  /** Stops the helper whatever state it is in (a test that failed early): stdin end, else kill. */
+  async close(): Promise<void> {
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return;
+    this.proc.stdin.end();
+    try {
+      await withTimeout(this.exit, WAIT_MS, 'helper exit');
+    } catch {
+      this.proc.kill('SIGKILL');
+      await this.exit;
+    }
+  }
+}
