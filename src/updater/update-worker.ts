@@ -15,7 +15,11 @@ export interface UpdateWorkerOptions {
   storeAddress: string;
   /** Notifications per batch (default 1024). */
   batchSize?: number;
-  /** Longest wait after the first buffered notification before its batch goes (default 20). */
+  /**
+   * Longest wait after the first buffered notification before its batch goes while batches
+   * are in flight (default 20). With none in flight a batch goes at once (next turn), and an
+   * ack sends what gathered meanwhile: low latency when idle, big batches under load.
+   */
   batchMs?: number;
   /** A batch not acknowledged within this time is sent again (default 5000). */
   ackTimeoutMs?: number;
@@ -57,6 +61,7 @@ export class UpdateWorker {
   private readonly prefix: string;
   private buffer: Notification[] = [];
   private batchTimer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
   private readonly unacked = new Map<string, Unacked>();
   /** Resolved when a batch is acknowledged while the worker waits for room to pull more. */
   private room: Deferred<void> | undefined;
@@ -158,7 +163,17 @@ export class UpdateWorker {
     this.log.debug('update bulk received', { count: bulk.length });
     for (const n of bulk) this.buffer.push(n);
     if (this.buffer.length >= this.opts.batchSize) this.flush(false);
-    if (this.buffer.length > 0 && this.batchTimer === undefined) {
+    this.armFlush();
+  }
+
+  private armFlush(): void {
+    if (this.buffer.length === 0) return;
+    if (this.unacked.size === 0) {
+      this.immediate ??= setImmediate(() => {
+        this.immediate = undefined;
+        this.flush(true);
+      });
+    } else if (this.batchTimer === undefined) {
       this.batchTimer = setTimeout(() => this.flush(true), this.opts.batchMs);
     }
   }
@@ -173,6 +188,8 @@ export class UpdateWorker {
   private flush(all: boolean): void {
     clearTimeout(this.batchTimer);
     this.batchTimer = undefined;
+    if (this.immediate !== undefined) clearImmediate(this.immediate);
+    this.immediate = undefined;
     const { batchSize } = this.opts;
     let at = 0;
     for (
@@ -258,7 +275,10 @@ export class UpdateWorker {
     clearTimeout(u.timer);
     this.unacked.delete(reply.batch);
     if (this.unacked.size < this.opts.maxInFlight) this.room?.resolve();
-    if (this.unacked.size === 0) this.drained?.resolve();
+    if (this.unacked.size === 0) {
+      this.drained?.resolve();
+      if (this.closing === undefined) this.flush(true);
+    }
   }
 }
 
