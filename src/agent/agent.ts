@@ -14,10 +14,11 @@ import { reason } from '../components/shared/reasons';
 import { QueueSet } from '../components/shared/queue-set';
 import { sendLogged } from '../components/shared/shell';
 import { Bridge } from '../transport/bridge';
+import { CoalescingSender } from '../transport/coalescing-sender';
 import { ControlBus } from '../transport/control-bus';
 import type { QueueSender } from '../transport/queue';
 import { UpdateWorker } from '../updater/update-worker';
-import { makeSandbox, readTail } from './sandbox-io';
+import { makeSandboxes, readTails } from './sandbox-io';
 import { slurmNodes } from './resources/slurm-env';
 import type { NodeResources } from '../components/agent-scheduler/node-state';
 
@@ -40,6 +41,8 @@ export class Agent {
   private runtimeTimer: NodeJS.Timeout | undefined;
   private nodes: NodeResources[] = [];
   private heartbeatTimer: NodeJS.Timeout | undefined;
+  /** Every component's notifications, one message per turn onto the updates queue. */
+  private notes: CoalescingSender<Notification> | undefined;
   /** `uid\0attempt` of every task received, so a task sent twice runs once. */
   private readonly received = new Set<string>();
   private lastHeartbeat = Date.now();
@@ -59,34 +62,39 @@ export class Agent {
     const cfg = this.cfg;
     this.nodes = this.discoverNodes();
     this.log.info('agent resources', { resource: cfg.resource ?? 'local', nodes: this.nodes });
-    const [scheduling, executing, staging, unschedule, updates] = await Promise.all(
-      ['scheduling', 'executing', 'staging-output', 'unschedule', 'updates'].map((q) =>
-        Bridge.queue(`inproc://${cfg.pilot}/${q}/in`, `inproc://${cfg.pilot}/${q}/out`),
-      ),
+    // UpdateWorkers attach to the updates queue by address (they could run elsewhere); the
+    // task hops inside the agent are local queues (LocalQueue: the hot path is their latency)
+    const updates = await Bridge.queue(
+      `inproc://${cfg.pilot}/updates/in`,
+      `inproc://${cfg.pilot}/updates/out`,
     );
-    this.queues.addBridges(scheduling!, executing!, staging!, unschedule!, updates!);
-    const toScheduler = this.queues.sender(scheduling!.endpoints.in);
-    const toExecutor = this.queues.sender(executing!.endpoints.in);
-    const toOutput = this.queues.sender(staging!.endpoints.in);
-    const toUnschedule = this.queues.sender(unschedule!.endpoints.in);
+    this.queues.addBridges(updates);
+    const queueLog = this.log.child({ component: 'queues' });
+    const toScheduler = this.queues.local<TaskRecord>('scheduling', queueLog);
+    const toExecutor = this.queues.local<TaskRecord>('executing', queueLog);
+    const toOutput = this.queues.local<TaskRecord>('staging-output', queueLog);
+    const toUnschedule = this.queues.local<{ uid: string }>('unschedule', queueLog);
     const toClient = this.queues.sender(cfg.addresses.managerOutput);
-    const toUpdates = this.queues.sender(updates!.endpoints.in);
+    const toUpdates = this.queues.sender(updates.endpoints.in);
 
     for (let i = 0; i < (cfg.updateWorkers ?? 2); i++) {
       this.workers.push(
         UpdateWorker.start({
-          updatesAddress: updates!.endpoints.out,
+          updatesAddress: updates.endpoints.out,
           storeAddress: cfg.addresses.store,
           logger: this.log.child({ component: 'UpdateWorker', worker: i }),
           name: `${cfg.pilot}.uw${i}`,
         }),
       );
     }
-    const notify = (log: Logger) => (ns: Notification[]) => {
+    this.notes = new CoalescingSender<Notification>(toUpdates, (e: unknown) =>
+      this.log.error('notify: send failed', errorMeta(e)),
+    );
+    const notify = (_log: Logger) => (ns: Notification[]) => {
       this.notified += ns.length;
-      sendLogged(toUpdates, ns, log, 'notify');
+      this.notes!.send(ns);
     };
-    const forward = (to: QueueSender, log: Logger) => (ts: TaskRecord[]) =>
+    const forward = (to: Pick<QueueSender, 'send'>, log: Logger) => (ts: TaskRecord[]) =>
       sendLogged(to, ts, log, 'forward');
 
     const clock = systemClock;
@@ -96,7 +104,7 @@ export class Agent {
         notify: notify(logIn),
         forward: forward(toScheduler, logIn),
         stage: (tasks) => {
-          void Promise.all(tasks.map(makeSandbox)).then((r) => this.input.onStaged(r));
+          makeSandboxes(tasks, (r) => this.input.onStaged(r));
         },
       },
       clock,
@@ -160,15 +168,7 @@ export class Agent {
       {
         notify: notify(logOut),
         forward: forward(toClient, logOut),
-        collect: (tasks) => {
-          void Promise.all(
-            tasks.map(async (t) => ({
-              uid: t.uid,
-              stdout: await readTail(`${t.sandbox!}/stdout`),
-              stderr: await readTail(`${t.sandbox!}/stderr`),
-            })),
-          ).then((r) => this.output.onCollected(r));
-        },
+        collect: (tasks) => readTails(tasks, (r) => this.output.onCollected(r)),
       },
       clock,
     );
@@ -196,8 +196,8 @@ export class Agent {
       ),
       logIn,
     );
-    this.queues.consume(
-      scheduling!.endpoints.out,
+    this.queues.consumeLocal(
+      toScheduler,
       intake(
         C.agentScheduler,
         'AGENT_SCHEDULING_PENDING',
@@ -206,13 +206,13 @@ export class Agent {
       ),
       logSched,
     );
-    this.queues.consume(
-      executing!.endpoints.out,
+    this.queues.consumeLocal(
+      toExecutor,
       intake(C.executor, 'AGENT_EXECUTING_PENDING', (t) => this.executor.onTasks(t), logExec),
       logExec,
     );
-    this.queues.consume(
-      staging!.endpoints.out,
+    this.queues.consumeLocal(
+      toOutput,
       intake(
         C.agentOutputStager,
         'AGENT_STAGING_OUTPUT_PENDING',
@@ -221,7 +221,7 @@ export class Agent {
       ),
       logOut,
     );
-    this.consumeReleases(unschedule!.endpoints.out, logSched);
+    toUnschedule.consume((released) => this.scheduler.onReleased(released));
 
     this.control = new ControlBus(
       { in: cfg.addresses.controlIn, out: cfg.addresses.controlOut },
@@ -313,6 +313,7 @@ export class Agent {
     await this.pool
       ?.close()
       .catch((e: unknown) => this.log.error('spawner pool close failed', errorMeta(e)));
+    this.notes?.flush();
     await this.queues.closeSenders();
     await this.updatesPulled(2_000);
     await Promise.all(this.workers.map((w) => w.close()));
@@ -374,14 +375,5 @@ export class Agent {
     while (pulled() < this.notified && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 5));
     }
-  }
-
-  private consumeReleases(address: string, log: Logger): void {
-    this.queues.loop(address, async (r) => {
-      for await (const m of r.messages()) {
-        if (m.ok && Array.isArray(m.value)) this.scheduler.onReleased(m.value as { uid: string }[]);
-        else log.error('invalid release message rejected');
-      }
-    });
   }
 }

@@ -10,6 +10,7 @@ import type { Reason } from '../generated';
 import { parseSessionOptions } from '../lib/validate';
 import type { Notification } from '../states/notification';
 import { Bridge } from '../transport/bridge';
+import { CoalescingSender } from '../transport/coalescing-sender';
 import { ControlBus } from '../transport/control-bus';
 import { QueueSender } from '../transport/queue';
 import { EmbeddedStore } from '../updater/embedded-store';
@@ -64,6 +65,7 @@ export class Session {
   private bridges: Bridge[] = [];
   private workers: UpdateWorker[] = [];
   private updates!: QueueSender;
+  private notes!: CoalescingSender<Notification>;
   private storeServer!: StoreServer;
   private watchLoop: Promise<void> | undefined;
   private watchIterator:
@@ -158,6 +160,9 @@ export class Session {
     this.bridges.push(control, updates);
     this.control = new ControlBus(control.endpoints, this.log.child({ component: 'ControlBus' }));
     this.updates = new QueueSender(updates.endpoints.in);
+    this.notes = new CoalescingSender<Notification>(this.updates, (e: unknown) =>
+      this.log.error('notify failed', errorMeta(e)),
+    );
     for (let i = 0; i < nWorkers; i++) {
       this.workers.push(
         UpdateWorker.start({
@@ -201,8 +206,7 @@ export class Session {
 
   /** Publishes client-side notifications onto the session's updates queue. */
   notify(ns: Notification[]): void {
-    if (ns.length === 0) return;
-    this.updates.send(ns).catch((e: unknown) => this.log.error('notify failed', errorMeta(e)));
+    this.notes.send(ns);
   }
 
   /** Every notification the store accepts, in store order, in bulks. */
@@ -336,6 +340,7 @@ export class Session {
       await fn().catch((e: unknown) => this.log.error('close step failed', errorMeta(e)));
     }
     await this.pipeline?.close();
+    this.notes?.flush();
     await this.updates?.close();
     await Promise.all(this.workers.map((w) => w.close()));
     await this.storeServer?.close();

@@ -1,7 +1,9 @@
+import type { TaskRecord } from '../../generated';
 import type { Logger } from '../../lib/logger';
 import type { Bridge } from '../../transport/bridge';
+import { LocalQueue } from '../../transport/local-queue';
 import { QueueReceiver, QueueSender } from '../../transport/queue';
-import { consumeTaskBulks, type Intake } from './shell';
+import { consumeLocalTasks, consumeTaskBulks, type Intake } from './shell';
 
 /** The sockets and loops one process's components use, closed in the right order. */
 export class QueueSet {
@@ -9,6 +11,7 @@ export class QueueSet {
   private readonly senders: QueueSender[] = [];
   private readonly receivers: QueueReceiver[] = [];
   private readonly loops: Promise<void>[] = [];
+  private readonly locals: { queue: LocalQueue<unknown>; log: Logger; name: string }[] = [];
 
   addBridges(...bridges: Bridge[]): void {
     this.bridges.push(...bridges);
@@ -25,6 +28,18 @@ export class QueueSet {
     this.loop(address, (r) => consumeTaskBulks(r, intake, log));
   }
 
+  /** A hop between two components of this process (see LocalQueue); `name` is for logs. */
+  local<T>(name: string, log: Logger): LocalQueue<T> {
+    const queue = new LocalQueue<T>();
+    this.locals.push({ queue: queue as LocalQueue<unknown>, log, name });
+    return queue;
+  }
+
+  /** Runs a task component's intake on a local queue. */
+  consumeLocal(queue: LocalQueue<TaskRecord>, intake: Intake, log: Logger): void {
+    consumeLocalTasks(queue, intake, log);
+  }
+
   /** Runs any receive loop on the queue at `address`. */
   loop(address: string, run: (r: QueueReceiver) => Promise<void>): void {
     const r = new QueueReceiver(address);
@@ -35,6 +50,11 @@ export class QueueSet {
   /** Stops taking messages and waits for every loop to end. */
   async stopReceiving(): Promise<void> {
     for (const r of this.receivers) r.close();
+    for (const { queue, log, name } of this.locals) {
+      const dropped = queue.close();
+      // like bulks left in a bridge: their tasks are ended by the owner of last resort
+      if (dropped > 0) log.warn('local queue closed with items in it', { queue: name, dropped });
+    }
     await Promise.allSettled(this.loops);
   }
 

@@ -4,6 +4,7 @@ import type { Logger } from '../../lib/logger';
 import { parseTaskRecord } from '../../lib/validate';
 import type { Notification } from '../../states/notification';
 import { reason } from './reasons';
+import type { LocalQueue } from '../../transport/local-queue';
 import type { QueueReceiver, QueueSender } from '../../transport/queue';
 
 /** What a task component's receive loop needs to know besides its handler. */
@@ -71,6 +72,48 @@ export async function consumeTaskBulks(
   }
 }
 
+/**
+ * The same loop for a LocalQueue (a hop inside one process): the records were built and
+ * checked by a component of this process, so only their state is checked on arrival.
+ */
+export function consumeLocalTasks(
+  queue: LocalQueue<TaskRecord>,
+  intake: Intake,
+  log: Logger,
+): void {
+  queue.consume((items) => {
+    const tasks: TaskRecord[] = [];
+    const rejected: Notification[] = [];
+    for (const t of items) {
+      if (t.state === intake.arrives) {
+        tasks.push(t);
+        continue;
+      }
+      const text = `task record rejected by ${intake.component}: /state must be ${intake.arrives} here, not ${t.state}`;
+      log.error('invalid task rejected', { uid: t.uid, problem: text });
+      rejected.push({
+        kind: 'task',
+        uid: t.uid,
+        attempt: t.attempt,
+        state: 'FAILED',
+        ts: intake.now(),
+        component: intake.component,
+        detail: { reason: reason('E_BAD_MESSAGE', text, intake.component) },
+      });
+    }
+    if (rejected.length > 0) intake.notify(rejected);
+    if (tasks.length === 0) return;
+    try {
+      intake.handle(tasks);
+    } catch (e) {
+      log.error('handler failed on a task bulk', {
+        ...errorMeta(e),
+        uids: tasks.map((t) => t.uid),
+      });
+    }
+  });
+}
+
 function check(item: unknown, arrives: string): string | undefined {
   try {
     const task = parseTaskRecord(item);
@@ -82,6 +125,11 @@ function check(item: unknown, arrives: string): string | undefined {
 }
 
 /** Fire-and-forget send whose failure is logged, never thrown into a decision core. */
-export function sendLogged(sender: QueueSender, value: unknown, log: Logger, what: string): void {
+export function sendLogged(
+  sender: Pick<QueueSender, 'send'>,
+  value: unknown,
+  log: Logger,
+  what: string,
+): void {
   sender.send(value).catch((e: unknown) => log.error(`${what}: send failed`, errorMeta(e)));
 }
