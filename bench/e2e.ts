@@ -7,13 +7,34 @@
  * - `task_latency_ms_p50` / `_p99`: one task at a time on an idle pilot, submit to its DONE
  *   callback.
  *
- * Peers (GNU parallel, Dask) and the spawn limit of the machine come with the fast Executor.
+ * Then, in the same run, after the pilot is gone, the same N `/bin/true` with as many at once as
+ * the pilot has cores, by references (bench/references.ts):
+ *
+ * - `spawn_limit_per_s`: a C `posix_spawn` + `waitpid` loop (or `xargs -P` without a compiler;
+ *   see `helper`), the machine's limit for this workload;
+ * - `gnu_parallel_tasks_per_s`: GNU parallel from Debian, `-j cores`, its start-up included;
+ * - `dask_tasks_per_s`: Dask distributed from Debian, one single-threaded worker process per
+ *   core, `subprocess.run(['/bin/true'])` per task (cluster start-up in `cluster_start_ms`);
+ * - `exec_vs_spawn_limit`, `exec_vs_gnu_parallel`, `exec_vs_dask`: exec_tasks_per_s over each.
+ *
+ * A reference that cannot run is skipped: no figure for it (or its ratio), and a line
+ * `bench e2e: skipped METRIC: REASON` on stderr. Full runs install the peers first
+ * (scripts/bench-deps.sh, as root); quick runs use only what is installed.
+ * PILOTFISH_BENCH_PEERS=0 skips the peers (GNU parallel and Dask), e.g. while profiling.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { PilotManager, Session, TaskManager } from '../src';
-import { median, nowNs, secondsBetween, sig, type BenchOptions } from './harness';
+import { median, nowNs, secondsBetween, sig, type BenchOptions, type Figure } from './harness';
+import {
+  dask,
+  gnuParallel,
+  installPeers,
+  peerAvailability,
+  spawnLimit,
+  type Reference,
+} from './references';
 
 export const name = 'e2e';
 export const description =
@@ -21,6 +42,18 @@ export const description =
 
 export async function run({ quick, emit }: BenchOptions): Promise<void> {
   const n = quick ? 200 : 5_000;
+  const exec = await runPilot(quick, n, emit);
+  await runReferences(quick, n, exec, emit);
+}
+
+const log = (line: string): void => void process.stderr.write(`bench e2e: ${line}\n`);
+
+/** The pilotfish figures; returns exec_tasks_per_s and the pilot's cores. */
+async function runPilot(
+  quick: boolean,
+  n: number,
+  emit: (f: Figure) => void,
+): Promise<{ tasksPerS: number; cores: number }> {
   const latencies = quick ? 10 : 200;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-bench-e2e-'));
   const session = await Session.open({ dir });
@@ -71,8 +104,58 @@ export async function run({ quick, emit }: BenchOptions): Promise<void> {
       tasks: n,
       cores: pilot.cores,
     });
+    return { tasksPerS: n / secs, cores: pilot.cores };
   } finally {
     await session.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+async function runReferences(
+  quick: boolean,
+  n: number,
+  exec: { tasksPerS: number; cores: number },
+  emit: (f: Figure) => void,
+): Promise<void> {
+  const par = exec.cores;
+  const skip = (metric: string, reason: string): void => log(`skipped ${metric}: ${reason}`);
+  const report = (metric: string, ratio: string, ref: Reference): void => {
+    if (!ref.ok) {
+      skip(metric, ref.reason);
+      skip(ratio, `no ${metric}`);
+      return;
+    }
+    emit({ metric, value: sig(ref.tasksPerS), unit: '1/s', tasks: n, ...ref.context });
+    emit({
+      metric: ratio,
+      value: sig(exec.tasksPerS / ref.tasksPerS),
+      unit: 'x',
+      tasks: n,
+      exec_tasks_per_s: sig(exec.tasksPerS),
+      [metric]: sig(ref.tasksPerS),
+    });
+  };
+
+  report('spawn_limit_per_s', 'exec_vs_spawn_limit', await spawnLimit(n, par, quick ? 1 : 3));
+
+  const off = ['0', 'false', 'no'].includes(process.env.PILOTFISH_BENCH_PEERS ?? '');
+  const peers = off
+    ? { parallel: 'PILOTFISH_BENCH_PEERS=0', dask: 'PILOTFISH_BENCH_PEERS=0' }
+    : quick
+      ? await peerAvailability()
+      : await installPeers(log);
+  const notHere = (reason: string): Reference => ({
+    ok: false,
+    reason: quick && !off ? `${reason} (quick runs do not install peers)` : reason,
+  });
+  report(
+    'gnu_parallel_tasks_per_s',
+    'exec_vs_gnu_parallel',
+    peers.parallel === undefined ? await gnuParallel(n, par) : notHere(peers.parallel),
+  );
+  report(
+    'dask_tasks_per_s',
+    'exec_vs_dask',
+    peers.dask === undefined ? await dask(n, par) : notHere(peers.dask),
+  );
 }

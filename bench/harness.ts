@@ -43,9 +43,15 @@ export function machineContext(): Record<string, string | number> {
 }
 
 /**
- * An `emit` for benchmark `bench`: adds the benchmark's name, the machine and the date to each
- * figure and hands the result to `write` (the harness writes one JSON line per figure).
+ * An `emit` for benchmark `bench`: adds the benchmark's name, the machine, the machine's
+ * 1-minute load average when the figure was emitted (`load_1m`: on a shared box, a load well
+ * above 0 means other work competed for the cores) and the date to each figure, and hands the
+ * result to `write` (the harness writes one JSON line per figure).
  * `extra` is context for every figure of the run, e.g. `{ quick: true }`.
+ *
+ * A figure that cannot be measured (a peer not installed, no compiler) is not emitted at all:
+ * the benchmark prints `bench NAME: skipped METRIC: REASON` on stderr instead. Every emitted
+ * value is a finite positive number (the smoke test checks it).
  */
 export function emitterFor(
   bench: string,
@@ -63,6 +69,7 @@ export function emitterFor(
       ...context,
       ...extra,
       ...machine,
+      load_1m: Number(os.loadavg()[0]!.toFixed(2)),
       date: new Date().toISOString(),
     });
   };

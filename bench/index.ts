@@ -1,11 +1,19 @@
 import * as e2e from './e2e';
 import type { Benchmark } from './harness';
+import * as memory from './memory';
 import * as scheduler from './scheduler';
 import * as store from './store';
 import * as transport from './transport';
 
 /** Every benchmark `npm run bench` knows, in the order it runs them. Add new ones here. */
-export const BENCHMARKS: readonly Benchmark[] = [e2e, scheduler, store, transport];
+export const BENCHMARKS: readonly Benchmark[] = [e2e, scheduler, store, transport, memory];
 
 /** Files of bench/ that are not benchmarks. */
-export const INFRASTRUCTURE = ['harness', 'index', 'run'] as const;
+export const INFRASTRUCTURE = [
+  'cpu-prof-preload',
+  'harness',
+  'index',
+  'profile-summary',
+  'references',
+  'run',
+] as const;

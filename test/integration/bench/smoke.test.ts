@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { emitterFor, type EmittedFigure } from '../../../bench/harness';
 import { BENCHMARKS, INFRASTRUCTURE } from '../../../bench/index';
+import { peerAvailability, type PeerAvailability } from '../../../bench/references';
 import { main } from '../../../bench/run';
 
 // Each benchmark runs in-process with a tiny N (`quick`), so a benchmark that no longer builds,
@@ -12,10 +13,32 @@ import { main } from '../../../bench/run';
 /** The metrics each benchmark reports; docs/performance.md quotes them by name. */
 const METRICS: Record<string, string[]> = {
   scheduler: ['decisions_per_s', 'ns_per_decision', 'per_decision_growth_1k_to_10k'],
-  e2e: ['pilot_startup_ms', 'task_latency_ms_p50', 'task_latency_ms_p99', 'exec_tasks_per_s'],
+  e2e: [
+    'pilot_startup_ms',
+    'task_latency_ms_p50',
+    'task_latency_ms_p99',
+    'exec_tasks_per_s',
+    // the C helper, or xargs where there is no C compiler: always there
+    'spawn_limit_per_s',
+    'exec_vs_spawn_limit',
+  ],
   store: ['notifications_per_s', 'open_10m_ms'],
   transport: ['bulk100_tasks_per_s', 'single_msgs_per_s'],
+  memory: ['client_rss_mb_per_100k_tasks'],
 };
+
+/**
+ * Peer figures of `e2e`, expected only where the peer is installed: quick runs never install
+ * (scripts/bench-deps.sh needs root and apt; `npm run bench` runs it), and a peer that is
+ * missing is reported skipped on stderr with no figure (bench/references.ts).
+ */
+const PEER_METRICS: Record<keyof PeerAvailability, string[]> = {
+  parallel: ['gnu_parallel_tasks_per_s', 'exec_vs_gnu_parallel'],
+  dask: ['dask_tasks_per_s', 'exec_vs_dask'],
+};
+
+/** Benchmarks that start pilots, peers or child processes get more than the default 10 s. */
+const TIMEOUT_MS: Record<string, number> = { e2e: 60_000, memory: 60_000 };
 
 describe('bench/', () => {
   it('registers every benchmark module of bench/ and no other', () => {
@@ -30,25 +53,44 @@ describe('bench/', () => {
   });
 
   for (const b of BENCHMARKS) {
-    it(`${b.name} (quick) emits its figures, each a finite positive number with bench, metric and unit`, async () => {
-      const figures: EmittedFigure[] = [];
-      await b.run({ quick: true, emit: emitterFor(b.name, (f) => figures.push(f)) });
-      expect(figures.map((f) => f.metric)).toEqual(expect.arrayContaining(METRICS[b.name] ?? []));
-      for (const f of figures) {
-        expect(f.bench).toBe(b.name);
-        expect(typeof f.metric).toBe('string');
-        expect(f.metric).toMatch(/^[a-z0-9_]+$/);
-        expect(typeof f.unit).toBe('string');
-        expect(f.unit.length).toBeGreaterThan(0);
-        expect(Number.isFinite(f.value)).toBe(true);
-        expect(f.value).toBeGreaterThan(0);
-        expect(f.node).toBe(process.version);
-        // one JSON line per figure
-        const line = JSON.stringify(f);
-        expect(line).not.toContain('\n');
-        expect(JSON.parse(line)).toEqual(f);
-      }
-    });
+    it(
+      `${b.name} (quick) emits its figures, each a finite positive number with bench, metric and unit`,
+      async () => {
+        const expected = [...(METRICS[b.name] ?? [])];
+        const absent: string[] = [];
+        if (
+          b.name === 'e2e' &&
+          !['0', 'false', 'no'].includes(process.env.PILOTFISH_BENCH_PEERS ?? '')
+        ) {
+          const peers = await peerAvailability();
+          for (const [peer, metrics] of Object.entries(PEER_METRICS)) {
+            if (peers[peer as keyof PeerAvailability] === undefined) expected.push(...metrics);
+            else absent.push(...metrics);
+          }
+        }
+        const figures: EmittedFigure[] = [];
+        await b.run({ quick: true, emit: emitterFor(b.name, (f) => figures.push(f)) });
+        const metrics = figures.map((f) => f.metric);
+        expect(metrics).toEqual(expect.arrayContaining(expected));
+        // a skipped peer emits nothing, not a placeholder
+        for (const m of absent) expect(metrics).not.toContain(m);
+        for (const f of figures) {
+          expect(f.bench).toBe(b.name);
+          expect(typeof f.metric).toBe('string');
+          expect(f.metric).toMatch(/^[a-z0-9_]+$/);
+          expect(typeof f.unit).toBe('string');
+          expect(f.unit.length).toBeGreaterThan(0);
+          expect(Number.isFinite(f.value)).toBe(true);
+          expect(f.value).toBeGreaterThan(0);
+          expect(f.node).toBe(process.version);
+          // one JSON line per figure
+          const line = JSON.stringify(f);
+          expect(line).not.toContain('\n');
+          expect(JSON.parse(line)).toEqual(f);
+        }
+      },
+      TIMEOUT_MS[b.name],
+    );
   }
 
   it('refuses an unknown benchmark with exit status 2, naming the known ones', async () => {
@@ -61,7 +103,7 @@ describe('bench/', () => {
     expect(code).toBe(2);
     expect(out).toEqual([]);
     expect(err.join('\n')).toContain(
-      `unknown benchmark 'nope'; known: e2e, scheduler, store, transport`,
+      `unknown benchmark 'nope'; known: e2e, scheduler, store, transport, memory`,
     );
   });
 
