@@ -1,98 +1,173 @@
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import type { Notification } from '../generated';
-import { coerceError, UsageError } from '../errors';
+import { coerceError, errorMeta, UsageError } from '../errors';
 import { deferred, type Deferred } from '../lib/deferred';
 import { silentLogger, type Logger } from '../lib/logger';
 import { parseNotification, parseNotificationBulk } from '../lib/validate';
 import { decode, encode } from '../transport/codec';
 import { NotificationFeed } from './feed';
-import { frameRecord, scanRecords, type RecordTail } from './record';
+import { frameRecord, HEADER_BYTES, scanRecords, type RecordTail } from './record';
+import {
+  decodeSummary,
+  encodeSummary,
+  packKey,
+  SummaryBuilder,
+  unpackKey,
+  WIDE_KEY,
+  type SegmentSummary,
+} from './segment-summary';
+import {
+  listSegments,
+  readRecordHeader,
+  readSummaryCounts,
+  readWhole,
+  segmentName,
+  StoredRecord,
+  summaryName,
+  syncDir,
+  writeFileAtomically,
+} from './segments';
 import { StoreError, type StateStore, type WatchBulk } from './state-store';
+import { MAX_POSITION, UidIndex } from './uid-index';
 
-/** What open() found in the file. */
+export interface EmbeddedStoreOptions {
+  logger?: Logger;
+  /**
+   * A segment is sealed (and the next one started) when a record would take it past this many
+   * bytes. Default 32 MiB; at most 2^31 - 1 (Node's readFile limit). Small values are for tests.
+   */
+  segmentBytes?: number;
+}
+
+export const DEFAULT_SEGMENT_BYTES = 32 * 2 ** 20;
+const MAX_SEGMENT_BYTES = 2 ** 31 - 1;
+
+interface CompiledEmbeddedStoreOptions {
+  logger: Logger;
+  segmentBytes: number;
+}
+
+function compileOptions(opts: EmbeddedStoreOptions): CompiledEmbeddedStoreOptions {
+  const segmentBytes = opts.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
+  if (!Number.isInteger(segmentBytes) || segmentBytes < 1 || segmentBytes > MAX_SEGMENT_BYTES) {
+    throw new UsageError(
+      `EmbeddedStore: segmentBytes must be an integer from 1 to ${MAX_SEGMENT_BYTES}, ` +
+        `got ${String(segmentBytes)}`,
+    );
+  }
+  return {
+    logger: (opts.logger ?? silentLogger).child({ component: 'embedded-store' }),
+    segmentBytes,
+  };
+}
+
+/** What open() found in the files. */
 export interface RecoveryReport {
-  /** Intact records read back. */
+  /** Intact records in the store (those of sealed segments opened from summaries included). */
   records: number;
   /** Notifications (or undecodable records) read back that failed validation and were dropped. */
   dropped: number;
-  /** How the file ended: 'clean', or the kind of damage to its last record. */
+  /** How the store ended: 'clean', or the kind of damage to the record where it was cut. */
   tail: RecordTail;
-  /** Bytes cut off the end of the file (the torn or corrupt record and anything after it). */
+  /** Bytes cut off (the torn or corrupt record and anything after it, later segments too). */
   truncatedBytes: number;
+  /** Segment files the store now consists of: the sealed ones and the tail. */
+  segments: number;
+  /** Sealed segments decoded at open for lack of a valid summary (whose summary was rewritten). */
+  scannedSegments: number;
 }
-
-/**
- * What the store keeps per uid, in one array of numbers: pairs [key code, feed position].
- * A key code stands for the idempotence key less the uid (kind, attempt, state), see keyCode;
- * the positions give history(uid). 10 million notifications cost two numbers each, not a key
- * string and an object each.
- */
-type UidEntry = number[];
 
 interface PendingAppend {
   batch: readonly Notification[];
   done: Deferred<number>;
 }
 
+/** The segment appends go to. */
+interface Tail {
+  n: number;
+  file: string;
+  fh: fs.FileHandle;
+  /** Length of the intact file: a failed write is cut back to it. */
+  bytes: number;
+  /** Collects the segment's summary; undefined once a record could not be kept byte for byte. */
+  builder: SummaryBuilder | undefined;
+}
+
+/** A segment read whole at open. */
+interface Scanned {
+  n: number;
+  file: string;
+  /** Size of the file as found. */
+  size: number;
+  /** Length of its intact records. */
+  goodBytes: number;
+  damage: RecordTail;
+  builder: SummaryBuilder | undefined;
+}
+
 /**
- * The default backend: an append-only file `<dir>/store.log` of crc-checked records, each one
- * group commit of appends. Everything accepted is also kept in memory for watch and history:
- * as the records' msgpack bytes, decoded on demand, plus a compact per-uid index (see the
+ * The default backend: append-only segment files `<dir>/store.log`, `store.1.log`, ... of
+ * crc-checked records, each one group commit of appends; a segment is sealed at a size and gets
+ * a summary file that lets open() skip decoding it. Everything accepted is also held for watch
+ * and history: as the records' msgpack bytes (in memory for the tail segment, read back from
+ * the file for sealed ones), decoded on demand, plus a compact per-uid index (see the
  * "Embedded store" section of docs/state-store.md).
- * One writer per file (the client session hosts it).
+ * One writer per directory (the client session hosts it).
  */
 export class EmbeddedStore implements StateStore {
-  private readonly byUid = new Map<string, UidEntry>();
+  /**
+   * Per uid, pairs [key code, feed position]: a key code stands for the idempotence key less
+   * the uid (kind, attempt, state), see codeOf; the positions give history(uid).
+   */
+  private readonly index = new UidIndex();
   /** State name -> number, assigned on first sight (the models have a few dozen states). */
   private readonly stateCodes = new Map<string, number>();
+  private readonly stateNames: string[] = [];
   private readonly rareCodes = new Map<string, number>();
   private readonly feed = new NotificationFeed(decodeChunk);
+  private tail!: Tail;
   private queue: PendingAppend[] = [];
   private flushing: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
   private broken: StoreError | undefined;
-  private recovered: RecoveryReport = { records: 0, dropped: 0, tail: 'clean', truncatedBytes: 0 };
+  private readonly summaryWrites = new Set<Promise<void>>();
+  private recovered: RecoveryReport = {
+    records: 0,
+    dropped: 0,
+    tail: 'clean',
+    truncatedBytes: 0,
+    segments: 0,
+    scannedSegments: 0,
+  };
 
   private constructor(
-    readonly file: string,
-    private readonly fh: fs.FileHandle,
-    /** Length of the intact file: a failed write is cut back to it. */
-    private bytes: number,
+    readonly dir: string,
+    private readonly opts: CompiledEmbeddedStoreOptions,
   ) {}
 
-  static async open(dir: string, opts: { logger?: Logger } = {}): Promise<EmbeddedStore> {
-    const log = (opts.logger ?? silentLogger).child({ component: 'embedded-store' });
+  static async open(dir: string, opts: EmbeddedStoreOptions = {}): Promise<EmbeddedStore> {
+    const store = new EmbeddedStore(dir, compileOptions(opts));
     await fs.mkdir(dir, { recursive: true });
-    const file = path.join(dir, 'store.log');
-    const existing = await readIfExists(file);
-    const scan = scanRecords(existing ?? Buffer.alloc(0));
-    const fh = await fs.open(file, 'a');
     try {
-      if (existing !== undefined && scan.goodBytes < existing.length) {
-        await fh.truncate(scan.goodBytes);
-        await fh.datasync();
-      }
-      // A new file's directory entry must be durable too, or an fsync'd record can vanish.
-      if (existing === undefined) await syncDir(dir);
+      await store.recover();
     } catch (e) {
-      await fh.close();
+      await (store.tail as Tail | undefined)?.fh.close();
       throw e;
     }
-    const store = new EmbeddedStore(file, fh, scan.goodBytes);
-    store.recovered = {
-      records: scan.payloads.length,
-      dropped: scan.payloads.reduce((sum, p) => sum + store.load(p), 0),
-      tail: scan.tail,
-      truncatedBytes: (existing?.length ?? 0) - scan.goodBytes,
-    };
-    if (store.recovered.tail !== 'clean' || store.recovered.dropped > 0) {
-      log.warn('store file repaired', { file, ...store.recovered });
+    const r = store.recovered;
+    if (r.tail !== 'clean' || r.dropped > 0 || r.truncatedBytes > 0) {
+      store.opts.logger.warn('store files repaired', { dir, ...r });
     }
     return store;
   }
 
-  /** What open() found and repaired in the file. */
+  /** The tail segment: the file appends go to. */
+  get file(): string {
+    return this.tail.file;
+  }
+
+  /** What open() found and repaired in the files. */
   get recovery(): RecoveryReport {
     return { ...this.recovered };
   }
@@ -118,21 +193,293 @@ export class EmbeddedStore implements StateStore {
   }
 
   history(uid?: string): Promise<Notification[]> {
-    if (uid === undefined) return Promise.resolve(this.feed.all());
-    const entry = this.byUid.get(uid);
-    const out: Notification[] = [];
-    for (let i = 1; i < (entry?.length ?? 0); i += 2) out.push(this.feed.at(entry![i]!));
-    return Promise.resolve(out);
+    try {
+      if (uid === undefined) return Promise.resolve(this.feed.all());
+      const positions = this.index.positionsOf(this.index.find(uid));
+      return Promise.resolve(positions.map((at) => this.feed.at(at)));
+    } catch (e) {
+      // A sealed segment read back differently from what its summary says.
+      return Promise.reject(coerceError(e));
+    }
   }
 
   close(): Promise<void> {
     this.closing ??= (async () => {
       while (this.flushing !== undefined) await this.flushing;
       this.feed.end();
-      await this.fh.close();
+      await this.tail.fh.close();
+      await Promise.all([...this.summaryWrites]);
     })();
     return this.closing;
   }
+
+  // ---- open ----
+
+  /**
+   * Loads the segments in order: a sealed one from its summary when that is valid, else by
+   * decoding it (and writing its summary); the last one, the tail, always by decoding it. The
+   * first damaged record ends the store: it and everything after it is cut, later segments
+   * are set aside as `<name>.damaged`.
+   */
+  private async recover(): Promise<void> {
+    const found = await listSegments(this.dir);
+    let chain = 0;
+    while (found[chain] === chain) chain++;
+    // Room for the index in one step, as far as the summaries tell.
+    let uids = 0;
+    let entries = 0;
+    for (let n = 0; n < chain - 1; n++) {
+      const counts = await readSummaryCounts(path.join(this.dir, summaryName(n)));
+      uids += counts?.uids ?? 0;
+      entries += counts?.notifications ?? 0;
+    }
+    // The tail's notifications, guessed from its size (a notification takes 50 bytes or more).
+    const tailBytes = chain > 0 ? await sizeOf(path.join(this.dir, segmentName(chain - 1))) : 0;
+    this.index.reserve(uids, entries + Math.ceil(tailBytes / 50));
+    let tail: Scanned | undefined;
+    for (let n = 0; n < chain; n++) {
+      const last = n === chain - 1;
+      if (!last && (await this.openFromSummary(n))) continue;
+      const scanned = await this.scanSegment(n);
+      if (last || scanned.damage !== 'clean') {
+        tail = scanned;
+        break;
+      }
+      this.recovered.scannedSegments++;
+      await this.seal(scanned.n, scanned.file, scanned.goodBytes, scanned.builder);
+    }
+    const next = tail === undefined ? 0 : tail.n + 1;
+    await this.setAside(found.filter((n) => n >= next));
+    await this.openTail(tail);
+    this.recovered.segments = this.tail.n + 1;
+    if (this.tail.bytes >= this.opts.segmentBytes) {
+      // An old single-file store (or a smaller segment size): sealed now, once.
+      await this.roll(false);
+      this.recovered.segments++;
+    }
+  }
+
+  /** Loads sealed segment n from its summary; false if there is none or it does not fit. */
+  private async openFromSummary(n: number): Promise<boolean> {
+    const file = path.join(this.dir, segmentName(n));
+    const sumFile = path.join(this.dir, summaryName(n));
+    let summary: SegmentSummary;
+    try {
+      summary = decodeSummary(await readWhole(sumFile));
+      const size = (await fs.stat(file)).size;
+      const last = summary.records.offsets.length - 1;
+      const header =
+        last < 0 ? undefined : await readRecordHeader(file, summary.records.offsets[last]!);
+      const mismatch =
+        summary.segment !== n
+          ? 'segment number'
+          : summary.first !== this.feed.length
+            ? 'first position'
+            : summary.segmentBytes !== size
+              ? 'segment size'
+              : last >= 0 &&
+                  (header?.[0] !== summary.records.lengths[last] ||
+                    header?.[1] !== summary.records.crcs[last])
+                ? 'last record'
+                : undefined;
+      if (mismatch !== undefined) {
+        this.opts.logger.warn('segment summary does not match its segment, scanning it', {
+          file,
+          mismatch,
+        });
+        return false;
+      }
+    } catch (e) {
+      if ((e as { code?: unknown }).code !== 'ENOENT') {
+        this.opts.logger.warn('segment summary unusable, scanning its segment', {
+          file: sumFile,
+          ...errorMeta(e),
+        });
+      }
+      return false;
+    }
+    this.loadSummary(summary, file);
+    return true;
+  }
+
+  /** Builds the uid index and the feed's chunks of a sealed segment from its summary. */
+  private loadSummary(s: SegmentSummary, file: string): void {
+    const states = s.states.map((name) => this.stateNumber(name));
+    const identity = states.every((code, i) => code === i);
+    const wideAt = new Map<number, number>();
+    for (let w = 0; w < s.wide.at.length; w++) wideAt.set(s.wide.at[w]!, w);
+    const { keys, positions, uidCounts, uidStarts } = s;
+    const index = this.index;
+    const text = index.addText(s.uidText);
+    index.reserve(uidCounts.length, keys.length);
+    const first = s.first;
+    let e = 0;
+    const direct = identity && wideAt.size === 0;
+    for (let u = 0; u < uidCounts.length; u++) {
+      const uid = index.uidIn(text, uidStarts[u]!, uidStarts[u + 1]! - uidStarts[u]!);
+      if (direct) {
+        // The codes are this store's own: copied as they are.
+        index.addRun(uid, keys, positions, e, uidCounts[u]!, first);
+        e += uidCounts[u]!;
+        continue;
+      }
+      for (const end = e + uidCounts[u]!; e < end; e++) {
+        const key = keys[e]!;
+        let code: number;
+        if (key === WIDE_KEY) {
+          const w = wideAt.get(e)!;
+          code = this.codeOf(s.wide.kinds[w]!, s.wide.attempts[w]!, states[s.wide.states[w]!]!);
+        } else if (identity) {
+          code = key;
+        } else {
+          const { kind, attempt, state } = unpackKey(key);
+          code = this.codeOf(kind, attempt, states[state]!);
+        }
+        index.add(uid, code, first + positions[e]!);
+      }
+    }
+    const { offsets, lengths, counts, crcs } = s.records;
+    for (let r = 0; r < offsets.length; r++) {
+      this.feed.pushStored(new StoredRecord(file, offsets[r]!, lengths[r]!, crcs[r]!), counts[r]!);
+    }
+    this.recovered.records += offsets.length;
+  }
+
+  /** Reads segment n whole and loads its intact records (validated). */
+  private async scanSegment(n: number): Promise<Scanned> {
+    const file = path.join(this.dir, segmentName(n));
+    const buf = await readWhole(file);
+    const scan = scanRecords(buf);
+    let builder: SummaryBuilder | undefined = new SummaryBuilder(n, this.feed.length);
+    for (const payload of scan.payloads) {
+      const offset = payload.byteOffset - buf.byteOffset - HEADER_BYTES;
+      const before = this.feed.length;
+      const kept = this.load(payload, builder);
+      if (!kept) builder = undefined;
+      builder?.addRecord(
+        offset,
+        payload.length,
+        this.feed.length - before,
+        buf.readUInt32LE(offset + 4),
+      );
+    }
+    this.recovered.records += scan.payloads.length;
+    if (scan.tail !== 'clean') this.recovered.tail = scan.tail;
+    return { n, file, size: buf.length, goodBytes: scan.goodBytes, damage: scan.tail, builder };
+  }
+
+  /** Renames segments that come after a damaged one (or a missing one) out of the store. */
+  private async setAside(segments: number[]): Promise<void> {
+    if (segments.length === 0) return;
+    for (const n of segments) {
+      const file = path.join(this.dir, segmentName(n));
+      this.recovered.truncatedBytes += (await fs.stat(file)).size;
+      await fs.rename(file, `${file}.damaged`);
+      await fs.rm(path.join(this.dir, summaryName(n)), { force: true });
+      this.opts.logger.warn('store segment set aside after damage before it', {
+        file,
+        renamedTo: `${file}.damaged`,
+      });
+    }
+    await syncDir(this.dir);
+  }
+
+  private async openTail(scanned: Scanned | undefined): Promise<void> {
+    const n = scanned?.n ?? 0;
+    const file = scanned?.file ?? path.join(this.dir, segmentName(n));
+    // A summary of the tail is stale (segments after it were lost): appends change it.
+    await fs.rm(path.join(this.dir, summaryName(n)), { force: true });
+    const fh = await fs.open(file, 'a');
+    try {
+      if (scanned !== undefined && scanned.goodBytes < scanned.size) {
+        await fh.truncate(scanned.goodBytes);
+        await fh.datasync();
+        this.recovered.truncatedBytes += scanned.size - scanned.goodBytes;
+      }
+      // A new file's directory entry must be durable too, or an fsync'd record can vanish.
+      if (scanned === undefined) await syncDir(this.dir);
+    } catch (e) {
+      await fh.close();
+      throw e;
+    }
+    this.tail = {
+      n,
+      file,
+      fh,
+      bytes: scanned?.goodBytes ?? 0,
+      builder: scanned === undefined ? new SummaryBuilder(0, 0) : scanned.builder,
+    };
+  }
+
+  // ---- segments ----
+
+  /**
+   * Seals the tail and starts the next segment. The next segment's directory entry is durable
+   * before anything is written to it; the sealed one's summary is written in the background
+   * when `background` (close() waits for it; a crash before it is there costs one scan of the
+   * segment at open), so that the append that rolled is not held up by it.
+   */
+  private async roll(background: boolean): Promise<void> {
+    const old = this.tail;
+    const n = old.n + 1;
+    const file = path.join(this.dir, segmentName(n));
+    const fh = await fs.open(file, 'a');
+    try {
+      await syncDir(this.dir);
+    } catch (e) {
+      await fh.close();
+      throw e;
+    }
+    this.tail = { n, file, fh, bytes: 0, builder: new SummaryBuilder(n, this.feed.length) };
+    try {
+      await old.fh.close();
+    } catch (e) {
+      this.opts.logger.warn('closing a sealed segment failed', { file: old.file, ...errorMeta(e) });
+    }
+    const written = this.seal(old.n, old.file, old.bytes, old.builder);
+    if (background) {
+      this.summaryWrites.add(written);
+      void written.finally(() => this.summaryWrites.delete(written));
+    } else {
+      await written;
+    }
+  }
+
+  /**
+   * A segment is complete and durable: its records are read back from the file from now on,
+   * and its summary is written (atomically). Never rejects: without a summary, the segment is
+   * decoded at the next open.
+   */
+  private seal(
+    n: number,
+    file: string,
+    bytes: number,
+    builder: SummaryBuilder | undefined,
+  ): Promise<void> {
+    if (builder === undefined) {
+      this.opts.logger.warn('segment sealed without a summary: it held records not kept as is', {
+        file,
+      });
+      return Promise.resolve();
+    }
+    const sources: StoredRecord[] = [];
+    const counts: number[] = [];
+    for (let i = 0; i < builder.records; i++) {
+      const [offset, length, count, crc] = builder.record(i);
+      sources.push(new StoredRecord(file, offset, length, crc));
+      counts.push(count);
+    }
+    this.feed.moveToStored(builder.first, sources, counts);
+    const summary = encodeSummary(builder.build(bytes, this.stateNames, this.index));
+    return writeFileAtomically(this.dir, summaryName(n), summary).catch((e: unknown) => {
+      this.opts.logger.warn('segment summary not written; the segment will be decoded at open', {
+        file,
+        ...errorMeta(e),
+      });
+    });
+  }
+
+  // ---- appends ----
 
   /** Group commit: whatever queued up during one write+fsync goes into the next single one. */
   private async drain(): Promise<void> {
@@ -150,21 +497,40 @@ export class EmbeddedStore implements StateStore {
   private async commitGroup(group: PendingAppend[]): Promise<void> {
     // Groups run one after another, so every key held is durable or in this group.
     const fresh: Notification[] = [];
-    const counts = group.map(({ batch }) => {
-      let count = 0;
-      for (const n of batch) {
-        if (!this.claim(n, this.feed.length + fresh.length)) continue;
-        fresh.push(n);
-        count++;
-      }
-      return count;
-    });
+    /** Per fresh notification: its uid's number and its state's. */
+    const freshUids: number[] = [];
+    const freshStates: number[] = [];
+    let counts: number[] = [];
     let payload: Buffer | undefined;
     try {
       if (this.broken !== undefined) throw this.broken;
+      counts = group.map(({ batch }) => {
+        let count = 0;
+        for (const n of batch) {
+          const state = this.stateNumber(n.state);
+          const uid = this.claim(n, state, this.feed.length + fresh.length);
+          if (uid < 0) continue;
+          fresh.push(n);
+          freshUids.push(uid);
+          freshStates.push(state);
+          count++;
+        }
+        return count;
+      });
       if (fresh.length > 0) {
         payload = encode(fresh);
-        await this.writeDurably(frameRecord(payload));
+        const record = frameRecord(payload);
+        const tail = this.tail;
+        if (tail.bytes > 0 && tail.bytes + record.length > this.opts.segmentBytes) {
+          await this.roll(true);
+        }
+        const offset = this.tail.bytes;
+        await this.writeDurably(record);
+        const builder = this.tail.builder;
+        if (builder !== undefined) {
+          builder.addRecord(offset, payload.length, fresh.length, record.readUInt32LE(4));
+          fresh.forEach((n, i) => this.summarize(builder, freshUids[i]!, n, freshStates[i]!));
+        }
       }
     } catch (e) {
       for (let i = fresh.length - 1; i >= 0; i--) this.unclaim(fresh[i]!);
@@ -177,105 +543,145 @@ export class EmbeddedStore implements StateStore {
   }
 
   private async writeDurably(record: Buffer): Promise<void> {
+    const tail = this.tail;
     try {
       for (let off = 0; off < record.length;) {
-        off += (await this.fh.write(record, off)).bytesWritten;
+        off += (await tail.fh.write(record, off)).bytesWritten;
       }
-      await this.fh.datasync();
-      this.bytes += record.length;
+      await tail.fh.datasync();
+      tail.bytes += record.length;
     } catch (e) {
       // A partial record would hide every later one on reopen: cut back to the last good one.
       try {
-        await this.fh.truncate(this.bytes);
+        await tail.fh.truncate(tail.bytes);
       } catch (cut) {
         this.broken = new StoreError(
-          `store file ${this.file} could not be repaired after a failed write`,
-          {
-            cause: cut,
-          },
+          `store file ${tail.file} could not be repaired after a failed write`,
+          { cause: cut },
         );
       }
       throw e;
     }
   }
 
-  /** Reads one record back (a boundary: validated again); returns how many were dropped. */
-  private load(payload: Buffer): number {
+  // ---- the index ----
+
+  /**
+   * Reads one record back (a boundary: validated again) and adds what it holds to `builder`;
+   * returns false if the record could not be kept byte for byte (invalid or repeated
+   * notifications in it: the feed then holds a re-encoding of what was kept).
+   */
+  private load(payload: Buffer, builder: SummaryBuilder | undefined): boolean {
     let items: unknown;
     try {
       items = decode(payload);
     } catch {
-      return 1;
+      this.recovered.dropped++;
+      return false;
     }
-    if (!Array.isArray(items)) return 1;
-    let dropped = 0;
+    if (!Array.isArray(items)) {
+      this.recovered.dropped++;
+      return false;
+    }
     const fresh: Notification[] = [];
+    const freshUids: number[] = [];
+    const freshStates: number[] = [];
+    const keep = (n: Notification): void => {
+      const state = this.stateNumber(n.state);
+      const uid = this.claim(n, state, this.feed.length + fresh.length);
+      if (uid < 0) return;
+      fresh.push(n);
+      freshUids.push(uid);
+      freshStates.push(state);
+    };
     // Validated once as a whole (one ajv call for the usual, all-valid record), one by one
     // only when that fails, to drop just the invalid ones.
     if (isNotificationBulk(items)) {
-      for (const n of items) if (this.claim(n, this.feed.length + fresh.length)) fresh.push(n);
+      for (const n of items) keep(n);
     } else {
       for (const item of items) {
         let n: Notification;
         try {
           n = parseNotification(item);
         } catch {
-          dropped++;
+          this.recovered.dropped++;
           continue;
         }
-        if (this.claim(n, this.feed.length + fresh.length)) fresh.push(n);
+        keep(n);
       }
     }
-    if (fresh.length === 0) return dropped;
+    // An empty record is never written by the store; it has no chunk to map to either.
+    const whole = fresh.length === items.length && fresh.length > 0;
+    if (whole && builder !== undefined) {
+      fresh.forEach((n, i) => this.summarize(builder, freshUids[i]!, n, freshStates[i]!));
+    }
+    if (fresh.length === 0) return whole;
     // The usual record is wholly valid and new: the feed keeps its bytes (a slice of the file
     // read at open) and lets the objects go. Otherwise it keeps an encoding of what was kept.
-    if (fresh.length === items.length) this.feed.pushEncoded(payload, fresh.length);
+    if (whole) this.feed.pushEncoded(payload, fresh.length);
     else this.feed.pushEncoded(encode(fresh), fresh.length);
-    return dropped;
+    return whole;
   }
 
-  /** Records n's key at feed position `at`; false if the store holds it already. */
-  private claim(n: Notification, at: number): boolean {
-    const code = this.keyCode(n);
-    const entry = this.byUid.get(n.uid);
-    if (entry === undefined) {
-      this.byUid.set(n.uid, [code, at]);
-      return true;
+  /** Adds n (its uid and state by number) to a segment's summary. */
+  private summarize(builder: SummaryBuilder, uid: number, n: Notification, state: number): void {
+    const kind = n.kind === 'pilot' ? 1 : 0;
+    builder.add(uid, packKey(kind, n.attempt, state), kind, n.attempt, state);
+  }
+
+  /**
+   * Records n's key (its state by number) at feed position `at`; returns the number of n's
+   * uid in the index, or -1 if the store holds the key already.
+   */
+  private claim(n: Notification, state: number, at: number): number {
+    if (at > MAX_POSITION) {
+      throw new StoreError(`the embedded store holds at most ${MAX_POSITION + 1} notifications`);
     }
-    for (let i = 0; i < entry.length; i += 2) if (entry[i] === code) return false;
-    entry.push(code, at);
-    return true;
+    const uid = this.index.intern(n.uid);
+    return this.index.claim(uid, this.codeOf(n.kind === 'pilot' ? 1 : 0, n.attempt, state), at)
+      ? uid
+      : -1;
   }
 
   /** Undoes the latest claim of n (claims are undone newest first). */
   private unclaim(n: Notification): void {
-    const entry = this.byUid.get(n.uid);
-    if (entry === undefined) return;
-    entry.length -= 2;
-    if (entry.length === 0) this.byUid.delete(n.uid);
+    this.index.unclaim(this.index.find(n.uid));
+  }
+
+  private stateNumber(state: string): number {
+    let code = this.stateCodes.get(state);
+    if (code === undefined) {
+      code = this.stateNames.length;
+      this.stateCodes.set(state, code);
+      this.stateNames.push(state);
+    }
+    return code;
   }
 
   /**
-   * (kind, attempt, state) as one number, distinct for distinct triples: attempt * 2^13 +
-   * state code * 2 + kind bit while attempt < 2^30 and the state is among the first 4096 seen
-   * (every real session); any other triple gets a negative code of its own, by its key string.
+   * (kind, attempt, state) as one int32, distinct for distinct triples: attempt * 2^13 +
+   * state number * 2 + kind bit (packKey) while attempt < 2^18 and the state is among the first
+   * 4096 seen (every real session); any other triple gets a negative code of its own, by its
+   * key string.
    */
-  private keyCode(n: Notification): number {
-    let state = this.stateCodes.get(n.state);
-    if (state === undefined) {
-      state = this.stateCodes.size;
-      this.stateCodes.set(n.state, state);
-    }
-    if (state < 4096 && n.attempt < 2 ** 30) {
-      return n.attempt * 8192 + state * 2 + (n.kind === 'pilot' ? 1 : 0);
-    }
-    const key = `${n.kind}\u0000${n.attempt}\u0000${n.state}`;
+  private codeOf(kind: number, attempt: number, state: number): number {
+    const packed = packKey(kind, attempt, state);
+    if (packed >= 0) return packed;
+    const key = `${kind}\u0000${attempt}\u0000${this.stateNames[state]}`;
     let code = this.rareCodes.get(key);
     if (code === undefined) {
       code = -1 - this.rareCodes.size;
       this.rareCodes.set(key, code);
     }
     return code;
+  }
+}
+
+async function sizeOf(file: string): Promise<number> {
+  try {
+    return (await fs.stat(file)).size;
+  } catch {
+    return 0;
   }
 }
 
@@ -291,25 +697,4 @@ function isNotificationBulk(items: unknown[]): items is Notification[] {
 /** Decodes a payload the store wrote and checked (crc, validation) when it was accepted. */
 function decodeChunk(payload: Buffer): Notification[] {
   return decode(payload) as Notification[];
-}
-
-async function readIfExists(file: string): Promise<Buffer | undefined> {
-  try {
-    return await fs.readFile(file);
-  } catch (e) {
-    if ((e as { code?: unknown }).code === 'ENOENT') return undefined;
-    throw e;
-  }
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const handle = await fs.open(dir, 'r');
-  try {
-    await handle.sync();
-  } catch (e) {
-    // Some filesystems refuse fsync on a directory; the file's own fsync still holds.
-    if ((e as { code?: unknown }).code !== 'EINVAL') throw e;
-  } finally {
-    await handle.close();
-  }
 }

@@ -1,5 +1,5 @@
 import type { Notification } from '../generated';
-import { UsageError } from '../errors';
+import { InternalError, UsageError } from '../errors';
 import type { WatchBulk } from './state-store';
 
 /** Bounds a bulk so that a watch from 0 over a long history does not copy it all at once. */
@@ -9,15 +9,24 @@ const HOT_CHUNKS = 64;
 /** Decoded cold chunks kept for readers going through old history (watch from 0, history). */
 const DECODED_CACHE = 4;
 
+/** Where a chunk's encoding can be read back from when it is not held in memory. */
+export interface PayloadSource {
+  /** The msgpack payload, checked; throws if it cannot be read back as it was written. */
+  read(): Buffer;
+}
+
 /**
  * A run of accepted notifications. `payload` is their msgpack encoding (for the embedded store,
- * a slice of its file); `items` the objects, kept only while the chunk is hot or cached: a
- * session of 10 million notifications as JS objects would not fit in a default Node heap.
+ * a slice of its tail segment, or what an append encoded); `stored` says where to read that
+ * encoding back when it is not in memory (a record of a sealed segment); `items` the objects,
+ * kept only while the chunk is hot or cached: a session of 10 million notifications as JS
+ * objects would not fit in a default Node heap.
  */
 interface Chunk {
   start: number;
   count: number;
   payload: Buffer | undefined;
+  stored: PayloadSource | undefined;
   items: readonly Notification[] | undefined;
 }
 
@@ -56,7 +65,13 @@ export class NotificationFeed {
   }
 
   push(batch: readonly Notification[]): void {
-    this.add({ start: this.total, count: batch.length, payload: undefined, items: batch.slice() });
+    this.add({
+      start: this.total,
+      count: batch.length,
+      payload: undefined,
+      stored: undefined,
+      items: batch.slice(),
+    });
   }
 
   /**
@@ -65,7 +80,36 @@ export class NotificationFeed {
    */
   pushEncoded(payload: Buffer, count: number, items?: readonly Notification[]): void {
     if (this.decodeChunk === undefined) throw new UsageError('pushEncoded needs a decodeChunk');
-    this.add({ start: this.total, count, payload, items });
+    this.add({ start: this.total, count, payload, stored: undefined, items });
+  }
+
+  /** Pushes notifications by where their encoding lies; decoded (read) when first needed. */
+  pushStored(stored: PayloadSource, count: number): void {
+    if (this.decodeChunk === undefined) throw new UsageError('pushStored needs a decodeChunk');
+    this.add({ start: this.total, count, payload: undefined, stored, items: undefined });
+  }
+
+  /**
+   * From the chunk starting at position `from` on, one chunk per source: the chunks' payloads
+   * now lie in `sources` and their in-memory copies go (a sealed segment's records).
+   * Each source must describe exactly its chunk; `counts` are checked against the chunks'.
+   */
+  moveToStored(from: number, sources: readonly PayloadSource[], counts: readonly number[]): void {
+    if (sources.length === 0) return;
+    let i = this.find(from);
+    if (this.chunks[i]?.start !== from || i + sources.length > this.chunks.length) {
+      throw new InternalError('feed-move-range');
+    }
+    for (let k = 0; k < sources.length; k++, i++) {
+      if (this.chunks[i]!.count !== counts[k]) throw new InternalError('feed-move-count');
+    }
+    i -= sources.length;
+    for (let k = 0; k < sources.length; k++, i++) {
+      const chunk = this.chunks[i]!;
+      chunk.stored = sources[k];
+      chunk.payload = undefined;
+      if (i < this.hotFrom) chunk.items = undefined;
+    }
   }
 
   private add(chunk: Chunk): void {
@@ -75,7 +119,7 @@ export class NotificationFeed {
     // Objects of chunks that fell out of the hot window go; their payload stays.
     while (this.chunks.length - this.hotFrom > HOT_CHUNKS) {
       const old = this.chunks[this.hotFrom++]!;
-      if (old.payload !== undefined) old.items = undefined;
+      if (old.payload !== undefined || old.stored !== undefined) old.items = undefined;
     }
     this.wakeAll();
   }
@@ -108,7 +152,7 @@ export class NotificationFeed {
   private itemsOf(chunk: Chunk): readonly Notification[] {
     if (chunk.items !== undefined) return chunk.items;
     const hit = this.cache.find((c) => c.start === chunk.start);
-    const items = hit?.items ?? this.decodeChunk!(chunk.payload!);
+    const items = hit?.items ?? this.decodeChunk!(chunk.payload ?? chunk.stored!.read());
     if (hit === undefined) {
       // A cache entry is a copy that holds the objects; the chunk itself stays lean.
       this.cache.unshift({ ...chunk, items });

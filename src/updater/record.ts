@@ -1,9 +1,10 @@
 import { crc32 } from 'node:zlib';
 
 /**
- * The embedded store's file is a sequence of records: an 8-byte header, [uint32 LE payload
- * length][uint32 LE crc32 of the payload], then the payload (msgpack). The crc is over the
- * payload only; a torn header shows up as a length past the end of the file or a crc mismatch.
+ * Each segment file of the embedded store is a sequence of records: an 8-byte header, [uint32 LE
+ * payload length][uint32 LE crc32 of the payload], then the payload (msgpack). The crc is over
+ * the payload only; a torn header shows up as a length past the end of the file or a crc
+ * mismatch.
  */
 export const HEADER_BYTES = 8;
 

@@ -1,0 +1,180 @@
+import * as fsSync from 'node:fs';
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import { crc32 } from 'node:zlib';
+import type { PayloadSource } from './feed';
+import { HEADER_BYTES } from './record';
+import { SUMMARY_HEADER_BYTES, SUMMARY_MAGIC } from './segment-summary';
+import { StoreError } from './state-store';
+
+/**
+ * Segment files of the embedded store: `store.log` is segment 0 (the name a store had before
+ * segments, so an old single-file session is a one-segment store), then `store.1.log`,
+ * `store.2.log`, ... A sealed segment's summary is `<segment file>.sum`.
+ */
+export function segmentName(n: number): string {
+  return n === 0 ? 'store.log' : `store.${n}.log`;
+}
+
+export function summaryName(n: number): string {
+  return `${segmentName(n)}.sum`;
+}
+
+const SEGMENT_FILE = /^store(?:\.([1-9][0-9]*))?\.log$/;
+const TEMP_SUFFIX = '.tmp';
+
+/** Segment numbers found in `dir`, ascending; removes temporary files a crash left behind. */
+export async function listSegments(dir: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const name of await fs.readdir(dir)) {
+    const m = SEGMENT_FILE.exec(name);
+    if (m !== null) found.push(m[1] === undefined ? 0 : Number(m[1]));
+    else if (name.startsWith('store.') && name.endsWith(TEMP_SUFFIX)) {
+      await fs.rm(path.join(dir, name), { force: true });
+    }
+  }
+  return found.sort((a, b) => a - b);
+}
+
+/**
+ * Writes `data` to `dir/name` so that a crash leaves either the old file or the whole new one:
+ * temp file, fsync, rename, fsync of the directory.
+ */
+export async function writeFileAtomically(dir: string, name: string, data: Buffer): Promise<void> {
+  const final = path.join(dir, name);
+  const temp = final + TEMP_SUFFIX;
+  const fh = await fs.open(temp, 'w');
+  try {
+    for (let off = 0; off < data.length;) {
+      off += (await fh.write(data, off)).bytesWritten;
+    }
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await fs.rename(temp, final);
+  await syncDir(dir);
+}
+
+export async function syncDir(dir: string): Promise<void> {
+  const handle = await fs.open(dir, 'r');
+  try {
+    await handle.sync();
+  } catch (e) {
+    // Some filesystems refuse fsync on a directory; the file's own fsync still holds.
+    if ((e as { code?: unknown }).code !== 'EINVAL') throw e;
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Reads a whole file with as few reads as it takes (fs.readFile reads in 512 KiB steps, each a
+ * trip through the thread pool). Like readFile, refuses files of 2 GiB or more.
+ */
+export async function readWhole(file: string): Promise<Buffer> {
+  const fh = await fs.open(file, 'r');
+  try {
+    const size = (await fh.stat()).size;
+    if (size > MAX_READ_BYTES) {
+      throw new StoreError(`store file ${file} is ${size} bytes, over ${MAX_READ_BYTES}`);
+    }
+    const buf = Buffer.allocUnsafeSlow(size);
+    let got = 0;
+    while (got < size) {
+      const { bytesRead } = await fh.read(buf, got, size - got, got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    return got === size ? buf : buf.subarray(0, got);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Node's readFile limit; segments stay under it. */
+export const MAX_READ_BYTES = 2 ** 31 - 1;
+
+/** Reads the header of the record at `offset` of `file`: [payload length, crc], or undefined. */
+export async function readRecordHeader(
+  file: string,
+  offset: number,
+): Promise<[number, number] | undefined> {
+  const fh = await fs.open(file, 'r');
+  try {
+    const header = Buffer.alloc(HEADER_BYTES);
+    const { bytesRead } = await fh.read(header, 0, HEADER_BYTES, offset);
+    if (bytesRead < HEADER_BYTES) return undefined;
+    return [header.readUInt32LE(0), header.readUInt32LE(4)];
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * A record of a sealed segment, read back from the file when the feed needs its notifications
+ * (the feed reads synchronously). The bytes are checked against the record's header and the
+ * summary's length and crc; a mismatch means the file changed after it was sealed.
+ */
+export class StoredRecord implements PayloadSource {
+  constructor(
+    readonly file: string,
+    readonly offset: number,
+    readonly length: number,
+    readonly crc: number,
+  ) {}
+
+  read(): Buffer {
+    const buf = Buffer.allocUnsafe(HEADER_BYTES + this.length);
+    let fd: number;
+    try {
+      fd = fsSync.openSync(this.file, 'r');
+    } catch (e) {
+      throw new StoreError(`store segment ${this.file} cannot be read`, { cause: e });
+    }
+    try {
+      let got = 0;
+      while (got < buf.length) {
+        const n = fsSync.readSync(fd, buf, got, buf.length - got, this.offset + got);
+        if (n === 0) break;
+        got += n;
+      }
+      const payload = buf.subarray(HEADER_BYTES);
+      if (
+        got !== buf.length ||
+        buf.readUInt32LE(0) !== this.length ||
+        buf.readUInt32LE(4) !== this.crc ||
+        crc32(payload) !== this.crc
+      ) {
+        throw new StoreError(
+          `store segment ${this.file} changed after it was sealed: the record at offset ` +
+            `${this.offset} does not match its summary`,
+        );
+      }
+      return payload;
+    } finally {
+      fsSync.closeSync(fd);
+    }
+  }
+}
+
+/** Uid and notification counts from a summary's header (unchecked: for sizing only). */
+export async function readSummaryCounts(
+  file: string,
+): Promise<{ uids: number; notifications: number } | undefined> {
+  let fh: fs.FileHandle;
+  try {
+    fh = await fs.open(file, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    const header = Buffer.alloc(SUMMARY_HEADER_BYTES);
+    const { bytesRead } = await fh.read(header, 0, SUMMARY_HEADER_BYTES, 0);
+    if (bytesRead < SUMMARY_HEADER_BYTES) return undefined;
+    if (header.toString('latin1', 0, 8) !== SUMMARY_MAGIC) return undefined;
+    return { notifications: header.readUInt32LE(40), uids: header.readUInt32LE(44) };
+  } finally {
+    await fh.close();
+  }
+}
