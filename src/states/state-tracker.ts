@@ -66,7 +66,7 @@ export class StateTracker {
       p.final = true;
       out.push({
         uid: n.uid,
-        state: n.state,
+        state: this.model.states[rank]!,
         attempt: n.attempt,
         inferred: false,
         notification: n,
@@ -77,7 +77,9 @@ export class StateTracker {
     for (let r = p.rank + 1; r < rank; r++) {
       out.push({ uid: n.uid, state: this.model.states[r]!, attempt: p.attempt, inferred: true });
     }
-    out.push({ uid: n.uid, state: n.state, attempt: n.attempt, inferred: false, notification: n });
+    // the model's own string: a decoded one may be a slice that keeps a whole message alive
+    const state = this.model.states[rank]!;
+    out.push({ uid: n.uid, state, attempt: n.attempt, inferred: false, notification: n });
     p.rank = rank;
     p.final = isFinal(this.model, n.state);
     return out;
