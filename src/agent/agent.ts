@@ -24,6 +24,12 @@ import type { NodeResources } from '../components/agent-scheduler/node-state';
 
 type Final = 'DONE' | 'FAILED' | 'CANCELED';
 
+/** How the agent words a shutdown for want of heartbeats (its store went with the client). */
+const LOST_CLIENT = 'lost the client';
+
+/** How long an exit by a signal waits for a shutdown of the agent it may be part of. */
+const SIGNALED_EXIT_GRACE_MS = 250;
+
 /**
  * Wiring of one pilot's agent: AgentInputStager -> AgentScheduler -> Executor ->
  * AgentOutputStager over in-process queues, UpdateWorkers to the client's store, and the
@@ -122,7 +128,19 @@ export class Agent {
       logger: logExec,
       handlers: {
         started: (evs) => this.executor.onStartedBulk(evs),
-        exited: (evs) => this.executor.onExitedBulk(evs),
+        exited: (evs) => {
+          const clean = evs.filter((e) => e.signal === null);
+          const signaled = evs.filter((e) => e.signal !== null);
+          if (clean.length > 0) this.executor.onExitedBulk(clean);
+          // A batch system's cancel (scancel) signals every process of the job at once: the
+          // tasks may die before this agent's own SIGTERM handler runs. Exits by a signal wait
+          // a moment, so that such a task ends with its pilot's shutdown, not as a failure.
+          if (signaled.length > 0) {
+            setTimeout(() => {
+              if (this.stopping === undefined) this.executor.onExitedBulk(signaled);
+            }, SIGNALED_EXIT_GRACE_MS);
+          }
+        },
         failed: (evs) => {
           for (const ev of evs) this.executor.onSpawnFailed(ev.uid, ev);
         },
@@ -315,8 +333,10 @@ export class Agent {
       .catch((e: unknown) => this.log.error('spawner pool close failed', errorMeta(e)));
     this.notes?.flush();
     await this.queues.closeSenders();
-    await this.updatesPulled(2_000);
-    await Promise.all(this.workers.map((w) => w.close()));
+    // a client that is gone takes its store with it: no ack would come
+    const storeGone = message.startsWith(LOST_CLIENT);
+    await this.updatesPulled(storeGone ? 200 : 2_000);
+    await Promise.all(this.workers.map((w) => (storeGone ? w.close(200) : w.close())));
     await this.queues.close();
     await this.control
       ?.publish({ type: 'agent_final', pilot: this.cfg.pilot, final, message })
@@ -335,7 +355,7 @@ export class Agent {
         if (silent > timeoutMs) {
           void this.shutdown(
             'FAILED',
-            `lost the client: no heartbeat for ${Math.round(silent / 1000)} s`,
+            `${LOST_CLIENT}: no heartbeat for ${Math.round(silent / 1000)} s`,
           );
         }
       },

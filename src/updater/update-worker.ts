@@ -107,27 +107,25 @@ export class UpdateWorker {
    * Stops pulling, sends what it holds, and waits up to ackTimeoutMs for every batch in
    * flight to be acknowledged; what is still unacknowledged then is logged and given up.
    */
-  close(): Promise<void> {
-    this.closing ??= this.shutdown();
+  close(ackWaitMs = this.opts.ackTimeoutMs): Promise<void> {
+    this.closing ??= this.shutdown(ackWaitMs);
     return this.closing;
   }
 
-  private async shutdown(): Promise<void> {
+  private async shutdown(ackWaitMs: number): Promise<void> {
     this.receiver.close();
     this.room?.resolve();
     await this.pulling;
     this.flush(true);
     if (this.unacked.size > 0) {
       this.drained = deferred();
-      await withTimeout(this.drained.promise, this.opts.ackTimeoutMs, 'update worker close').catch(
-        () => {
-          const notifications = [...this.unacked.values()].reduce((sum, u) => sum + u.count, 0);
-          this.log.warn('closing with unacknowledged batches', {
-            batches: this.unacked.size,
-            notifications,
-          });
-        },
-      );
+      await withTimeout(this.drained.promise, ackWaitMs, 'update worker close').catch(() => {
+        const notifications = [...this.unacked.values()].reduce((sum, u) => sum + u.count, 0);
+        this.log.warn('closing with unacknowledged batches', {
+          batches: this.unacked.size,
+          notifications,
+        });
+      });
     }
     for (const u of this.unacked.values()) clearTimeout(u.timer);
     this.dealer.close();
