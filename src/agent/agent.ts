@@ -24,9 +24,6 @@ import type { NodeResources } from '../components/agent-scheduler/node-state';
 
 type Final = 'DONE' | 'FAILED' | 'CANCELED';
 
-/** How the agent words a shutdown for want of heartbeats (its store went with the client). */
-const LOST_CLIENT = 'lost the client';
-
 /** How long an exit by a signal waits for a shutdown of the agent it may be part of. */
 const SIGNALED_EXIT_GRACE_MS = 250;
 
@@ -304,13 +301,14 @@ export class Agent {
   /**
    * Stops taking tasks, ends every task the agent holds (FAILED, or CANCELED when the pilot is
    * canceled), kills their processes, flushes notifications to the store, then resolves `done`.
+   * `storeGone`: the client, and the store it hosts, went away: no ack is waited for.
    */
-  shutdown(final: Final, message: string): Promise<void> {
-    this.stopping ??= this.doShutdown(final, message);
+  shutdown(final: Final, message: string, opts: { storeGone?: boolean } = {}): Promise<void> {
+    this.stopping ??= this.doShutdown(final, message, opts.storeGone === true);
     return this.stopping;
   }
 
-  private async doShutdown(final: Final, message: string): Promise<void> {
+  private async doShutdown(final: Final, message: string, storeGone: boolean): Promise<void> {
     this.log.info('agent shutting down', { final, message });
     clearTimeout(this.runtimeTimer);
     clearInterval(this.heartbeatTimer);
@@ -333,8 +331,6 @@ export class Agent {
       .catch((e: unknown) => this.log.error('spawner pool close failed', errorMeta(e)));
     this.notes?.flush();
     await this.queues.closeSenders();
-    // a client that is gone takes its store with it: no ack would come
-    const storeGone = message.startsWith(LOST_CLIENT);
     await this.updatesPulled(storeGone ? 200 : 2_000);
     await Promise.all(this.workers.map((w) => (storeGone ? w.close(200) : w.close())));
     await this.queues.close();
@@ -355,7 +351,8 @@ export class Agent {
         if (silent > timeoutMs) {
           void this.shutdown(
             'FAILED',
-            `${LOST_CLIENT}: no heartbeat for ${Math.round(silent / 1000)} s`,
+            `lost the client: no heartbeat for ${Math.round(silent / 1000)} s`,
+            { storeGone: true },
           );
         }
       },

@@ -44,3 +44,25 @@ export class DeliveredCounters {
     closeSync(this.fd);
   }
 }
+
+/**
+ * One manager's place in the counters: `deliver` runs a callback event unless a previous
+ * client of the session delivered it, then records that it was delivered.
+ */
+export class DeliveryCursor {
+  private events = 0;
+  private readonly silentBelow: number;
+
+  constructor(
+    private readonly counters: DeliveredCounters,
+    private readonly slot: number,
+  ) {
+    this.silentBelow = counters.get(slot);
+  }
+
+  deliver(fire: () => void): void {
+    if (this.events++ < this.silentBelow) return;
+    fire();
+    this.counters.set(this.slot, this.events);
+  }
+}

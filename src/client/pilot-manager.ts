@@ -15,6 +15,7 @@ import type { PilotRecord } from '../components/pilot-launcher/pilot-record';
 import { SlurmLauncher, sinfoCpusPerNode } from '../components/pilot-launcher/slurm-launcher';
 import { Listeners } from './listeners';
 import { Pilot } from './pilot';
+import type { DeliveryCursor } from './delivered';
 import type { Session } from './session';
 import type { StateInfo } from './task';
 import { Waiters } from './waiters';
@@ -47,12 +48,10 @@ export class PilotManager {
   private readonly local: LocalLauncher;
   private readonly slurm: SlurmLauncher;
   private readonly log: Logger;
-  /** This manager's name in the session's journal and its slot in the delivered counters. */
+  /** This manager's name in the session's journal. */
   private readonly name: string;
-  private readonly slot: number;
-  /** Tracker events so far; the first `silentBelow` were delivered by a previous client. */
-  private events = 0;
-  private readonly silentBelow: number;
+  /** Skips the callbacks a previous client of the session delivered. */
+  private readonly delivery: DeliveryCursor;
 
   constructor(
     private readonly session: Session,
@@ -61,8 +60,7 @@ export class PilotManager {
     this.log = session.log.child({ component: COMPONENTS.pilotManager });
     this.callbacks = new Listeners(this.log);
     const launcherLog = session.log.child({ component: COMPONENTS.pilotLauncher });
-    ({ name: this.name, slot: this.slot } = session.registerManager('pmgr'));
-    this.silentBelow = session.delivered.get(this.slot);
+    ({ name: this.name, delivery: this.delivery } = session.registerManager('pmgr'));
     this.local = new LocalLauncher(
       {
         launched: (uid, pid) => {
@@ -392,10 +390,7 @@ export class PilotManager {
         const info: StateInfo = { attempt: 1, inferred: e.inferred };
         if (reason !== undefined) info.reason = reason;
         if (ts !== undefined) info.ts = ts;
-        if (this.events++ >= this.silentBelow) {
-          this.callbacks.fire(pilot, e.state, info);
-          this.session.delivered.set(this.slot, this.events);
-        }
+        this.delivery.deliver(() => this.callbacks.fire(pilot, e.state, info));
         this.waiters.update(pilot.uid, e.state);
       }
     }

@@ -16,7 +16,7 @@ import { QueueSender } from '../transport/queue';
 import { EmbeddedStore } from '../updater/embedded-store';
 import { StoreServer } from '../updater/store-server';
 import { UpdateWorker } from '../updater/update-worker';
-import { DeliveredCounters } from './delivered';
+import { DeliveredCounters, DeliveryCursor } from './delivered';
 import { Journal, type JournalEntry, type SessionAddresses } from './journal';
 import { ManagerPipeline } from './manager-pipeline';
 import { teeLogger } from './tee-logger';
@@ -238,12 +238,15 @@ export class Session {
 
   /**
    * A manager's place in the session: its name (`tmgr.0000`, the same for the same creation
-   * order when resumed) and its slot in the delivered counters.
+   * order when resumed) and its cursor in the delivered counters.
    */
-  registerManager(kind: 'pmgr' | 'tmgr'): { name: string; slot: number } {
+  registerManager(kind: 'pmgr' | 'tmgr'): { name: string; delivery: DeliveryCursor } {
     const n = this.managerKinds.get(kind) ?? 0;
     this.managerKinds.set(kind, n + 1);
-    return { name: `${kind}.${String(n).padStart(4, '0')}`, slot: this.managers++ };
+    return {
+      name: `${kind}.${String(n).padStart(4, '0')}`,
+      delivery: new DeliveryCursor(this.delivered, this.managers++),
+    };
   }
 
   /** True while a resumed session has not started delivering (see `replay`). */

@@ -14,6 +14,7 @@ import { reason as makeReason } from '../components/shared/reasons';
 import { transition } from '../components/shared/transition';
 import { Listeners } from './listeners';
 import type { Pilot } from './pilot';
+import type { DeliveryCursor } from './delivered';
 import type { Session } from './session';
 import { Task, type StateInfo } from './task';
 import { validateAll } from './validate-all';
@@ -33,19 +34,16 @@ export class TaskManager {
   private readonly log: Logger;
   /** Canceled, not yet final: re-sent to each agent that reports in, since it missed them. */
   private readonly canceling = new Set<string>();
-  /** This manager's name in the session's journal and its slot in the delivered counters. */
+  /** This manager's name in the session's journal. */
   private readonly name: string;
-  private readonly slot: number;
-  /** Tracker events so far; the first `silentBelow` were delivered by a previous client. */
-  private events = 0;
-  private readonly silentBelow: number;
+  /** Skips the callbacks a previous client of the session delivered. */
+  private readonly delivery: DeliveryCursor;
   private readonly pilotsAdded = new Set<string>();
 
   constructor(private readonly session: Session) {
     this.log = session.log.child({ component: COMPONENTS.taskManager });
     this.callbacks = new Listeners(this.log);
-    ({ name: this.name, slot: this.slot } = session.registerManager('tmgr'));
-    this.silentBelow = session.delivered.get(this.slot);
+    ({ name: this.name, delivery: this.delivery } = session.registerManager('tmgr'));
     if (session.replayPending) this.adopt();
     session.onNotifications((ns) => this.ingest(ns));
     session.onPilotEnded((uid, state, reason) => void this.recover(uid, state, reason));
@@ -283,10 +281,7 @@ export class TaskManager {
             : { state: e.state, attempt: e.attempt, inferred: e.inferred },
         );
         if (task.final) this.canceling.delete(task.uid);
-        if (this.events++ >= this.silentBelow) {
-          this.callbacks.fire(task, e.state, info);
-          this.session.delivered.set(this.slot, this.events);
-        }
+        this.delivery.deliver(() => this.callbacks.fire(task, e.state, info));
         this.waiters.update(task.uid, e.state);
       }
     }
