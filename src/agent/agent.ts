@@ -240,6 +240,7 @@ export class Agent {
 
     this.control = new ControlBus(
       { in: cfg.addresses.controlIn, out: cfg.addresses.controlOut },
+      cfg.session,
       this.log,
     );
     this.control.on((msg) => {
@@ -248,9 +249,9 @@ export class Agent {
         this.scheduler.onCancel(msg.uids);
         this.executor.onCancel(msg.uids);
         this.output.onCancel(msg.uids);
-      } else if (msg.type === 'heartbeat' && msg.session === cfg.session) {
+      } else if (msg.type === 'heartbeat') {
         this.lastHeartbeat = Date.now();
-      } else if (msg.type === 'client_resumed' && msg.session === cfg.session) {
+      } else if (msg.type === 'client_resumed') {
         this.lastHeartbeat = Date.now();
         void this.announce().catch((e: unknown) =>
           this.log.error('agent_ready failed', errorMeta(e)),
@@ -262,8 +263,15 @@ export class Agent {
         );
       }
     });
-    await this.control.ready();
+    // The client's silence counts from now: one that dies before the probe below comes back
+    // (a busy machine can take seconds to join the pubsub) must not leave us waiting.
     this.watchHeartbeats(cfg.heartbeatTimeoutMs ?? 30_000);
+    try {
+      await this.control.ready();
+    } catch (e) {
+      if (this.stopping !== undefined) return; // shut down while starting: that is the news
+      throw e;
+    }
     this.runtimeTimer = setTimeout(
       () => void this.shutdown('DONE', `runtime limit of ${cfg.runtimeMin} min reached`),
       cfg.runtimeMin * 60_000,

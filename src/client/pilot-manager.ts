@@ -174,7 +174,7 @@ export class PilotManager {
         for (const pilot of mine) this.follow(pilot, traces.get(pilot.uid) ?? {});
         if (mine.some((p) => !p.final)) {
           void this.session.control
-            .publish({ type: 'client_resumed', session: this.session.uid })
+            .publish({ type: 'client_resumed' })
             .catch((e: unknown) => this.log.error('client_resumed publish failed', errorMeta(e)));
         }
       },

@@ -158,7 +158,11 @@ export class Session {
       `inproc://${this.uid}/updates/out`,
     );
     this.bridges.push(control, updates);
-    this.control = new ControlBus(control.endpoints, this.log.child({ component: 'ControlBus' }));
+    this.control = new ControlBus(
+      control.endpoints,
+      this.uid,
+      this.log.child({ component: 'ControlBus' }),
+    );
     this.updates = new QueueSender(updates.endpoints.in);
     this.notes = new CoalescingSender<Notification>(this.updates, (e: unknown) =>
       this.log.error('notify failed', errorMeta(e)),
@@ -198,7 +202,7 @@ export class Session {
     // agents that cannot watch our process (batch jobs) know we are alive from these
     this.heartbeat = setInterval(() => {
       this.control
-        .publish({ type: 'heartbeat', session: this.uid, ts: this.clock.now() })
+        .publish({ type: 'heartbeat', ts: this.clock.now() })
         .catch((e: unknown) => this.log.warn('heartbeat publish failed', errorMeta(e)));
     }, HEARTBEAT_MS);
     this.heartbeat.unref();

@@ -1,21 +1,24 @@
 /* Generated from schemas/control-message.schema.json by scripts/gen-types.js: do not edit. */
 
 /**
- * Messages on the session's control pubsub: cancel, shutdown, agent life.
+ * Messages on the session's control pubsub: cancel, shutdown, agent life. All but probes name their session: ports are reused, and an orphaned agent of another session may be connected to ours.
  */
 export type ControlMessage =
   | {
       type: 'cancel_tasks';
+      session: string;
       uids: string[];
     }
   | {
       type: 'shutdown_agent';
+      session: string;
       pilot: string;
       final: 'DONE' | 'FAILED' | 'CANCELED';
       message?: string;
     }
   | {
       type: 'agent_ready';
+      session: string;
       pilot: string;
       nodes: {
         name: string;
@@ -25,6 +28,7 @@ export type ControlMessage =
     }
   | {
       type: 'agent_final';
+      session: string;
       pilot: string;
       final: 'DONE' | 'FAILED' | 'CANCELED';
       message: string;

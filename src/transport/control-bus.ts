@@ -8,20 +8,29 @@ import { Publisher, Subscriber } from './pubsub';
 
 type Listener = (msg: ControlMessage) => void;
 
+type WithoutSession<T> = T extends unknown ? Omit<T, 'session'> : never;
+/** What a caller publishes: the bus stamps its own session on everything but probes. */
+export type OutgoingControl = WithoutSession<Exclude<ControlMessage, { type: 'probe' }>>;
+
 /**
  * A process's view of the session's control pubsub: one publisher, one subscriber, validated
  * messages dispatched to listeners. `ready()` publishes probes until one comes back, proving
  * both directions through the forwarder, so later messages are not lost to slow joining.
+ * Messages of another session are dropped: an orphaned agent of a dead session may reconnect to
+ * ports that our session now binds, and pilot and task uids repeat across sessions.
  */
 export class ControlBus {
   private readonly pub: Publisher;
   private readonly sub: Subscriber;
   private readonly listeners = new Set<Listener>();
-  private readonly probes = new Map<string, () => void>();
+  private readonly probes = new Map<string, { resolve: () => void; reject: (e: Error) => void }>();
   private readonly loop: Promise<void>;
+
+  private foreign = 0;
 
   constructor(
     addresses: { in: string; out: string },
+    readonly session: string,
     private readonly log: Logger,
   ) {
     this.pub = new Publisher(addresses.in);
@@ -34,13 +43,15 @@ export class ControlBus {
     return () => this.listeners.delete(listener);
   }
 
-  publish(msg: ControlMessage): Promise<void> {
-    return this.pub.publish(msg);
+  publish(msg: OutgoingControl): Promise<void> {
+    return this.pub.publish({ ...msg, session: this.session });
   }
 
   async ready(timeoutMs = 10_000): Promise<void> {
     const nonce = randomUUID();
-    const seen = new Promise<void>((resolve) => this.probes.set(nonce, resolve));
+    const seen = new Promise<void>((resolve, reject) =>
+      this.probes.set(nonce, { resolve, reject }),
+    );
     const send = (): void => void this.pub.publish({ type: 'probe', from: 'self', nonce });
     send();
     const timer = setInterval(send, 20);
@@ -52,7 +63,10 @@ export class ControlBus {
     }
   }
 
+  /** Closes the sockets; a `ready()` still waiting rejects at once instead of at its timeout. */
   async close(): Promise<void> {
+    for (const probe of this.probes.values()) probe.reject(new Error('control bus closed'));
+    this.probes.clear();
     await this.pub.close();
     this.sub.close();
     await this.loop;
@@ -74,7 +88,17 @@ export class ControlBus {
           continue;
         }
         if (msg.type === 'probe') {
-          this.probes.get(msg.nonce)?.();
+          this.probes.get(msg.nonce)?.resolve();
+          continue;
+        }
+        if (msg.session !== this.session) {
+          if (this.foreign++ % 1_000 === 0) {
+            this.log.warn('control messages of another session dropped', {
+              type: msg.type,
+              session: msg.session,
+              dropped: this.foreign,
+            });
+          }
           continue;
         }
         for (const l of this.listeners) {

@@ -1,7 +1,26 @@
 // A client that starts a pilot with a long task, prints the agent's and the task's pids, and
 // waits to be killed (the test kills it with SIGKILL to see the agent clean up by itself once
 // its client timeout, 1 s here, has passed without a heartbeat).
+const { existsSync, readFileSync, watch } = require('node:fs');
 const { Session, PilotManager, TaskManager } = require('../../dist/src');
+
+/** Resolves once the task's shell has written its pid (AGENT_EXECUTING comes before that). */
+function pidWritten(sandbox) {
+  const written = () =>
+    existsSync(`${sandbox}/pid`) && /\n$/.test(readFileSync(`${sandbox}/pid`, 'utf8'));
+  return new Promise((resolve) => {
+    const watcher = watch(sandbox, () => {
+      if (written()) {
+        watcher.close();
+        resolve();
+      }
+    });
+    if (written()) {
+      watcher.close();
+      resolve();
+    }
+  });
+}
 
 (async () => {
   const session = await Session.open({ dir: process.argv[2] });
@@ -15,6 +34,8 @@ const { Session, PilotManager, TaskManager } = require('../../dist/src');
     { executable: '/bin/sh', arguments: ['-c', 'echo $$ > pid; exec sleep 60'] },
   ]);
   await tmgr.waitTasks({ uids: [task.uid], states: ['AGENT_EXECUTING'], timeoutMs: 10000 });
+  const sandbox = `${pilot.sandbox}/${task.uid}`;
+  await pidWritten(sandbox);
   const agent = pmgr.local.pids()[0]; // the local launcher's child: the agent process
-  process.stdout.write(JSON.stringify({ agent, sandbox: `${pilot.sandbox}/${task.uid}` }) + '\n');
+  process.stdout.write(JSON.stringify({ agent, sandbox }) + '\n');
 })();

@@ -1,12 +1,21 @@
 import { TimeoutError } from '../../src/errors';
 
-function alive(pid: number): boolean {
+import { readFileSync } from 'node:fs';
+
+/** The process's state letter from /proc (R, S, D, Z, ...), or undefined once it is gone. */
+function procState(pid: number): string | undefined {
   try {
-    process.kill(pid, 0);
-    return true;
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
   } catch {
-    return false;
+    return undefined;
   }
+}
+
+/** A zombie has exited: only its parent (init, for an orphan) has not reaped it yet. */
+function alive(pid: number): boolean {
+  const state = procState(pid);
+  return state !== undefined && state !== 'Z' && state !== 'X';
 }
 
 /**
@@ -19,7 +28,11 @@ export function waitForExit(pid: number, timeoutMs: number): Promise<void> {
     const check = (): void => {
       if (!alive(pid)) return resolve();
       if (Date.now() > deadline) {
-        return reject(new TimeoutError(`process ${pid} still alive after ${timeoutMs} ms`));
+        return reject(
+          new TimeoutError(
+            `process ${pid} still alive after ${timeoutMs} ms (state ${procState(pid)})`,
+          ),
+        );
       }
       setTimeout(check, 25);
     };

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { AgentConfig, ControlMessage } from '../../../src/generated';
@@ -35,7 +35,7 @@ describe('an agent that cannot watch its client (batch job)', () => {
       () => input.close(),
       () => output.close(),
     );
-    const bus = new ControlBus(control.endpoints, silentLogger);
+    const bus = new ControlBus(control.endpoints, 'hb-session', silentLogger);
     closers.push(() => bus.close());
     await bus.ready();
     const seen: ControlMessage[] = [];
@@ -70,7 +70,7 @@ describe('an agent that cannot watch its client (batch job)', () => {
     });
     closers.push(() => void agent.kill('SIGKILL'));
     const exited = new Promise<number | null>((resolve) => agent.once('exit', resolve));
-    const beats = beat(bus, 'hb-session', 100);
+    const beats = beat(bus, 100);
     await withTimeout(ready, 10_000, 'agent_ready');
     // alive across 15 heartbeats (1.5 s, well past the 600 ms timeout): the agent stays
     let count = 0;
@@ -87,5 +87,44 @@ describe('an agent that cannot watch its client (batch job)', () => {
     const final = seen.find((m) => m.type === 'agent_final');
     expect(final).toMatchObject({ type: 'agent_final', final: 'FAILED' });
     expect((final as { message: string }).message).toMatch(/lost the client: no heartbeat/);
+  }, 30_000);
+
+  it('exits after its client timeout when the client is gone before the agent reached it', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'pf-hb-'));
+    closers.push(() => rmSync(dir, { recursive: true, force: true }));
+    // addresses where nothing listens any more: the control probe can never come back
+    const gone = await Bridge.pubsub();
+    const queue = await Bridge.queue();
+    await gone.close();
+    await queue.close();
+    const cfg: AgentConfig = {
+      session: 'hb-gone',
+      pilot: 'hb-pilot',
+      sandbox: dir,
+      sessionDir: dir,
+      cores: 1,
+      gpus: 0,
+      runtimeMin: 5,
+      resource: 'local',
+      watchStdin: false,
+      heartbeatTimeoutMs: 600,
+      addresses: {
+        agentInput: queue.endpoints.out,
+        managerOutput: queue.endpoints.in,
+        controlIn: gone.endpoints.in,
+        controlOut: gone.endpoints.out,
+        store: queue.endpoints.in,
+      },
+    };
+    writeFileSync(path.join(dir, 'agent.json'), JSON.stringify(cfg));
+    const agent = spawn(process.execPath, [AGENT, path.join(dir, 'agent.json')], {
+      stdio: 'ignore',
+    });
+    closers.push(() => void agent.kill('SIGKILL'));
+    const exited = new Promise<number | null>((resolve) => agent.once('exit', resolve));
+    // well before the probe's own 10 s limit, and as a clean lost-client exit (0), not a crash
+    const code = await withTimeout(exited, 6_000, 'agent exit with no client');
+    expect(code).toBe(0);
+    expect(readFileSync(path.join(dir, 'agent.log'), 'utf8')).toMatch(/lost the client/);
   }, 30_000);
 });

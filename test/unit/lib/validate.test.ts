@@ -140,10 +140,15 @@ describe('parsePilotDescription', () => {
 describe('parseControlMessage', () => {
   it('accepts each kind of message', () => {
     const ok = [
-      { type: 'cancel_tasks', uids: ['t1'] },
-      { type: 'shutdown_agent', pilot: 'p1', final: 'DONE' },
-      { type: 'agent_ready', pilot: 'p1', nodes: [{ name: 'n0', cores: 2, gpus: 0 }] },
-      { type: 'agent_final', pilot: 'p1', final: 'FAILED', message: 'lost' },
+      { type: 'cancel_tasks', session: 's', uids: ['t1'] },
+      { type: 'shutdown_agent', session: 's', pilot: 'p1', final: 'DONE' },
+      {
+        type: 'agent_ready',
+        session: 's',
+        pilot: 'p1',
+        nodes: [{ name: 'n0', cores: 2, gpus: 0 }],
+      },
+      { type: 'agent_final', session: 's', pilot: 'p1', final: 'FAILED', message: 'lost' },
       { type: 'probe', from: 'c', nonce: 'x' },
       { type: 'heartbeat', session: 's', ts: 1 },
     ];
@@ -151,21 +156,34 @@ describe('parseControlMessage', () => {
   });
 
   it('names /uids/0 for a cancel with a number uid, and nothing from the other kinds', () => {
-    const err = rejection(() => parseControlMessage({ type: 'cancel_tasks', uids: [1] }));
+    const err = rejection(() =>
+      parseControlMessage({ type: 'cancel_tasks', session: 's', uids: [1] }),
+    );
     expect(err.issues).toEqual([{ path: '/uids/0', message: 'must be string' }]);
     expect(err.message).toBe('invalid ControlMessage: /uids/0 must be string');
   });
 
   it('reports only the problems of the kind named by type', () => {
     const err = rejection(() =>
-      parseControlMessage({ type: 'shutdown_agent', pilot: 'p', final: 'X', extra: 1 }),
+      parseControlMessage({
+        type: 'shutdown_agent',
+        session: 's',
+        pilot: 'p',
+        final: 'X',
+        extra: 1,
+      }),
     );
     expect(text(err.issues).sort()).toEqual([
       "/ must not have property 'extra'",
       '/final must be one of "DONE", "FAILED", "CANCELED"',
     ]);
     const nested = rejection(() =>
-      parseControlMessage({ type: 'agent_ready', pilot: 'p', nodes: [{ name: 'n', cores: -1 }] }),
+      parseControlMessage({
+        type: 'agent_ready',
+        session: 's',
+        pilot: 'p',
+        nodes: [{ name: 'n', cores: -1 }],
+      }),
     );
     expect(text(nested.issues).sort()).toEqual([
       "/nodes/0 must have required property 'gpus'",
