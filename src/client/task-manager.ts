@@ -1,6 +1,7 @@
 import type { Reason, TaskDescription, TaskRecord } from '../generated';
 import { ValidationError, errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
+import { Interner, ownCopy } from '../lib/strings';
 import { parseTaskDescription } from '../lib/validate';
 import type { Notification } from '../states/notification';
 import { StateTracker } from '../states/state-tracker';
@@ -28,6 +29,10 @@ const FINALS = new Set(['DONE', 'FAILED', 'CANCELED']);
  */
 export class TaskManager {
   private readonly tasks = new Map<string, Task>();
+  /** Every task of a pilot holds the same copy of its uid. */
+  private readonly pilotUids = new Interner();
+  /** ... and the same copy of its sandbox directory. */
+  private readonly sandboxDirs = new Interner();
   private readonly tracker = new StateTracker(TASK_MODEL, TASK_RETRY_STATE);
   private readonly callbacks: Listeners<[Task, string, StateInfo]>;
   private readonly waiters = new Waiters();
@@ -258,28 +263,24 @@ export class TaskManager {
       if (n.kind !== 'task') continue;
       const task = this.tasks.get(n.uid);
       if (task === undefined) continue;
-      for (const e of this.tracker.ingest(n)) {
+      for (const e of this.tracker.ingest(n, task.uid)) {
         task.state = e.state;
         task.attempt = e.attempt;
         const d = e.notification?.detail;
         if (d !== undefined) {
-          if (d.pilot !== undefined) task.pilot = d.pilot;
-          if (d.sandbox !== undefined) task.sandbox = d.sandbox;
+          if (d.pilot !== undefined) task.pilot = this.pilotUids.get(d.pilot);
+          if (d.sandbox !== undefined) task.setSandbox(d.sandbox, this.sandboxDirs);
           if (d.exitCode !== undefined) task.exitCode = d.exitCode;
           if (d.signal !== undefined) task.signal = d.signal;
-          if (d.stdout !== undefined) task.stdout = d.stdout;
-          if (d.stderr !== undefined) task.stderr = d.stderr;
+          if (d.stdout !== undefined) task.stdout = ownCopy(d.stdout);
+          if (d.stderr !== undefined) task.stderr = ownCopy(d.stderr);
           if (d.reason !== undefined) task.reason = d.reason;
         }
         const info: StateInfo = { attempt: e.attempt, inferred: e.inferred };
         const ts = e.notification?.ts;
         if (ts !== undefined) info.ts = ts;
         if (d?.reason !== undefined) info.reason = d.reason;
-        task.history.push(
-          ts !== undefined
-            ? { state: e.state, attempt: e.attempt, inferred: e.inferred, ts }
-            : { state: e.state, attempt: e.attempt, inferred: e.inferred },
-        );
+        task.record(e.state, e.attempt, e.inferred, ts);
         if (task.final) this.canceling.delete(task.uid);
         this.delivery.deliver(() => this.callbacks.fire(task, e.state, info));
         this.waiters.update(task.uid, e.state);

@@ -1,4 +1,5 @@
 import { isFinal, rankOf, type StateModel } from './model';
+import { ownCopy } from '../lib/strings';
 import type { Notification } from './notification';
 
 /** One state a tracked entity passed, in model order, exactly once per state and attempt. */
@@ -12,10 +13,23 @@ export interface Emission {
   notification?: Notification;
 }
 
+/**
+ * An entity's progress as one number, so that 100,000 tasks cost a Map entry each and no
+ * object: (attempt * 2 + final) * RANKS + rank + 1 (rank -1: nothing delivered yet).
+ */
+const RANKS = 64;
 interface Progress {
   attempt: number;
   rank: number;
   final: boolean;
+}
+function unpack(v: number): Progress {
+  const rank = (v % RANKS) - 1;
+  const rest = Math.floor(v / RANKS);
+  return { attempt: Math.floor(rest / 2), rank, final: rest % 2 === 1 };
+}
+function pack(p: Progress): number {
+  return (p.attempt * 2 + (p.final ? 1 : 0)) * RANKS + p.rank + 1;
 }
 
 /**
@@ -23,7 +37,7 @@ interface Progress {
  * (DESIGN.md §4). Pure: no clock, no I/O.
  */
 export class StateTracker {
-  private readonly progress = new Map<string, Progress>();
+  private readonly progress = new Map<string, number>();
   private readonly failed: number;
   private readonly canceled: number;
   private readonly restartRank: number;
@@ -40,22 +54,39 @@ export class StateTracker {
 
   /** The highest state delivered so far for `uid`. */
   current(uid: string): { state: string; attempt: number; final: boolean } | undefined {
-    const p = this.progress.get(uid);
-    if (p === undefined || p.rank < 0) return undefined;
+    const v = this.progress.get(uid);
+    if (v === undefined) return undefined;
+    const p = unpack(v);
+    if (p.rank < 0) return undefined;
     return { state: this.model.states[p.rank]!, attempt: p.attempt, final: p.final };
   }
 
   /** Returns the states to deliver for this notification (possibly none), in order. */
-  ingest(n: Notification): Emission[] {
+  /**
+   * `key`: the entity's uid as the caller holds it, to key this tracker's entry with instead of
+   * a copy of the notification's (which may be a slice of a whole decoded message).
+   */
+  ingest(n: Notification, key?: string): Emission[] {
     const rank = rankOf(this.model, n.state);
     if (rank < 0) return [];
-    let p = this.progress.get(n.uid);
-    if (p === undefined) {
-      // a first sight of a retried task starts at the retry state, not at NEW
-      p = { attempt: n.attempt, rank: n.attempt > 1 ? this.restartRank - 1 : -1, final: false };
-      this.progress.set(n.uid, p);
-    }
+    const known = this.progress.get(n.uid);
+    // a first sight of a retried task starts at the retry state, not at NEW
+    const p =
+      known !== undefined
+        ? unpack(known)
+        : { attempt: n.attempt, rank: n.attempt > 1 ? this.restartRank - 1 : -1, final: false };
     if (p.final || n.attempt < p.attempt) return [];
+    const out = this.advance(p, n, rank);
+    const v = pack(p);
+    if (v !== known) {
+      // a copy as key: a decoded uid may be a slice that keeps its whole message alive
+      this.progress.set(known === undefined ? (key ?? ownCopy(n.uid)) : n.uid, v);
+    }
+    return out;
+  }
+
+  /** Moves `p` to `rank` (a state of n's attempt or later), returning what to emit. */
+  private advance(p: Progress, n: Notification, rank: number): Emission[] {
     const out: Emission[] = [];
     if (n.attempt > p.attempt) {
       p.attempt = n.attempt;

@@ -1,6 +1,9 @@
 import * as zmq from 'zeromq';
 import { SerialSender, decodedMessages, type Decoded } from './frames';
 
+/** Most items one queue message carries (see QueueSender.send). */
+export const MAX_MESSAGE_ITEMS = 1_000;
+
 /** The producing end of a queue: connects to a bridge's `in`. */
 export class QueueSender {
   private readonly out: SerialSender;
@@ -11,8 +14,19 @@ export class QueueSender {
     this.out = new SerialSender(sock);
   }
 
+  /**
+   * Sends `value`; an array longer than MAX_MESSAGE_ITEMS goes as several messages of at most
+   * that many items, in order. A bulk is a list of independent items, and megabyte messages
+   * (a submit of 100,000 tasks would be 50 MB) make every hop allocate and free blocks that
+   * large, which the C allocator then keeps as fragmented, resident memory.
+   */
   send(value: unknown): Promise<void> {
-    return this.out.send(value);
+    if (!Array.isArray(value) || value.length <= MAX_MESSAGE_ITEMS) return this.out.send(value);
+    let last: Promise<void> = Promise.resolve();
+    for (let i = 0; i < value.length; i += MAX_MESSAGE_ITEMS) {
+      last = this.out.send(value.slice(i, i + MAX_MESSAGE_ITEMS));
+    }
+    return last;
   }
 
   close(): Promise<void> {

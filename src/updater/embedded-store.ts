@@ -502,6 +502,8 @@ export class EmbeddedStore implements StateStore {
     const freshStates: number[] = [];
     let counts: number[] = [];
     let payload: Buffer | undefined;
+    /** Where the record lies once written, when the tail's summary describes it. */
+    let stored: StoredRecord | undefined;
     try {
       if (this.broken !== undefined) throw this.broken;
       counts = group.map(({ batch }) => {
@@ -528,8 +530,10 @@ export class EmbeddedStore implements StateStore {
         await this.writeDurably(record);
         const builder = this.tail.builder;
         if (builder !== undefined) {
-          builder.addRecord(offset, payload.length, fresh.length, record.readUInt32LE(4));
+          const crc = record.readUInt32LE(4);
+          builder.addRecord(offset, payload.length, fresh.length, crc);
           fresh.forEach((n, i) => this.summarize(builder, freshUids[i]!, n, freshStates[i]!));
+          stored = new StoredRecord(this.tail.file, offset, payload.length, crc);
         }
       }
     } catch (e) {
@@ -538,7 +542,13 @@ export class EmbeddedStore implements StateStore {
       for (const p of group) p.done.reject(err);
       return;
     }
-    if (payload !== undefined) this.feed.pushEncoded(payload, fresh.length, fresh);
+    // The feed reads the record back from the file once it is no longer hot: holding the
+    // encodings of a whole tail segment would cost up to twice its size (payloads are slices of
+    // the encoder's shared buffers). A copy is kept only when no summary describes the record.
+    if (stored !== undefined) this.feed.pushStored(stored, fresh.length, fresh);
+    else if (payload !== undefined) {
+      this.feed.pushEncoded(Buffer.from(payload), fresh.length, fresh);
+    }
     group.forEach((p, i) => p.done.resolve(counts[i] ?? 0));
   }
 

@@ -83,10 +83,13 @@ export class NotificationFeed {
     this.add({ start: this.total, count, payload, stored: undefined, items });
   }
 
-  /** Pushes notifications by where their encoding lies; decoded (read) when first needed. */
-  pushStored(stored: PayloadSource, count: number): void {
+  /**
+   * Pushes notifications by where their encoding lies; `items`, when given, are kept while the
+   * chunk is hot, else they are read and decoded when first needed.
+   */
+  pushStored(stored: PayloadSource, count: number, items?: readonly Notification[]): void {
     if (this.decodeChunk === undefined) throw new UsageError('pushStored needs a decodeChunk');
-    this.add({ start: this.total, count, payload: undefined, stored, items: undefined });
+    this.add({ start: this.total, count, payload: undefined, stored, items });
   }
 
   /**

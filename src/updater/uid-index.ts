@@ -1,4 +1,5 @@
 import { InternalError } from '../errors';
+import { ownCopy } from '../lib/strings';
 
 /** Feed positions are stored as u32: the embedded store holds at most this many notifications. */
 export const MAX_POSITION = 0xfffffffe;
@@ -77,7 +78,8 @@ export class UidIndex {
     const hash = hashRange(uid, 0, uid.length);
     const found = this.lookup(uid, 0, uid.length, hash);
     if (found >= 0) return found;
-    return this.insert(this.addText(uid), 0, uid.length, hash);
+    // a copy: a decoded uid may be a slice that keeps its whole message's text alive
+    return this.insert(this.addText(ownCopy(uid)), 0, uid.length, hash);
   }
 
   /** The uid's place in the hash table, whatever its size (tableOrder of its name). */
