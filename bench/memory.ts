@@ -28,7 +28,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { PilotManager, Session, TaskManager, type Task } from '../src';
-import { nowNs, secondsBetween, sig, type BenchOptions, type Figure } from './harness';
+import { nowNs, removeTree, secondsBetween, sig, type BenchOptions, type Figure } from './harness';
 import { runProcess } from './references';
 
 export const name = 'memory';
@@ -155,7 +155,7 @@ async function measure(n: number): Promise<Figure> {
     const t0 = nowNs();
     await session.close();
     const t1 = nowNs();
-    fs.rmSync(dir, { recursive: true, force: true });
+    removeTree(dir);
     if (n > bulk) {
       progress(
         `session closed in ${secondsBetween(t0, t1).toFixed(1)} s, ` +
