@@ -18,8 +18,9 @@ const TARGET_BYTES = 64 * 1024;
  */
 export function encode(value: unknown): Buffer {
   const out = packr.pack(value);
-  if (out.buffer.byteLength > 4 * TARGET_BYTES)
+  if (out.buffer.byteLength > 4 * TARGET_BYTES) {
     packr.useBuffer(Buffer.allocUnsafeSlow(TARGET_BYTES));
+  }
   return out;
 }
 
