@@ -14,6 +14,27 @@ import { beat } from '../../support/heartbeats';
 
 const AGENT = path.resolve(__dirname, '../../../dist/src/agent/main.js');
 
+/** A local one-core agent whose client timeout is 600 ms. */
+function agentConfig(
+  dir: string,
+  session: string,
+  addresses: AgentConfig['addresses'],
+): AgentConfig {
+  return {
+    session,
+    pilot: 'hb-pilot',
+    sandbox: dir,
+    sessionDir: dir,
+    cores: 1,
+    gpus: 0,
+    runtimeMin: 5,
+    resource: 'local',
+    watchStdin: false,
+    heartbeatTimeoutMs: 600,
+    addresses,
+  };
+}
+
 describe('an agent that cannot watch its client (batch job)', () => {
   const closers: (() => Promise<void> | void)[] = [];
   afterEach(async () => {
@@ -45,25 +66,13 @@ describe('an agent that cannot watch its client (batch job)', () => {
         if (m.type === 'agent_ready') resolve();
       }),
     );
-    const cfg: AgentConfig = {
-      session: 'hb-session',
-      pilot: 'hb-pilot',
-      sandbox: dir,
-      sessionDir: dir,
-      cores: 1,
-      gpus: 0,
-      runtimeMin: 5,
-      resource: 'local',
-      watchStdin: false,
-      heartbeatTimeoutMs: 600,
-      addresses: {
-        agentInput: input.endpoints.out,
-        managerOutput: output.endpoints.in,
-        controlIn: control.endpoints.in,
-        controlOut: control.endpoints.out,
-        store: server.endpoint,
-      },
-    };
+    const cfg = agentConfig(dir, 'hb-session', {
+      agentInput: input.endpoints.out,
+      managerOutput: output.endpoints.in,
+      controlIn: control.endpoints.in,
+      controlOut: control.endpoints.out,
+      store: server.endpoint,
+    });
     writeFileSync(path.join(dir, 'agent.json'), JSON.stringify(cfg));
     const agent: ChildProcess = spawn(process.execPath, [AGENT, path.join(dir, 'agent.json')], {
       stdio: 'ignore', // stdin at EOF at once, as in a batch job: must not end the agent
@@ -97,25 +106,13 @@ describe('an agent that cannot watch its client (batch job)', () => {
     const queue = await Bridge.queue();
     await gone.close();
     await queue.close();
-    const cfg: AgentConfig = {
-      session: 'hb-gone',
-      pilot: 'hb-pilot',
-      sandbox: dir,
-      sessionDir: dir,
-      cores: 1,
-      gpus: 0,
-      runtimeMin: 5,
-      resource: 'local',
-      watchStdin: false,
-      heartbeatTimeoutMs: 600,
-      addresses: {
-        agentInput: queue.endpoints.out,
-        managerOutput: queue.endpoints.in,
-        controlIn: gone.endpoints.in,
-        controlOut: gone.endpoints.out,
-        store: queue.endpoints.in,
-      },
-    };
+    const cfg = agentConfig(dir, 'hb-gone', {
+      agentInput: queue.endpoints.out,
+      managerOutput: queue.endpoints.in,
+      controlIn: gone.endpoints.in,
+      controlOut: gone.endpoints.out,
+      store: queue.endpoints.in,
+    });
     writeFileSync(path.join(dir, 'agent.json'), JSON.stringify(cfg));
     const agent = spawn(process.execPath, [AGENT, path.join(dir, 'agent.json')], {
       stdio: 'ignore',
