@@ -1,11 +1,20 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  watch,
+  writeFileSync,
+} from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { JobEnd } from '../../../../src/components/pilot-launcher/core';
 import type { PilotRecord } from '../../../../src/components/pilot-launcher/pilot-record';
 import { SlurmLauncher } from '../../../../src/components/pilot-launcher/slurm-launcher';
 import type { AgentConfig } from '../../../../src/generated';
+import { withTimeout } from '../../../../src/lib/deferred';
 import { silentLogger } from '../../../../src/lib/logger';
 import { pilotIn } from '../../../support/fixtures';
 
@@ -21,6 +30,8 @@ describe('SlurmLauncher against stand-in Slurm commands', () => {
   /** Where the real commands the stand-ins use live (cat, sed). */
   let system: string;
   let events: Event[];
+  /** Called after each event the launcher reports (see until). */
+  let onEvent: (() => void) | undefined;
   let launcher: SlurmLauncher | undefined;
 
   beforeEach(() => {
@@ -59,10 +70,10 @@ describe('SlurmLauncher against stand-in Slurm commands', () => {
   function start(pilot: PilotRecord): Promise<void> {
     launcher = new SlurmLauncher(
       {
-        launched: (uid, id) => events.push(`launched ${uid} ${id}`),
-        launchFailed: (uid, e) => events.push(`launchFailed ${uid} ${e.message}`),
-        started: (uid) => events.push(`started ${uid}`),
-        ended: (uid, end) => events.push({ ended: uid, end }),
+        launched: (uid, id) => note(`launched ${uid} ${id}`),
+        launchFailed: (uid, e) => note(`launchFailed ${uid} ${e.message}`),
+        started: (uid) => note(`started ${uid}`),
+        ended: (uid, end) => note({ ended: uid, end }),
       },
       silentLogger,
       { pollMs: 50, env: { ...process.env, PATH: `${bin}${system}` }, lostAfterMs: 300 },
@@ -71,12 +82,45 @@ describe('SlurmLauncher against stand-in Slurm commands', () => {
     return until(() => events.some((e) => typeof e === 'object' || e.startsWith('launchFailed')));
   }
 
+  function note(e: Event): void {
+    events.push(e);
+    onEvent?.();
+  }
+
+  /** Resolves once `cond` holds, checked at each event the launcher reports. */
   async function until(cond: () => boolean, timeoutMs = 5_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!cond()) {
-      if (Date.now() > deadline) throw new Error(`timed out; events: ${JSON.stringify(events)}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    const held = new Promise<void>((resolve) => {
+      onEvent = () => {
+        if (!cond()) return;
+        onEvent = undefined;
+        resolve();
+      };
+      onEvent();
+    });
+    await withTimeout(held, timeoutMs, 'the launcher events').catch((e: unknown) => {
+      throw new Error(`${(e as Error).message}; events: ${JSON.stringify(events)}`);
+    });
+  }
+
+  /** Resolves once a stand-in command named `name` has started (it logs to `calls` first). */
+  function called(name: string): Promise<void> {
+    const file = path.join(dir, 'calls');
+    const seen = (): boolean => calls().some((c) => c.startsWith(`${name} `));
+    return withTimeout(
+      new Promise<void>((resolve) => {
+        const watcher = watch(file, () => {
+          if (!seen()) return;
+          watcher.close();
+          resolve();
+        });
+        if (seen()) {
+          watcher.close();
+          resolve();
+        }
+      }),
+      5_000,
+      `${name} to be called`,
+    );
   }
 
   const calls = (): string[] =>
@@ -199,7 +243,7 @@ describe('SlurmLauncher against stand-in Slurm commands', () => {
     scontrolSays(job('CANCELLED'));
     const p = pilot();
     const done = start(p);
-    await new Promise((r) => setTimeout(r, 50));
+    await called('sbatch'); // it answers 0.3 s later
     launcher!.kill('p1');
     await done;
     expect(events).toEqual([
