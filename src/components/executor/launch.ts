@@ -301,7 +301,6 @@ function mpirun(
   env: Record<string, string>,
   opts: BuildLaunchOptions,
 ): LaunchResult {
-  const d = task.description;
   const placed = rankSlots('mpirun', task, ranks);
   if (!placed.ok) return placed.result;
   const slots = placed.slots;
@@ -326,12 +325,7 @@ function mpirun(
     ...Object.keys(env)
       .sort()
       .flatMap((k) => ['-x', k]),
-    '/bin/sh',
-    '-c',
-    RANK_WRAPPER,
-    'pf-rank',
-    d.executable,
-    ...(d.arguments ?? []),
+    ...rankCommand(RANK_WRAPPER, task),
   ];
   return {
     ok: true,
@@ -396,12 +390,7 @@ function srun(
     ...(gres && gpusPerTask > 0 ? [`--gpus-per-task=${gpusPerTask}`] : []),
     '--kill-on-bad-exit=1',
     '--export=ALL',
-    '/bin/sh',
-    '-c',
-    gres ? SRUN_GRES_RANK_WRAPPER : SRUN_RANK_WRAPPER,
-    'pf-rank',
-    d.executable,
-    ...(d.arguments ?? []),
+    ...rankCommand(gres ? SRUN_GRES_RANK_WRAPPER : SRUN_RANK_WRAPPER, task),
   ];
   return {
     ok: true,
@@ -422,6 +411,12 @@ function srun(
  * about 50x slower (measured 6.8 us against 0.14 us per task). The spread remains for a variable
  * named '__proto__' (the schema allows it), which Object.assign would take as the prototype.
  */
+/** What mpirun or srun starts on each rank: the task's command under a rank wrapper. */
+function rankCommand(wrapper: string, task: TaskRecord): string[] {
+  const d = task.description;
+  return ['/bin/sh', '-c', wrapper, 'pf-rank', d.executable, ...(d.arguments ?? [])];
+}
+
 function copyEnv(environment: Record<string, string> | undefined): Record<string, string> {
   if (environment === undefined) return {};
   return Object.hasOwn(environment, '__proto__')

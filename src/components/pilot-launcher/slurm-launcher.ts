@@ -79,16 +79,22 @@ export class SlurmLauncher {
     this.env = options.env ?? process.env;
   }
 
-  launch(pilot: PilotRecord, cfg: AgentConfig): void {
+  /** Starts following the pilot's job (`id`: known already, for an adopted one). */
+  private track(pilot: PilotRecord, from: { id?: string; started: boolean }): Job {
     const job: Job = {
       uid: pilot.uid,
       sandbox: pilot.sandbox,
       pollMs: pilot.description.launcher?.pollMs ?? this.options.pollMs ?? 1_000,
+      ...from,
       killRequested: false,
-      started: false,
       done: false,
     };
     this.jobs.set(pilot.uid, job);
+    return job;
+  }
+
+  launch(pilot: PilotRecord, cfg: AgentConfig): void {
+    const job = this.track(pilot, { started: false });
     void this.submit(pilot, cfg, job).catch((e: unknown) => {
       this.log.error('slurm launch failed', { pilot: pilot.uid, ...errorMeta(e) });
       this.fail(job, (e as Error).message);
@@ -105,16 +111,7 @@ export class SlurmLauncher {
 
   /** Follows the job of a pilot submitted by a previous client of the session (resume). */
   adopt(pilot: PilotRecord, jobId: string): void {
-    const job: Job = {
-      uid: pilot.uid,
-      sandbox: pilot.sandbox,
-      pollMs: pilot.description.launcher?.pollMs ?? this.options.pollMs ?? 1_000,
-      id: jobId,
-      killRequested: false,
-      started: pilot.state === 'PMGR_ACTIVE',
-      done: false,
-    };
-    this.jobs.set(pilot.uid, job);
+    const job = this.track(pilot, { id: jobId, started: pilot.state === 'PMGR_ACTIVE' });
     this.schedule(job);
   }
 

@@ -49,26 +49,42 @@ export async function consumeTaskBulks(
       log.error('invalid task rejected', { uid, problem: text });
       if (typeof uid !== 'string' || uid === '') return;
       const a = (item as { attempt?: unknown }).attempt;
-      rejected.push({
-        kind: 'task',
-        uid,
-        attempt: typeof a === 'number' && Number.isInteger(a) && a > 0 ? a : 1,
-        state: 'FAILED',
-        ts: intake.now(),
-        component: intake.component,
-        detail: { reason: reason('E_BAD_MESSAGE', text, intake.component) },
-      });
+      const attempt = typeof a === 'number' && Number.isInteger(a) && a > 0 ? a : 1;
+      rejected.push(rejection(intake, uid, attempt, text));
     });
-    if (rejected.length > 0) intake.notify(rejected);
-    if (tasks.length === 0) continue;
-    try {
-      intake.handle(tasks);
-    } catch (e) {
-      log.error('handler failed on a task bulk', {
-        ...errorMeta(e),
-        uids: tasks.map((t) => t.uid),
-      });
-    }
+    handOver(intake, tasks, rejected, log);
+  }
+}
+
+/** The FAILED notification of a task record a component refused on arrival. */
+function rejection(intake: Intake, uid: string, attempt: number, text: string): Notification {
+  return {
+    kind: 'task',
+    uid,
+    attempt,
+    state: 'FAILED',
+    ts: intake.now(),
+    component: intake.component,
+    detail: { reason: reason('E_BAD_MESSAGE', text, intake.component) },
+  };
+}
+
+/** Reports what was refused, then hands the rest to the component (whose errors are logged). */
+function handOver(
+  intake: Intake,
+  tasks: TaskRecord[],
+  rejected: Notification[],
+  log: Logger,
+): void {
+  if (rejected.length > 0) intake.notify(rejected);
+  if (tasks.length === 0) return;
+  try {
+    intake.handle(tasks);
+  } catch (e) {
+    log.error('handler failed on a task bulk', {
+      ...errorMeta(e),
+      uids: tasks.map((t) => t.uid),
+    });
   }
 }
 
@@ -91,26 +107,9 @@ export function consumeLocalTasks(
       }
       const text = `task record rejected by ${intake.component}: /state must be ${intake.arrives} here, not ${t.state}`;
       log.error('invalid task rejected', { uid: t.uid, problem: text });
-      rejected.push({
-        kind: 'task',
-        uid: t.uid,
-        attempt: t.attempt,
-        state: 'FAILED',
-        ts: intake.now(),
-        component: intake.component,
-        detail: { reason: reason('E_BAD_MESSAGE', text, intake.component) },
-      });
+      rejected.push(rejection(intake, t.uid, t.attempt, text));
     }
-    if (rejected.length > 0) intake.notify(rejected);
-    if (tasks.length === 0) return;
-    try {
-      intake.handle(tasks);
-    } catch (e) {
-      log.error('handler failed on a task bulk', {
-        ...errorMeta(e),
-        uids: tasks.map((t) => t.uid),
-      });
-    }
+    handOver(intake, tasks, rejected, log);
   });
 }
 
