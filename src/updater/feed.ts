@@ -109,7 +109,7 @@ export class NotificationFeed {
     i -= sources.length;
     for (let k = 0; k < sources.length; k++, i++) {
       const chunk = this.chunks[i]!;
-      chunk.stored = sources[k];
+      chunk.stored ??= sources[k]; // an append may have stored it already
       chunk.payload = undefined;
       if (i < this.hotFrom) chunk.items = undefined;
     }
