@@ -3,7 +3,9 @@
  *
  * - `client_rss_mb_per_100k_tasks`: N `/bin/true` tasks (1 core each) submitted to a local
  *   pilot with every core, waited until every one is final (and DONE); the growth of this
- *   process's resident set from before `Session.open` to then, in MiB, scaled to 100,000 tasks.
+ *   process's resident set from before `Session.open` to then, at rest (a full GC, then
+ *   `rest_ms` idle, past the session's quiet time after which it gives its free C heap back to
+ *   the kernel, src/client/memory-trimmer.ts), in MiB, scaled to 100,000 tasks.
  *   The client keeps every Task object referenced, as a user script holding the list would.
  *   Tasks go in waves of 10,000, each waited final before the next: submitted all at once,
  *   the agent's input stager opens a sandbox file for every task at the same time and fails
@@ -14,7 +16,9 @@
  * upper bound: it is not a slope. Context: `rss_mb_before` / `_after`, `peak_rss_mb` (the
  * process's maximum resident set), `heap_used_mb_before` / `_after` and `heap_total_mb_after`
  * (V8 heap after a full GC), `external_mb_before` / `_after` (memory of C++ objects and
- * buffers held by JS), `seconds` and `tasks_per_s` of the run.
+ * buffers held by JS), `c_heap_trim` (whether the trim addon is built), `c_heap_mb_after` and
+ * `c_heap_free_mb_after` (glibc's heaps and mmapped blocks, and what of the heaps is free),
+ * `seconds` and `tasks_per_s` of the run.
  *
  * The measurement runs in a fresh child process (`node --expose-gc dist/bench/memory.js N`), so
  * the heap left by benchmarks run before it in `npm run bench` does not count, and a full GC
@@ -29,6 +33,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { PilotManager, Session, TaskManager, type Task } from '../src';
 import { nowNs, removeTree, secondsBetween, sig, type BenchOptions, type Figure } from './harness';
+import { nativeMemory } from '../src/lib/native-memory';
 import { runProcess } from './references';
 
 export const name = 'memory';
@@ -36,6 +41,11 @@ export const description =
   'client RSS growth for 100,000 /bin/true tasks on a local pilot, all final, per 100k tasks';
 
 const MIB = 2 ** 20;
+/**
+ * How long the client rests after its last task is final before the reading: past the
+ * session's quiet time (1 s), after which it gives its free C heap back to the kernel.
+ */
+const REST_MS = 1_500;
 
 /**
  * The compiled form of this module, which the child runs. Under ts-jest this module is
@@ -128,7 +138,11 @@ async function measure(n: number): Promise<Figure> {
       );
     }
 
+    // At rest: garbage collected, then the session's quiet-time trim of the C heap done.
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, REST_MS));
     const after = snapshot();
+    const cHeap = nativeMemory()?.info();
     const peak = process.resourceUsage().maxRSS / 1024; // KiB -> MiB
     // every task stays referenced until after the measurement
     if (tasks.length !== n) throw new Error('bench memory: lost tasks');
@@ -147,6 +161,14 @@ async function measure(n: number): Promise<Figure> {
       heap_total_mb_after: sig(after.heapTotal),
       external_mb_before: sig(before.external),
       external_mb_after: sig(after.external),
+      rest_ms: REST_MS,
+      c_heap_trim: nativeMemory() !== undefined,
+      ...(cHeap === undefined
+        ? {}
+        : {
+            c_heap_mb_after: sig((cHeap.heapBytes + cHeap.mmapBytes) / MIB),
+            c_heap_free_mb_after: sig(cHeap.freeBytes / MIB),
+          }),
       seconds: sig(secs),
       tasks_per_s: sig(n / secs),
       pilot_cores: pilot!.cores,

@@ -7,7 +7,7 @@ set -euo pipefail
 
 missing=()
 command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
-command -v "${CC:-cc}" >/dev/null 2>&1 || missing+=(gcc libc6-dev) # native/spawner
+command -v "${CC:-cc}" >/dev/null 2>&1 || missing+=(gcc libc6-dev) # native/spawner, native/memory
 
 if [ "${#missing[@]}" -eq 0 ]; then
   exit 0

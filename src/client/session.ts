@@ -6,6 +6,7 @@ import { systemClock, type Clock } from '../lib/clock';
 import { newSessionId } from '../lib/ids';
 import { fileLogger } from '../lib/log';
 import type { Logger } from '../lib/logger';
+import { nativeMemory, nativeMemoryMissing } from '../lib/native-memory';
 import type { Reason } from '../generated';
 import { parseSessionOptions } from '../lib/validate';
 import type { Notification } from '../states/notification';
@@ -19,6 +20,7 @@ import { UpdateWorker } from '../updater/update-worker';
 import { DeliveredCounters, DeliveryCursor } from './delivered';
 import { Journal, type JournalEntry, type SessionAddresses } from './journal';
 import { ManagerPipeline } from './manager-pipeline';
+import { MemoryTrimmer } from './memory-trimmer';
 import { teeLogger } from './tee-logger';
 
 export interface SessionOptions {
@@ -79,6 +81,8 @@ export class Session {
   private readonly caughtUp: { upTo: number; resolve(): void }[] = [];
   private closed = false;
   private heartbeat: NodeJS.Timeout | undefined;
+  /** Gives freed C heap back to the kernel when the session goes quiet (undefined: no addon). */
+  private readonly trimmer: MemoryTrimmer | undefined;
   private managers = 0;
   private readonly managerKinds = new Map<string, number>();
   /** Journal entries of the session being resumed (empty for a new session). */
@@ -98,6 +102,9 @@ export class Session {
   ) {
     this.resumed = resumed ?? [];
     this.resuming = resumed !== undefined;
+    const memory = nativeMemory();
+    if (memory !== undefined) this.trimmer = new MemoryTrimmer(() => memory.trim(), this.clock);
+    else log.info('the C heap is not trimmed', { why: nativeMemoryMissing() });
   }
 
   /** True for a resumed session until replay() starts following the store. */
@@ -343,6 +350,7 @@ export class Session {
     await this.replay().catch((e: unknown) => this.log.error('replay failed', errorMeta(e)));
     this.closed = true;
     clearInterval(this.heartbeat);
+    this.trimmer?.close();
     for (const fn of this.closers.splice(0).reverse()) {
       await fn().catch((e: unknown) => this.log.error('close step failed', errorMeta(e)));
     }
@@ -377,6 +385,7 @@ export class Session {
           }
         }
         this.deliveredCursor = r.value.cursor + notifications.length;
+        this.trimmer?.activity();
         for (let i = this.caughtUp.length - 1; i >= 0; i--) {
           if (this.caughtUp[i]!.upTo <= this.deliveredCursor) {
             this.caughtUp.splice(i, 1)[0]!.resolve();
