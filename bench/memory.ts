@@ -4,8 +4,8 @@
  * - `client_rss_mb_per_100k_tasks`: N `/bin/true` tasks (1 core each) submitted to a local
  *   pilot with every core, waited until every one is final (and DONE); the growth of this
  *   process's resident set from before `Session.open` to then, at rest (a full GC, then
- *   `rest_ms` idle, past the session's quiet time after which it gives its free C heap back to
- *   the kernel, src/client/memory-trimmer.ts), in MiB, scaled to 100,000 tasks.
+ *   `rest_ms` idle, past the session's quiet time after which it gives memory back:
+ *   src/client/memory-trimmer.ts), in MiB, scaled to 100,000 tasks.
  *   The client keeps every Task object referenced, as a user script holding the list would.
  *   Tasks go in waves of 10,000, each waited final before the next: submitted all at once,
  *   the agent's input stager opens a sandbox file for every task at the same time and fails
@@ -43,9 +43,10 @@ export const description =
 const MIB = 2 ** 20;
 /**
  * How long the client rests after its last task is final before the reading: past the
- * session's quiet time (1 s), after which it gives its free C heap back to the kernel.
+ * session's quiet time (1 s), after which it reduces V8's heap (a full-GC pause) and gives its
+ * free C heap back to the kernel.
  */
-const REST_MS = 1_500;
+const REST_MS = 2_000;
 
 /**
  * The compiled form of this module, which the child runs. Under ts-jest this module is
@@ -138,7 +139,7 @@ async function measure(n: number): Promise<Figure> {
       );
     }
 
-    // At rest: garbage collected, then the session's quiet-time trim of the C heap done.
+    // At rest: garbage collected, then the session's quiet-time release done.
     gc();
     await new Promise((resolve) => setTimeout(resolve, REST_MS));
     const after = snapshot();

@@ -1,35 +1,37 @@
 #!/usr/bin/env bash
 # Builds the native parts into dist/native/ (run by `npm run build`):
-#   - pf-spawner (native/spawner/pf-spawner.c): the Executor's spawner helper;
-#   - pf-memory.node (native/memory/pf-memory.c): the client's C-heap trim (Node-API addon).
+#   - pf-spawner (native/spawner/pf-spawner.c, C): the Executor's spawner helper;
+#   - pf-memory.node (native/memory/pf-memory.cc, C++): the Node-API addon with which the client
+#     gives memory back at rest, built against the headers of the Node that runs this script.
 # Idempotent: a target is a no-op when it is newer than its source and was built with the same
-# command. Without a working C compiler (${CC:-cc}) it prints one warning and exits 0: the
-# SpawnerPool then runs the Node helper (spawner-main.ts) and the client does not trim its C
-# heap, and both say so. pf-memory needs glibc >= 2.33 (mallinfo2); where it does not build,
-# a warning says why and the build goes on without it.
+# command. Each part is optional: without a working compiler (${CC:-cc}, ${CXX:-c++}) or, for
+# pf-memory, Node's headers or glibc >= 2.33 (mallinfo2), it prints one warning and goes on;
+# the SpawnerPool then runs the Node helper (spawner-main.ts) and the client keeps the memory it
+# freed, and both say so in their logs.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cc="${CC:-cc}"
-
-# A compiler that cannot build a trivial program (missing, or no C library headers) is none.
+cxx="${CXX:-c++}"
 probe="$(mktemp -d)"
 trap 'rm -rf "$probe"' EXIT
-printf '#include <spawn.h>\nint main(void) { return 0; }\n' >"$probe/p.c"
-if ! command -v "${cc%% *}" >/dev/null 2>&1 || ! $cc -o "$probe/p" "$probe/p.c" >/dev/null 2>&1; then
-  echo "build-native: no working C compiler ('$cc'): pf-spawner and pf-memory not built; the spawner pool will use the slower Node helper and the client will not return its free C heap to the kernel (install gcc and libc6-dev, then rebuild)" >&2
-  rm -f "$root"/dist/native/pf-spawner{,.cmd} "$root"/dist/native/pf-memory.node{,.cmd} # never older than their sources
-  exit 0
-fi
 mkdir -p "$root/dist/native"
 
-# build SRC OUT FLAGS...: compiles SRC into OUT unless OUT is up to date; returns the compiler's
-# status.
+# works COMPILER SOURCE-TEXT EXT: true if COMPILER builds a trivial program (not missing, and
+# its C library headers are there).
+works() {
+  printf '%s\n' "$2" >"$probe/p.$3"
+  command -v "${1%% *}" >/dev/null 2>&1 && $1 -o "$probe/p" "$probe/p.$3" >/dev/null 2>&1
+}
+
+# build OUT SRC COMPILER FLAGS...: compiles SRC into OUT unless OUT is up to date; returns the
+# compiler's status. A failed build leaves no OUT: never a binary older than its source.
 build() {
-  local src="$root/$1" out="$root/$2"
-  shift 2
-  # shellcheck disable=SC2206 # CC may carry flags ("gcc -m64"), as make allows
-  local cmd=($cc -std=c11 -O2 -Wall -Wextra -Werror ${CFLAGS:-} "$@" -o "$out.tmp" "$src")
+  local out="$root/$1" src="$root/$2"
+  local compiler="$3"
+  shift 3
+  # shellcheck disable=SC2206 # CC/CXX may carry flags ("gcc -m64"), as make allows
+  local cmd=($compiler -O2 -Wall -Wextra -Werror "$@" -o "$out.tmp" "$src")
   if [ -e "$out" ] && [ "$out" -nt "$src" ] && [ "$(cat "$out.cmd" 2>/dev/null)" = "${cmd[*]}" ]; then
     return 0
   fi
@@ -39,7 +41,26 @@ build() {
   printf '%s\n' "${cmd[*]}" >"$out.cmd"
 }
 
-build native/spawner/pf-spawner.c dist/native/pf-spawner
-if ! build native/memory/pf-memory.c dist/native/pf-memory.node -shared -fPIC; then
-  echo "build-native: pf-memory not built (needs glibc >= 2.33 for mallinfo2): the client will not return its free C heap to the kernel" >&2
+if works "$cc" $'#include <spawn.h>\nint main(void) { return 0; }' c; then
+  # shellcheck disable=SC2086 # CFLAGS is a list of flags
+  build dist/native/pf-spawner native/spawner/pf-spawner.c "$cc" -std=c11 ${CFLAGS:-}
+else
+  echo "build-native: no working C compiler ('$cc'): pf-spawner not built; the spawner pool will use the slower Node helper (install gcc and libc6-dev, then rebuild)" >&2
+  rm -f "$root"/dist/native/pf-spawner{,.cmd}
+fi
+
+include="$(node -p "require('path').resolve(process.execPath, '../../include/node')")"
+if ! works "$cxx" $'#include <malloc.h>\nint main() { return 0; }' cc; then
+  why="no working C++ compiler ('$cxx'; install g++)"
+elif [ ! -f "$include/node_api.h" ] || [ ! -f "$include/v8.h" ]; then
+  why="no Node headers in $include"
+else
+  why=""
+  # shellcheck disable=SC2086 # CXXFLAGS is a list of flags
+  build dist/native/pf-memory.node native/memory/pf-memory.cc "$cxx" -std=c++17 -shared -fPIC \
+    -isystem "$include" ${CXXFLAGS:-} || why="it did not compile (glibc >= 2.33 is needed for mallinfo2)"
+fi
+if [ -n "$why" ]; then
+  echo "build-native: pf-memory not built: $why; the client will keep the memory it freed" >&2
+  rm -f "$root"/dist/native/pf-memory.node{,.cmd}
 fi

@@ -7,7 +7,8 @@ set -euo pipefail
 
 missing=()
 command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
-command -v "${CC:-cc}" >/dev/null 2>&1 || missing+=(gcc libc6-dev) # native/spawner, native/memory
+command -v "${CC:-cc}" >/dev/null 2>&1 || missing+=(gcc libc6-dev) # native/spawner
+command -v "${CXX:-c++}" >/dev/null 2>&1 || missing+=(g++)        # native/memory
 
 if [ "${#missing[@]}" -eq 0 ]; then
   exit 0

@@ -1,32 +1,55 @@
 import type { Clock, Timer } from '../lib/clock';
 
+/** What the trimmer calls: src/lib/native-memory.ts in a session. */
+export interface MemoryRelease {
+  /** Gives the C heap's free pages back to the kernel (cheap: a walk of the free blocks). */
+  trim(): void;
+  /** A memory-reducing full GC of V8's heap (a pause of a full GC). */
+  reduceHeap(): void;
+}
+
+export interface MemoryTrimmerOptions {
+  /** Quiet time after the last activity before memory is given back. */
+  quietMs?: number;
+  /** Work (notifications delivered) since the last heap reduction that warrants another. */
+  heapReduceAfter?: number;
+}
+
 /**
- * Gives the client's free C heap back to the kernel once the session has gone quiet.
+ * Gives the client's memory back once the session has gone quiet.
  *
- * A busy client frees most of what it allocates outside V8 (received ZeroMQ messages, pack
- * buffers, segment reads) in an order glibc cannot give back by itself: measured at 100,000
- * tasks, ~60 MB of the client's resident memory was free glibc heap (docs/performance.md).
- * malloc_trim(0) returns those pages; it walks every free block (a few milliseconds for a
- * 100 MB heap), so it runs once per quiet spell, never on the hot path: after `quietMs`
- * without activity, and again only after new activity.
+ * A busy client grows two pools that it never gives back by itself (measured at 100,000 tasks,
+ * docs/performance.md): free glibc heap (~60 MB: received ZeroMQ messages, pack buffers and
+ * segment reads, freed in an order glibc cannot return) and V8's young generation (grown to
+ * 32 MB by the Task objects that pass through it). After `quietMs` without activity the
+ * trimmer trims the C heap, and, when at least `heapReduceAfter` notifications were delivered
+ * since the last time, first has V8 reduce its heap: that is a full-GC pause, so a trickle of
+ * work never pays for it more than once per big burst. It runs again only after new activity.
  */
 export class MemoryTrimmer {
   private last = 0;
   private pending = false;
+  private work = 0;
   private timer: Timer | undefined;
   private closed = false;
+  private readonly quietMs: number;
+  private readonly heapReduceAfter: number;
 
   constructor(
-    private readonly trim: () => void,
+    private readonly release: MemoryRelease,
     private readonly clock: Clock,
-    private readonly quietMs = 1_000,
-  ) {}
+    opts: MemoryTrimmerOptions = {},
+  ) {
+    this.quietMs = opts.quietMs ?? 1_000;
+    this.heapReduceAfter = opts.heapReduceAfter ?? 100_000;
+  }
 
-  /** Notes work (a bulk of notifications delivered): a trim follows once it is quiet. */
-  activity(): void {
+  /** Notes work (`count` notifications delivered): memory is given back once it is quiet. */
+  activity(count: number): void {
     if (this.closed) return;
     this.last = this.clock.now();
     this.pending = true;
+    this.work += count;
     this.timer ??= this.clock.setTimeout(() => this.due(), this.quietMs);
   }
 
@@ -45,6 +68,10 @@ export class MemoryTrimmer {
       return;
     }
     this.pending = false;
-    this.trim();
+    if (this.work >= this.heapReduceAfter) {
+      this.work = 0;
+      this.release.reduceHeap();
+    }
+    this.release.trim();
   }
 }

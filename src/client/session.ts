@@ -81,7 +81,7 @@ export class Session {
   private readonly caughtUp: { upTo: number; resolve(): void }[] = [];
   private closed = false;
   private heartbeat: NodeJS.Timeout | undefined;
-  /** Gives freed C heap back to the kernel when the session goes quiet (undefined: no addon). */
+  /** Gives memory back when the session goes quiet (undefined: the addon is not built). */
   private readonly trimmer: MemoryTrimmer | undefined;
   private managers = 0;
   private readonly managerKinds = new Map<string, number>();
@@ -103,8 +103,8 @@ export class Session {
     this.resumed = resumed ?? [];
     this.resuming = resumed !== undefined;
     const memory = nativeMemory();
-    if (memory !== undefined) this.trimmer = new MemoryTrimmer(() => memory.trim(), this.clock);
-    else log.info('the C heap is not trimmed', { why: nativeMemoryMissing() });
+    if (memory !== undefined) this.trimmer = new MemoryTrimmer(memory, this.clock);
+    else log.info('memory is not given back at rest', { why: nativeMemoryMissing() });
   }
 
   /** True for a resumed session until replay() starts following the store. */
@@ -385,7 +385,7 @@ export class Session {
           }
         }
         this.deliveredCursor = r.value.cursor + notifications.length;
-        this.trimmer?.activity();
+        this.trimmer?.activity(notifications.length);
         for (let i = this.caughtUp.length - 1; i >= 0; i--) {
           if (this.caughtUp[i]!.upTo <= this.deliveredCursor) {
             this.caughtUp.splice(i, 1)[0]!.resolve();

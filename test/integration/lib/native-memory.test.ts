@@ -32,6 +32,25 @@ const after = rss();
 process.stdout.write(JSON.stringify({ free, before, after, trimmed, kept: kept.length, info: m.info() }));
 `;
 
+/**
+ * In a child: 200,000 small objects kept through many scavenges, so V8 grows its young
+ * generation, then dropped; then the heap reduced.
+ */
+const YOUNG = `
+const v8 = require('v8');
+const m = require(process.argv[1]);
+const young = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size / 1048576;
+let keep = [];
+for (let i = 0; i < 400000; i++) {
+  keep.push({ a: i, b: [i, i + 1], c: 'x' + i });
+  if (keep.length > 200000) keep = keep.slice(100000);
+}
+const before = young();
+keep = undefined;
+m.reduceHeap();
+process.stdout.write(JSON.stringify({ before, after: young() }));
+`;
+
 suite(title, () => {
   it('loads, and reports the C heap', () => {
     expect(nativeMemoryMissing()).toBeUndefined();
@@ -51,5 +70,12 @@ suite(title, () => {
     expect(r.free).toBeGreaterThan(100);
     expect(r.trimmed).toBe(true);
     expect(r.before - r.after).toBeGreaterThan(80);
+  });
+
+  it("shrinks V8's young generation", () => {
+    const out = execFileSync(process.execPath, ['-e', YOUNG, addon!], { encoding: 'utf8' });
+    const r = JSON.parse(out) as { before: number; after: number };
+    expect(r.before).toBeGreaterThanOrEqual(8); // MiB: grown from its 1 MiB start
+    expect(r.after).toBeLessThanOrEqual(2);
   });
 });

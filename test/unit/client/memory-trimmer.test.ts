@@ -2,59 +2,86 @@ import { describe, expect, it } from '@jest/globals';
 import { MemoryTrimmer } from '../../../src/client/memory-trimmer';
 import { FakeClock } from '../../support/fake-clock';
 
-function setup(quietMs = 1_000): { clock: FakeClock; trims: number[]; trimmer: MemoryTrimmer } {
-  const clock = new FakeClock();
-  const trims: number[] = [];
-  const trimmer = new MemoryTrimmer(() => trims.push(clock.now()), clock, quietMs);
-  return { clock, trims, trimmer };
+/** The trimmer with a fake clock, recording each release as [time, what]. */
+function setup(opts: { quietMs?: number; heapReduceAfter?: number } = {}): {
+  clock: FakeClock;
+  calls: [number, string][];
+  trimmer: MemoryTrimmer;
+} {
+  const clock = new FakeClock(0);
+  const calls: [number, string][] = [];
+  const release = {
+    trim: () => void calls.push([clock.now(), 'trim']),
+    reduceHeap: () => void calls.push([clock.now(), 'reduceHeap']),
+  };
+  return { clock, calls, trimmer: new MemoryTrimmer(release, clock, opts) };
 }
 
 describe('MemoryTrimmer', () => {
   it('trims once, quietMs after the last activity', () => {
-    const { clock, trims, trimmer } = setup();
-    const start = clock.now();
-    trimmer.activity();
+    const { clock, calls, trimmer } = setup();
+    trimmer.activity(10);
     clock.advance(600);
-    trimmer.activity(); // the quiet spell starts again here
+    trimmer.activity(10); // the quiet spell starts again here
     clock.advance(999);
-    expect(trims).toEqual([]);
+    expect(calls).toEqual([]);
     clock.advance(1);
-    expect(trims).toEqual([start + 1_600]);
+    expect(calls).toEqual([[1_600, 'trim']]);
     clock.advance(10_000);
-    expect(trims).toHaveLength(1);
+    expect(calls).toHaveLength(1);
     expect(clock.pending()).toBe(0);
   });
 
   it('never trims without activity, and trims again after new activity', () => {
-    const { clock, trims, trimmer } = setup(500);
+    const { clock, calls, trimmer } = setup({ quietMs: 500 });
     clock.advance(5_000);
-    expect(trims).toEqual([]);
-    trimmer.activity();
+    expect(calls).toEqual([]);
+    trimmer.activity(1);
     clock.advance(500);
-    trimmer.activity();
+    trimmer.activity(1);
     clock.advance(500);
-    expect(trims).toHaveLength(2);
+    expect(calls).toEqual([
+      [5_500, 'trim'],
+      [6_000, 'trim'],
+    ]);
+  });
+
+  it('reduces the heap first only after heapReduceAfter notifications since the last time', () => {
+    const { clock, calls, trimmer } = setup({ heapReduceAfter: 1_000 });
+    trimmer.activity(600);
+    clock.advance(1_000); // 600 so far: a trim only
+    trimmer.activity(300);
+    trimmer.activity(100);
+    clock.advance(1_000); // 1,000: the heap too, and the count starts over
+    trimmer.activity(999);
+    clock.advance(1_000);
+    expect(calls).toEqual([
+      [1_000, 'trim'],
+      [2_000, 'reduceHeap'],
+      [2_000, 'trim'],
+      [3_000, 'trim'],
+    ]);
   });
 
   it('keeps one timer however busy the session is', () => {
-    const { clock, trims, trimmer } = setup();
+    const { clock, calls, trimmer } = setup();
     for (let i = 0; i < 1_000; i++) {
-      trimmer.activity();
+      trimmer.activity(16);
       clock.advance(10);
     }
     expect(clock.pending()).toBe(1);
-    expect(trims).toEqual([]);
+    expect(calls).toEqual([]);
     clock.advance(1_000);
-    expect(trims).toHaveLength(1);
+    expect(calls).toEqual([[10_990, 'trim']]);
   });
 
   it('does nothing once closed', () => {
-    const { clock, trims, trimmer } = setup();
-    trimmer.activity();
+    const { clock, calls, trimmer } = setup();
+    trimmer.activity(1);
     trimmer.close();
-    trimmer.activity();
+    trimmer.activity(1);
     clock.advance(5_000);
-    expect(trims).toEqual([]);
+    expect(calls).toEqual([]);
     expect(clock.pending()).toBe(0);
   });
 });
