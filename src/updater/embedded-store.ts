@@ -22,8 +22,8 @@ import {
   readRecordHeader,
   readSummaryCounts,
   readWhole,
+  RecordTable,
   segmentName,
-  StoredRecord,
   summaryName,
   syncDir,
   writeFileAtomically,
@@ -92,6 +92,11 @@ interface Tail {
   bytes: number;
   /** Collects the segment's summary; undefined once a record could not be kept byte for byte. */
   builder: SummaryBuilder | undefined;
+  /**
+   * The feed reads the segment's records back from this table: it holds the builder's records
+   * (those scanned at open are added when the first append comes, or when the segment is sealed).
+   */
+  table: RecordTable;
 }
 
 /** A segment read whole at open. */
@@ -339,9 +344,8 @@ export class EmbeddedStore implements StateStore {
       }
     }
     const { offsets, lengths, counts, crcs } = s.records;
-    for (let r = 0; r < offsets.length; r++) {
-      this.feed.pushStored(new StoredRecord(file, offsets[r]!, lengths[r]!, crcs[r]!), counts[r]!);
-    }
+    const table = RecordTable.of(file, offsets, lengths, crcs);
+    for (let r = 0; r < offsets.length; r++) this.feed.pushStored(table, r, counts[r]!);
     this.recovered.records += offsets.length;
   }
 
@@ -408,6 +412,7 @@ export class EmbeddedStore implements StateStore {
       fh,
       bytes: scanned?.goodBytes ?? 0,
       builder: scanned === undefined ? new SummaryBuilder(0, 0) : scanned.builder,
+      table: new RecordTable(file),
     };
   }
 
@@ -430,13 +435,20 @@ export class EmbeddedStore implements StateStore {
       await fh.close();
       throw e;
     }
-    this.tail = { n, file, fh, bytes: 0, builder: new SummaryBuilder(n, this.feed.length) };
+    this.tail = {
+      n,
+      file,
+      fh,
+      bytes: 0,
+      builder: new SummaryBuilder(n, this.feed.length),
+      table: new RecordTable(file),
+    };
     try {
       await old.fh.close();
     } catch (e) {
       this.opts.logger.warn('closing a sealed segment failed', { file: old.file, ...errorMeta(e) });
     }
-    const written = this.seal(old.n, old.file, old.bytes, old.builder);
+    const written = this.seal(old.n, old.file, old.bytes, old.builder, old.table);
     if (background) {
       this.summaryWrites.add(written);
       void written.finally(() => this.summaryWrites.delete(written));
@@ -455,6 +467,7 @@ export class EmbeddedStore implements StateStore {
     file: string,
     bytes: number,
     builder: SummaryBuilder | undefined,
+    table = new RecordTable(file),
   ): Promise<void> {
     if (builder === undefined) {
       this.opts.logger.warn('segment sealed without a summary: it held records not kept as is', {
@@ -462,14 +475,11 @@ export class EmbeddedStore implements StateStore {
       });
       return Promise.resolve();
     }
-    const sources: StoredRecord[] = [];
-    const counts: number[] = [];
-    for (let i = 0; i < builder.records; i++) {
-      const [offset, length, count, crc] = builder.record(i);
-      sources.push(new StoredRecord(file, offset, length, crc));
-      counts.push(count);
-    }
-    this.feed.moveToStored(builder.first, sources, counts);
+    fillTable(table, builder);
+    table.trim();
+    const counts = new Uint32Array(builder.records);
+    for (let i = 0; i < counts.length; i++) counts[i] = builder.record(i)[2];
+    this.feed.moveToStored(builder.first, table, 0, counts);
     const summary = encodeSummary(builder.build(bytes, this.stateNames, this.index));
     return writeFileAtomically(this.dir, summaryName(n), summary).catch((e: unknown) => {
       this.opts.logger.warn('segment summary not written; the segment will be decoded at open', {
@@ -502,8 +512,8 @@ export class EmbeddedStore implements StateStore {
     const freshStates: number[] = [];
     let counts: number[] = [];
     let payload: Buffer | undefined;
-    /** Where the record lies once written, when the tail's summary describes it. */
-    let stored: StoredRecord | undefined;
+    /** Where the record lies once written (table, record), when the tail's summary has it. */
+    let stored: [RecordTable, number] | undefined;
     try {
       if (this.broken !== undefined) throw this.broken;
       counts = group.map(({ batch }) => {
@@ -533,7 +543,9 @@ export class EmbeddedStore implements StateStore {
           const crc = record.readUInt32LE(4);
           builder.addRecord(offset, payload.length, fresh.length, crc);
           fresh.forEach((n, i) => this.summarize(builder, freshUids[i]!, n, freshStates[i]!));
-          stored = new StoredRecord(this.tail.file, offset, payload.length, crc);
+          const table = this.tail.table;
+          fillTable(table, builder);
+          stored = [table, table.length - 1];
         }
       }
     } catch (e) {
@@ -545,7 +557,7 @@ export class EmbeddedStore implements StateStore {
     // The feed reads the record back from the file once it is no longer hot: holding the
     // encodings of a whole tail segment would cost up to twice its size (payloads are slices of
     // the encoder's shared buffers). A copy is kept only when no summary describes the record.
-    if (stored !== undefined) this.feed.pushStored(stored, fresh.length, fresh);
+    if (stored !== undefined) this.feed.pushStored(stored[0], stored[1], fresh.length, fresh);
     else if (payload !== undefined) {
       this.feed.pushEncoded(Buffer.from(payload), fresh.length, fresh);
     }
@@ -684,6 +696,14 @@ export class EmbeddedStore implements StateStore {
       this.rareCodes.set(key, code);
     }
     return code;
+  }
+}
+
+/** Adds to `table` the records of `builder` it lacks (it holds the builder's first ones). */
+function fillTable(table: RecordTable, builder: SummaryBuilder): void {
+  for (let r = table.length; r < builder.records; r++) {
+    const [offset, length, , crc] = builder.record(r);
+    table.add(offset, length, crc);
   }
 }
 

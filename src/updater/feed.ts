@@ -9,44 +9,94 @@ const HOT_CHUNKS = 64;
 /** Decoded cold chunks kept for readers going through old history (watch from 0, history). */
 const DECODED_CACHE = 4;
 
-/** Where a chunk's encoding can be read back from when it is not held in memory. */
-export interface PayloadSource {
-  /** The msgpack payload, checked; throws if it cannot be read back as it was written. */
-  read(): Buffer;
+/**
+ * Records that chunks' encodings can be read back from when they are not held in memory, one
+ * record per chunk (the embedded store: a segment file's records).
+ */
+export interface RecordSource {
+  /** Record r's msgpack payload, checked; throws if it cannot be read back as it was written. */
+  read(record: number): Buffer;
 }
 
+/** Entries of a column page: 64 KiB of f64, under glibc's default mmap threshold. */
+const PAGE_BITS = 13;
+const PAGE = 1 << PAGE_BITS;
+const PAGE_MASK = PAGE - 1;
+
 /**
- * A run of accepted notifications. `payload` is their msgpack encoding (for the embedded store,
- * a slice of its tail segment, or what an append encoded); `stored` says where to read that
- * encoding back when it is not in memory (a record of a sealed segment); `items` the objects,
- * kept only while the chunk is hot or cached: a session of 10 million notifications as JS
- * objects would not fit in a default Node heap.
+ * A growable column of numbers in fixed-size typed-array pages: growing never copies more than
+ * one page (the first grows by doubling up to a page; later ones are whole from the start), so
+ * no multi-megabyte block is allocated, copied and freed as the feed grows.
  */
-interface Chunk {
-  start: number;
-  count: number;
-  payload: Buffer | undefined;
-  stored: PayloadSource | undefined;
-  items: readonly Notification[] | undefined;
+class Column<A extends Float64Array | Int32Array> {
+  private readonly pages: A[] = [];
+
+  constructor(private readonly make: (length: number) => A) {}
+
+  get(i: number): number {
+    return this.pages[i >>> PAGE_BITS]![i & PAGE_MASK]!;
+  }
+
+  /** Sets entry i; i may be one past the last entry set so far (an append). */
+  set(i: number, value: number): void {
+    const p = i >>> PAGE_BITS;
+    let page = this.pages[p];
+    if (page === undefined || (i & PAGE_MASK) >= page.length) {
+      page = this.grown(p, page);
+    }
+    page[i & PAGE_MASK] = value;
+  }
+
+  private grown(p: number, page: A | undefined): A {
+    const length = p === 0 ? Math.min(PAGE, Math.max(16, (page?.length ?? 0) * 2)) : PAGE;
+    const next = this.make(length);
+    if (page !== undefined) next.set(page);
+    this.pages[p] = next;
+    return next;
+  }
 }
 
 /**
  * Accepted notifications in acceptance order, and the watch streams that follow them.
  * A backend pushes what it has made durable; watchers wake on push or end. A backend that has
- * the encoding at hand (`pushEncoded`) lets old chunks drop their objects and decode on demand.
+ * the encoding at hand (`pushEncoded`, `pushStored`) lets old chunks drop their objects and
+ * decode on demand.
+ *
+ * The feed is a sequence of chunks, one per push: a run of notifications. A chunk holds up to
+ * three things: its msgpack encoding in memory (`payloads`: for the embedded store, a slice of
+ * its tail segment read at open, or a copy of what an append encoded), where that encoding can
+ * be read back from (a record of a `RecordSource`), and its objects (`items`), kept only while
+ * the chunk is hot (the newest HOT_CHUNKS) or when there is no encoding: a session of 10 million
+ * notifications as JS objects would not fit in a default Node heap. What every chunk has lies in
+ * typed columns (about 16 bytes a chunk), not in an object per chunk.
  */
 export class NotificationFeed {
-  private readonly chunks: Chunk[] = [];
+  /** Number of chunks. */
+  private chunks = 0;
+  /** Feed position of each chunk's first notification; a chunk ends where the next starts. */
+  private readonly starts = new Column((n) => new Float64Array(n));
+  /** Per chunk, the number of its source in `sources`, or -1 when it has none. */
+  private readonly sourceOf = new Column((n) => new Int32Array(n));
+  /** Per chunk with a source, its record there. */
+  private readonly recordOf = new Column((n) => new Int32Array(n));
+  private readonly sources: RecordSource[] = [];
+  private readonly sourceIds = new Map<RecordSource, number>();
+  /** Encodings held in memory, by chunk. */
+  private readonly payloads = new Map<number, Buffer>();
+  /** Objects held, by chunk: hot chunks, and chunks that have no encoding. */
+  private readonly items = new Map<number, readonly Notification[]>();
   private total = 0;
   /** Index of the oldest chunk that may still hold its objects as a hot chunk. */
   private hotFrom = 0;
-  private readonly cache: Chunk[] = [];
+  /** Decoded cold chunks, newest first. */
+  private readonly cache: { chunk: number; items: readonly Notification[] }[] = [];
   private waiters = new Set<() => void>();
   private ended = false;
 
   /**
    * @param decodeChunk turns a chunk's payload back into its notifications; needed only when
-   *   pushEncoded is used. It must return exactly what was pushed (the payload was checked).
+   *   pushEncoded or pushStored is used. It must return exactly what was pushed (the payload
+   *   was checked).
    */
   constructor(private readonly decodeChunk?: (payload: Buffer) => Notification[]) {}
 
@@ -60,18 +110,13 @@ export class NotificationFeed {
 
   /** Notification at position `at` (0 <= at < length). */
   at(at: number): Notification {
-    const chunk = this.chunks[this.find(at)]!;
-    return this.itemsOf(chunk)[at - chunk.start]!;
+    const c = this.find(at);
+    return this.itemsOf(c)[at - this.starts.get(c)]!;
   }
 
   push(batch: readonly Notification[]): void {
-    this.add({
-      start: this.total,
-      count: batch.length,
-      payload: undefined,
-      stored: undefined,
-      items: batch.slice(),
-    });
+    if (batch.length === 0) return;
+    this.add(batch.length, -1, 0, undefined, batch.slice());
   }
 
   /**
@@ -80,88 +125,136 @@ export class NotificationFeed {
    */
   pushEncoded(payload: Buffer, count: number, items?: readonly Notification[]): void {
     if (this.decodeChunk === undefined) throw new UsageError('pushEncoded needs a decodeChunk');
-    this.add({ start: this.total, count, payload, stored: undefined, items });
+    this.add(count, -1, 0, payload, items);
   }
 
   /**
-   * Pushes notifications by where their encoding lies; `items`, when given, are kept while the
-   * chunk is hot, else they are read and decoded when first needed.
+   * Pushes notifications by where their encoding lies: `record` of `source`; `items`, when
+   * given, are kept while the chunk is hot, else they are read and decoded when first needed.
    */
-  pushStored(stored: PayloadSource, count: number, items?: readonly Notification[]): void {
+  pushStored(
+    source: RecordSource,
+    record: number,
+    count: number,
+    items?: readonly Notification[],
+  ): void {
     if (this.decodeChunk === undefined) throw new UsageError('pushStored needs a decodeChunk');
-    this.add({ start: this.total, count, payload: undefined, stored, items });
+    this.add(count, this.idOf(source), record, undefined, items);
   }
 
   /**
-   * From the chunk starting at position `from` on, one chunk per source: the chunks' payloads
-   * now lie in `sources` and their in-memory copies go (a sealed segment's records).
-   * Each source must describe exactly its chunk; `counts` are checked against the chunks'.
+   * From the chunk starting at position `from` on, one chunk per entry of `counts`: the chunks'
+   * payloads now lie in records `firstRecord`, `firstRecord + 1`, ... of `source` (a sealed
+   * segment's) and their in-memory copies go. `counts` are checked against the chunks'.
    */
-  moveToStored(from: number, sources: readonly PayloadSource[], counts: readonly number[]): void {
-    if (sources.length === 0) return;
-    let i = this.find(from);
-    if (this.chunks[i]?.start !== from || i + sources.length > this.chunks.length) {
+  moveToStored(
+    from: number,
+    source: RecordSource,
+    firstRecord: number,
+    counts: ArrayLike<number>,
+  ): void {
+    const k = counts.length;
+    if (k === 0) return;
+    const first = this.chunks === 0 ? 0 : this.find(from);
+    if (this.chunks === 0 || this.starts.get(first) !== from || first + k > this.chunks) {
       throw new InternalError('feed-move-range');
     }
-    for (let k = 0; k < sources.length; k++, i++) {
-      if (this.chunks[i]!.count !== counts[k]) throw new InternalError('feed-move-count');
+    for (let j = 0; j < k; j++) {
+      if (this.countOf(first + j) !== counts[j]) throw new InternalError('feed-move-count');
     }
-    i -= sources.length;
-    for (let k = 0; k < sources.length; k++, i++) {
-      const chunk = this.chunks[i]!;
-      chunk.stored ??= sources[k]; // an append may have stored it already
-      chunk.payload = undefined;
-      if (i < this.hotFrom) chunk.items = undefined;
+    const id = this.idOf(source);
+    for (let j = 0; j < k; j++) {
+      const c = first + j;
+      if (this.sourceOf.get(c) < 0) {
+        // An append may have stored it already.
+        this.sourceOf.set(c, id);
+        this.recordOf.set(c, firstRecord + j);
+      }
+      this.payloads.delete(c);
+      if (c < this.hotFrom) this.items.delete(c);
     }
   }
 
-  private add(chunk: Chunk): void {
-    if (chunk.count === 0) return;
-    this.chunks.push(chunk);
-    this.total += chunk.count;
-    // Objects of chunks that fell out of the hot window go; their payload stays.
-    while (this.chunks.length - this.hotFrom > HOT_CHUNKS) {
-      const old = this.chunks[this.hotFrom++]!;
-      if (old.payload !== undefined || old.stored !== undefined) old.items = undefined;
+  private idOf(source: RecordSource): number {
+    let id = this.sourceIds.get(source);
+    if (id === undefined) {
+      id = this.sources.length;
+      this.sources.push(source);
+      this.sourceIds.set(source, id);
+    }
+    return id;
+  }
+
+  private add(
+    count: number,
+    source: number,
+    record: number,
+    payload: Buffer | undefined,
+    items: readonly Notification[] | undefined,
+  ): void {
+    if (count === 0) return;
+    const c = this.chunks++;
+    this.starts.set(c, this.total);
+    this.sourceOf.set(c, source);
+    this.recordOf.set(c, record);
+    if (payload !== undefined) this.payloads.set(c, payload);
+    if (items !== undefined) this.items.set(c, items);
+    this.total += count;
+    // Objects of chunks that fell out of the hot window go; their encoding stays.
+    while (this.chunks - this.hotFrom > HOT_CHUNKS) {
+      const old = this.hotFrom++;
+      if (this.sourceOf.get(old) >= 0 || this.payloads.has(old)) this.items.delete(old);
     }
     this.wakeAll();
+  }
+
+  /** Notifications in chunk c. */
+  private countOf(c: number): number {
+    return (c + 1 < this.chunks ? this.starts.get(c + 1) : this.total) - this.starts.get(c);
   }
 
   private slice(from: number, to: number): Notification[] {
     const out: Notification[] = [];
     if (from >= to) return out;
-    for (let i = this.find(from); i < this.chunks.length; i++) {
-      const chunk = this.chunks[i]!;
-      if (chunk.start >= to) break;
-      const items = this.itemsOf(chunk);
-      const end = Math.min(to, chunk.start + chunk.count) - chunk.start;
-      for (let j = Math.max(from - chunk.start, 0); j < end; j++) out.push(items[j]!);
+    for (let c = this.find(from); c < this.chunks; c++) {
+      const start = this.starts.get(c);
+      if (start >= to) break;
+      const items = this.itemsOf(c);
+      const end = Math.min(to, start + this.countOf(c)) - start;
+      for (let j = Math.max(from - start, 0); j < end; j++) out.push(items[j]!);
     }
     return out;
   }
 
-  /** Index of the chunk holding position `at`. */
+  /** Index of the chunk holding position `at` (0 when the feed is empty). */
   private find(at: number): number {
     let lo = 0;
-    let hi = this.chunks.length - 1;
+    let hi = this.chunks - 1;
     while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (this.chunks[mid]!.start <= at) lo = mid;
+      const mid = (lo + hi + 1) >>> 1;
+      if (this.starts.get(mid) <= at) lo = mid;
       else hi = mid - 1;
     }
     return lo;
   }
 
-  private itemsOf(chunk: Chunk): readonly Notification[] {
-    if (chunk.items !== undefined) return chunk.items;
-    const hit = this.cache.find((c) => c.start === chunk.start);
-    const items = hit?.items ?? this.decodeChunk!(chunk.payload ?? chunk.stored!.read());
-    if (hit === undefined) {
-      // A cache entry is a copy that holds the objects; the chunk itself stays lean.
-      this.cache.unshift({ ...chunk, items });
-      if (this.cache.length > DECODED_CACHE) this.cache.pop();
-    }
+  private itemsOf(c: number): readonly Notification[] {
+    const own = this.items.get(c);
+    if (own !== undefined) return own;
+    const hit = this.cache.find((e) => e.chunk === c);
+    if (hit !== undefined) return hit.items;
+    const items = this.decodeChunk!(this.bytesOf(c));
+    this.cache.unshift({ chunk: c, items });
+    if (this.cache.length > DECODED_CACHE) this.cache.pop();
     return items;
+  }
+
+  private bytesOf(c: number): Buffer {
+    const payload = this.payloads.get(c);
+    if (payload !== undefined) return payload;
+    const source = this.sourceOf.get(c);
+    if (source < 0) throw new InternalError('feed-chunk-bytes');
+    return this.sources[source]!.read(this.recordOf.get(c));
   }
 
   /** Ends every watch once it has delivered what was accepted so far. */

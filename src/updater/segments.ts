@@ -2,7 +2,8 @@ import * as fsSync from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { crc32 } from 'node:zlib';
-import type { PayloadSource } from './feed';
+import { InternalError } from '../errors';
+import type { RecordSource } from './feed';
 import { HEADER_BYTES } from './record';
 import { SUMMARY_HEADER_BYTES, SUMMARY_MAGIC } from './segment-summary';
 import { StoreError } from './state-store';
@@ -112,20 +113,90 @@ export async function readRecordHeader(
 }
 
 /**
- * A record of a sealed segment, read back from the file when the feed needs its notifications
- * (the feed reads synchronously). The bytes are checked against the record's header and the
- * summary's length and crc; a mismatch means the file changed after it was sealed.
+ * The records of one segment file, as the feed reads them back when it needs their
+ * notifications (the feed reads synchronously): the file name once, and per record its offset
+ * and crc in typed columns (a segment holds tens of thousands of records; an object each would
+ * cost more than their notifications' index). Records are contiguous, as in the file, so a
+ * record's length is where the next one starts. Record r is read back checked against its
+ * header and the length and crc held here (the summary's); a mismatch means the file changed
+ * after it was sealed.
  */
-export class StoredRecord implements PayloadSource {
+export class RecordTable implements RecordSource {
+  private offsets: Uint32Array;
+  private crcs: Uint32Array;
+  private n = 0;
+  /** Where the last record ends. */
+  private end = 0;
+
   constructor(
     readonly file: string,
-    readonly offset: number,
-    readonly length: number,
-    readonly crc: number,
-  ) {}
+    capacity = 64,
+  ) {
+    this.offsets = new Uint32Array(capacity);
+    this.crcs = new Uint32Array(capacity);
+  }
 
-  read(): Buffer {
-    const buf = Buffer.allocUnsafe(HEADER_BYTES + this.length);
+  /** A table of the records given by columns (copied: they may be views on a summary). */
+  static of(
+    file: string,
+    offsets: ArrayLike<number>,
+    lengths: ArrayLike<number>,
+    crcs: ArrayLike<number>,
+  ): RecordTable {
+    const table = new RecordTable(file, offsets.length);
+    for (let r = 0; r < offsets.length; r++) table.add(offsets[r]!, lengths[r]!, crcs[r]!);
+    return table;
+  }
+
+  /** Number of records. */
+  get length(): number {
+    return this.n;
+  }
+
+  /**
+   * Adds the record at `offset` (of its header; where the previous record ends) with its
+   * payload's length and crc; returns its index.
+   */
+  add(offset: number, length: number, crc: number): number {
+    if (
+      !Number.isInteger(offset) ||
+      offset < 0 ||
+      (this.n > 0 && offset !== this.end) ||
+      !Number.isInteger(length) ||
+      length < 0 ||
+      offset + HEADER_BYTES + length > MAX_READ_BYTES ||
+      !Number.isInteger(crc) ||
+      crc < 0 ||
+      crc > 0xffffffff
+    ) {
+      throw new InternalError('record-table-add');
+    }
+    if (this.n === this.offsets.length) this.resize(Math.max(64, this.n * 2));
+    this.offsets[this.n] = offset;
+    this.crcs[this.n] = crc;
+    this.end = offset + HEADER_BYTES + length;
+    return this.n++;
+  }
+
+  /** Gives back the room kept for more records (the segment is sealed). */
+  trim(): void {
+    if (this.n < this.offsets.length) this.resize(this.n);
+  }
+
+  /** Record r as [offset, payload length, crc]. */
+  record(r: number): [number, number, number] {
+    if (!Number.isInteger(r) || r < 0 || r >= this.n) {
+      throw new InternalError('record-table-index');
+    }
+    const offset = this.offsets[r]!;
+    const next = r + 1 < this.n ? this.offsets[r + 1]! : this.end;
+    return [offset, next - offset - HEADER_BYTES, this.crcs[r]!];
+  }
+
+  /** Record r's payload, checked; throws StoreError if the file no longer holds it. */
+  read(r: number): Buffer {
+    const [offset, length, crc] = this.record(r);
+    const buf = Buffer.allocUnsafe(HEADER_BYTES + length);
     let fd: number;
     try {
       fd = fsSync.openSync(this.file, 'r');
@@ -135,26 +206,36 @@ export class StoredRecord implements PayloadSource {
     try {
       let got = 0;
       while (got < buf.length) {
-        const n = fsSync.readSync(fd, buf, got, buf.length - got, this.offset + got);
+        const n = fsSync.readSync(fd, buf, got, buf.length - got, offset + got);
         if (n === 0) break;
         got += n;
       }
       const payload = buf.subarray(HEADER_BYTES);
       if (
         got !== buf.length ||
-        buf.readUInt32LE(0) !== this.length ||
-        buf.readUInt32LE(4) !== this.crc ||
-        crc32(payload) !== this.crc
+        buf.readUInt32LE(0) !== length ||
+        buf.readUInt32LE(4) !== crc ||
+        crc32(payload) !== crc
       ) {
         throw new StoreError(
           `store segment ${this.file} changed after it was sealed: the record at offset ` +
-            `${this.offset} does not match its summary`,
+            `${offset} does not match its summary`,
         );
       }
       return payload;
     } finally {
       fsSync.closeSync(fd);
     }
+  }
+
+  private resize(capacity: number): void {
+    const copy = (a: Uint32Array): Uint32Array => {
+      const b = new Uint32Array(capacity);
+      b.set(a.subarray(0, this.n));
+      return b;
+    };
+    this.offsets = copy(this.offsets);
+    this.crcs = copy(this.crcs);
   }
 }
 

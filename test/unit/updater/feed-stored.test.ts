@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { Notification } from '../../../src/generated';
 import { InternalError } from '../../../src/errors';
 import { decode, encode } from '../../../src/transport/codec';
-import { NotificationFeed, type PayloadSource } from '../../../src/updater/feed';
+import { NotificationFeed, type RecordSource } from '../../../src/updater/feed';
 
 const note = (uid: string): Notification => ({
   kind: 'task',
@@ -13,13 +13,15 @@ const note = (uid: string): Notification => ({
   component: 'test',
 });
 
-/** A payload "on disk": counts its reads. */
-class Source implements PayloadSource {
-  reads = 0;
-  constructor(private readonly bytes: Buffer) {}
-  read(): Buffer {
-    this.reads++;
-    return this.bytes;
+/** Payloads "on disk", one record each: counts the reads of each record. */
+class Source implements RecordSource {
+  readonly reads: number[];
+  constructor(private readonly records: readonly Buffer[]) {
+    this.reads = records.map(() => 0);
+  }
+  read(record: number): Buffer {
+    this.reads[record]!++;
+    return this.records[record]!;
   }
 }
 
@@ -31,12 +33,12 @@ describe('NotificationFeed with stored chunks', () => {
 
   it('reads a stored chunk only when its notifications are needed', () => {
     const feed = new NotificationFeed((p) => decode(p) as Notification[]);
-    const sources = batches.map((b) => new Source(encode(b)));
-    sources.forEach((s, i) => feed.pushStored(s, batches[i]!.length));
+    const source = new Source(batches.map((b) => encode(b)));
+    batches.forEach((b, r) => feed.pushStored(source, r, b.length));
     expect(feed.length).toBe(all.length);
-    expect(sources.every((s) => s.reads === 0)).toBe(true);
+    expect(source.reads.every((r) => r === 0)).toBe(true);
     expect(feed.at(4)).toEqual(all[4]);
-    expect(sources.map((s) => s.reads).filter((r) => r > 0)).toEqual([1]);
+    expect(source.reads.filter((r) => r > 0)).toEqual([1]);
     expect(feed.all()).toEqual(all);
   });
 
@@ -45,15 +47,16 @@ describe('NotificationFeed with stored chunks', () => {
     for (const b of batches) feed.pushEncoded(encode(b), b.length, b);
     const from = batches.slice(0, 10).flat().length;
     const moved = batches.slice(10, 90);
-    const sources = moved.map((b) => new Source(encode(b)));
+    const source = new Source(moved.map((b) => encode(b)));
     feed.moveToStored(
       from,
-      sources,
+      source,
+      0,
       moved.map((b) => b.length),
     );
     expect(feed.all()).toEqual(all);
     // Chunks outside the hot window had dropped their objects: they are read from the source.
-    expect(sources.slice(0, 20).every((s) => s.reads === 1)).toBe(true);
+    expect(source.reads.slice(0, 20).every((r) => r === 1)).toBe(true);
     const seen: Notification[] = [];
     for await (const bulk of feed.watch(0)) {
       seen.push(...bulk.notifications);
@@ -65,11 +68,9 @@ describe('NotificationFeed with stored chunks', () => {
   it('refuses a move that does not line up with its chunks', () => {
     const feed = new NotificationFeed((p) => decode(p) as Notification[]);
     for (const b of batches.slice(0, 3)) feed.pushEncoded(encode(b), b.length);
-    const source = new Source(Buffer.alloc(0));
-    expect(() => feed.moveToStored(2, [source], [2])).toThrow(InternalError); // not a chunk start
-    expect(() => feed.moveToStored(0, [source], [2])).toThrow(InternalError);
-    expect(() => feed.moveToStored(0, [source, source, source, source], [1, 2, 3, 1])).toThrow(
-      InternalError,
-    );
+    const source = new Source([]);
+    expect(() => feed.moveToStored(2, source, 0, [2])).toThrow(InternalError); // not a chunk start
+    expect(() => feed.moveToStored(0, source, 0, [2])).toThrow(InternalError);
+    expect(() => feed.moveToStored(0, source, 0, [1, 2, 3, 1])).toThrow(InternalError);
   });
 });
