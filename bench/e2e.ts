@@ -12,10 +12,14 @@
  *
  * - `spawn_limit_per_s`: a C `posix_spawn` + `waitpid` loop (or `xargs -P` without a compiler;
  *   see `helper`), the machine's limit for this workload;
+ * - `sandbox_spawn_limit_per_s`: the same C loop, each task with the files pilotfish gives it
+ *   (its sandbox directory, `task.json`, `stdout`, `stderr`): the limit for the same work on this
+ *   filesystem, where creating files is far from free (one run);
  * - `gnu_parallel_tasks_per_s`: GNU parallel from Debian, `-j cores`, its start-up included;
  * - `dask_tasks_per_s`: Dask distributed from Debian, one single-threaded worker process per
  *   core, `subprocess.run(['/bin/true'])` per task (cluster start-up in `cluster_start_ms`);
- * - `exec_vs_spawn_limit`, `exec_vs_gnu_parallel`, `exec_vs_dask`: exec_tasks_per_s over each.
+ * - `exec_vs_spawn_limit`, `exec_vs_sandbox_spawn_limit`, `exec_vs_gnu_parallel`,
+ *   `exec_vs_dask`: exec_tasks_per_s over each.
  *
  * A reference that cannot run is skipped: no figure for it (or its ratio), and a line
  * `bench e2e: skipped METRIC: REASON` on stderr. Full runs install the peers first
@@ -145,6 +149,11 @@ async function runReferences(
   };
 
   report('spawn_limit_per_s', 'exec_vs_spawn_limit', await spawnLimit(n, par, quick ? 1 : 3));
+  report(
+    'sandbox_spawn_limit_per_s',
+    'exec_vs_sandbox_spawn_limit',
+    await spawnLimit(n, par, 1, { sandboxes: true }),
+  );
 
   const off = ['0', 'false', 'no'].includes(process.env.PILOTFISH_BENCH_PEERS ?? '');
   const peers = off

@@ -4,7 +4,9 @@
  *
  * - the machine's spawn limit: a small C program (compiled with `cc` at bench time) that
  *   `posix_spawn`s and `waitpid`s; without a C compiler, `xargs -P cores` stands in and the
- *   figure says so (`helper: 'xargs'`);
+ *   figure says so (`helper: 'xargs'`); the same program also runs each task in a sandbox laid
+ *   out as pilotfish's (a directory, `task.json`, `stdout` and `stderr` files): the limit for
+ *   the same work on this filesystem;
  * - GNU parallel from Debian (`parallel -j cores`), timed from its start to its exit;
  * - Dask distributed from Debian (`/usr/bin/python3`, LocalCluster with one single-threaded
  *   worker process per core), each task `subprocess.run(['/bin/true'])`, timed from the first
@@ -23,7 +25,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { median, nowNs, secondsBetween, sig } from './harness';
+import { median, nowNs, removeTree, secondsBetween, sig } from './harness';
 
 /** Debian's interpreter: python3-distributed installs there, not into a pyenv on PATH. */
 export const DEBIAN_PYTHON = '/usr/bin/python3';
@@ -168,19 +170,42 @@ export async function installPeers(log: (line: string) => void): Promise<PeerAva
 }
 
 const SPAWN_LIMIT_C = `
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 extern char **environ;
-/* spawn-limit N PAR: runs N /bin/true, PAR at a time (posix_spawn + waitpid); prints
-   "N FAILED SECONDS", first spawn to last reap. */
+static const char TASK_JSON[] = "{\\"executable\\":\\"/bin/true\\"}";
+/* Lays out task i's sandbox as pilotfish does (DIR/i/ with task.json) and sets its stdout and
+   stderr to DIR/i/stdout and DIR/i/stderr (made by the spawned child, before exec). */
+static int sandbox(const char *dir, long i, posix_spawn_file_actions_t *fa) {
+  char path[4096], file[4200];
+  snprintf(path, sizeof path, "%s/%ld", dir, i);
+  if (mkdir(path, 0755) != 0) { perror("mkdir"); return -1; }
+  snprintf(file, sizeof file, "%s/task.json", path);
+  int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || write(fd, TASK_JSON, sizeof TASK_JSON - 1) < 0 || close(fd) != 0) {
+    perror("task.json");
+    return -1;
+  }
+  snprintf(file, sizeof file, "%s/stdout", path);
+  posix_spawn_file_actions_addopen(fa, 1, file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  snprintf(file, sizeof file, "%s/stderr", path);
+  posix_spawn_file_actions_addopen(fa, 2, file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  return 0;
+}
+/* spawn-limit N PAR [DIR]: runs N /bin/true, PAR at a time (posix_spawn + waitpid), each in a
+   sandbox under DIR when given; prints "N FAILED SECONDS", first spawn to last reap. */
 int main(int argc, char **argv) {
-  if (argc != 3) { fprintf(stderr, "usage: spawn-limit N PAR\\n"); return 2; }
+  if (argc != 3 && argc != 4) { fprintf(stderr, "usage: spawn-limit N PAR [DIR]\\n"); return 2; }
   long n = atol(argv[1]);
   int par = atoi(argv[2]);
+  const char *dir = argc == 4 ? argv[3] : NULL;
   char *args[] = {"/bin/true", NULL};
   long started = 0, done = 0, failed = 0;
   int running = 0;
@@ -189,7 +214,11 @@ int main(int argc, char **argv) {
   while (done < n) {
     while (running < par && started < n) {
       pid_t pid;
-      int rc = posix_spawn(&pid, "/bin/true", NULL, NULL, args, environ);
+      posix_spawn_file_actions_t fa;
+      posix_spawn_file_actions_init(&fa);
+      if (dir != NULL && sandbox(dir, started, &fa) != 0) return 1;
+      int rc = posix_spawn(&pid, "/bin/true", &fa, NULL, args, environ);
+      posix_spawn_file_actions_destroy(&fa);
       if (rc != 0) { fprintf(stderr, "posix_spawn: %s\\n", strerror(rc)); return 1; }
       started++;
       running++;
@@ -226,18 +255,30 @@ function lines(n: number): string {
 
 /**
  * The machine's limit for this workload: N `/bin/true`, `par` at a time, by the C helper
- * (median of `runs`), or by `xargs -P par` when there is no C compiler.
+ * (median of `runs`), or by `xargs -P par` when there is no C compiler. With `sandboxes`, each
+ * task gets the files pilotfish gives it (a directory, `task.json`, `stdout`, `stderr`): the
+ * limit for the same work on this filesystem (C helper only).
  */
-export async function spawnLimit(n: number, par: number, runs: number): Promise<Reference> {
+export async function spawnLimit(
+  n: number,
+  par: number,
+  runs: number,
+  { sandboxes = false }: { sandboxes?: boolean } = {},
+): Promise<Reference> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-bench-spawn-'));
   try {
     const compiled = await compileSpawnLimit(dir);
     const rates: number[] = [];
     if ('exe' in compiled) {
       for (let i = 0; i < runs; i++) {
-        const r = await runProcess(compiled.exe, [String(n), String(par)], {
-          timeoutMs: 600_000,
-        });
+        const args = [String(n), String(par)];
+        const box = path.join(dir, `sandboxes.${i}`);
+        if (sandboxes) {
+          fs.mkdirSync(box);
+          args.push(box);
+        }
+        const r = await runProcess(compiled.exe, args, { timeoutMs: 600_000 });
+        if (sandboxes) removeTree(box);
         if (r.code !== 0) return { ok: false, reason: `spawn-limit helper: ${describeExit(r)}` };
         const [, , secs] = r.stdout.trim().split(/\s+/).map(Number);
         if (secs === undefined || !(secs > 0)) {
@@ -248,9 +289,16 @@ export async function spawnLimit(n: number, par: number, runs: number): Promise<
       return {
         ok: true,
         tasksPerS: median(rates),
-        context: { helper: 'c-posix_spawn', concurrency: par, runs, ...minMax(rates) },
+        context: {
+          helper: 'c-posix_spawn',
+          ...(sandboxes ? { files: 'dir, task.json, stdout, stderr per task' } : {}),
+          concurrency: par,
+          runs,
+          ...minMax(rates),
+        },
       };
     }
+    if (sandboxes) return { ok: false, reason: compiled.reason };
     const xargs = which('xargs');
     if (xargs === undefined) {
       return { ok: false, reason: `${compiled.reason}, and no xargs for the shell fallback` };

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { emitterFor, type EmittedFigure } from '../../../bench/harness';
 import { BENCHMARKS, INFRASTRUCTURE } from '../../../bench/index';
-import { peerAvailability, type PeerAvailability } from '../../../bench/references';
+import { peerAvailability, which, type PeerAvailability } from '../../../bench/references';
 import { main } from '../../../bench/run';
 
 // Each benchmark runs in-process with a tiny N (`quick`), so a benchmark that no longer builds,
@@ -37,6 +37,10 @@ const PEER_METRICS: Record<keyof PeerAvailability, string[]> = {
   dask: ['dask_tasks_per_s', 'exec_vs_dask'],
 };
 
+/** Figures of `e2e` from the C helper alone (no xargs stand-in): where a C compiler is. */
+const C_HELPER_METRICS = ['sandbox_spawn_limit_per_s', 'exec_vs_sandbox_spawn_limit'];
+const hasCompiler = ['cc', 'gcc', 'clang'].some((c) => which(c) !== undefined);
+
 /** Benchmarks that start pilots, peers or child processes get more than the default 10 s. */
 const TIMEOUT_MS: Record<string, number> = { e2e: 60_000, memory: 60_000 };
 
@@ -58,6 +62,7 @@ describe('bench/', () => {
       async () => {
         const expected = [...(METRICS[b.name] ?? [])];
         const absent: string[] = [];
+        if (b.name === 'e2e') (hasCompiler ? expected : absent).push(...C_HELPER_METRICS);
         if (
           b.name === 'e2e' &&
           !['0', 'false', 'no'].includes(process.env.PILOTFISH_BENCH_PEERS ?? '')
