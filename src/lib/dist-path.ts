@@ -13,3 +13,18 @@ export function compiledSibling(callerDir: string, relFromCaller: string): strin
   const rel = path.relative(repo, path.join(callerDir, relFromCaller));
   return path.join(repo, 'dist', `${rel}.js`);
 }
+
+/**
+ * Path of a native part that scripts/build-native.sh builds into dist/native/, or undefined when
+ * it is not built. `root` is the directory above `src/` of the caller: `dist/` when it runs from
+ * the build output, the repository under ts-jest.
+ */
+export function builtNative(name: string, root: string): string | undefined {
+  for (const candidate of [
+    path.join(root, 'native', name),
+    path.join(root, 'dist', 'native', name),
+  ]) {
+    if (fs.existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}

@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
 import * as path from 'node:path';
+import { builtNative } from './dist-path';
 
 /** What glibc's allocator holds, over all its arenas (mallinfo2), in bytes. */
 export interface CHeapInfo {
@@ -30,13 +30,7 @@ export interface NativeMemory {
  * in src/lib. Undefined when it is not built.
  */
 export function nativeMemoryPath(dir: string = __dirname): string | undefined {
-  for (const candidate of [
-    path.resolve(dir, '../../native/pf-memory.node'),
-    path.resolve(dir, '../../dist/native/pf-memory.node'),
-  ]) {
-    if (existsSync(candidate)) return candidate;
-  }
-  return undefined;
+  return builtNative('pf-memory.node', path.resolve(dir, '../..'));
 }
 
 let loaded: { addon: NativeMemory | undefined; why: string | undefined } | undefined;

@@ -29,6 +29,7 @@ import * as path from 'node:path';
 import { UsageError, errorMeta } from '../../errors';
 import { deferred, withTimeout, type Deferred } from '../../lib/deferred';
 import type { Logger } from '../../lib/logger';
+import { builtNative } from '../../lib/dist-path';
 import type { ExitedEvent, FailedEvent, KillSignal, SpawnSpec, StartedEvent } from './effects';
 import { killProcesses, killSessions } from './kill-session';
 
@@ -107,13 +108,7 @@ export function spawnerScript(dir: string = __dirname): string {
  * Undefined when it is not built.
  */
 export function nativeSpawner(dir: string = __dirname): string | undefined {
-  for (const candidate of [
-    path.resolve(dir, '../../../native/pf-spawner'),
-    path.resolve(dir, '../../../dist/native/pf-spawner'),
-  ]) {
-    if (existsSync(candidate)) return candidate;
-  }
-  return undefined;
+  return builtNative('pf-spawner', path.resolve(dir, '../../..'));
 }
 
 /** The command that runs a helper of kind `helper`, or why there is none. */

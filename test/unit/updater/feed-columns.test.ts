@@ -2,32 +2,12 @@ import { describe, expect, it } from '@jest/globals';
 import type { Notification } from '../../../src/generated';
 import { InternalError } from '../../../src/errors';
 import { decode, encode } from '../../../src/transport/codec';
-import { NotificationFeed, type RecordSource } from '../../../src/updater/feed';
-
-const note = (uid: string): Notification => ({
-  kind: 'task',
-  uid,
-  attempt: 1,
-  state: 'NEW',
-  ts: 0,
-  component: 'test',
-});
+import { NotificationFeed } from '../../../src/updater/feed';
+import { note, Source } from './feed-fixtures';
 
 /** Chunk c of a feed: 1 to 4 notifications. */
 const batchOf = (c: number): Notification[] =>
   Array.from({ length: (c % 4) + 1 }, (_, j) => note(`t${c}.${j}`));
-
-/** Records "on disk": counts the reads of each. */
-class Source implements RecordSource {
-  readonly reads: number[];
-  constructor(private readonly records: readonly Buffer[]) {
-    this.reads = records.map(() => 0);
-  }
-  read(record: number): Buffer {
-    this.reads[record]!++;
-    return this.records[record]!;
-  }
-}
 
 const decoder = (p: Buffer): Notification[] => decode(p) as Notification[];
 

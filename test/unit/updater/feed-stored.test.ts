@@ -2,28 +2,8 @@ import { describe, expect, it } from '@jest/globals';
 import type { Notification } from '../../../src/generated';
 import { InternalError } from '../../../src/errors';
 import { decode, encode } from '../../../src/transport/codec';
-import { NotificationFeed, type RecordSource } from '../../../src/updater/feed';
-
-const note = (uid: string): Notification => ({
-  kind: 'task',
-  uid,
-  attempt: 1,
-  state: 'NEW',
-  ts: 0,
-  component: 'test',
-});
-
-/** Payloads "on disk", one record each: counts the reads of each record. */
-class Source implements RecordSource {
-  readonly reads: number[];
-  constructor(private readonly records: readonly Buffer[]) {
-    this.reads = records.map(() => 0);
-  }
-  read(record: number): Buffer {
-    this.reads[record]!++;
-    return this.records[record]!;
-  }
-}
+import { NotificationFeed } from '../../../src/updater/feed';
+import { note, Source } from './feed-fixtures';
 
 describe('NotificationFeed with stored chunks', () => {
   const batches = Array.from({ length: 100 }, (_, c) =>

@@ -3,15 +3,7 @@ import type { Notification } from '../../../src/generated';
 import { UsageError } from '../../../src/errors';
 import { decode, encode } from '../../../src/transport/codec';
 import { NotificationFeed } from '../../../src/updater/feed';
-
-const note = (uid: string): Notification => ({
-  kind: 'task',
-  uid,
-  attempt: 1,
-  state: 'NEW',
-  ts: 0,
-  component: 'test',
-});
+import { note } from './feed-fixtures';
 
 describe('NotificationFeed', () => {
   it('delivers bulks with the cursor of their first notification', async () => {
