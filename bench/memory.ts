@@ -46,7 +46,7 @@ const MIB = 2 ** 20;
  * session's quiet time (1 s), after which it reduces V8's heap (a full-GC pause) and gives its
  * free C heap back to the kernel.
  */
-const REST_MS = 2_000;
+const REST_MS = 2_500;
 
 /**
  * The compiled form of this module, which the child runs. Under ts-jest this module is

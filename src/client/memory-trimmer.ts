@@ -8,6 +8,9 @@ export interface MemoryRelease {
   reduceHeap(): void;
 }
 
+/** Time between a heap reduction and the trim that gives back what it freed. */
+const SETTLE_MS = 100;
+
 export interface MemoryTrimmerOptions {
   /** Quiet time after the last activity before memory is given back. */
   quietMs?: number;
@@ -23,7 +26,8 @@ export interface MemoryTrimmerOptions {
  * segment reads, freed in an order glibc cannot return) and V8's young generation (grown to
  * 32 MB by the Task objects that pass through it). After `quietMs` without activity the
  * trimmer trims the C heap, and, when at least `heapReduceAfter` notifications were delivered
- * since the last time, first has V8 reduce its heap: that is a full-GC pause, so a trickle of
+ * since the last time, first has V8 reduce its heap (then trims SETTLE_MS later, once V8's
+ * background thread has freed what the GC collected): that is a full-GC pause, so a trickle of
  * work never pays for it more than once per big burst. It runs again only after new activity.
  */
 export class MemoryTrimmer {
@@ -71,7 +75,17 @@ export class MemoryTrimmer {
     if (this.work >= this.heapReduceAfter) {
       this.work = 0;
       this.release.reduceHeap();
+      // V8 frees the collected buffers' memory on a background thread: trim once that is done
+      this.timer = this.clock.setTimeout(() => this.settled(), SETTLE_MS);
+      return;
     }
     this.release.trim();
+  }
+
+  private settled(): void {
+    this.timer = undefined;
+    if (this.closed) return;
+    this.release.trim();
+    if (this.pending) this.timer = this.clock.setTimeout(() => this.due(), this.quietMs);
   }
 }

@@ -52,15 +52,45 @@ describe('MemoryTrimmer', () => {
     clock.advance(1_000); // 600 so far: a trim only
     trimmer.activity(300);
     trimmer.activity(100);
-    clock.advance(1_000); // 1,000: the heap too, and the count starts over
-    trimmer.activity(999);
+    clock.advance(1_000); // 1,000: the heap, then a trim once its frees are done
+    clock.advance(100);
+    trimmer.activity(999); // the count started over
     clock.advance(1_000);
     expect(calls).toEqual([
       [1_000, 'trim'],
       [2_000, 'reduceHeap'],
-      [2_000, 'trim'],
-      [3_000, 'trim'],
+      [2_100, 'trim'],
+      [3_100, 'trim'],
     ]);
+  });
+
+  it('after a heap reduction, still trims for activity that came while it settled', () => {
+    const { clock, calls, trimmer } = setup({ heapReduceAfter: 10 });
+    trimmer.activity(10);
+    clock.advance(1_000);
+    clock.advance(50);
+    trimmer.activity(1); // during the settle time
+    clock.advance(50);
+    expect(calls).toEqual([
+      [1_000, 'reduceHeap'],
+      [1_100, 'trim'],
+    ]);
+    clock.advance(1_000);
+    expect(calls).toEqual([
+      [1_000, 'reduceHeap'],
+      [1_100, 'trim'],
+      [2_100, 'trim'],
+    ]);
+    expect(clock.pending()).toBe(0);
+  });
+
+  it('closed while settling, it does not trim', () => {
+    const { clock, calls, trimmer } = setup({ heapReduceAfter: 1 });
+    trimmer.activity(1);
+    clock.advance(1_000);
+    trimmer.close();
+    clock.advance(1_000);
+    expect(calls).toEqual([[1_000, 'reduceHeap']]);
   });
 
   it('keeps one timer however busy the session is', () => {
