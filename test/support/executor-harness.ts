@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ExecutorCore } from '../../src/components/executor/core';
@@ -110,49 +109,4 @@ export class ExecutorHarness {
 /** stdout lines, sorted (ranks print in any order). */
 export function lines(out: string): string[] {
   return out.split('\n').filter(Boolean).sort();
-}
-
-/** Unblocks FIFO readers still waiting for a writer (a test that failed early). */
-const fifoCleanups: (() => void)[] = [];
-
-export function cleanupFifos(): void {
-  for (const cleanup of fifoCleanups.splice(0)) cleanup();
-}
-
-export interface Fifo {
-  /** Resolves with everything read once `n` lines have arrived. */
-  text(n: number, ms?: number): Promise<string>;
-  /** Resolves the moment every process holding the FIFO open for writing has closed it. */
-  gone(ms?: number): Promise<void>;
-}
-
-/** A FIFO that tasks write to; call {@link cleanupFifos} after each test. */
-export function fifo(file: string): Fifo {
-  execFileSync('mkfifo', [file]);
-  const reader = fs.createReadStream(file, { encoding: 'utf8' });
-  fifoCleanups.push(() => {
-    try {
-      // A reader blocked in open() returns once a writer opens; ENXIO when none is waiting.
-      fs.closeSync(fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK));
-    } catch {
-      // no reader waiting
-    }
-    reader.destroy();
-  });
-  let data = '';
-  let want = { n: Infinity, resolve: (_s: string) => undefined as void };
-  reader.on('data', (c) => {
-    data += String(c);
-    if (data.split('\n').length - 1 >= want.n) want.resolve(data);
-  });
-  const gone = new Promise<void>((resolve) => reader.once('end', () => resolve()));
-  return {
-    text: (n, ms = WAIT_MS) => {
-      const d = deferred<string>();
-      want = { n, resolve: (s) => d.resolve(s) };
-      if (data.split('\n').length - 1 >= n) d.resolve(data);
-      return withTimeout(d.promise, ms, `${n} lines in the fifo`);
-    },
-    gone: (ms = WAIT_MS) => withTimeout(gone, ms, 'every writer of the fifo gone'),
-  };
 }

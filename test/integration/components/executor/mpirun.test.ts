@@ -5,14 +5,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { RANK_WRAPPER } from '../../../../src/components/executor/launch';
 import type { TaskDescription } from '../../../../src/generated';
-import {
-  ExecutorHarness,
-  cleanupFifos,
-  fifo,
-  lines,
-  type Slot,
-} from '../../../support/executor-harness';
+import { ExecutorHarness, lines, type Slot } from '../../../support/executor-harness';
 import { describeEachHelper, useHelperEnv } from './spawner-fixtures';
+import { cleanupFifos, fifo } from '../../../support/fifo';
 
 const HOST = os.hostname();
 

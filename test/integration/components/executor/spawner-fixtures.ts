@@ -4,7 +4,7 @@
  * process tree has exited, and a raw client of one helper speaking its line protocol.
  */
 import { afterAll, beforeAll, describe } from '@jest/globals';
-import { execFileSync, spawn, type ChildProcessByStdio } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import * as fs from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import type {
@@ -111,61 +111,6 @@ export function recordingLogger(lines: string[]): Logger {
     child: () => log,
   };
   return log;
-}
-
-/** Unblocks the readers of FIFOs that no writer opened (a test that failed early). */
-const fifoCleanups: (() => void)[] = [];
-
-export function cleanupFifos(): void {
-  for (const cleanup of fifoCleanups.splice(0)) cleanup();
-}
-
-export interface FifoOutput {
-  /** The first chunk written. */
-  data(): Promise<string>;
-  /** Everything written once `n` lines have arrived. */
-  lines(n: number): Promise<string[]>;
-  /** Resolves once every process holding the FIFO (a whole process tree) has exited. */
-  gone(): Promise<void>;
-}
-
-/** A FIFO as a task's stdout; call {@link cleanupFifos} after each test. */
-export function fifoOutput(file: string): FifoOutput {
-  execFileSync('mkfifo', [file]);
-  const reader = fs.createReadStream(file, { encoding: 'utf8' });
-  fifoCleanups.push(() => {
-    try {
-      // A reader blocked in open() returns once a writer opens; ENXIO when none is waiting.
-      fs.closeSync(fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK));
-    } catch {
-      // no reader waiting
-    }
-    reader.destroy();
-  });
-  let text = '';
-  let wants: { n: number; resolve: (l: string[]) => void }[] = [];
-  const split = (): string[] => text.split('\n').slice(0, -1);
-  const first = deferred<string>();
-  reader.on('data', (c) => {
-    text += String(c);
-    first.resolve(text);
-    wants = wants.filter((w) => {
-      if (split().length < w.n) return true;
-      w.resolve(split());
-      return false;
-    });
-  });
-  const gone = new Promise<void>((resolve) => reader.once('end', () => resolve()));
-  return {
-    data: () => withTimeout(first.promise, WAIT_MS, 'first output'),
-    lines: (n) => {
-      const d = deferred<string[]>();
-      if (split().length >= n) d.resolve(split());
-      else wants.push({ n, resolve: (l) => d.resolve(l) });
-      return withTimeout(d.promise, WAIT_MS, `${n} lines of output`);
-    },
-    gone: () => withTimeout(gone, WAIT_MS, 'end of output'),
-  };
 }
 
 export function errnoOf(fn: () => void): string | undefined {

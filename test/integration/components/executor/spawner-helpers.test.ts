@@ -20,12 +20,11 @@ import { silentLogger } from '../../../../src/lib/logger';
 import {
   Events,
   RawHelper,
-  cleanupFifos,
   describeEachHelper,
-  fifoOutput,
   procIds,
   recordingLogger,
 } from './spawner-fixtures';
+import { cleanupFifos, fifo } from '../../../support/fifo';
 
 let dir: string;
 let n = 0;
@@ -248,7 +247,7 @@ describeEachHelper('a spawner helper run by SpawnerPool', (helper: SpawnerHelper
   it('runs the task in a session and process group of its own, with stdin at /dev/null', async () => {
     const p = await start();
     const s = spec('/bin/sh', ['-c', 'echo $$; cat; exec sleep 30']);
-    const out = fifoOutput(s.stdoutPath);
+    const out = fifo(s.stdoutPath);
     p.spawn(s);
     const pid = await events.pid(s.uid);
     expect(Number(await out.data())).toBe(pid);
@@ -282,7 +281,7 @@ describeEachHelper('a spawner helper run by SpawnerPool', (helper: SpawnerHelper
   it('kills a grandchild that moved to a process group of its own (session kill)', async () => {
     const p = await start();
     const s = spec('/bin/sh', ['-c', `${PGRP_SLEEP} & wait`]);
-    const out = fifoOutput(s.stdoutPath);
+    const out = fifo(s.stdoutPath);
     p.spawn(s);
     const pid = await events.pid(s.uid);
     const grandchild = Number(await out.data());
@@ -295,7 +294,7 @@ describeEachHelper('a spawner helper run by SpawnerPool', (helper: SpawnerHelper
   it('kills a grandchild that left for a session of its own (setsid)', async () => {
     const p = await start();
     const s = spec('/bin/sh', ['-c', `${SESSION_SLEEP} & wait`]);
-    const out = fifoOutput(s.stdoutPath);
+    const out = fifo(s.stdoutPath);
     p.spawn(s);
     await events.pid(s.uid);
     const grandchild = Number(await out.data());
@@ -308,7 +307,7 @@ describeEachHelper('a spawner helper run by SpawnerPool', (helper: SpawnerHelper
   it('kills every process tree when closed, and reports their exits', async () => {
     const p = await start(2);
     const specs = [0, 1, 2, 3].map(() => spec('/bin/sh', ['-c', TREE]));
-    const outs = specs.map((s) => fifoOutput(s.stdoutPath));
+    const outs = specs.map((s) => fifo(s.stdoutPath));
     for (const s of specs) p.spawn(s);
     await Promise.all(outs.map((o) => o.lines(3)));
     await p.close();
@@ -435,7 +434,7 @@ describeEachHelper('a spawner helper spoken to directly', (helper: SpawnerHelper
       const specs = [0, 1].map(() => spec('/bin/sh', ['-c', TREE]));
       const srun = spec('/bin/sh', ['-c', 'echo $$; exec sleep 30']);
       srun.killScope = 'process';
-      const outs = [...specs, srun].map((s) => fifoOutput(s.stdoutPath));
+      const outs = [...specs, srun].map((s) => fifo(s.stdoutPath));
       h.send(...[...specs, srun].map(request));
       await Promise.all([...outs.slice(0, 2).map((o) => o.lines(3)), outs[2]!.lines(1)]);
       if (how === 'stdin ends') h.proc.stdin.end();

@@ -13,12 +13,11 @@ import { silentLogger, type Logger } from '../../../../src/lib/logger';
 import {
   Events,
   RawHelper,
-  cleanupFifos,
   describeEachHelper,
   errnoOf,
-  fifoOutput,
   recordingLogger,
 } from './spawner-fixtures';
+import { cleanupFifos, fifo } from '../../../support/fifo';
 
 describeEachHelper('SpawnerPool', (helper: SpawnerHelper) => {
   let dir: string;
@@ -123,7 +122,7 @@ describeEachHelper('SpawnerPool', (helper: SpawnerHelper) => {
   it('kills the whole process group of a task that ignores SIGTERM with SIGKILL', async () => {
     const p = await start();
     const s = spec('/bin/sh', ['-c', 'trap "" TERM; sleep 30 & echo ready; wait']);
-    const out = fifoOutput(s.stdoutPath);
+    const out = fifo(s.stdoutPath);
     p.spawn(s);
     expect(await out.data()).toBe('ready\n'); // the trap is set and the grandchild runs
     p.kill(s.uid, 'SIGTERM');
@@ -144,7 +143,7 @@ describeEachHelper('SpawnerPool', (helper: SpawnerHelper) => {
       // The child stands for srun's shepherd: it must outlive srun to cancel the step.
       const s = spec('/bin/sh', ['-c', 'sleep 30 & echo $!; wait']);
       s.killScope = 'process';
-      const out = fifoOutput(s.stdoutPath);
+      const out = fifo(s.stdoutPath);
       p.spawn(s);
       const child = Number(await out.data());
       try {
@@ -198,7 +197,7 @@ describeEachHelper('SpawnerPool', (helper: SpawnerHelper) => {
     const lines: string[] = [];
     const p = await start(1, recordingLogger(lines));
     const s = spec('/bin/sleep', ['30']);
-    const out = fifoOutput(s.stdoutPath);
+    const out = fifo(s.stdoutPath);
     p.spawn(s);
     const pid = await events.pid(s.uid);
     const helperPid = Number(

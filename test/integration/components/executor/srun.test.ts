@@ -19,15 +19,10 @@ import {
   SRUN_RANK_WRAPPER,
 } from '../../../../src/components/executor/launch';
 import type { TaskDescription } from '../../../../src/generated';
-import {
-  ExecutorHarness,
-  cleanupFifos,
-  fifo,
-  lines,
-  type Slot,
-} from '../../../support/executor-harness';
+import { ExecutorHarness, lines, type Slot } from '../../../support/executor-harness';
 import { cancelJob, describeSlurm, sbatch, slurmEnv } from '../../../support/slurm';
 import { describeEachHelper, useHelperEnv } from './spawner-fixtures';
+import { cleanupFifos, fifo } from '../../../support/fifo';
 
 /** How long the 2-node job may take to start (other Slurm tests may hold the nodes). */
 const JOB_START_MS = 60_000;
