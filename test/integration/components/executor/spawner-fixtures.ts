@@ -6,10 +6,12 @@
 import { afterAll, beforeAll, describe } from '@jest/globals';
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type {
   ExitedEvent,
   FailedEvent,
+  SpawnSpec,
   StartedEvent,
 } from '../../../../src/components/executor/effects';
 import {
@@ -111,6 +113,21 @@ export function recordingLogger(lines: string[]): Logger {
     child: () => log,
   };
   return log;
+}
+
+/** A spawn of `executable` as task `uid`, in a fresh sandbox `dir/uid` (its cwd and files). */
+export function sandboxSpec(
+  dir: string,
+  uid: string,
+  executable: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): SpawnSpec {
+  const sandbox = path.join(dir, uid);
+  fs.mkdirSync(sandbox);
+  const stdoutPath = path.join(sandbox, 'stdout');
+  const stderrPath = path.join(sandbox, 'stderr');
+  return { uid, executable, args, env, cwd: sandbox, stdoutPath, stderrPath };
 }
 
 export function errnoOf(fn: () => void): string | undefined {

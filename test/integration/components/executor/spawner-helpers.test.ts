@@ -23,6 +23,7 @@ import {
   describeEachHelper,
   procIds,
   recordingLogger,
+  sandboxSpec,
 } from './spawner-fixtures';
 import { cleanupFifos, fifo } from '../../../support/fifo';
 
@@ -40,18 +41,7 @@ function spec(
   args: string[] = [],
   env: Record<string, string> = {},
 ): SpawnSpec {
-  const uid = `task.${++n}`;
-  const sandbox = path.join(dir, uid);
-  fs.mkdirSync(sandbox);
-  return {
-    uid,
-    executable,
-    args,
-    env,
-    cwd: sandbox,
-    stdoutPath: path.join(sandbox, 'stdout'),
-    stderrPath: path.join(sandbox, 'stderr'),
-  };
+  return sandboxSpec(dir, `task.${++n}`, executable, args, env);
 }
 
 /** The spawn request a pool sends for `s`. */

@@ -16,6 +16,7 @@ import {
   describeEachHelper,
   errnoOf,
   recordingLogger,
+  sandboxSpec,
 } from './spawner-fixtures';
 import { cleanupFifos, fifo } from '../../../support/fifo';
 
@@ -47,12 +48,7 @@ describeEachHelper('SpawnerPool', (helper: SpawnerHelper) => {
     args: string[] = [],
     env: Record<string, string> = {},
   ): SpawnSpec {
-    const uid = `task.${++n}`;
-    const sandbox = path.join(dir, uid);
-    fs.mkdirSync(sandbox);
-    const stdoutPath = path.join(sandbox, 'stdout');
-    const stderrPath = path.join(sandbox, 'stderr');
-    return { uid, executable, args, env, cwd: sandbox, stdoutPath, stderrPath };
+    return sandboxSpec(dir, `task.${++n}`, executable, args, env);
   }
 
   it('reports the exit code and writes stdout and stderr to their files', async () => {
