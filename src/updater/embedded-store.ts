@@ -406,14 +406,8 @@ export class EmbeddedStore implements StateStore {
       await fh.close();
       throw e;
     }
-    this.tail = {
-      n,
-      file,
-      fh,
-      bytes: scanned?.goodBytes ?? 0,
-      builder: scanned === undefined ? new SummaryBuilder(0, 0) : scanned.builder,
-      table: new RecordTable(file),
-    };
+    const builder = scanned === undefined ? new SummaryBuilder(0, 0) : scanned.builder;
+    this.tail = tailOf(n, file, fh, scanned?.goodBytes ?? 0, builder);
   }
 
   // ---- segments ----
@@ -435,14 +429,7 @@ export class EmbeddedStore implements StateStore {
       await fh.close();
       throw e;
     }
-    this.tail = {
-      n,
-      file,
-      fh,
-      bytes: 0,
-      builder: new SummaryBuilder(n, this.feed.length),
-      table: new RecordTable(file),
-    };
+    this.tail = tailOf(n, file, fh, 0, new SummaryBuilder(n, this.feed.length));
     try {
       await old.fh.close();
     } catch (e) {
@@ -697,6 +684,17 @@ export class EmbeddedStore implements StateStore {
     }
     return code;
   }
+}
+
+/** The tail at segment n, `bytes` long, with an empty record table (fillTable fills it). */
+function tailOf(
+  n: number,
+  file: string,
+  fh: fs.FileHandle,
+  bytes: number,
+  builder: SummaryBuilder | undefined,
+): Tail {
+  return { n, file, fh, bytes, builder, table: new RecordTable(file) };
 }
 
 /** Adds to `table` the records of `builder` it lacks (it holds the builder's first ones). */
