@@ -9,6 +9,15 @@ import { frameRecord, HEADER_BYTES, scanRecords } from '../../../src/updater/rec
 import { decodeSummary } from '../../../src/updater/segment-summary';
 import { makeNotes, prng } from './helpers';
 
+/** Flips `mask` in byte `at` of the payload of record `record` of a segment file, in place. */
+function flipBit(file: string, record: number, at: number, mask: number): void {
+  const bytes = fs.readFileSync(file);
+  const payload = scanRecords(bytes).payloads[record]!;
+  const i = payload.byteOffset - bytes.byteOffset + at;
+  bytes[i] = bytes[i]! ^ mask;
+  fs.writeFileSync(file, bytes);
+}
+
 describe('EmbeddedStore', () => {
   let dirs: string[] = [];
   let stores: EmbeddedStore[] = [];
@@ -580,11 +589,7 @@ describe('EmbeddedStore', () => {
       // A bit flipped in segment 2's second record, its summary gone: found when decoding it.
       const damaged = copyOf(dir);
       const seg2 = path.join(damaged, 'store.2.log');
-      const bytes = fs.readFileSync(seg2);
-      const second = scanRecords(bytes).payloads[1]!;
-      const at = second.byteOffset - bytes.byteOffset + 2;
-      bytes[at] = bytes[at]! ^ 0x40;
-      fs.writeFileSync(seg2, bytes);
+      flipBit(seg2, 1, 2, 0x40);
       fs.rmSync(`${seg2}.sum`);
       const store = await open(damaged, SEGMENT);
       const keptRecords = inFirst(2) + recordCounts(files[2]!)[0]!;
@@ -610,11 +615,7 @@ describe('EmbeddedStore', () => {
     it('reports a sealed segment changed in place after sealing when it is read back', async () => {
       const { dir } = await pristine();
       const seg1 = path.join(dir, 'store.1.log');
-      const bytes = fs.readFileSync(seg1);
-      const first = scanRecords(bytes).payloads[0]!;
-      const at = first.byteOffset - bytes.byteOffset + 1;
-      bytes[at] = bytes[at]! ^ 0x01;
-      fs.writeFileSync(seg1, bytes);
+      flipBit(seg1, 0, 1, 0x01);
       // Same size, same last record: the summary is taken; the record's crc catches it on read.
       const store = await open(dir, SEGMENT);
       expect(store.recovery.scannedSegments).toBe(0);
