@@ -18,11 +18,11 @@ import {
   SRUN_GRES_RANK_WRAPPER,
   SRUN_RANK_WRAPPER,
 } from '../../../../src/components/executor/launch';
-import type { TaskDescription } from '../../../../src/generated';
+import type { TaskDescription, TaskRecord } from '../../../../src/generated';
 import { ExecutorHarness, lines, type Slot } from '../../../support/executor-harness';
 import { cancelJob, describeSlurm, sbatch, slurmEnv } from '../../../support/slurm';
 import { describeEachHelper, useHelperEnv } from './spawner-fixtures';
-import { cleanupFifos, fifo } from '../../../support/fifo';
+import { cleanupFifos, fifo, type Fifo } from '../../../support/fifo';
 
 /** How long the 2-node job may take to start (other Slurm tests may hold the nodes). */
 const JOB_START_MS = 60_000;
@@ -242,20 +242,34 @@ describeSlurm('ExecutorCore + SpawnerPool + real srun in a Slurm allocation', ()
       await out.gone();
     });
 
-    it('cancels a running task: every rank on both nodes ends', async () => {
-      const file = path.join(dir, `${helper}-cancel.fifo`);
+    /**
+     * A 2-rank task, one rank on core `core` of n1 and of n2, each printing "up RANK HOST" to a
+     * FIFO and then sleeping (ignoring SIGTERM when `deaf`); resolves once both are up.
+     */
+    async function twoRanksUp(
+      name: string,
+      core: number,
+      deaf = false,
+    ): Promise<{ t: TaskRecord; out: Fifo }> {
+      const file = path.join(dir, `${helper}-${name}.fifo`);
       const out = fifo(file);
+      const trap = deaf ? 'trap "" TERM; ' : '';
       const t = h!.task(
         {
           ranks: 2,
           executable: '/bin/sh',
-          arguments: ['-c', 'exec >"$FIFO"; echo "up $PF_RANK $(hostname)"; exec sleep 30'],
+          arguments: ['-c', `${trap}exec >"$FIFO"; echo "up $PF_RANK $(hostname)"; exec sleep 30`],
           environment: { FIFO: file },
         },
-        [slot('n1', [0]), slot('n2', [0])],
+        [slot('n1', [core]), slot('n2', [core])],
       );
       h!.core.onTasks([t]);
       expect(lines(await out.text(2))).toEqual(['up 0 n1', 'up 1 n2']);
+      return { t, out };
+    }
+
+    it('cancels a running task: every rank on both nodes ends', async () => {
+      const { t, out } = await twoRanksUp('cancel', 0);
       h!.core.onCancel([t.uid]);
       await h!.done(t);
       expect(t.state).toBe('CANCELED');
@@ -263,37 +277,13 @@ describeSlurm('ExecutorCore + SpawnerPool + real srun in a Slurm allocation', ()
     });
 
     it('leaves no rank behind when the spawner helpers stop (the agent is gone)', async () => {
-      const file = path.join(dir, `${helper}-stop.fifo`);
-      const out = fifo(file);
-      const t = h!.task(
-        {
-          ranks: 2,
-          executable: '/bin/sh',
-          arguments: ['-c', 'trap "" TERM; exec >"$FIFO"; echo "up $PF_RANK"; exec sleep 30'],
-          environment: { FIFO: file },
-        },
-        [slot('n1', [0]), slot('n2', [0])],
-      );
-      h!.core.onTasks([t]);
-      expect(lines(await out.text(2))).toEqual(['up 0', 'up 1']);
+      const { out } = await twoRanksUp('stop', 0, true);
       await h!.pool.close();
       await out.gone();
     });
 
     it('leaves no rank behind when the agent shuts down (SIGKILL to srun)', async () => {
-      const file = path.join(dir, `${helper}-kill.fifo`);
-      const out = fifo(file);
-      const t = h!.task(
-        {
-          ranks: 2,
-          executable: '/bin/sh',
-          arguments: ['-c', 'trap "" TERM; exec >"$FIFO"; echo "up $PF_RANK"; exec sleep 30'],
-          environment: { FIFO: file },
-        },
-        [slot('n1', [1]), slot('n2', [1])],
-      );
-      h!.core.onTasks([t]);
-      expect(lines(await out.text(2))).toEqual(['up 0', 'up 1']);
+      const { t, out } = await twoRanksUp('kill', 1, true);
       h!.core.onShutdown('FAILED', { code: 'E_PILOT_ENDED', message: 'bye', component: 'Agent' });
       expect(t.state).toBe('FAILED');
       await out.gone();
