@@ -450,48 +450,52 @@ describeEachHelper('a spawner helper spoken to directly', (helper: SpawnerHelper
   });
 });
 
-const describeNative = nativeSpawner() !== undefined ? describe : describe.skip;
+const nativeBuilt = nativeSpawner() !== undefined;
+const NOT_BUILT = ' (skipped: dist/native/pf-spawner not built)';
 
-describeNative('the C helper (pf-spawner) JSON reader', () => {
-  let h: RawHelper | undefined;
+(nativeBuilt ? describe : describe.skip)(
+  `the C helper (pf-spawner) JSON reader${nativeBuilt ? '' : NOT_BUILT}`,
+  () => {
+    let h: RawHelper | undefined;
 
-  afterEach(async () => {
-    await h?.close();
-    h = undefined;
-  });
+    afterEach(async () => {
+      await h?.close();
+      h = undefined;
+    });
 
-  it('rejects invalid UTF-8, control characters in strings and deep nesting, and carries on', async () => {
-    h = await RawHelper.start('native');
-    const s = spec('/bin/sh', ['-c', 'echo ok']);
-    const deep = `{"op":${'['.repeat(100)}${']'.repeat(100)}}`;
-    h.write(
-      Buffer.concat([
-        Buffer.from('{"op":"sp'),
-        Buffer.from([0xc3, 0x28]), // a broken 2-byte sequence
-        Buffer.from('awn"}\n{"op":"\u0001"}\n'),
-        Buffer.from(`${deep}\n`),
-        Buffer.from(`${JSON.stringify(request(s))}\n`),
-      ]),
-    );
-    await h.of('exited', s.uid);
-    expect(h.events.filter((e) => e.ev === 'error').map((e) => e.message)).toEqual([
-      'not JSON: {"op":"sp\ufffd(awn"}',
-      'not JSON: {"op":"\u0001"}',
-      `not JSON: ${deep.slice(0, 200)}`,
-    ]);
-  });
+    it('rejects invalid UTF-8, control characters in strings and deep nesting, and carries on', async () => {
+      h = await RawHelper.start('native');
+      const s = spec('/bin/sh', ['-c', 'echo ok']);
+      const deep = `{"op":${'['.repeat(100)}${']'.repeat(100)}}`;
+      h.write(
+        Buffer.concat([
+          Buffer.from('{"op":"sp'),
+          Buffer.from([0xc3, 0x28]), // a broken 2-byte sequence
+          Buffer.from('awn"}\n{"op":"\u0001"}\n'),
+          Buffer.from(`${deep}\n`),
+          Buffer.from(`${JSON.stringify(request(s))}\n`),
+        ]),
+      );
+      await h.of('exited', s.uid);
+      expect(h.events.filter((e) => e.ev === 'error').map((e) => e.message)).toEqual([
+        'not JSON: {"op":"sp\ufffd(awn"}',
+        'not JSON: {"op":"\u0001"}',
+        `not JSON: ${deep.slice(0, 200)}`,
+      ]);
+    });
 
-  it('keeps the last of duplicated members and ignores unknown ones, as JSON.parse does', async () => {
-    h = await RawHelper.start('native');
-    const s = spec('/bin/sh', ['-c', 'echo $A']);
-    const line = JSON.stringify({ ...request(s), extra: { deep: [1, 2.5e-3, true, null] } })
-      .replace('"env":{}', '"env":{"A":"first","A":"last"}')
-      .replace('"executable":"/bin/sh"', '"executable":"/no/such","executable":"/bin/sh"');
-    h.write(`${line}\n`);
-    expect(await h.of('exited', s.uid)).toMatchObject({ exitCode: 0 });
-    expect(fs.readFileSync(s.stdoutPath, 'utf8')).toBe('last\n');
-  });
-});
+    it('keeps the last of duplicated members and ignores unknown ones, as JSON.parse does', async () => {
+      h = await RawHelper.start('native');
+      const s = spec('/bin/sh', ['-c', 'echo $A']);
+      const line = JSON.stringify({ ...request(s), extra: { deep: [1, 2.5e-3, true, null] } })
+        .replace('"env":{}', '"env":{"A":"first","A":"last"}')
+        .replace('"executable":"/bin/sh"', '"executable":"/no/such","executable":"/bin/sh"');
+      h.write(`${line}\n`);
+      expect(await h.of('exited', s.uid)).toMatchObject({ exitCode: 0 });
+      expect(fs.readFileSync(s.stdoutPath, 'utf8')).toBe('last\n');
+    });
+  },
+);
 
 describe('SpawnerPool helper choice', () => {
   const saved = process.env[SPAWNER_ENV];
@@ -508,8 +512,8 @@ describe('SpawnerPool helper choice', () => {
       ...(helper === undefined ? {} : { helper }),
     });
 
-  (nativeSpawner() !== undefined ? it : it.skip)(
-    'runs the C helper by default once built',
+  (nativeBuilt ? it : it.skip)(
+    `runs the C helper by default once built${nativeBuilt ? '' : NOT_BUILT}`,
     async () => {
       delete process.env[SPAWNER_ENV];
       const p = await start();
