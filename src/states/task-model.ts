@@ -21,7 +21,17 @@ export const TASK_STATES = [
   'CANCELED',
 ] as const;
 export type TaskState = (typeof TASK_STATES)[number];
-export type FinalTaskState = 'DONE' | 'FAILED' | 'CANCELED';
+export const FINAL_TASK_STATES = [
+  'DONE',
+  'FAILED',
+  'CANCELED',
+] as const satisfies readonly TaskState[];
+export type FinalTaskState = (typeof FINAL_TASK_STATES)[number];
+
+/** True for DONE, FAILED and CANCELED. */
+export function isFinalTaskState(state: TaskState): state is FinalTaskState {
+  return (FINAL_TASK_STATES as readonly TaskState[]).includes(state);
+}
 
 /** Component names, as they appear in notifications, logs and docs/state-model.md. */
 export const COMPONENTS = {
@@ -36,6 +46,12 @@ export const COMPONENTS = {
   pilotManager: 'PilotManager',
   pilotLauncher: 'PilotLauncher',
 } as const;
+
+/** A component that may hold a task (the pilot side's components are not among them). */
+export type TaskComponent = Exclude<
+  (typeof COMPONENTS)[keyof typeof COMPONENTS],
+  'PilotManager' | 'PilotLauncher'
+>;
 
 const C = COMPONENTS;
 
