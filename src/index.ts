@@ -6,8 +6,20 @@ export { Task, type StateInfo, type TaskHistoryEntry } from './client/task';
 export { Pilot } from './client/pilot';
 export type { TaskDescription, PilotDescription, Reason } from './generated';
 export type { Logger } from './lib/logger';
-export { TASK_STATES, type TaskState } from './states/task-model';
-export { PILOT_STATES, type PilotState } from './states/pilot-model';
+export {
+  TASK_STATES,
+  FINAL_TASK_STATES,
+  isFinalTaskState,
+  type TaskState,
+  type FinalTaskState,
+} from './states/task-model';
+export {
+  PILOT_STATES,
+  FINAL_PILOT_STATES,
+  isFinalPilotState,
+  type PilotState,
+  type FinalPilotState,
+} from './states/pilot-model';
 export {
   PilotfishError,
   ValidationError,

@@ -6,6 +6,7 @@ import { PilotManager } from '../client/pilot-manager';
 import { Session } from '../client/session';
 import { TaskManager } from '../client/task-manager';
 import type { Task } from '../client/task';
+import { isFinalTaskState } from '../states/task-model';
 
 export interface RunSummary {
   session: string;
@@ -42,7 +43,7 @@ export async function runWorkload(
     tmgr.addPilots(pilots);
     let finals = 0;
     tmgr.onState((_t, state) => {
-      if (state === 'DONE' || state === 'FAILED' || state === 'CANCELED') {
+      if (isFinalTaskState(state)) {
         opts.onProgress?.(++finals, w.tasks.length);
       }
     });

@@ -4,7 +4,7 @@ import type { AgentConfig, PilotDescription } from '../generated';
 import { ValidationError, errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
 import { parsePilotDescription } from '../lib/validate';
-import { PILOT_MODEL } from '../states/pilot-model';
+import { FINAL_PILOT_STATES, PILOT_MODEL, type PilotState } from '../states/pilot-model';
 import type { Notification } from '../states/notification';
 import { StateTracker } from '../states/state-tracker';
 import { COMPONENTS } from '../states/task-model';
@@ -20,8 +20,6 @@ import type { Session } from './session';
 import type { StateInfo } from './task';
 import { Waiters } from './waiters';
 import { validateAll } from './validate-all';
-
-const FINALS = new Set(['DONE', 'FAILED', 'CANCELED']);
 
 export interface PilotManagerOptions {
   /** How long a pilot's agent may take to shut down before it is killed (default 10 s). */
@@ -41,9 +39,9 @@ export class PilotManager {
   private readonly pilots = new Map<string, Pilot>();
   private readonly records = new Map<string, PilotRecord>();
   private readonly inputs = new Map<string, string>();
-  private readonly tracker = new StateTracker(PILOT_MODEL);
-  private readonly callbacks: Listeners<[Pilot, string, StateInfo]>;
-  private readonly waiters = new Waiters();
+  private readonly tracker = new StateTracker<PilotState>(PILOT_MODEL);
+  private readonly callbacks: Listeners<[Pilot, PilotState, StateInfo]>;
+  private readonly waiters = new Waiters<PilotState>();
   private readonly launcher: PilotLauncherCore;
   private readonly local: LocalLauncher;
   private readonly slurm: SlurmLauncher;
@@ -265,7 +263,7 @@ export class PilotManager {
     return out;
   }
 
-  onState(fn: (pilot: Pilot, state: string, info: StateInfo) => void): () => void {
+  onState(fn: (pilot: Pilot, state: PilotState, info: StateInfo) => void): () => void {
     return this.callbacks.add(fn);
   }
 
@@ -279,10 +277,10 @@ export class PilotManager {
 
   /** Waits until the pilots (default: all) reach one of `states` (default: a final state). */
   waitPilots(
-    opts: { uids?: string[]; states?: string[]; timeoutMs?: number } = {},
+    opts: { uids?: string[]; states?: readonly PilotState[]; timeoutMs?: number } = {},
   ): Promise<Pilot[]> {
     const uids = opts.uids ?? [...this.pilots.keys()];
-    const states = new Set(opts.states ?? FINALS);
+    const states = new Set(opts.states ?? FINAL_PILOT_STATES);
     return this.session
       .replay()
       .then(() =>

@@ -1,10 +1,11 @@
 import type { PilotDescription, Reason } from '../generated';
+import { isFinalPilotState, type PilotState } from '../states/pilot-model';
 
 /** A pilot as the client sees it. */
 export class Pilot {
-  state = 'NEW';
+  state: PilotState = 'NEW';
   reason?: Reason;
-  readonly history: { state: string; inferred: boolean; ts?: number }[] = [];
+  readonly history: { state: PilotState; inferred: boolean; ts?: number }[] = [];
   /** The nodes its agent reported (empty until the pilot is active). */
   nodes: { name: string; cores: number; gpus: number }[] = [];
 
@@ -18,6 +19,6 @@ export class Pilot {
   ) {}
 
   get final(): boolean {
-    return this.state === 'DONE' || this.state === 'FAILED' || this.state === 'CANCELED';
+    return isFinalPilotState(this.state);
   }
 }

@@ -5,11 +5,14 @@ import { Interner, ownCopy } from '../lib/strings';
 import { parseTaskDescription } from '../lib/validate';
 import type { Notification } from '../states/notification';
 import { StateTracker } from '../states/state-tracker';
+import { hopOf, sideOf } from '../states/pipeline';
 import {
   COMPONENTS,
+  FINAL_TASK_STATES,
   TASK_MODEL,
   TASK_RECOVERY_OWNER,
   TASK_RETRY_STATE,
+  type TaskState,
 } from '../states/task-model';
 import { reason as makeReason } from '../components/shared/reasons';
 import { transition } from '../components/shared/transition';
@@ -21,8 +24,6 @@ import { Task, type StateInfo } from './task';
 import { validateAll } from './validate-all';
 import { Waiters } from './waiters';
 
-const FINALS = new Set(['DONE', 'FAILED', 'CANCELED']);
-
 /**
  * Submits tasks to the session's pilots and follows them: every state reaches `onState`
  * callbacks exactly once per attempt, in model order, whatever order notifications arrive in.
@@ -33,9 +34,9 @@ export class TaskManager {
   private readonly pilotUids = new Interner();
   /** ... and the same copy of its sandbox directory. */
   private readonly sandboxDirs = new Interner();
-  private readonly tracker = new StateTracker(TASK_MODEL, TASK_RETRY_STATE);
-  private readonly callbacks: Listeners<[Task, string, StateInfo]>;
-  private readonly waiters = new Waiters();
+  private readonly tracker = new StateTracker<TaskState>(TASK_MODEL, TASK_RETRY_STATE);
+  private readonly callbacks: Listeners<[Task, TaskState, StateInfo]>;
+  private readonly waiters = new Waiters<TaskState>();
   private readonly log: Logger;
   /** Canceled, not yet final: re-sent to each agent that reports in, since it missed them. */
   private readonly canceling = new Set<string>();
@@ -74,7 +75,7 @@ export class TaskManager {
     }
   }
 
-  onState(fn: (task: Task, state: string, info: StateInfo) => void): () => void {
+  onState(fn: (task: Task, state: TaskState, info: StateInfo) => void): () => void {
     return this.callbacks.add(fn);
   }
 
@@ -169,7 +170,7 @@ export class TaskManager {
     >();
     for (const task of this.tasks.values()) {
       if (task.final) continue;
-      let where = TASK_HOLDER[task.state];
+      let where = holderAtResume(task.state);
       // staged out again only when the store told how it exited (a hand-back notification
       // may still be on its way): else the agent's copy of the task is waited for
       if (where === 'output' && task.exitCode === undefined && task.signal === undefined) {
@@ -186,7 +187,9 @@ export class TaskManager {
         p[where].push(
           this.recordOf(
             task,
-            where === 'toAgent' ? 'AGENT_STAGING_INPUT_PENDING' : 'TMGR_STAGING_OUTPUT_PENDING',
+            hopOf(
+              where === 'toAgent' ? COMPONENTS.agentInputStager : COMPONENTS.managerOutputStager,
+            ).arrives,
           ),
         );
       }
@@ -208,7 +211,7 @@ export class TaskManager {
     await this.schedule(unsent);
   }
 
-  private recordOf(task: Task, state: string): TaskRecord {
+  private recordOf(task: Task, state: TaskState): TaskRecord {
     const rec: TaskRecord = {
       uid: task.uid,
       attempt: task.attempt,
@@ -235,13 +238,13 @@ export class TaskManager {
 
   /** Waits until the tasks (default: all of this manager's) reach one of `states` (default: final). */
   async waitTasks(
-    opts: { uids?: string[]; states?: string[]; timeoutMs?: number } = {},
+    opts: { uids?: string[]; states?: readonly TaskState[]; timeoutMs?: number } = {},
   ): Promise<Task[]> {
     const uids = opts.uids ?? [...this.tasks.keys()];
     await this.session.replay();
     await this.waiters.wait(
       uids,
-      new Set(opts.states ?? FINALS),
+      new Set(opts.states ?? FINAL_TASK_STATES),
       (u) => this.tasks.get(u)?.state,
       opts.timeoutMs,
       'waitTasks',
@@ -328,18 +331,12 @@ export class TaskManager {
 
 /**
  * Where a task in a client-side record of a dead client is picked up again: held by its agent,
- * maybe lost on the way to it (`toAgent`), or maybe lost on the way back (`output`); any
- * other unfinished state has not left the client and is scheduled again.
+ * maybe lost on the way to it (`toAgent`: handed to the agent's first queue), or maybe lost on
+ * the way back (`output`: held by the client's output stager); any other unfinished state has
+ * not left the client and is scheduled again.
  */
-const TASK_HOLDER: Record<string, 'agent' | 'toAgent' | 'output' | undefined> = {
-  AGENT_STAGING_INPUT_PENDING: 'toAgent',
-  AGENT_STAGING_INPUT: 'agent',
-  AGENT_SCHEDULING_PENDING: 'agent',
-  AGENT_SCHEDULING: 'agent',
-  AGENT_EXECUTING_PENDING: 'agent',
-  AGENT_EXECUTING: 'agent',
-  AGENT_STAGING_OUTPUT_PENDING: 'agent',
-  AGENT_STAGING_OUTPUT: 'agent',
-  TMGR_STAGING_OUTPUT_PENDING: 'output',
-  TMGR_STAGING_OUTPUT: 'output',
-};
+function holderAtResume(state: TaskState): 'agent' | 'toAgent' | 'output' | undefined {
+  if (state === hopOf(COMPONENTS.agentInputStager).arrives) return 'toAgent';
+  if (sideOf(state) === 'agent') return 'agent';
+  return TASK_MODEL.holders[state] === COMPONENTS.managerOutputStager ? 'output' : undefined;
+}

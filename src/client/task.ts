@@ -1,7 +1,7 @@
 import type { Reason, TaskDescription } from '../generated';
 import type { Interner } from '../lib/strings';
 import { ownCopy } from '../lib/strings';
-import { TASK_STATES } from '../states/task-model';
+import { TASK_STATES, isFinalTaskState, type TaskState } from '../states/task-model';
 
 /** What a state callback gets besides the task and the state. */
 export interface StateInfo {
@@ -15,14 +15,14 @@ export interface StateInfo {
 
 /** One delivered state of a task. */
 export interface TaskHistoryEntry {
-  state: string;
+  state: TaskState;
   attempt: number;
   inferred: boolean;
   /** When the owning component made the transition (absent when inferred). */
   ts?: number;
 }
 
-const STATE_CODE = new Map<string, number>(TASK_STATES.map((s, i) => [s, i]));
+const STATE_CODE = new Map<TaskState, number>(TASK_STATES.map((s, i) => [s, i]));
 /** An entry's code: state index in the low 5 bits, inferred in bit 5, the attempt above. */
 const INFERRED = 32;
 const ATTEMPT = 64;
@@ -146,7 +146,7 @@ function compact(trail: number[]): string | undefined {
 
 /** A task as the client sees it: updated as its states are delivered, in model order. */
 export class Task {
-  state = 'NEW';
+  state: TaskState = 'NEW';
   attempt = 1;
   pilot?: string;
   exitCode?: number | null;
@@ -193,7 +193,7 @@ export class Task {
   }
 
   get final(): boolean {
-    return this.state === 'DONE' || this.state === 'FAILED' || this.state === 'CANCELED';
+    return isFinalTaskState(this.state);
   }
 
   /** Every delivered state in delivery order (model order per attempt): a new array per read. */
@@ -213,7 +213,7 @@ export class Task {
   }
 
   /** Appends a delivered state (the TaskManager calls this as it delivers). */
-  record(state: string, attempt: number, inferred: boolean, ts: number | undefined): void {
+  record(state: TaskState, attempt: number, inferred: boolean, ts: number | undefined): void {
     const index = STATE_CODE.get(state);
     if (index === undefined) throw new RangeError(`not a task state: ${state}`);
     const code = index + (inferred ? INFERRED : 0) + attempt * ATTEMPT;

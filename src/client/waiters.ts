@@ -1,21 +1,21 @@
 import { TimeoutError } from '../errors';
 
-interface Waiter {
+interface Waiter<S extends string> {
   pending: Set<string>;
-  states: ReadonlySet<string>;
+  states: ReadonlySet<S>;
   resolve(): void;
   reject(e: Error): void;
   timer?: NodeJS.Timeout;
 }
 
 /** Promises that resolve once every named entity has reached one of the wanted states. */
-export class Waiters {
-  private readonly waiters = new Set<Waiter>();
+export class Waiters<S extends string> {
+  private readonly waiters = new Set<Waiter<S>>();
 
   wait(
     uids: Iterable<string>,
-    states: ReadonlySet<string>,
-    current: (uid: string) => string | undefined,
+    states: ReadonlySet<S>,
+    current: (uid: string) => S | undefined,
     timeoutMs: number | undefined,
     what: string,
   ): Promise<void> {
@@ -26,7 +26,7 @@ export class Waiters {
     }
     if (pending.size === 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      const w: Waiter = { pending, states, resolve, reject };
+      const w: Waiter<S> = { pending, states, resolve, reject };
       if (timeoutMs !== undefined) {
         w.timer = setTimeout(() => {
           this.waiters.delete(w);
@@ -43,7 +43,7 @@ export class Waiters {
   }
 
   /** Call for every delivered state. */
-  update(uid: string, state: string): void {
+  update(uid: string, state: S): void {
     for (const w of this.waiters) {
       if (!w.pending.has(uid) || !w.states.has(state)) continue;
       w.pending.delete(uid);

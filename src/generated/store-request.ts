@@ -1,6 +1,41 @@
 /* Generated from schemas/store-request.schema.json by scripts/gen-types.js: do not edit. */
 
 /**
+ * A state of the task model, in model order (docs/state-model.md).
+ */
+export type TaskState =
+  | 'NEW'
+  | 'TMGR_SCHEDULING_PENDING'
+  | 'TMGR_SCHEDULING'
+  | 'TMGR_STAGING_INPUT_PENDING'
+  | 'TMGR_STAGING_INPUT'
+  | 'AGENT_STAGING_INPUT_PENDING'
+  | 'AGENT_STAGING_INPUT'
+  | 'AGENT_SCHEDULING_PENDING'
+  | 'AGENT_SCHEDULING'
+  | 'AGENT_EXECUTING_PENDING'
+  | 'AGENT_EXECUTING'
+  | 'AGENT_STAGING_OUTPUT_PENDING'
+  | 'AGENT_STAGING_OUTPUT'
+  | 'TMGR_STAGING_OUTPUT_PENDING'
+  | 'TMGR_STAGING_OUTPUT'
+  | 'DONE'
+  | 'FAILED'
+  | 'CANCELED';
+/**
+ * A state of the pilot model, in model order (docs/state-model.md).
+ */
+export type PilotState =
+  | 'NEW'
+  | 'PMGR_LAUNCHING_PENDING'
+  | 'PMGR_LAUNCHING'
+  | 'PMGR_ACTIVE_PENDING'
+  | 'PMGR_ACTIVE'
+  | 'DONE'
+  | 'FAILED'
+  | 'CANCELED';
+
+/**
  * A batch an UpdateWorker asks the embedded store to append; acknowledged once on disk.
  */
 export interface StoreRequest {
@@ -11,7 +46,7 @@ export interface Notification {
   kind: 'task' | 'pilot';
   uid: string;
   attempt: number;
-  state: string;
+  state: TaskState | PilotState;
   ts: number;
   component: string;
   detail?: {

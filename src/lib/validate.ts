@@ -20,6 +20,7 @@ import controlMessage from '../../schemas/control-message.schema.json';
 import notification from '../../schemas/notification.schema.json';
 import notificationBulk from '../../schemas/notification-bulk.schema.json';
 import pilotDescription from '../../schemas/pilot-description.schema.json';
+import pilotState from '../../schemas/pilot-state.schema.json';
 import reason from '../../schemas/reason.schema.json';
 import sessionOptions from '../../schemas/session-options.schema.json';
 import storeReply from '../../schemas/store-reply.schema.json';
@@ -27,6 +28,7 @@ import storeRequest from '../../schemas/store-request.schema.json';
 import taskBulk from '../../schemas/task-bulk.schema.json';
 import taskDescription from '../../schemas/task-description.schema.json';
 import taskRecord from '../../schemas/task-record.schema.json';
+import taskState from '../../schemas/task-state.schema.json';
 import workload from '../../schemas/workload.schema.json';
 
 // One Ajv per process; each schema is compiled once, when it is first used.
@@ -34,6 +36,8 @@ const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
 addFormats(ajv);
 ajv.addSchema([
   reason,
+  taskState,
+  pilotState,
   taskDescription,
   pilotDescription,
   taskRecord,

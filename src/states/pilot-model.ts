@@ -1,4 +1,7 @@
+import type { PilotState } from '../generated';
 import { linearModel } from './model';
+
+export type { PilotState } from '../generated';
 import { COMPONENTS } from './task-model';
 
 export const PILOT_STATES = [
@@ -10,8 +13,18 @@ export const PILOT_STATES = [
   'DONE',
   'FAILED',
   'CANCELED',
-] as const;
-export type PilotState = (typeof PILOT_STATES)[number];
+] as const satisfies readonly PilotState[];
+export const FINAL_PILOT_STATES = [
+  'DONE',
+  'FAILED',
+  'CANCELED',
+] as const satisfies readonly PilotState[];
+export type FinalPilotState = (typeof FINAL_PILOT_STATES)[number];
+
+/** True for DONE, FAILED and CANCELED. */
+export function isFinalPilotState(state: PilotState): state is FinalPilotState {
+  return (FINAL_PILOT_STATES as readonly PilotState[]).includes(state);
+}
 
 /** The launcher holds a pilot from PMGR_LAUNCHING_PENDING on: it alone sees the job's life. */
 export const PILOT_MODEL = linearModel<PilotState>(

@@ -3,9 +3,9 @@ import { ownCopy } from '../lib/strings';
 import type { Notification } from './notification';
 
 /** One state a tracked entity passed, in model order, exactly once per state and attempt. */
-export interface Emission {
+export interface Emission<S extends string = string> {
   uid: string;
-  state: string;
+  state: S;
   attempt: number;
   /** True when the state was not notified itself but implied by a later one. */
   inferred: boolean;
@@ -36,16 +36,16 @@ function pack(p: Progress): number {
  * Rebuilds each entity's ordered history from notifications in any order, with duplicates
  * (DESIGN.md §4). Pure: no clock, no I/O.
  */
-export class StateTracker {
+export class StateTracker<S extends string = string> {
   private readonly progress = new Map<string, number>();
   private readonly failed: number;
   private readonly canceled: number;
   private readonly restartRank: number;
 
   constructor(
-    private readonly model: StateModel<string>,
+    private readonly model: StateModel<S>,
     /** The state a newer attempt restarts at (tasks: TMGR_SCHEDULING_PENDING). */
-    restartState: string = model.states[0]!,
+    restartState: S = model.states[0]!,
   ) {
     this.failed = rankOf(model, model.finals[1]!);
     this.canceled = rankOf(model, model.finals[2]!);
@@ -53,7 +53,7 @@ export class StateTracker {
   }
 
   /** The highest state delivered so far for `uid`. */
-  current(uid: string): { state: string; attempt: number; final: boolean } | undefined {
+  current(uid: string): { state: S; attempt: number; final: boolean } | undefined {
     const v = this.progress.get(uid);
     if (v === undefined) return undefined;
     const p = unpack(v);
@@ -66,7 +66,7 @@ export class StateTracker {
    * `key`: the entity's uid as the caller holds it, to key this tracker's entry with instead of
    * a copy of the notification's (which may be a slice of a whole decoded message).
    */
-  ingest(n: Notification, key?: string): Emission[] {
+  ingest(n: Notification, key?: string): Emission<S>[] {
     const rank = rankOf(this.model, n.state);
     if (rank < 0) return [];
     const known = this.progress.get(n.uid);
@@ -86,8 +86,8 @@ export class StateTracker {
   }
 
   /** Moves `p` to `rank` (a state of n's attempt or later), returning what to emit. */
-  private advance(p: Progress, n: Notification, rank: number): Emission[] {
-    const out: Emission[] = [];
+  private advance(p: Progress, n: Notification, rank: number): Emission<S>[] {
+    const out: Emission<S>[] = [];
     if (n.attempt > p.attempt) {
       p.attempt = n.attempt;
       p.rank = this.restartRank - 1;

@@ -1,4 +1,7 @@
+import type { TaskState } from '../generated';
 import { linearModel } from './model';
+
+export type { TaskState } from '../generated';
 
 export const TASK_STATES = [
   'NEW',
@@ -19,14 +22,15 @@ export const TASK_STATES = [
   'DONE',
   'FAILED',
   'CANCELED',
-] as const;
-export type TaskState = (typeof TASK_STATES)[number];
+] as const satisfies readonly TaskState[];
 export const FINAL_TASK_STATES = [
   'DONE',
   'FAILED',
   'CANCELED',
 ] as const satisfies readonly TaskState[];
 export type FinalTaskState = (typeof FINAL_TASK_STATES)[number];
+/** How a component ends the tasks it holds when it cannot finish them (shutdown, lost pilot). */
+export type AbortedTaskState = Exclude<FinalTaskState, 'DONE'>;
 
 /** True for DONE, FAILED and CANCELED. */
 export function isFinalTaskState(state: TaskState): state is FinalTaskState {

@@ -3,7 +3,7 @@ import { deferred, withTimeout } from '../../../src/lib/deferred';
 import type { Logger } from '../../../src/lib/logger';
 import type { StateStore, WatchBulk } from '../../../src/updater';
 
-const STATES = [
+const STATES: Notification['state'][] = [
   'NEW',
   'TMGR_SCHEDULING_PENDING',
   'TMGR_SCHEDULING',

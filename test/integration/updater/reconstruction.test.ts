@@ -5,18 +5,23 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import type { Notification } from '../../../src/generated';
 import { silentLogger } from '../../../src/lib/logger';
 import { StateTracker } from '../../../src/states/state-tracker';
-import { TASK_MODEL, TASK_RETRY_STATE, TASK_STATES } from '../../../src/states/task-model';
+import {
+  TASK_MODEL,
+  TASK_RETRY_STATE,
+  TASK_STATES,
+  type TaskState,
+} from '../../../src/states/task-model';
 import { Bridge } from '../../../src/transport/bridge';
 import { QueueSender } from '../../../src/transport/queue';
 import { EmbeddedStore, StoreServer, UpdateWorker } from '../../../src/updater';
 import { prng, waitForCount } from './helpers';
 
 const LINE = TASK_STATES.slice(0, TASK_STATES.indexOf('DONE'));
-type Path = { uid: string; attempts: string[][] };
+type Path = { uid: string; attempts: TaskState[][] };
 
 /** A random task life: optionally a retried first attempt, then a path to a final state. */
 function randomPath(uid: string, rnd: () => number): Path {
-  const attempts: string[][] = [];
+  const attempts: TaskState[][] = [];
   if (rnd() < 0.2) attempts.push(LINE.slice(0, 1 + Math.floor(rnd() * LINE.length)));
   const start = attempts.length > 0 ? LINE.indexOf(TASK_RETRY_STATE) : 0;
   const r = rnd();

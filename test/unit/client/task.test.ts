@@ -3,10 +3,15 @@ import type { TaskHistoryEntry } from '../../../src/client/task';
 import { Task } from '../../../src/client/task';
 import { mulberry32 } from '../../../src/lib/prng';
 import { Interner } from '../../../src/lib/strings';
-import { TASK_STATES } from '../../../src/states/task-model';
+import {
+  FINAL_TASK_STATES,
+  TASK_STATES,
+  isFinalTaskState,
+  type TaskState,
+} from '../../../src/states/task-model';
 
 interface Recorded {
-  state: string;
+  state: TaskState;
   attempt: number;
   inferred: boolean;
   ts: number | undefined;
@@ -31,8 +36,8 @@ function trailOf(task: Task): unknown {
   return (task as unknown as { trail: unknown }).trail;
 }
 
-const NON_FINAL = TASK_STATES.filter((s) => !['DONE', 'FAILED', 'CANCELED'].includes(s));
-const FINAL = ['DONE', 'FAILED', 'CANCELED'];
+const NON_FINAL = TASK_STATES.filter((s) => !isFinalTaskState(s));
+const FINAL = FINAL_TASK_STATES;
 const MS_2026 = 1_767_225_600_000;
 
 /**
@@ -82,7 +87,7 @@ function randomHistories(seed: number, odd: boolean) {
     }
     return clock;
   };
-  const entry = (states: readonly string[]): Recorded => {
+  const entry = (states: readonly TaskState[]): Recorded => {
     const inferred = rnd() < 0.25;
     return { state: pick(states), attempt: attempt(), inferred, ts: ts(inferred) };
   };
@@ -96,7 +101,7 @@ function randomHistories(seed: number, odd: boolean) {
 describe('Task.history', () => {
   it('gives back every recorded state as it was recorded, packed or not', () => {
     const task = new Task('task.000000', { executable: '/bin/true' });
-    const entries = [
+    const entries: TaskHistoryEntry[] = [
       { state: 'TMGR_SCHEDULING_PENDING', attempt: 1, inferred: false, ts: 1_795_000_000_123 },
       { state: 'TMGR_SCHEDULING', attempt: 1, inferred: true },
       { state: 'AGENT_EXECUTING', attempt: 1, inferred: false, ts: 0 },
@@ -166,7 +171,9 @@ describe('Task.history', () => {
 
   it('refuses a state that is not a task state', () => {
     const task = new Task('task.000000', { executable: '/bin/true' });
-    expect(() => task.record('PMGR_ACTIVE', 1, false, 1)).toThrow(/not a task state: PMGR_ACTIVE/);
+    expect(() => task.record('PMGR_ACTIVE' as TaskState, 1, false, 1)).toThrow(
+      /not a task state: PMGR_ACTIVE/,
+    );
   });
 });
 

@@ -1,5 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
+import pilotStateSchema from '../../../schemas/pilot-state.schema.json';
+import taskStateSchema from '../../../schemas/task-state.schema.json';
+import { PILOT_STATES } from '../../../src/states/pilot-model';
 import { PIPELINE, hopOf, sideOf } from '../../../src/states/pipeline';
+import { TASK_STATES } from '../../../src/states/task-model';
 
 describe('PIPELINE', () => {
   it('has one queue per holding component, in model order, each accepting its X_PENDING', () => {
@@ -21,5 +25,12 @@ describe('PIPELINE', () => {
     expect(sideOf('DONE')).toBeUndefined();
     expect(hopOf('Executor').arrives).toBe('AGENT_EXECUTING_PENDING');
     expect(() => hopOf('TaskManager')).toThrow('has no queue');
+  });
+});
+
+describe('state enums in the schemas', () => {
+  it("are the models' own state lists, in model order", () => {
+    expect(taskStateSchema.enum).toEqual([...TASK_STATES]);
+    expect(pilotStateSchema.enum).toEqual([...PILOT_STATES]);
   });
 });

@@ -7,7 +7,7 @@ import { StateTracker, type Emission } from '../../../src/states/state-tracker';
 import { TASK_MODEL, TASK_RETRY_STATE, type TaskState } from '../../../src/states/task-model';
 
 function note(
-  state: string,
+  state: Notification['state'],
   attempt = 1,
   uid = 't1',
   kind: 'task' | 'pilot' = 'task',
@@ -82,7 +82,7 @@ describe('StateTracker', () => {
     expect(t.current('t1')).toEqual({ state: 'DONE', attempt: 1, final: true });
   });
 
-  it.each(['FAILED', 'CANCELED'])('delivers %s alone, with nothing inferred', (final) => {
+  it.each(['FAILED', 'CANCELED'] as const)('delivers %s alone, with nothing inferred', (final) => {
     const t = taskTracker();
     expect(brief(t.ingest(note(final)))).toEqual([`${final}@1`]);
     expect(t.current('t1')).toEqual({ state: final, attempt: 1, final: true });
@@ -92,7 +92,7 @@ describe('StateTracker', () => {
     expect(brief(t2.ingest(note(final)))).toEqual([`${final}@1`]);
   });
 
-  it.each(['DONE', 'FAILED', 'CANCELED'])('drops everything after %s', (final) => {
+  it.each(['DONE', 'FAILED', 'CANCELED'] as const)('drops everything after %s', (final) => {
     const t = taskTracker();
     t.ingest(note('AGENT_EXECUTING'));
     expect(t.ingest(note(final))).not.toEqual([]);
@@ -174,7 +174,7 @@ describe('StateTracker', () => {
 
   it('follows the pilot model when built on it', () => {
     const t = new StateTracker(PILOT_MODEL);
-    const p = (state: string): Notification => note(state, 1, 'p1', 'pilot');
+    const p = (state: Notification['state']): Notification => note(state, 1, 'p1', 'pilot');
     expect(brief(t.ingest(p('PMGR_LAUNCHING')))).toEqual([
       'NEW@1*',
       'PMGR_LAUNCHING_PENDING@1*',
@@ -195,22 +195,24 @@ describe('StateTracker', () => {
 // ---------------------------------------------------------------------------------------------
 // Properties: any arrival order, with duplicates and losses, of the notifications of a real path.
 
+type State = Notification['state'];
+
 interface Step {
-  state: string;
+  state: State;
   attempt: number;
 }
 
 interface PathSpec {
-  model: StateModel<string>;
+  model: StateModel<State>;
   /** Where attempts > 1 start (undefined: the model has no retry). */
-  retryState?: string;
+  retryState?: State;
   maxAttempts: number;
 }
 
 const TASK_SPEC: PathSpec = { model: TASK_MODEL, retryState: TASK_RETRY_STATE, maxAttempts: 3 };
 const PILOT_SPEC: PathSpec = { model: PILOT_MODEL, maxAttempts: 1 };
 
-function trackerFor(spec: PathSpec): StateTracker {
+function trackerFor(spec: PathSpec): StateTracker<State> {
   return spec.retryState === undefined
     ? new StateTracker(spec.model)
     : new StateTracker(spec.model, spec.retryState);

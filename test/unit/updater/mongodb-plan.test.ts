@@ -13,7 +13,7 @@ import {
   type SlotDoc,
 } from '../../../src/updater/mongodb-plan';
 
-const note = (uid: string, state: string, ts = 1): Notification => ({
+const note = (uid: string, state: Notification['state'], ts = 1): Notification => ({
   kind: 'task',
   uid,
   attempt: 1,

@@ -435,7 +435,7 @@ describe('ExecutorCore', () => {
   it('rejects a bulk holding a task in another state without touching any of it', () => {
     const { rec, core } = setup();
     const ok = task('t1');
-    const wrong = { ...task('t2'), state: 'AGENT_SCHEDULING' };
+    const wrong = { ...task('t2'), state: 'AGENT_SCHEDULING' as const };
     expect(() => core.onTasks([ok, wrong])).toThrow(IllegalTransitionError);
     expect(ok.state).toBe('AGENT_EXECUTING_PENDING');
     expect(core.held()).toBe(0);
