@@ -2,35 +2,37 @@ import type { Reason, TaskRecord } from '../generated';
 import type { Clock } from '../lib/clock';
 import type { Logger } from '../lib/logger';
 import type { Notification } from '../states/notification';
-import { COMPONENTS } from '../states/task-model';
+import { PIPELINE, type Hop } from '../states/pipeline';
+import type { TaskFinal } from '../states/task-final';
+import { COMPONENTS, type AbortedTaskState, type TaskComponent } from '../states/task-model';
 import { ManagerInputStagerCore } from '../components/manager-input-stager/core';
+import { ManagerInputStagerShell } from '../components/manager-input-stager/shell';
 import { ManagerOutputStagerCore } from '../components/manager-output-stager/core';
+import { ManagerOutputStagerShell } from '../components/manager-output-stager/shell';
 import { ManagerSchedulerCore, type PilotCapacity } from '../components/manager-scheduler/core';
+import { ManagerSchedulerShell } from '../components/manager-scheduler/shell';
 import { QueueSet } from '../components/shared/queue-set';
-import { sendLogged } from '../components/shared/shell';
+import type { Intake } from '../components/shared/shell';
 import { Bridge } from '../transport/bridge';
-import { QueueSender } from '../transport/queue';
+import type { LocalQueue } from '../transport/local-queue';
 
 /**
  * The client-side components: ManagerScheduler -> ManagerInputStager -> (agents) ->
- * ManagerOutputStager, over queues. Agents connect to `outputAddress` and to their pilot's
- * input queue, which this pipeline creates per pilot.
+ * ManagerOutputStager, wired from the pipeline table (the client's hops). Hops inside this
+ * process hand records over by reference (validated once, at the API); the queue back from
+ * the agents is a bridge agents connect to, and validates what arrives.
  */
 export class ManagerPipeline {
   private readonly queues = new QueueSet();
-  private readonly pilotInputs = new Map<string, { bridge: Bridge; sender: QueueSender }>();
-  /** Tasks handed to each pilot's agent and not yet back: the owner-of-last-resort's list. */
-  private readonly outstanding = new Map<string, Set<string>>();
-  private readonly closing: Promise<void>[] = [];
   private scheduler!: ManagerSchedulerCore;
   private inputStager!: ManagerInputStagerCore;
+  private inputShell!: ManagerInputStagerShell;
   private outputStager!: ManagerOutputStagerCore;
-  private toScheduler!: QueueSender;
+  private toScheduler!: LocalQueue<TaskRecord>;
   /** Where agents push tasks back (a bridge's `in`). */
   outputAddress = '';
 
   constructor(
-    private readonly session: string,
     private readonly notify: (ns: Notification[]) => void,
     private readonly clock: Clock,
     private readonly log: Logger,
@@ -40,74 +42,57 @@ export class ManagerPipeline {
 
   /** `outputIn`: where agents push tasks back (a resumed session binds its old address). */
   async start(outputIn?: string): Promise<void> {
-    const sched = await Bridge.queue(
-      `inproc://${this.session}/tmgr-scheduling/in`,
-      `inproc://${this.session}/tmgr-scheduling/out`,
-    );
-    const staging = await Bridge.queue(
-      `inproc://${this.session}/tmgr-staging-input/in`,
-      `inproc://${this.session}/tmgr-staging-input/out`,
+    const logOf = (c: TaskComponent): Logger => this.log.child({ component: c });
+    const C = COMPONENTS;
+    this.toScheduler = this.queues.local<TaskRecord>(C.managerScheduler, logOf(C.managerScheduler));
+    const toStaging = this.queues.local<TaskRecord>(
+      C.managerInputStager,
+      logOf(C.managerInputStager),
     );
     const output = await Bridge.queue(outputIn ?? this.listenAt, this.listenAt);
-    this.queues.addBridges(sched, staging, output);
+    this.queues.addBridges(output);
     this.outputAddress = output.endpoints.in;
-    this.toScheduler = this.queues.sender(sched.endpoints.in);
-    const toStaging = this.queues.sender(staging.endpoints.in);
 
-    const logS = this.log.child({ component: COMPONENTS.managerScheduler });
     this.scheduler = new ManagerSchedulerCore(
-      { notify: this.notify, forward: (ts) => sendLogged(toStaging, ts, logS, 'forward') },
+      new ManagerSchedulerShell(logOf(C.managerScheduler), this.notify, toStaging),
       this.clock,
     );
-    const logI = this.log.child({ component: COMPONENTS.managerInputStager });
-    this.inputStager = new ManagerInputStagerCore(
-      {
-        notify: this.notify,
-        forwardToPilot: (pilot, ts) => {
-          const q = this.pilotInputs.get(pilot);
-          if (q === undefined) {
-            logI.error('no input queue for pilot', { pilot, uids: ts.map((t) => t.uid) });
-            return;
-          }
-          let out = this.outstanding.get(pilot);
-          if (out === undefined) this.outstanding.set(pilot, (out = new Set()));
-          for (const t of ts) out.add(t.uid);
-          sendLogged(q.sender, ts, logI, 'forward to agent');
-        },
-      },
+    this.inputShell = new ManagerInputStagerShell(
+      logOf(C.managerInputStager),
+      this.notify,
+      this.listenAt,
+    );
+    this.inputStager = new ManagerInputStagerCore(this.inputShell, this.clock);
+    this.outputStager = new ManagerOutputStagerCore(
+      new ManagerOutputStagerShell(this.notify),
       this.clock,
     );
-    const logO = this.log.child({ component: COMPONENTS.managerOutputStager });
-    this.outputStager = new ManagerOutputStagerCore({ notify: this.notify }, this.clock);
 
-    const intake = (component: string, arrives: string, handle: (t: TaskRecord[]) => void) => ({
-      component,
-      arrives,
-      handle,
+    const handlers: Partial<Record<TaskComponent, (ts: TaskRecord[]) => void>> = {
+      ManagerScheduler: (ts) => this.scheduler.onTasks(ts),
+      ManagerInputStager: (ts) => this.inputStager.onTasks(ts),
+      ManagerOutputStager: (ts) => {
+        this.inputShell.returned(ts);
+        this.outputStager.onTasks(ts);
+      },
+    };
+    const intake = (hop: Hop): Intake => ({
+      component: hop.component,
+      arrives: hop.arrives,
+      handle: handlers[hop.component]!,
       notify: this.notify,
       now: () => this.clock.now(),
     });
-    const C = COMPONENTS;
-    this.queues.consume(
-      sched.endpoints.out,
-      intake(C.managerScheduler, 'TMGR_SCHEDULING_PENDING', (ts) => this.scheduler.onTasks(ts)),
-      logS,
-    );
-    this.queues.consume(
-      staging.endpoints.out,
-      intake(C.managerInputStager, 'TMGR_STAGING_INPUT_PENDING', (ts) =>
-        this.inputStager.onTasks(ts),
-      ),
-      logI,
-    );
-    this.queues.consume(
-      output.endpoints.out,
-      intake(C.managerOutputStager, 'TMGR_STAGING_OUTPUT_PENDING', (ts) => {
-        for (const t of ts) if (t.pilot !== undefined) this.outstanding.get(t.pilot)?.delete(t.uid);
-        this.outputStager.onTasks(ts);
-      }),
-      logO,
-    );
+    for (const hop of PIPELINE) {
+      if (hop.side !== 'client') continue;
+      if (hop.component === C.managerScheduler) {
+        this.queues.consumeLocal(this.toScheduler, intake(hop), logOf(hop.component));
+      } else if (hop.component === C.managerInputStager) {
+        this.queues.consumeLocal(toStaging, intake(hop), logOf(hop.component));
+      } else {
+        this.queues.consume(output.endpoints.out, intake(hop), logOf(hop.component));
+      }
+    }
   }
 
   /** Hands new tasks (in TMGR_SCHEDULING_PENDING) to the ManagerScheduler. */
@@ -119,10 +104,8 @@ export class ManagerPipeline {
    * Creates the queue a pilot's agent pulls its tasks from; returns its address (`at`: the
    * address its agent already knows, for a resumed session).
    */
-  async addPilotQueue(pilot: string, at?: string): Promise<string> {
-    const bridge = await Bridge.queue(this.listenAt, at ?? this.listenAt);
-    this.pilotInputs.set(pilot, { bridge, sender: new QueueSender(bridge.endpoints.in) });
-    return bridge.endpoints.out;
+  addPilotQueue(pilot: string, at?: string): Promise<string> {
+    return this.inputShell.addPilot(pilot, at);
   }
 
   /**
@@ -136,14 +119,7 @@ export class ManagerPipeline {
     pilot: string,
     tasks: { agent: string[]; toAgent: TaskRecord[]; output: TaskRecord[] },
   ): void {
-    let out = this.outstanding.get(pilot);
-    if (out === undefined) this.outstanding.set(pilot, (out = new Set()));
-    for (const uid of tasks.agent) out.add(uid);
-    for (const t of tasks.toAgent) out.add(t.uid);
-    const q = this.pilotInputs.get(pilot);
-    if (tasks.toAgent.length > 0 && q !== undefined) {
-      sendLogged(q.sender, tasks.toAgent, this.log, 'resend to agent');
-    }
+    this.inputShell.adopt(pilot, tasks.agent, tasks.toAgent);
     if (tasks.output.length > 0) this.outputStager.onTasks(tasks.output);
   }
 
@@ -159,18 +135,12 @@ export class ManagerPipeline {
   pilotGone(uid: string, state: string): void {
     this.scheduler.onPilotGone(uid);
     this.inputStager.onPilotGone(uid, state);
-    const q = this.pilotInputs.get(uid);
-    if (q !== undefined) {
-      this.pilotInputs.delete(uid);
-      this.closing.push(q.sender.close().then(() => q.bridge.close()));
-    }
+    this.inputShell.removePilot(uid);
   }
 
   /** Uids sent to a pilot's agent that never came back (call once the pilot has ended). */
   unreturned(pilot: string): string[] {
-    const out = this.outstanding.get(pilot);
-    this.outstanding.delete(pilot);
-    return out === undefined ? [] : [...out];
+    return this.inputShell.unreturned(pilot);
   }
 
   cancel(uids: string[]): void {
@@ -179,17 +149,25 @@ export class ManagerPipeline {
     this.outputStager.onCancel(uids);
   }
 
-  shutdown(final: 'FAILED' | 'CANCELED', why: Reason): void {
+  /**
+   * Tasks reached a final state, in store order, wherever it was decided: every client
+   * component hears of it (what it kept for those tasks can go).
+   */
+  tasksFinal(finals: readonly TaskFinal[]): void {
+    if (finals.length === 0) return;
+    this.scheduler.onTasksFinal(finals);
+    this.inputStager.onTasksFinal(finals);
+    this.outputStager.onTasksFinal(finals);
+    this.inputShell.returned(finals);
+  }
+
+  shutdown(final: AbortedTaskState, why: Reason): void {
     this.scheduler.onShutdown(final, why);
   }
 
   async close(): Promise<void> {
     await this.queues.stopReceiving();
-    for (const { bridge, sender } of this.pilotInputs.values()) {
-      await sender.close();
-      await bridge.close();
-    }
-    await Promise.allSettled(this.closing);
+    await this.inputShell.close();
     await this.queues.close();
   }
 }

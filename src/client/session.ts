@@ -184,13 +184,7 @@ export class Session {
         }),
       );
     }
-    this.pipeline = new ManagerPipeline(
-      this.uid,
-      (ns) => this.notify(ns),
-      this.clock,
-      this.log,
-      listenAt,
-    );
+    this.pipeline = new ManagerPipeline((ns) => this.notify(ns), this.clock, this.log, listenAt);
     await this.pipeline.start(before?.managerOutput);
     await this.control.ready();
     if (before === undefined) {

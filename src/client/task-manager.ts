@@ -6,9 +6,11 @@ import { parseTaskDescription } from '../lib/validate';
 import type { Notification } from '../states/notification';
 import { StateTracker } from '../states/state-tracker';
 import { hopOf, sideOf } from '../states/pipeline';
+import type { TaskFinal } from '../states/task-final';
 import {
   COMPONENTS,
   FINAL_TASK_STATES,
+  isFinalTaskState,
   TASK_MODEL,
   TASK_RECOVERY_OWNER,
   TASK_RETRY_STATE,
@@ -262,6 +264,7 @@ export class TaskManager {
   }
 
   private ingest(ns: Notification[]): void {
+    const finals: TaskFinal[] = [];
     for (const n of ns) {
       if (n.kind !== 'task') continue;
       const task = this.tasks.get(n.uid);
@@ -284,11 +287,18 @@ export class TaskManager {
         if (ts !== undefined) info.ts = ts;
         if (d?.reason !== undefined) info.reason = d.reason;
         task.record(e.state, e.attempt, e.inferred, ts);
-        if (task.final) this.canceling.delete(task.uid);
+        if (isFinalTaskState(e.state)) {
+          this.canceling.delete(task.uid);
+          const f: TaskFinal = { uid: task.uid, attempt: e.attempt, state: e.state };
+          if (task.pilot !== undefined) f.pilot = task.pilot;
+          if (task.reason !== undefined) f.reason = task.reason;
+          finals.push(f);
+        }
         this.delivery.deliver(() => this.callbacks.fire(task, e.state, info));
         this.waiters.update(task.uid, e.state);
       }
     }
+    this.session.pipeline.tasksFinal(finals);
   }
 
   /**

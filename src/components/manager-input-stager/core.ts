@@ -1,5 +1,6 @@
 import type { Reason, TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
+import type { TaskFinal } from '../../states/task-final';
 import type { Notification } from '../../states/notification';
 import { COMPONENTS } from '../../states/task-model';
 import { cancelIfAsked } from '../shared/canceled';
@@ -50,6 +51,11 @@ export class ManagerInputStagerCore {
     }
     if (notes.length > 0) this.effects.notify(notes);
     for (const [pilot, list] of byPilot) this.effects.forwardToPilot(pilot, list);
+  }
+
+  /** Tasks ended (wherever it was decided): cancels kept for them can go. */
+  onTasksFinal(finals: readonly TaskFinal[]): void {
+    this.canceled.forget(finals);
   }
 
   onPilotGone(uid: string, state: string): void {

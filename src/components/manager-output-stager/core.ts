@@ -1,5 +1,6 @@
 import type { TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
+import type { TaskFinal } from '../../states/task-final';
 import type { Notification, NotificationDetail } from '../../states/notification';
 import { COMPONENTS } from '../../states/task-model';
 import { cancelIfAsked } from '../shared/canceled';
@@ -44,6 +45,11 @@ export class ManagerOutputStagerCore {
       }
     }
     if (notes.length > 0) this.effects.notify(notes);
+  }
+
+  /** Tasks ended (wherever it was decided): cancels kept for them can go. */
+  onTasksFinal(finals: readonly TaskFinal[]): void {
+    this.canceled.forget(finals);
   }
 
   onCancel(uids: string[]): void {

@@ -1,5 +1,6 @@
 import type { Reason, TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
+import type { TaskFinal } from '../../states/task-final';
 import type { Notification } from '../../states/notification';
 import { COMPONENTS } from '../../states/task-model';
 import { cancelIfAsked, canceledBy } from '../shared/canceled';
@@ -43,6 +44,11 @@ export class ManagerSchedulerCore {
       this.place(task, now, notes, out);
     }
     this.flush(notes, out);
+  }
+
+  /** Tasks ended (wherever it was decided): cancels kept for them can go. */
+  onTasksFinal(finals: readonly TaskFinal[]): void {
+    this.canceled.forget(finals);
   }
 
   /** A pilot tasks may go to; adding it again updates its capacity (known once its agent is up). */

@@ -18,4 +18,8 @@ export class CancelSet {
   has(uid: string): boolean {
     return this.uids.has(uid);
   }
+  /** The tasks have ended: their cancels can no longer apply. */
+  forget(finals: readonly { uid: string }[]): void {
+    for (const f of finals) this.uids.delete(f.uid);
+  }
 }

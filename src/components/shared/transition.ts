@@ -16,7 +16,7 @@ export function transition(
   ts: number,
   detail?: NotificationDetail,
 ): Notification {
-  const from = task.state as TaskState;
+  const from = task.state;
   if (ownerOf(TASK_MODEL, from, to) !== component) {
     throw new IllegalTransitionError(from, to, component);
   }

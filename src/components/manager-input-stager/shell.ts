@@ -1,0 +1,92 @@
+import type { TaskRecord } from '../../generated';
+import type { Logger } from '../../lib/logger';
+import type { Notification } from '../../states/notification';
+import { Bridge } from '../../transport/bridge';
+import { QueueSender } from '../../transport/queue';
+import { sendLogged } from '../shared/shell';
+import type { ManagerInputStagerEffects } from './effects';
+
+/**
+ * The ManagerInputStager's effects: one queue per pilot that its agent pulls tasks from, and
+ * the owner-of-last-resort's list of what each agent was given and has not handed back.
+ */
+export class ManagerInputStagerShell implements ManagerInputStagerEffects {
+  private readonly inputs = new Map<string, { bridge: Bridge; sender: QueueSender }>();
+  /** Tasks handed to each pilot's agent and not yet back. */
+  private readonly outstanding = new Map<string, Set<string>>();
+  private readonly closing: Promise<void>[] = [];
+
+  constructor(
+    private readonly log: Logger,
+    readonly notify: (notifications: Notification[]) => void,
+    /** Where pilot queues listen, e.g. `tcp://127.0.0.1:0`. */
+    private readonly listenAt: string,
+  ) {}
+
+  forwardToPilot(pilot: string, tasks: TaskRecord[]): void {
+    const q = this.inputs.get(pilot);
+    if (q === undefined) {
+      this.log.error('no input queue for pilot', { pilot, uids: tasks.map((t) => t.uid) });
+      return;
+    }
+    this.given(
+      pilot,
+      tasks.map((t) => t.uid),
+    );
+    sendLogged(q.sender, tasks, this.log, 'forward to agent');
+  }
+
+  /** Creates the queue a pilot's agent pulls from (`at`: the address it already knows). */
+  async addPilot(pilot: string, at?: string): Promise<string> {
+    const bridge = await Bridge.queue(this.listenAt, at ?? this.listenAt);
+    this.inputs.set(pilot, { bridge, sender: new QueueSender(bridge.endpoints.in) });
+    return bridge.endpoints.out;
+  }
+
+  /** A resumed session: tasks its agent holds, and ones sent again because they may be lost. */
+  adopt(pilot: string, held: readonly string[], resend: TaskRecord[]): void {
+    this.given(pilot, held);
+    if (resend.length === 0) return;
+    this.given(
+      pilot,
+      resend.map((t) => t.uid),
+    );
+    const q = this.inputs.get(pilot);
+    if (q !== undefined) sendLogged(q.sender, resend, this.log, 'resend to agent');
+  }
+
+  /** The agent handed these back (or they ended): no longer the owner of last resort's. */
+  returned(tasks: readonly { uid: string; pilot?: string }[]): void {
+    for (const t of tasks) if (t.pilot !== undefined) this.outstanding.get(t.pilot)?.delete(t.uid);
+  }
+
+  /** Uids given to a pilot's agent that never came back (call once the pilot has ended). */
+  unreturned(pilot: string): string[] {
+    const out = this.outstanding.get(pilot);
+    this.outstanding.delete(pilot);
+    return out === undefined ? [] : [...out];
+  }
+
+  /** The pilot has ended: its queue goes. */
+  removePilot(pilot: string): void {
+    const q = this.inputs.get(pilot);
+    if (q === undefined) return;
+    this.inputs.delete(pilot);
+    this.closing.push(q.sender.close().then(() => q.bridge.close()));
+  }
+
+  async close(): Promise<void> {
+    for (const { bridge, sender } of this.inputs.values()) {
+      await sender.close();
+      await bridge.close();
+    }
+    this.inputs.clear();
+    await Promise.allSettled(this.closing);
+  }
+
+  private given(pilot: string, uids: readonly string[]): void {
+    let out = this.outstanding.get(pilot);
+    if (out === undefined) this.outstanding.set(pilot, (out = new Set()));
+    for (const u of uids) out.add(u);
+  }
+}
