@@ -8,8 +8,9 @@ import { COMPONENTS } from '../states/task-model';
 import { AgentInputStagerCore } from '../components/agent-input-stager/core';
 import { AgentOutputStagerCore } from '../components/agent-output-stager/core';
 import { AgentSchedulerCore } from '../components/agent-scheduler/core';
-import { ExecutorCore } from '../components/executor/core';
-import { SpawnerPool } from '../components/executor/spawner-pool';
+import type { ExecutorCore } from '../components/executor/core';
+import { launchOptionsFor } from '../components/executor/launch';
+import { ExecutorShell } from '../components/executor/shell';
 import { reason } from '../components/shared/reasons';
 import { QueueSet } from '../components/shared/queue-set';
 import { sendLogged } from '../components/shared/shell';
@@ -24,9 +25,6 @@ import type { NodeResources } from '../components/agent-scheduler/node-state';
 
 type Final = 'DONE' | 'FAILED' | 'CANCELED';
 
-/** How long an exit by a signal waits for a shutdown of the agent it may be part of. */
-const SIGNALED_EXIT_GRACE_MS = 250;
-
 /**
  * Wiring of one pilot's agent: AgentInputStager -> AgentScheduler -> Executor ->
  * AgentOutputStager over in-process queues, UpdateWorkers to the client's store, and the
@@ -36,7 +34,7 @@ export class Agent {
   private readonly queues = new QueueSet();
   private workers: UpdateWorker[] = [];
   private control!: ControlBus;
-  private pool!: SpawnerPool;
+  private executorShell: ExecutorShell | undefined;
   private input!: AgentInputStagerCore;
   private scheduler!: AgentSchedulerCore;
   private executor!: ExecutorCore;
@@ -120,64 +118,28 @@ export class Agent {
       this.nodes,
     );
     const logExec = this.log.child({ component: COMPONENTS.executor });
-    this.pool = await SpawnerPool.start({
-      count: cfg.spawners ?? Math.max(1, Math.min(os.cpus().length, cfg.cores)),
+    this.executorShell = await ExecutorShell.start({
+      spawners: cfg.spawners ?? Math.max(1, Math.min(os.cpus().length, cfg.cores)),
       logger: logExec,
-      handlers: {
-        started: (evs) => this.executor.onStartedBulk(evs),
-        exited: (evs) => {
-          const clean = evs.filter((e) => e.signal === null);
-          const signaled = evs.filter((e) => e.signal !== null);
-          if (clean.length > 0) this.executor.onExitedBulk(clean);
-          // A batch system's cancel (scancel) signals every process of the job at once: the
-          // tasks may die before this agent's own SIGTERM handler runs. Exits by a signal wait
-          // a moment, so that such a task ends with its pilot's shutdown, not as a failure.
-          if (signaled.length > 0) {
-            setTimeout(() => {
-              if (this.stopping === undefined) this.executor.onExitedBulk(signaled);
-            }, SIGNALED_EXIT_GRACE_MS);
-          }
-        },
-        failed: (evs) => {
-          for (const ev of evs) this.executor.onSpawnFailed(ev.uid, ev);
-        },
-      },
-    });
-    this.executor = new ExecutorCore(
-      {
-        notify: notify(logExec),
-        forward: forward(toOutput, logExec),
-        spawn: (spec) => this.pool.spawn(spec),
-        kill: (uid, signal) => this.pool.kill(uid, signal),
-        release: (tasks) =>
-          sendLogged(
-            toUnschedule,
-            tasks.map((t) => ({ uid: t.uid })),
-            logExec,
-            'release',
-          ),
-      },
       clock,
-      {
-        killGraceMs: cfg.killGraceMs ?? 3_000,
-        // OpenMPI's mpirun refuses to run as root without --allow-run-as-root.
-        launch: {
-          mpirun: 'mpirun',
-          asRoot: process.getuid?.() === 0,
-          ...(cfg.resource === 'slurm'
-            ? {
-                slurm: {
-                  srun: 'srun',
-                  node: this.nodeName,
-                  gpuGres:
-                    process.env.SLURM_JOB_GPUS !== undefined ||
-                    process.env.SLURM_GPUS_ON_NODE !== undefined,
-                },
-              }
-            : {}),
-        },
-      },
-    );
+      killGraceMs: cfg.killGraceMs ?? 3_000,
+      launch: launchOptionsFor({
+        resource: cfg.resource,
+        env: process.env,
+        uid: process.getuid?.(),
+        nodeName: this.nodeName,
+      }),
+      notify: notify(logExec),
+      forward: forward(toOutput, logExec),
+      release: (tasks) =>
+        sendLogged(
+          toUnschedule,
+          tasks.map((t) => ({ uid: t.uid })),
+          logExec,
+          'release',
+        ),
+    });
+    this.executor = this.executorShell.core;
     const logOut = this.log.child({ component: COMPONENTS.agentOutputStager });
     this.output = new AgentOutputStagerCore(
       {
@@ -334,7 +296,7 @@ export class Agent {
         this.log.error('shutdown of a component failed', errorMeta(e));
       }
     }
-    await this.pool
+    await this.executorShell
       ?.close()
       .catch((e: unknown) => this.log.error('spawner pool close failed', errorMeta(e)));
     this.notes?.flush();

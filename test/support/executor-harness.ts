@@ -1,8 +1,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ExecutorCore } from '../../src/components/executor/core';
+import type { ExecutorCore } from '../../src/components/executor/core';
 import type { LaunchOptions } from '../../src/components/executor/launch';
-import { SpawnerPool } from '../../src/components/executor/spawner-pool';
+import { ExecutorShell } from '../../src/components/executor/shell';
+import type { SpawnerPool } from '../../src/components/executor/spawner-pool';
 import type { Notification, TaskDescription, TaskRecord } from '../../src/generated';
 import { systemClock } from '../../src/lib/clock';
 import { deferred, withTimeout } from '../../src/lib/deferred';
@@ -27,7 +28,7 @@ export interface HarnessOptions {
   env?: Record<string, string>;
 }
 
-/** ExecutorCore over a real SpawnerPool (which runs the built spawner helper from dist/). */
+/** ExecutorShell (its core over a real SpawnerPool, which runs the built helper from dist/). */
 export class ExecutorHarness {
   readonly notes: Notification[] = [];
   private waiters: { check: () => boolean; resolve: () => void }[] = [];
@@ -42,27 +43,19 @@ export class ExecutorHarness {
 
   static async start(dir: string, opts: HarnessOptions): Promise<ExecutorHarness> {
     const h = new ExecutorHarness(dir, opts.prefix);
-    h.pool = await SpawnerPool.start({
-      count: 1,
+    const shell = await ExecutorShell.start({
+      spawners: 1,
       logger: silentLogger,
-      handlers: {
-        started: (evs) => h.core.onStartedBulk(evs),
-        exited: (evs) => h.core.onExitedBulk(evs),
-        failed: (evs) => h.core.onSpawnFailedBulk(evs),
-      },
-      ...(opts.env === undefined ? {} : { env: opts.env }),
+      clock: systemClock,
+      killGraceMs: 5_000,
+      launch: opts.launch,
+      notify: (ns) => h.noted(ns),
+      forward: () => undefined,
+      release: () => undefined,
+      ...(opts.env === undefined ? {} : { spawnerEnv: opts.env }),
     });
-    h.core = new ExecutorCore(
-      {
-        notify: (ns) => h.noted(ns),
-        forward: () => undefined,
-        release: () => undefined,
-        spawn: (spec) => h.pool.spawn(spec),
-        kill: (uid, signal) => h.pool.kill(uid, signal),
-      },
-      systemClock,
-      { killGraceMs: 5_000, launch: opts.launch },
-    );
+    h.pool = shell.pool;
+    h.core = shell.core;
     return h;
   }
 

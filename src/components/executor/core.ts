@@ -4,10 +4,24 @@ import type { Clock, Timer } from '../../lib/clock';
 import type { Notification, NotificationDetail } from '../../states/notification';
 import { COMPONENTS, type TaskState } from '../../states/task-model';
 import { transition } from '../shared/transition';
-import type { ExecutorEffects, ExitedEvent, FailedEvent, SpawnSpec, StartedEvent } from './effects';
-import { buildLaunch, type Launch, type LaunchOptions } from './launch';
+import type {
+  ExecutorEffects,
+  ExecutorJob,
+  ExitedEvent,
+  FailedEvent,
+  StartedDetail,
+} from './effects';
+import { kindFor, type ExecutorKind } from './kinds';
+import type { LaunchOptions } from './launch';
 
 const EXECUTOR = COMPONENTS.executor;
+
+/**
+ * How long an exit by a signal the Executor did not send waits for a shutdown of the agent it
+ * may be part of: a batch system's cancel (scancel) signals every process of the job at once,
+ * and the tasks may die before the agent's own SIGTERM handler runs.
+ */
+export const SIGNALED_EXIT_GRACE_MS = 250;
 
 export interface ExecutorOptions {
   /** Time between SIGTERM and SIGKILL when a task is timed out or canceled. */
@@ -17,24 +31,28 @@ export interface ExecutorOptions {
    * agent's wiring sets `slurm` when it runs inside a Slurm allocation: see LaunchOptions).
    */
   launch?: Partial<LaunchOptions>;
+  /**
+   * How long an exit by a signal the Executor did not send is held before it settles, so that a
+   * task killed with its pilot (scancel) ends with the pilot's shutdown, not as a failure.
+   * Default SIGNALED_EXIT_GRACE_MS; 0 settles at once.
+   */
+  signaledExitGraceMs?: number;
 }
 
 export type ShutdownState = 'FAILED' | 'CANCELED';
 
 interface Held {
   task: TaskRecord;
-  launch: Launch;
+  kind: ExecutorKind;
+  job: ExecutorJob;
   pid?: number;
   canceled: boolean;
-  /** SIGTERM sent; SIGKILL follows after the grace period. */
+  /** Asked to stop ('term'); 'kill' follows after the grace period. */
   terminating: boolean;
+  /** An exit by a signal we did not send, held for signaledExitGraceMs. */
+  exit?: ExitedEvent;
   timers: Timer[];
 }
-
-const REASON_BY_ERRNO: Record<string, string> = {
-  ENOENT: 'E_EXEC_NOT_FOUND',
-  EACCES: 'E_EXEC_PERMISSION',
-};
 
 /** One handler call's effects, so each kind goes out as a single bulk. */
 class Batch {
@@ -50,9 +68,10 @@ class Batch {
 }
 
 /**
- * Owner of AGENT_EXECUTING: starts each task's process through `effects.spawn`, enforces
- * timeoutS, kills on cancel and shutdown, and hands exited tasks to output staging. Pure:
- * processes and timers belong to the shell; results come back as on*() events.
+ * Owner of AGENT_EXECUTING: asks the executor kind of each task's mode (kinds/) for a job and
+ * starts it through `effects.start`, enforces timeoutS, stops on cancel and shutdown, and hands
+ * ended tasks to output staging. Pure: processes and timers belong to the shell; results come
+ * back as on*() events.
  */
 export class ExecutorCore {
   private readonly tasks = new Map<string, Held>();
@@ -60,6 +79,7 @@ export class ExecutorCore {
   private readonly canceledEarly = new Set<string>();
   private closed: { final: ShutdownState; reason: Reason } | undefined;
   private readonly launchOptions: LaunchOptions;
+  private readonly signaledExitGraceMs: number;
 
   constructor(
     private readonly effects: ExecutorEffects,
@@ -72,6 +92,7 @@ export class ExecutorCore {
       asRoot: options.launch?.asRoot ?? false,
       ...(slurm === undefined ? {} : { slurm }),
     };
+    this.signaledExitGraceMs = options.signaledExitGraceMs ?? SIGNALED_EXIT_GRACE_MS;
   }
 
   held(): number {
@@ -97,26 +118,31 @@ export class ExecutorCore {
       } else if (task.sandbox === undefined) {
         this.end(task, 'FAILED', noSandboxReason(), now, b);
       } else {
-        const built = buildLaunch(task, { ...this.launchOptions, workDir: task.sandbox });
-        if (!built.ok) {
-          this.end(task, 'FAILED', built.reason, now, b);
+        const found = kindFor(task.description.mode);
+        if (!found.ok) {
+          this.end(task, 'FAILED', found.reason, now, b);
+          continue;
+        }
+        const prepared = found.kind.prepare(task, task.sandbox, this.launchOptions);
+        if (!prepared.ok) {
+          this.end(task, 'FAILED', prepared.reason, now, b);
           continue;
         }
         b.notes.push(transition(task, 'AGENT_EXECUTING', EXECUTOR, now));
-        this.start(task, task.sandbox, built.launch);
+        this.start(task, found.kind, prepared.job);
       }
     }
     b.flush(this.effects);
   }
 
-  onStarted(uid: string, pid: number): void {
-    this.onStartedBulk([{ uid, pid }]);
+  onStarted(uid: string, detail: StartedDetail): void {
+    this.onStartedBulk([{ uid, ...detail }]);
   }
 
-  onStartedBulk(events: StartedEvent[]): void {
+  onStartedBulk(events: readonly ({ uid: string } & StartedDetail)[]): void {
     for (const e of events) {
       const h = this.tasks.get(e.uid);
-      if (h !== undefined) h.pid = e.pid;
+      if (h !== undefined && e.pid !== undefined) h.pid = e.pid;
     }
   }
 
@@ -128,24 +154,29 @@ export class ExecutorCore {
     const b = new Batch();
     const now = this.clock.now();
     for (const e of exits) {
-      const h = this.take(e.uid);
-      if (h === undefined) continue; // late exit after shutdown, or unknown
+      const h = this.tasks.get(e.uid);
+      if (h === undefined || h.exit !== undefined) continue; // late, unknown, or held already
+      if (e.signal !== null && !h.terminating && this.signaledExitGraceMs > 0) {
+        this.hold(h, e);
+        continue;
+      }
+      this.take(e.uid);
       this.settle(h, e.exitCode, e.signal, now, b);
     }
     b.flush(this.effects);
   }
 
-  onSpawnFailed(uid: string, error: { code: string; message: string }): void {
-    this.onSpawnFailedBulk([{ uid, code: error.code, message: error.message }]);
+  onStartFailed(uid: string, error: { code: string; message: string }): void {
+    this.onStartFailedBulk([{ uid, code: error.code, message: error.message }]);
   }
 
-  onSpawnFailedBulk(failures: FailedEvent[]): void {
+  onStartFailedBulk(failures: readonly FailedEvent[]): void {
     const b = new Batch();
     const now = this.clock.now();
     for (const f of failures) {
       const h = this.take(f.uid);
       if (h === undefined) continue;
-      if (!h.canceled) h.task.reason = spawnFailureReason(h, f);
+      if (!h.canceled) h.task.reason = h.kind.startFailure(h.task, h.job, f, h.pid);
       this.settle(h, null, null, now, b);
     }
     b.flush(this.effects);
@@ -161,14 +192,15 @@ export class ExecutorCore {
         h.canceled = true;
         h.task.canceled = true;
         h.task.reason = cancelReason('while it ran');
-        this.terminate(h);
+        if (h.exit === undefined) this.terminate(h);
       }
     }
   }
 
   /**
    * The agent is going away: kill everything now and finalize every held task without waiting
-   * for exits (late ones are ignored). A task already being canceled ends CANCELED, not `final`.
+   * for exits (late ones are ignored). A task already being canceled ends CANCELED, not `final`;
+   * one whose exit by a signal is held ends with the shutdown (the signal was likely its part).
    * Tasks that arrive afterwards are finalized on receipt.
    */
   onShutdown(final: ShutdownState, reason: Reason): void {
@@ -177,17 +209,17 @@ export class ExecutorCore {
     const now = this.clock.now();
     for (const h of [...this.tasks.values()]) {
       this.take(h.task.uid);
-      this.effects.kill(h.task.uid, 'SIGKILL');
+      if (h.exit === undefined) this.effects.stop(h.task.uid, 'kill');
       if (h.canceled) this.end(h.task, 'CANCELED', h.task.reason ?? reason, now, b);
       else this.end(h.task, final, reason, now, b);
     }
     b.flush(this.effects);
   }
 
-  private start(task: TaskRecord, sandbox: string, launch: Launch): void {
-    const h: Held = { task, launch, canceled: false, terminating: false, timers: [] };
+  private start(task: TaskRecord, kind: ExecutorKind, job: ExecutorJob): void {
+    const h: Held = { task, kind, job, canceled: false, terminating: false, timers: [] };
     this.tasks.set(task.uid, h);
-    this.effects.spawn(spawnSpec(task, sandbox, launch));
+    this.effects.start(job);
     const timeoutS = task.description.timeoutS;
     if (timeoutS !== undefined) {
       h.timers.push(this.clock.setTimeout(() => this.timedOut(h, timeoutS), timeoutS * 1000));
@@ -195,7 +227,7 @@ export class ExecutorCore {
   }
 
   private timedOut(h: Held, timeoutS: number): void {
-    if (this.tasks.get(h.task.uid) !== h || h.terminating) return;
+    if (this.tasks.get(h.task.uid) !== h || h.terminating || h.exit !== undefined) return;
     h.task.reason = {
       code: 'E_TASK_TIMEOUT',
       message: `task ran longer than its timeoutS of ${timeoutS} s and was killed`,
@@ -205,16 +237,33 @@ export class ExecutorCore {
     this.terminate(h);
   }
 
-  /** SIGTERM now, SIGKILL after the grace period unless the task has exited by then. */
+  /** 'term' now, 'kill' after the grace period unless the task has ended by then. */
   private terminate(h: Held): void {
     if (h.terminating) return;
     h.terminating = true;
     const uid = h.task.uid;
-    this.effects.kill(uid, 'SIGTERM');
+    this.effects.stop(uid, 'term');
     h.timers.push(
       this.clock.setTimeout(() => {
-        if (this.tasks.get(uid) === h) this.effects.kill(uid, 'SIGKILL');
+        if (this.tasks.get(uid) === h) this.effects.stop(uid, 'kill');
       }, this.options.killGraceMs),
+    );
+  }
+
+  /**
+   * Holds an exit by a signal we did not send: if the agent shuts down within the grace period,
+   * the task ends with the shutdown (a batch system's cancel of the whole job); else it settles.
+   */
+  private hold(h: Held, exit: ExitedEvent): void {
+    h.exit = exit;
+    h.timers.push(
+      this.clock.setTimeout(() => {
+        if (this.tasks.get(h.task.uid) !== h) return;
+        const b = new Batch();
+        this.take(h.task.uid);
+        this.settle(h, exit.exitCode, exit.signal, this.clock.now(), b);
+        b.flush(this.effects);
+      }, this.signaledExitGraceMs),
     );
   }
 
@@ -257,21 +306,6 @@ export class ExecutorCore {
   }
 }
 
-function spawnSpec(task: TaskRecord, sandbox: string, launch: Launch): SpawnSpec {
-  const spec: SpawnSpec = {
-    uid: task.uid,
-    executable: launch.executable,
-    args: launch.args,
-    env: launch.env,
-    cwd: task.description.workdir ?? sandbox,
-    stdoutPath: `${sandbox}/stdout`,
-    stderrPath: `${sandbox}/stderr`,
-  };
-  if (launch.files.length > 0) spec.files = launch.files;
-  if (launch.killScope !== undefined) spec.killScope = launch.killScope;
-  return spec;
-}
-
 function cancelReason(when: string): Reason {
   return { code: 'E_CANCELED', message: `task was canceled ${when}`, component: EXECUTOR };
 }
@@ -281,24 +315,5 @@ function noSandboxReason(): Reason {
     code: 'E_NO_SANDBOX',
     message: 'task reached the Executor without a sandbox directory',
     component: EXECUTOR,
-  };
-}
-
-function spawnFailureReason(h: Held, f: FailedEvent): Reason {
-  const exe = h.task.description.executable;
-  const { method, executable } = h.launch;
-  // Under mpirun or srun the spawner runs the launcher: a failure to start it is about that.
-  const what = method === 'fork' ? `'${exe}'` : `the launcher '${executable}' of '${exe}'`;
-  const message =
-    h.pid === undefined
-      ? `cannot execute ${what}: ${f.message} (${f.code})`
-      : `lost ${what} (pid ${h.pid}): ${f.message} (${f.code})`;
-  const detail: Record<string, unknown> = { errno: f.code };
-  if (method !== 'fork') detail.launcher = executable;
-  return {
-    code: REASON_BY_ERRNO[f.code] ?? 'E_EXEC_FAILED',
-    message,
-    component: EXECUTOR,
-    detail,
   };
 }

@@ -1,6 +1,6 @@
 import type { TaskRecord } from '../../generated';
 import type { StageEffects } from '../shared/transition';
-import type { LaunchFile } from './launch';
+import type { LaunchFile, LaunchMethod } from './launch';
 
 export type KillSignal = 'SIGTERM' | 'SIGKILL';
 
@@ -19,6 +19,27 @@ export interface SpawnSpec {
   killScope?: 'process';
 }
 
+/** A process run by the SpawnerPool; `method` says how its ranks start (for failure reasons). */
+export interface ProcessJob {
+  kind: 'process';
+  spec: SpawnSpec;
+  method: LaunchMethod;
+}
+
+/**
+ * What an executor kind asks the shell to run, one variant per runner (kinds/*.ts build them).
+ * A new runner (e.g. warm function workers) adds a variant here and a route in shell.ts.
+ */
+export type ExecutorJob = ProcessJob;
+
+/** 'term': ask it to end (SIGTERM for a process); 'kill': end it now (SIGKILL). */
+export type StopHow = 'term' | 'kill';
+
+/** The job runs; `pid` when it is a process (named in the reason if it is lost later). */
+export interface StartedDetail {
+  pid?: number;
+}
+
 export interface StartedEvent {
   uid: string;
   pid: number;
@@ -30,7 +51,7 @@ export interface ExitedEvent {
   signal: string | null;
 }
 
-/** The process never ran (or its spawner was lost): `code` is an errno name or E_SPAWNER_DIED. */
+/** The job never ran (or its runner was lost): `code` is an errno name or E_SPAWNER_DIED. */
 export interface FailedEvent {
   uid: string;
   code: string;
@@ -38,13 +59,13 @@ export interface FailedEvent {
 }
 
 /**
- * What ExecutorCore may ask for. All fire-and-forget: the outcome of spawn and kill comes back
- * later as onStarted / onExited / onSpawnFailed events.
+ * What ExecutorCore may ask for. All fire-and-forget: the outcome of start and stop comes back
+ * later as onStarted / onExited / onStartFailed events.
  */
 export interface ExecutorEffects extends StageEffects {
-  spawn(spec: SpawnSpec): void;
-  /** Signals the task's whole process group; a uid with no live process is ignored. */
-  kill(uid: string, signal: KillSignal): void;
+  start(job: ExecutorJob): void;
+  /** Stops the task's job (a process: its whole group); a uid with nothing running is ignored. */
+  stop(uid: string, how: StopHow): void;
   /** Gives the tasks' slots back to the AgentScheduler. Called exactly once per task. */
   release(tasks: TaskRecord[]): void;
 }

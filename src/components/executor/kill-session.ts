@@ -6,11 +6,11 @@
  * rank its own group, so a SIGKILL to mpirun's group would leave the ranks running. They stay
  * in the task's session, though, so after the group this also signals every process whose
  * session id is the task's pid, found in /proc (Linux). srun's ranks run under slurmstepd, in no
- * session of ours: signaling srun is what ends them (launch.ts: a SIGTERM makes srun SIGKILL the
- * step; after a SIGKILL, srun's shepherd child cancels the step). That child is in srun's group
- * and session, and killing it with srun leaves the ranks running, so srun tasks are signaled
- * with killProcesses (Launch.killScope 'process'). Node built-ins only: the spawner helper
- * imports this.
+ * session of ours: signaling srun is what ends them (docs/launch-methods.md: a SIGTERM makes srun
+ * SIGKILL the step; after a SIGKILL, srun's shepherd child cancels the step). That child is in
+ * srun's group and session, and killing it with srun leaves the ranks running, so srun tasks are
+ * signaled with killProcesses (Launch.killScope 'process'). Node built-ins only: the spawner
+ * helper imports this.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 

@@ -33,18 +33,18 @@ function setup() {
     },
     forward: (ts) => rec.record(`forward ${ts.map((t) => `${t.uid} ${t.state}`).join(', ')}`),
     release: (ts) => rec.record(`release ${ts.map((t) => t.uid).join(', ')}`),
-    spawn: (spec) => {
-      specs.push(spec);
-      rec.record(`spawn ${spec.uid}`);
+    start: (job) => {
+      specs.push(job.spec);
+      rec.record(`start ${job.spec.uid}`);
     },
-    kill: (uid, signal) => rec.record(`kill ${uid} ${signal}`),
+    stop: (uid, how) => rec.record(`stop ${uid} ${how}`),
   };
   const core = new ExecutorCore(effects, clock, { killGraceMs: GRACE });
   /** Starts tasks and checks (then drops) the effects of their start. */
   const started = (...tasks: TaskRecord[]): void => {
     core.onTasks(tasks);
     expect(rec.take()).toEqual([
-      ...tasks.map((t) => `spawn ${t.uid}`),
+      ...tasks.map((t) => `start ${t.uid}`),
       `notify ${tasks.map((t) => `${t.uid} AGENT_EXECUTING`).join(', ')}`,
     ]);
   };
@@ -52,7 +52,7 @@ function setup() {
 }
 
 describe('ExecutorCore', () => {
-  it('spawns a task with only the override env, the sandbox as cwd and output files in it', () => {
+  it('starts a process with only the override env, the sandbox as cwd and output files in it', () => {
     const { rec, specs, core, started } = setup();
     const t = task('t1', {
       environment: { FOO: 'bar', PF_RANK: 'user-value', CUDA_VISIBLE_DEVICES: '0,1,2,3' },
@@ -103,8 +103,8 @@ describe('ExecutorCore', () => {
       notify: (ns) => rec.record(`notify ${ns.map((n) => `${n.uid} ${n.state}`).join(', ')}`),
       forward: () => rec.record('forward'),
       release: () => rec.record('release'),
-      spawn: (spec) => specs.push(spec),
-      kill: () => rec.record('kill'),
+      start: (job) => specs.push(job.spec),
+      stop: () => rec.record('stop'),
     };
     const core = new ExecutorCore(effects, new FakeClock(), {
       killGraceMs: GRACE,
@@ -146,8 +146,8 @@ describe('ExecutorCore', () => {
       notify: (ns) => rec.record(`notify ${ns.map((n) => `${n.uid} ${n.state}`).join(', ')}`),
       forward: () => rec.record('forward'),
       release: () => rec.record('release'),
-      spawn: (spec) => specs.push(spec),
-      kill: () => rec.record('kill'),
+      start: (job) => specs.push(job.spec),
+      stop: () => rec.record('stop'),
     };
     const core = new ExecutorCore(effects, new FakeClock(), {
       killGraceMs: GRACE,
@@ -169,7 +169,7 @@ describe('ExecutorCore', () => {
     const { rec, notes, specs, core } = setup();
     const t = task('t1', { ranks: 3, launch: 'fork' });
     core.onTasks([t, task('t2')]);
-    expect(rec.take()).toEqual(['spawn t2', 'notify t1 FAILED, t2 AGENT_EXECUTING', 'release t1']);
+    expect(rec.take()).toEqual(['start t2', 'notify t1 FAILED, t2 AGENT_EXECUTING', 'release t1']);
     const reason = {
       code: 'E_LAUNCH_METHOD',
       message: "launch 'fork' runs one rank; this task asks 3 ranks: use 'mpirun'",
@@ -187,7 +187,7 @@ describe('ExecutorCore', () => {
     const { rec, core, started } = setup();
     const t = task('t1', { launch: 'mpirun', executable: '/bin/hostname', arguments: [] });
     started(t);
-    core.onSpawnFailed('t1', { code: 'ENOENT', message: 'no such file or directory' });
+    core.onStartFailed('t1', { code: 'ENOENT', message: 'no such file or directory' });
     expect(rec.take()).toEqual([
       'notify t1 AGENT_STAGING_OUTPUT_PENDING',
       'forward t1 AGENT_STAGING_OUTPUT_PENDING',
@@ -207,7 +207,7 @@ describe('ExecutorCore', () => {
     const { rec, notes, core, started } = setup();
     const t = task('t1');
     started(t);
-    core.onStarted('t1', 4242);
+    core.onStarted('t1', { pid: 4242 });
     core.onExited('t1', { exitCode: code, signal: null });
     expect(rec.take()).toEqual([
       'notify t1 AGENT_STAGING_OUTPUT_PENDING',
@@ -231,7 +231,7 @@ describe('ExecutorCore', () => {
     const { rec, notes, core, started } = setup();
     const t = task('t1', { executable: '/no/such/bin' });
     started(t);
-    core.onSpawnFailed('t1', { code: errno, message: text });
+    core.onStartFailed('t1', { code: errno, message: text });
     expect(rec.take()).toEqual([
       'notify t1 AGENT_STAGING_OUTPUT_PENDING',
       'forward t1 AGENT_STAGING_OUTPUT_PENDING',
@@ -254,7 +254,7 @@ describe('ExecutorCore', () => {
     const t = task('t1');
     started(t);
     core.onStartedBulk([{ uid: 't1', pid: 77 }]);
-    core.onSpawnFailedBulk([{ uid: 't1', code: 'E_SPAWNER_DIED', message: 'the helper died' }]);
+    core.onStartFailedBulk([{ uid: 't1', code: 'E_SPAWNER_DIED', message: 'the helper died' }]);
     expect(rec.take()).toEqual([
       'notify t1 AGENT_STAGING_OUTPUT_PENDING',
       'forward t1 AGENT_STAGING_OUTPUT_PENDING',
@@ -272,11 +272,11 @@ describe('ExecutorCore', () => {
     clock.advance(1_999);
     rec.expectNoMore();
     clock.advance(1);
-    expect(rec.take()).toEqual(['kill t1 SIGTERM']);
+    expect(rec.take()).toEqual(['stop t1 term']);
     clock.advance(GRACE - 1);
     rec.expectNoMore();
     clock.advance(1);
-    expect(rec.take()).toEqual(['kill t1 SIGKILL']);
+    expect(rec.take()).toEqual(['stop t1 kill']);
     core.onExited('t1', { exitCode: null, signal: 'SIGKILL' });
     expect(rec.take()).toEqual([
       'notify t1 AGENT_STAGING_OUTPUT_PENDING',
@@ -299,7 +299,7 @@ describe('ExecutorCore', () => {
     const { rec, clock, core, started } = setup();
     started(task('t1', { timeoutS: 1 }));
     clock.advance(1_000);
-    expect(rec.take()).toEqual(['kill t1 SIGTERM']);
+    expect(rec.take()).toEqual(['stop t1 term']);
     core.onExited('t1', { exitCode: null, signal: 'SIGTERM' });
     expect(rec.take()).toEqual([
       'notify t1 AGENT_STAGING_OUTPUT_PENDING',
@@ -327,7 +327,7 @@ describe('ExecutorCore', () => {
     const t1 = task('t1');
     core.onTasks([t1, task('t2')]);
     expect(rec.take()).toEqual([
-      'spawn t2',
+      'start t2',
       'notify t1 CANCELED, t2 AGENT_EXECUTING',
       'release t1',
     ]);
@@ -346,12 +346,12 @@ describe('ExecutorCore', () => {
     const t = task('t1', { timeoutS: 100 });
     started(t);
     core.onCancel(['t1']);
-    expect(rec.take()).toEqual(['kill t1 SIGTERM']);
+    expect(rec.take()).toEqual(['stop t1 term']);
     core.onCancel(['t1']); // again: nothing new
     clock.advance(GRACE - 1);
     rec.expectNoMore();
     clock.advance(1);
-    expect(rec.take()).toEqual(['kill t1 SIGKILL']);
+    expect(rec.take()).toEqual(['stop t1 kill']);
     core.onExited('t1', { exitCode: null, signal: 'SIGKILL' });
     expect(rec.take()).toEqual(['notify t1 CANCELED', 'release t1']);
     expect(t.state).toBe('CANCELED');
@@ -373,8 +373,8 @@ describe('ExecutorCore', () => {
     const t = task('t1');
     started(t);
     core.onCancel(['t1']);
-    expect(rec.take()).toEqual(['kill t1 SIGTERM']);
-    core.onSpawnFailed('t1', { code: 'ENOENT', message: 'no such file or directory' });
+    expect(rec.take()).toEqual(['stop t1 term']);
+    core.onStartFailed('t1', { code: 'ENOENT', message: 'no such file or directory' });
     expect(rec.take()).toEqual(['notify t1 CANCELED', 'release t1']);
     expect(t.reason?.code).toBe('E_CANCELED');
     rec.expectNoMore();
@@ -397,12 +397,12 @@ describe('ExecutorCore', () => {
     const [t1, t2] = [task('t1'), task('t2')];
     started(t1, t2);
     core.onCancel(['t2']);
-    expect(rec.take()).toEqual(['kill t2 SIGTERM']);
+    expect(rec.take()).toEqual(['stop t2 term']);
     const why = { code: 'E_PILOT_ENDED', message: 'pilot ended', component: 'Agent' };
     core.onShutdown('FAILED', why);
     expect(rec.take()).toEqual([
-      'kill t1 SIGKILL',
-      'kill t2 SIGKILL',
+      'stop t1 kill',
+      'stop t2 kill',
       'notify t1 FAILED, t2 CANCELED',
       'release t1, t2',
     ]);
@@ -419,6 +419,101 @@ describe('ExecutorCore', () => {
     core.onTasks([late]);
     expect(rec.take()).toEqual(['notify t3 FAILED', 'release t3']);
     expect(late.reason).toEqual(why);
+    rec.expectNoMore();
+  });
+
+  describe('an exit by a signal the Executor did not send (a batch system cancel)', () => {
+    const HOLD = 250;
+    const why = { code: 'E_PILOT_ENDED', message: 'pilot ended', component: 'Agent' };
+
+    it('is held for the grace period, then settles as any exit', () => {
+      const { rec, clock, core, started } = setup();
+      const t = task('t1', { timeoutS: 100 });
+      started(t);
+      core.onExited('t1', { exitCode: null, signal: 'SIGTERM' });
+      core.onExited('t1', { exitCode: null, signal: 'SIGTERM' }); // duplicate: ignored
+      clock.advance(HOLD - 1);
+      rec.expectNoMore();
+      expect(core.held()).toBe(1);
+      clock.advance(1);
+      expect(rec.take()).toEqual([
+        'notify t1 AGENT_STAGING_OUTPUT_PENDING',
+        'forward t1 AGENT_STAGING_OUTPUT_PENDING',
+        'release t1',
+      ]);
+      expect(t.signal).toBe('SIGTERM');
+      expect(clock.pending()).toBe(0); // the timeout went with it
+      rec.expectNoMore();
+    });
+
+    it('ends the task with the shutdown when the shutdown comes first, with no kill', () => {
+      const { rec, clock, core, started } = setup();
+      const t = task('t1');
+      started(t);
+      core.onExitedBulk([{ uid: 't1', exitCode: null, signal: 'SIGTERM' }]);
+      clock.advance(HOLD - 1);
+      core.onShutdown('FAILED', why);
+      expect(rec.take()).toEqual(['notify t1 FAILED', 'release t1']);
+      expect(t.reason).toEqual(why);
+      clock.advance(10 * HOLD);
+      rec.expectNoMore();
+    });
+
+    it('ends CANCELED when a cancel comes during the hold, without stopping a process', () => {
+      const { rec, clock, core, started } = setup();
+      const t = task('t1');
+      started(t);
+      core.onExited('t1', { exitCode: null, signal: 'SIGKILL' });
+      core.onCancel(['t1']);
+      rec.expectNoMore();
+      clock.advance(HOLD);
+      expect(rec.take()).toEqual(['notify t1 CANCELED', 'release t1']);
+      rec.expectNoMore();
+    });
+
+    it('is not held when the Executor sent the signal (cancel), nor with a grace of 0', () => {
+      const { rec, core, started } = setup();
+      started(task('t1'));
+      core.onCancel(['t1']);
+      expect(rec.take()).toEqual(['stop t1 term']);
+      core.onExited('t1', { exitCode: null, signal: 'SIGTERM' });
+      expect(rec.take()).toEqual(['notify t1 CANCELED', 'release t1']);
+
+      const calls: string[] = [];
+      const effects: ExecutorEffects = {
+        notify: (ns) => calls.push(`notify ${ns.map((n) => n.state).join(', ')}`),
+        forward: () => calls.push('forward'),
+        release: () => calls.push('release'),
+        start: () => undefined,
+        stop: () => undefined,
+      };
+      const now = new ExecutorCore(effects, new FakeClock(), {
+        killGraceMs: GRACE,
+        signaledExitGraceMs: 0,
+      });
+      now.onTasks([task('t2')]);
+      now.onExited('t2', { exitCode: null, signal: 'SIGTERM' });
+      expect(calls).toEqual([
+        'notify AGENT_EXECUTING',
+        'notify AGENT_STAGING_OUTPUT_PENDING',
+        'forward',
+        'release',
+      ]);
+    });
+  });
+
+  it('fails a task whose mode has no executor kind, naming the modes it runs', () => {
+    const { rec, core } = setup();
+    const t = task('t1');
+    (t.description as { mode?: string }).mode = 'function'; // allowed by a newer schema
+    core.onTasks([t]);
+    expect(rec.take()).toEqual(['notify t1 FAILED', 'release t1']);
+    expect(t.reason).toEqual({
+      code: 'E_MODE_UNSUPPORTED',
+      message: "this agent cannot run tasks of mode 'function': it runs 'executable'",
+      component: 'Executor',
+      detail: { mode: 'function', modes: ['executable'] },
+    });
     rec.expectNoMore();
   });
 
@@ -452,7 +547,7 @@ describe('ExecutorCore', () => {
       { uid: 'b', exitCode: null, signal: 'SIGTERM' },
       { uid: 'a', exitCode: null, signal: 'SIGTERM' },
     ]);
-    core.onSpawnFailedBulk([{ uid: 'b', code: 'EIO', message: 'x' }]);
+    core.onStartFailedBulk([{ uid: 'b', code: 'EIO', message: 'x' }]);
     core.onExited('c', { exitCode: 0, signal: null });
     core.onExited('c', { exitCode: 0, signal: null });
     core.onShutdown('FAILED', { code: 'E', message: 'm', component: 'Agent' });
@@ -467,7 +562,7 @@ describe('ExecutorCore', () => {
     const tasks = Array.from({ length: n }, (_, i) => task(`t${i}`));
     core.onTasks(tasks);
     const calls = rec.take();
-    expect(calls.filter((c) => c.startsWith('spawn '))).toHaveLength(n);
+    expect(calls.filter((c) => c.startsWith('start '))).toHaveLength(n);
     expect(calls.filter((c) => c.startsWith('notify '))).toHaveLength(1);
     expect(notes).toHaveLength(n);
     core.onStartedBulk(tasks.map((t, i) => ({ uid: t.uid, pid: 1000 + i })));

@@ -1,0 +1,3 @@
+export type { ExecutorKind, Prepared, StartFailure, TaskMode } from './kind';
+export { processKind } from './process';
+export { EXECUTOR_KINDS, kindFor } from './registry';

@@ -1,0 +1,28 @@
+import type { Reason, TaskDescription, TaskRecord } from '../../../generated';
+import type { ExecutorJob } from '../effects';
+import type { LaunchOptions } from '../launch';
+
+/** A task mode (the schema's `mode` enum); the registry maps each to the kind that runs it. */
+export type TaskMode = NonNullable<TaskDescription['mode']>;
+
+/** Why a job could not start, as its runner reported it. */
+export interface StartFailure {
+  code: string;
+  message: string;
+}
+
+export type Prepared<J extends ExecutorJob = ExecutorJob> =
+  { ok: true; job: J } | { ok: false; reason: Reason };
+
+/**
+ * How tasks of one mode start (one file each, listed in registry.ts). Everything else (states,
+ * timeouts, cancel and kill grace, releasing slots, shutdown) is ExecutorCore's, the same for
+ * every kind. Pure: no I/O.
+ */
+export interface ExecutorKind<J extends ExecutorJob = ExecutorJob> {
+  readonly mode: TaskMode;
+  /** The job to hand the shell for a task with a sandbox, or why it cannot start. */
+  prepare(task: TaskRecord, sandbox: string, launch: LaunchOptions): Prepared<J>;
+  /** The task's reason when its job could not start, or was lost after it started (`pid`). */
+  startFailure(task: TaskRecord, job: J, failure: StartFailure, pid: number | undefined): Reason;
+}

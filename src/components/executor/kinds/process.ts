@@ -1,0 +1,53 @@
+import type { Reason } from '../../../generated';
+import { COMPONENTS } from '../../../states/task-model';
+import type { ProcessJob, SpawnSpec } from '../effects';
+import { buildLaunch } from '../launch';
+import type { ExecutorKind } from './kind';
+
+const REASON_BY_ERRNO: Record<string, string> = {
+  ENOENT: 'E_EXEC_NOT_FOUND',
+  EACCES: 'E_EXEC_PERMISSION',
+};
+
+/** mode 'executable': the task's executable, started by a launch method in a spawner helper. */
+export const processKind: ExecutorKind<ProcessJob> = {
+  mode: 'executable',
+
+  prepare(task, sandbox, launch) {
+    const built = buildLaunch(task, { ...launch, workDir: sandbox });
+    if (!built.ok) return built;
+    const l = built.launch;
+    const spec: SpawnSpec = {
+      uid: task.uid,
+      executable: l.executable,
+      args: l.args,
+      env: l.env,
+      cwd: task.description.workdir ?? sandbox,
+      stdoutPath: `${sandbox}/stdout`,
+      stderrPath: `${sandbox}/stderr`,
+    };
+    if (l.files.length > 0) spec.files = l.files;
+    if (l.killScope !== undefined) spec.killScope = l.killScope;
+    return { ok: true, job: { kind: 'process', spec, method: l.method } };
+  },
+
+  startFailure(task, job, f, pid): Reason {
+    const exe = task.description.executable;
+    const { method } = job;
+    const launcher = job.spec.executable;
+    // Under mpirun or srun the spawner runs the launcher: a failure to start it is about that.
+    const what = method === 'fork' ? `'${exe}'` : `the launcher '${launcher}' of '${exe}'`;
+    const message =
+      pid === undefined
+        ? `cannot execute ${what}: ${f.message} (${f.code})`
+        : `lost ${what} (pid ${pid}): ${f.message} (${f.code})`;
+    const detail: Record<string, unknown> = { errno: f.code };
+    if (method !== 'fork') detail.launcher = launcher;
+    return {
+      code: REASON_BY_ERRNO[f.code] ?? 'E_EXEC_FAILED',
+      message,
+      component: COMPONENTS.executor,
+      detail,
+    };
+  },
+};

@@ -1,0 +1,45 @@
+import type { TaskRecord } from '../../../generated';
+import { launchFailure, type LaunchMethodPlugin, type LaunchOptions } from './method';
+import { gpuList } from './ranks';
+
+/** The slot's node, when the task runs inside Slurm on another node than the agent's. */
+function elsewhere(task: TaskRecord, opts: LaunchOptions): string | undefined {
+  const node = task.slots?.[0]?.node;
+  return opts.slurm !== undefined && node !== undefined && node !== opts.slurm.node
+    ? node
+    : undefined;
+}
+
+/** One rank on the agent's node: the task's own executable, per-rank variables set directly. */
+export const fork: LaunchMethodPlugin = {
+  name: 'fork',
+
+  suits: (task, ranks, opts) => ranks === 1 && elsewhere(task, opts) === undefined,
+
+  build({ task, ranks, env, opts }) {
+    if (ranks > 1) {
+      return launchFailure(
+        'E_LAUNCH_METHOD',
+        `launch 'fork' runs one rank; this task asks ${ranks} ranks: use '${opts.slurm === undefined ? 'mpirun' : 'srun'}'`,
+        { launch: 'fork', ranks },
+      );
+    }
+    const node = elsewhere(task, opts);
+    if (node !== undefined) {
+      return launchFailure(
+        'E_LAUNCH_METHOD',
+        `launch 'fork' runs on the agent's node '${opts.slurm!.node}'; this task's slot is on '${node}': use 'srun'`,
+        { launch: 'fork', node, agentNode: opts.slurm!.node },
+      );
+    }
+    const gpus = gpuList(task.slots?.[0]?.gpus);
+    env.PF_RANK = '0';
+    env.PF_GPUS = gpus;
+    env.CUDA_VISIBLE_DEVICES = gpus;
+    const d = task.description;
+    return {
+      ok: true,
+      launch: { method: 'fork', executable: d.executable, args: d.arguments ?? [], env, files: [] },
+    };
+  },
+};

@@ -1,0 +1,16 @@
+export type {
+  BuildLaunchOptions,
+  Launch,
+  LaunchFile,
+  LaunchInput,
+  LaunchMethod,
+  LaunchMethodPlugin,
+  LaunchOptions,
+  LaunchResult,
+  SlurmLaunchOptions,
+  Slot,
+} from './method';
+export { MPI_HOSTFILE, RANK_WRAPPER } from './mpirun';
+export { launchOptionsFor, type LaunchEnvironment } from './options';
+export { LAUNCH_METHODS, buildLaunch, launchMethodOf } from './registry';
+export { SLURM_HOSTFILE, SRUN_GRES_RANK_WRAPPER, SRUN_RANK_WRAPPER } from './srun';

@@ -1,0 +1,97 @@
+import type { Reason, TaskDescription, TaskRecord } from '../../../generated';
+import { COMPONENTS } from '../../../states/task-model';
+
+/** A launch method's name: the schema's `launch` enum (registry.ts holds one plug-in each). */
+export type LaunchMethod = NonNullable<TaskDescription['launch']>;
+
+export type Slot = NonNullable<TaskRecord['slots']>[number];
+
+/** Set once per agent, by launchOptionsFor (options.ts) from the agent's environment. */
+export interface LaunchOptions {
+  /** The OpenMPI mpirun to run: a path, or a name looked up in PATH. */
+  mpirun: string;
+  /** The agent runs as root: OpenMPI's mpirun refuses that without --allow-run-as-root. */
+  asRoot: boolean;
+  /**
+   * Set when the agent runs inside a Slurm allocation. Then a task without `launch` is forked
+   * when it has one rank and its slot is on `node`, and started as an srun step otherwise.
+   * Unset: 'srun' fails the task.
+   */
+  slurm?: SlurmLaunchOptions;
+}
+
+export interface SlurmLaunchOptions {
+  /** The srun to run: a path, or a name looked up in PATH. */
+  srun: string;
+  /**
+   * The Slurm name of the node the agent runs on (SLURMD_NODENAME; not os.hostname(), which
+   * can differ): the node name its slots carry for this node.
+   */
+  node: string;
+  /**
+   * The allocation's GPUs are Slurm GRES: a step then asks for its GPUs with --gpus-per-task and
+   * keeps the CUDA_VISIBLE_DEVICES Slurm gives it. Default false: Slurm is asked for no GPU and
+   * each rank's CUDA_VISIBLE_DEVICES is its slot's.
+   */
+  gpuGres?: boolean;
+}
+
+export interface BuildLaunchOptions extends LaunchOptions {
+  /** The task sandbox: PF_TASK_SANDBOX, and where launch files (the hostfile) go. */
+  workDir: string;
+}
+
+/** A small file to write before spawning. */
+export interface LaunchFile {
+  path: string;
+  content: string;
+}
+
+/**
+ * How a task's ranks start. Pure data: the spawner helper writes `files`, then runs
+ * `executable args` with `env` merged over its own environment.
+ */
+export interface Launch {
+  method: LaunchMethod;
+  executable: string;
+  args: string[];
+  /** Overrides merged over the spawner's environment. */
+  env: Record<string, string>;
+  files: LaunchFile[];
+  /**
+   * What a kill signals: unset, the task's process group and session (fork, mpirun); 'process',
+   * the launcher alone (srun: its shepherd child must survive it to cancel the step).
+   */
+  killScope?: 'process';
+}
+
+export type LaunchResult = { ok: true; launch: Launch } | { ok: false; reason: Reason };
+
+/** What a method builds from: the task, its rank count, and the env with the PF_* basics set. */
+export interface LaunchInput {
+  task: TaskRecord;
+  ranks: number;
+  /** A fresh copy of the task's environment plus PF_TASK_ID … PF_RANKS; the method owns it. */
+  env: Record<string, string>;
+  opts: BuildLaunchOptions;
+}
+
+/** One launch method (one file each, listed in registry.ts). Pure: no I/O. */
+export interface LaunchMethodPlugin {
+  readonly name: LaunchMethod;
+  /**
+   * Whether a task that names no method gets this one, asked in registry order (DEFAULT_ORDER):
+   * also where the method applies at all (srun only inside a Slurm allocation).
+   */
+  suits(task: TaskRecord, ranks: number, opts: LaunchOptions): boolean;
+  /** The command line, files and kill scope; or why this task cannot start this way. */
+  build(input: LaunchInput): LaunchResult;
+}
+
+export function launchFailure(
+  code: string,
+  message: string,
+  detail: Record<string, unknown>,
+): LaunchResult {
+  return { ok: false, reason: { code, message, component: COMPONENTS.executor, detail } };
+}

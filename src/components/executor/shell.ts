@@ -1,0 +1,125 @@
+import type { TaskRecord } from '../../generated';
+import type { Clock } from '../../lib/clock';
+import type { Logger } from '../../lib/logger';
+import type { Notification } from '../../states/notification';
+import { ExecutorCore } from './core';
+import type {
+  ExecutorEffects,
+  ExecutorJob,
+  ExitedEvent,
+  FailedEvent,
+  KillSignal,
+  StartedEvent,
+  StopHow,
+} from './effects';
+import type { LaunchOptions } from './launch';
+import { SpawnerPool, type SpawnerHelper, type SpawnerPoolOptions } from './spawner-pool';
+
+export interface ExecutorShellOptions {
+  /** Spawner helper processes. */
+  spawners: number;
+  logger: Logger;
+  clock: Clock;
+  killGraceMs: number;
+  /** From launchOptionsFor (launch/options.ts). */
+  launch: Partial<LaunchOptions>;
+  /** ExecutorOptions.signaledExitGraceMs; default the core's. */
+  signaledExitGraceMs?: number;
+  /** Extra environment of the spawner helpers (hence of every task). */
+  spawnerEnv?: Record<string, string>;
+  helper?: SpawnerHelper;
+  /** Where the core's notifications, forwarded tasks and released slots go. */
+  notify(notifications: Notification[]): void;
+  forward(tasks: TaskRecord[]): void;
+  release(tasks: TaskRecord[]): void;
+}
+
+const SIGNAL: Record<StopHow, KillSignal> = { term: 'SIGTERM', kill: 'SIGKILL' };
+
+/**
+ * The Executor's shell: owns the runners of its jobs (the SpawnerPool for processes), performs
+ * the core's effects and routes the runners' events back into the core.
+ */
+export class ExecutorShell implements ExecutorEffects {
+  readonly core: ExecutorCore;
+  private pool_!: SpawnerPool;
+
+  private constructor(private readonly opts: ExecutorShellOptions) {
+    this.core = new ExecutorCore(this, opts.clock, {
+      killGraceMs: opts.killGraceMs,
+      launch: opts.launch,
+      ...(opts.signaledExitGraceMs === undefined
+        ? {}
+        : { signaledExitGraceMs: opts.signaledExitGraceMs }),
+    });
+  }
+
+  /** Starts the runners (spawner helpers); resolves once they are ready. */
+  static async start(opts: ExecutorShellOptions): Promise<ExecutorShell> {
+    const shell = new ExecutorShell(opts);
+    const poolOpts: SpawnerPoolOptions = {
+      count: opts.spawners,
+      logger: opts.logger,
+      handlers: {
+        started: (evs) => shell.started(evs),
+        exited: (evs) => shell.exited(evs),
+        failed: (evs) => shell.failed(evs),
+      },
+    };
+    if (opts.spawnerEnv !== undefined) poolOpts.env = opts.spawnerEnv;
+    if (opts.helper !== undefined) poolOpts.helper = opts.helper;
+    shell.pool_ = await SpawnerPool.start(poolOpts);
+    return shell;
+  }
+
+  /** The process runner. */
+  get pool(): SpawnerPool {
+    return this.pool_;
+  }
+
+  /** Stops the runners: each kills what it still runs. */
+  close(): Promise<void> {
+    return this.pool_.close();
+  }
+
+  // ExecutorEffects
+
+  notify(notifications: Notification[]): void {
+    this.opts.notify(notifications);
+  }
+
+  forward(tasks: TaskRecord[]): void {
+    this.opts.forward(tasks);
+  }
+
+  release(tasks: TaskRecord[]): void {
+    this.opts.release(tasks);
+  }
+
+  start(job: ExecutorJob): void {
+    switch (job.kind) {
+      case 'process':
+        this.pool_.spawn(job.spec);
+        break;
+    }
+  }
+
+  /** Every job is a process today; a second runner would need the runner of each uid here. */
+  stop(uid: string, how: StopHow): void {
+    this.pool_.kill(uid, SIGNAL[how]);
+  }
+
+  // Runner events into the core
+
+  private started(events: StartedEvent[]): void {
+    this.core.onStartedBulk(events);
+  }
+
+  private exited(events: ExitedEvent[]): void {
+    this.core.onExitedBulk(events);
+  }
+
+  private failed(events: FailedEvent[]): void {
+    this.core.onStartFailedBulk(events);
+  }
+}

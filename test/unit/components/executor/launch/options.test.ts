@@ -1,0 +1,26 @@
+import { describe, expect, it } from '@jest/globals';
+import { launchOptionsFor } from '../../../../../src/components/executor/launch';
+
+describe('launchOptionsFor', () => {
+  it('outside Slurm: mpirun from PATH, no srun, --allow-run-as-root only for root', () => {
+    const where = { resource: 'local', env: { SLURM_JOB_GPUS: '0' }, nodeName: 'box' };
+    expect(launchOptionsFor({ ...where, uid: 1000 })).toEqual({ mpirun: 'mpirun', asRoot: false });
+    expect(launchOptionsFor({ ...where, uid: 0 }).asRoot).toBe(true);
+    expect(launchOptionsFor({ ...where, uid: undefined }).asRoot).toBe(false);
+  });
+
+  it('inside a Slurm allocation: srun on the agent node, GPUs as GRES when Slurm names them', () => {
+    const where = { resource: 'slurm', uid: 1000, nodeName: 'n1' };
+    expect(launchOptionsFor({ ...where, env: {} }).slurm).toEqual({
+      srun: 'srun',
+      node: 'n1',
+      gpuGres: false,
+    });
+    expect(launchOptionsFor({ ...where, env: { SLURM_JOB_GPUS: '0,1' } }).slurm?.gpuGres).toBe(
+      true,
+    );
+    expect(launchOptionsFor({ ...where, env: { SLURM_GPUS_ON_NODE: '2' } }).slurm?.gpuGres).toBe(
+      true,
+    );
+  });
+});
