@@ -87,13 +87,6 @@ export class LocalLauncher implements PilotLauncher {
     this.adopted.clear();
   }
 
-  /** Pids of agents still running (for tests and shutdown). */
-  pids(): number[] {
-    return [...this.children.values()]
-      .map((c) => c.pid)
-      .filter((p): p is number => p !== undefined);
-  }
-
   private async start(pilot: PilotRecord, cfg: AgentConfig): Promise<void> {
     await fsp.mkdir(pilot.sandbox, { recursive: true });
     const cfgFile = `${pilot.sandbox}/agent.json`;

@@ -12,13 +12,16 @@ export interface LauncherContext {
   pollMs?: number;
 }
 
-/**
- * One launcher per `resource` of the pilot description schema (a test checks the keys
- * against the schema's enum; the mapped type makes a missing one a compile error).
- */
-export const PILOT_LAUNCHERS: {
+/** A launcher factory for every resource: the mapped type makes a missing one a compile error. */
+export type LauncherRegistry = {
   readonly [R in Resource]: (ctx: LauncherContext) => PilotLauncher;
-} = {
+};
+
+/**
+ * One launcher per `resource` of the pilot description schema (registry.test.ts checks the
+ * keys against the schema's enum).
+ */
+export const PILOT_LAUNCHERS: LauncherRegistry = {
   local: (ctx) => new LocalLauncher(ctx.events, ctx.log),
   slurm: (ctx) =>
     new SlurmLauncher(ctx.events, ctx.log, ctx.pollMs !== undefined ? { pollMs: ctx.pollMs } : {}),

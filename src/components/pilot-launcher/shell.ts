@@ -14,7 +14,7 @@ import type {
   Resource,
 } from './launcher';
 import type { PilotRecord } from './pilot-record';
-import { PILOT_LAUNCHERS } from './registry';
+import { PILOT_LAUNCHERS, type LauncherRegistry } from './registry';
 
 type Final = 'DONE' | 'FAILED' | 'CANCELED';
 
@@ -42,6 +42,8 @@ export interface PilotLauncherShellDeps {
   shutdownGraceMs: number;
   /** Batch pilots: how often the job is polled when the description says nothing. */
   pollMs?: number;
+  /** The launchers to use (default: registry.ts). */
+  launchers?: LauncherRegistry;
 }
 
 /**
@@ -62,7 +64,7 @@ export class PilotLauncherShell implements PilotLauncherEffects, LaunchEvents {
       log: deps.log,
       ...(deps.pollMs !== undefined ? { pollMs: deps.pollMs } : {}),
     };
-    for (const [resource, make] of Object.entries(PILOT_LAUNCHERS)) {
+    for (const [resource, make] of Object.entries(deps.launchers ?? PILOT_LAUNCHERS)) {
       this.launchers.set(resource as Resource, make(ctx));
     }
   }
