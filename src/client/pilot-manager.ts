@@ -1,4 +1,3 @@
-import * as os from 'node:os';
 import * as path from 'node:path';
 import type { AgentConfig, PilotDescription } from '../generated';
 import { ValidationError, errorMeta } from '../errors';
@@ -8,11 +7,8 @@ import { FINAL_PILOT_STATES, PILOT_MODEL, type PilotState } from '../states/pilo
 import type { Notification } from '../states/notification';
 import { StateTracker } from '../states/state-tracker';
 import { COMPONENTS } from '../states/task-model';
-import { PilotLauncherCore } from '../components/pilot-launcher/core';
-import { shapeOf } from '../components/pilot-launcher/batch/common';
-import { LocalLauncher } from '../components/pilot-launcher/local-launcher';
 import type { PilotRecord } from '../components/pilot-launcher/pilot-record';
-import { SlurmLauncher, sinfoCpusPerNode } from '../components/pilot-launcher/slurm-launcher';
+import { PilotLauncherShell } from '../components/pilot-launcher/shell';
 import { Listeners } from './listeners';
 import { Pilot } from './pilot';
 import type { DeliveryCursor } from './delivered';
@@ -28,12 +24,6 @@ export interface PilotManagerOptions {
   slurmPollMs?: number;
 }
 
-/** Batch systems whose scripts pilotfish renders (batch/pbs.ts, batch/lsf.ts) but cannot submit yet. */
-const UNSUPPORTED: Record<string, string> = {
-  pbs: 'PBS',
-  lsf: 'LSF',
-};
-
 /** Submits pilots, follows their states, cancels them; pilots end when the session closes. */
 export class PilotManager {
   private readonly pilots = new Map<string, Pilot>();
@@ -42,9 +32,8 @@ export class PilotManager {
   private readonly tracker = new StateTracker<PilotState>(PILOT_MODEL);
   private readonly callbacks: Listeners<[Pilot, PilotState, StateInfo]>;
   private readonly waiters = new Waiters<PilotState>();
-  private readonly launcher: PilotLauncherCore;
-  private readonly local: LocalLauncher;
-  private readonly slurm: SlurmLauncher;
+  /** The PilotLauncher component: its core and a launcher per resource. */
+  private readonly launcher: PilotLauncherShell;
   private readonly log: Logger;
   /** This manager's name in the session's journal. */
   private readonly name: string;
@@ -57,52 +46,24 @@ export class PilotManager {
   ) {
     this.log = session.log.child({ component: COMPONENTS.pilotManager });
     this.callbacks = new Listeners(this.log);
-    const launcherLog = session.log.child({ component: COMPONENTS.pilotLauncher });
     ({ name: this.name, delivery: this.delivery } = session.registerManager('pmgr'));
-    this.local = new LocalLauncher(
-      {
-        launched: (uid, pid) => {
-          session.journal.append({ t: 'agent', pilot: uid, pid });
-          this.launcher.onLaunched(uid);
-        },
-        launchFailed: (uid, e) => this.launcher.onLaunchFailed(uid, e),
-        exited: (uid, exit) => this.launcher.onAgentExited(uid, exit),
+    this.launcher = new PilotLauncherShell({
+      journal: session.journal,
+      control: session.control,
+      notify: (ns) => session.notify(ns),
+      ended: (uid, state, reason) => {
+        session.setPilotCapacity(uid, undefined);
+        session.emitPilotEnded(uid, state, reason);
       },
-      launcherLog,
-    );
-    this.slurm = new SlurmLauncher(
-      {
-        launched: (uid, jobId) => {
-          session.journal.append({ t: 'agent', pilot: uid, jobId });
-          this.launcher.onLaunched(uid, { queued: true });
-        },
-        launchFailed: (uid, e) => this.launcher.onLaunchFailed(uid, e),
-        started: (uid) => this.launcher.onJobStarted(uid),
-        ended: (uid, end) => this.launcher.onJobEnded(uid, end),
-      },
-      launcherLog,
-      options.slurmPollMs !== undefined ? { pollMs: options.slurmPollMs } : {},
-    );
-    this.launcher = new PilotLauncherCore(
-      {
-        launch: (p) => this.launch(p),
-        shutdownAgent: (uid, final, message) =>
-          void session.control
-            .publish({ type: 'shutdown_agent', pilot: uid, final, message })
-            .catch((e: unknown) => launcherLog.error('shutdown publish failed', errorMeta(e))),
-        kill: (uid) => this.kill(uid),
-        notify: (ns) => session.notify(ns),
-        ended: (uid, state, reason) => {
-          session.setPilotCapacity(uid, undefined);
-          session.emitPilotEnded(uid, state, reason);
-        },
-      },
-      session.clock,
-      { shutdownGraceMs: options.shutdownGraceMs ?? 10_000 },
-    );
+      agentConfig: (rec) => this.agentConfig(rec),
+      clock: session.clock,
+      log: session.log.child({ component: COMPONENTS.pilotLauncher }),
+      shutdownGraceMs: options.shutdownGraceMs ?? 10_000,
+      ...(options.slurmPollMs !== undefined ? { pollMs: options.slurmPollMs } : {}),
+    });
     session.control.on((msg) => {
       if (msg.type === 'agent_ready') {
-        this.launcher.onAgentReady(msg.pilot);
+        this.launcher.core.onAgentReady(msg.pilot);
         const pilot = this.pilots.get(msg.pilot);
         if (pilot !== undefined && !pilot.final) {
           // a batch pilot's real size is known only now: tasks are placed against it
@@ -111,7 +72,7 @@ export class PilotManager {
           session.pipeline.pilotCapacity({ uid: pilot.uid, cores: pilot.cores, gpus: pilot.gpus });
         }
       } else if (msg.type === 'agent_final') {
-        this.launcher.onAgentFinal(msg.pilot, msg.final, msg.message);
+        this.launcher.core.onAgentFinal(msg.pilot, msg.final, msg.message);
       }
     });
     session.onNotifications((ns) => this.ingest(ns));
@@ -188,33 +149,25 @@ export class PilotManager {
       return;
     }
     const startedAt = pilot.history.find((h) => h.state === 'PMGR_ACTIVE')?.ts;
-    const launched = trace.pid !== undefined || trace.jobId !== undefined;
-    const queued = trace.jobId !== undefined && pilot.state !== 'PMGR_ACTIVE';
-    this.launcher.onAdopt(rec, {
-      launched,
-      queued,
-      ...(startedAt !== undefined ? { startedAt } : {}),
-    });
-    if (trace.pid !== undefined) this.local.adopt(pilot.uid, trace.pid, pilot.sandbox);
-    else if (trace.jobId !== undefined) this.slurm.adopt(rec, trace.jobId);
+    this.launcher.adopt(rec, trace, startedAt);
   }
 
   /** Validates every description first (nothing is submitted if one is invalid). */
   async submitPilots(descriptions: PilotDescription[]): Promise<Pilot[]> {
     this.session.assertOpen();
     const descs = validateAll(descriptions, parsePilotDescription, 'PilotDescription');
-    const cpusPerNode = await this.slurmCpusPerNode(descs);
+    const sizes = await this.launcher.capacities(descs);
     const out: Pilot[] = [];
     const records: PilotRecord[] = [];
     const notes: Notification[] = [];
-    for (const d of descs) {
+    for (const [i, d] of descs.entries()) {
       const uid = d.uid ?? this.session.nextPilotUid();
       if (this.pilots.has(uid)) {
         throw new ValidationError(`invalid PilotDescription: uid '${uid}' is already used`, [
           { path: '/uid', message: `must be unique ('${uid}' is already used)` },
         ]);
       }
-      const { cores, gpus } = capacityOf(d, cpusPerNode.get(d.queue ?? ''));
+      const { cores, gpus } = sizes[i]!;
       const sandbox = d.sandbox ?? path.join(this.session.dir, uid);
       const pilot = new Pilot(uid, d, cores, gpus, sandbox);
       this.pilots.set(uid, pilot);
@@ -259,7 +212,7 @@ export class PilotManager {
       })),
     });
     this.session.notify(notes);
-    this.launcher.onSubmit(records);
+    this.launcher.core.onSubmit(records);
     return out;
   }
 
@@ -292,62 +245,11 @@ export class PilotManager {
 
   /** Asks the pilots' agents to shut down; their tasks end CANCELED. */
   cancelPilots(uids?: string[]): void {
-    this.launcher.onCancel(uids ?? [...this.pilots.keys()]);
+    this.launcher.core.onCancel(uids ?? [...this.pilots.keys()]);
   }
 
-  private launch(rec: PilotRecord): void {
-    const resource = rec.description.resource;
-    const system = UNSUPPORTED[resource];
-    if (system !== undefined) {
-      // after onSubmit returns: the core is not re-entered while it launches the bulk
-      queueMicrotask(() =>
-        this.launcher.onLaunchFailed(rec.uid, {
-          code: 'E_UNSUPPORTED',
-          message: `no ${system} launcher on this machine: pilotfish renders ${system} job scripts (src/components/pilot-launcher/batch/${resource}.ts) but submits only to Slurm; use resource 'slurm' or 'local'`,
-        }),
-      );
-      return;
-    }
-    if (resource === 'slurm') {
-      // the agent finds its nodes from the job's environment; stdin is not ours in a batch job
-      const perNode = rec.description.gpus ?? 0;
-      this.slurm.launch(rec, {
-        ...this.agentConfig(rec, perNode),
-        resource: 'slurm',
-        watchStdin: false,
-      });
-    } else {
-      this.local.launch(rec, {
-        ...this.agentConfig(rec, rec.gpus),
-        resource: 'local',
-      });
-    }
-  }
-
-  private kill(uid: string): void {
-    if (this.records.get(uid)?.description.resource === 'slurm') this.slurm.kill(uid);
-    else this.local.kill(uid);
-  }
-
-  /** Slurm pilots asking whole nodes without `cores`: CPUs per node of their partitions. */
-  private async slurmCpusPerNode(descs: PilotDescription[]): Promise<Map<string, number>> {
-    const out = new Map<string, number>();
-    for (const d of descs) {
-      if (d.resource !== 'slurm' || d.nodes === undefined || d.cores !== undefined) continue;
-      const key = d.queue ?? '';
-      if (out.has(key)) continue;
-      const n = await sinfoCpusPerNode(d.queue);
-      if (n !== undefined) out.set(key, n);
-      else {
-        this.log.warn('sinfo cannot say how many CPUs a node has: counting 1 per node', {
-          partition: d.queue ?? '(default)',
-        });
-      }
-    }
-    return out;
-  }
-
-  private agentConfig(rec: PilotRecord, gpus: number): AgentConfig {
+  /** The agent config every resource shares; the pilot's launcher adds what its resource needs. */
+  private agentConfig(rec: PilotRecord): AgentConfig {
     const agentInput = this.inputs.get(rec.uid)!;
     const agent = rec.description.agent ?? {};
     return {
@@ -356,7 +258,7 @@ export class PilotManager {
       sandbox: rec.sandbox,
       sessionDir: this.session.dir,
       cores: rec.cores,
-      gpus,
+      gpus: rec.gpus,
       runtimeMin: rec.description.runtimeMin ?? 60,
       ...(rec.description.memMb !== undefined ? { memMb: rec.description.memMb } : {}),
       ...(agent.spawners !== undefined ? { spawners: agent.spawners } : {}),
@@ -396,11 +298,11 @@ export class PilotManager {
 
   /** At session close: cancel every pilot still alive and wait until each has ended. */
   private async shutdownAll(): Promise<void> {
-    const alive = this.launcher.active;
+    const alive = this.launcher.core.active;
     if (alive.length === 0) return;
     const ended = new Promise<void>((resolve) => {
       const check = (): void => {
-        if (this.launcher.active.length === 0) {
+        if (this.launcher.core.active.length === 0) {
           off();
           resolve();
         }
@@ -408,30 +310,10 @@ export class PilotManager {
       const off = this.session.onPilotEnded(check);
       check();
     });
-    this.launcher.onCancel(alive);
+    this.launcher.core.onCancel(alive);
     await ended;
-    this.slurm.close();
-    this.local.close();
+    this.launcher.close();
     // deliver the pilots' final states before the session stops following the store
     await this.waitPilots({ uids: alive, timeoutMs: 5_000 }).catch(() => undefined);
   }
-}
-
-/**
- * Cores and GPUs a pilot holds, as the ManagerScheduler counts them before the agent reports
- * in. Local: `cores` (default: every core here) and `gpus`. Batch: whole nodes hold nodes ×
- * cores per node (`cores` when given with `nodes`, else what sinfo says, else 1) and nodes ×
- * `gpus`; without `nodes`, `cores` (default 1) and `gpus` (per node: one node is assumed).
- */
-function capacityOf(
-  d: PilotDescription,
-  cpusPerNode: number | undefined,
-): { cores: number; gpus: number } {
-  if (d.resource === 'local') return { cores: d.cores ?? os.cpus().length, gpus: d.gpus ?? 0 };
-  const shape = shapeOf(d);
-  if (shape.kind === 'cores') return { cores: shape.cores, gpus: shape.gpusPerNode };
-  return {
-    cores: shape.nodes * (shape.coresPerNode ?? cpusPerNode ?? 1),
-    gpus: shape.nodes * shape.gpusPerNode,
-  };
 }

@@ -36,6 +36,11 @@ function pidWritten(sandbox) {
   await tmgr.waitTasks({ uids: [task.uid], states: ['AGENT_EXECUTING'], timeoutMs: 10000 });
   const sandbox = `${pilot.sandbox}/${task.uid}`;
   await pidWritten(sandbox);
-  const agent = pmgr.local.pids()[0]; // the local launcher's child: the agent process
+  // the agent's pid, as the launcher journaled it for a resumed client
+  const agent = readFileSync(`${session.dir}/journal.jsonl`, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l))
+    .find((e) => e.t === 'agent' && e.pid !== undefined).pid;
   process.stdout.write(JSON.stringify({ agent, sandbox }) + '\n');
 })();

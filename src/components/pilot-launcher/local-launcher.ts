@@ -1,20 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fsp, openSync, closeSync, readFileSync } from 'node:fs';
-import type { AgentConfig } from '../../generated';
+import * as os from 'node:os';
+import type { AgentConfig, PilotDescription } from '../../generated';
 import { errorMeta } from '../../errors';
 import { compiledSibling } from '../../lib/dist-path';
 import type { Logger } from '../../lib/logger';
 import { readTail } from '../../agent/sandbox-io';
+import type { Capacity, LaunchEvents, PilotLauncher } from './launcher';
 import type { PilotRecord } from './pilot-record';
-
-export interface LocalLaunchEvents {
-  launched(uid: string, pid: number): void;
-  launchFailed(uid: string, error: { message: string }): void;
-  exited(
-    uid: string,
-    exit: { exitCode: number | null; signal: string | null; stderr: string },
-  ): void;
-}
 
 /**
  * Starts an agent as a child process of the client: its config in the pilot sandbox, its
@@ -23,7 +16,7 @@ export interface LocalLaunchEvents {
  * such a client adopts it by pid (`adopt`) and, not being its parent, watches it with a
  * signal-0 probe.
  */
-export class LocalLauncher {
+export class LocalLauncher implements PilotLauncher {
   private readonly children = new Map<string, ChildProcess>();
   private readonly adopted = new Map<
     string,
@@ -32,9 +25,22 @@ export class LocalLauncher {
   private readonly agentMain = compiledSibling(__dirname, '../../agent/main');
 
   constructor(
-    private readonly events: LocalLaunchEvents,
+    private readonly events: LaunchEvents,
     private readonly log: Logger,
+    /** How often an adopted agent is probed. */
+    private readonly probeMs = 250,
   ) {}
+
+  /** `cores` (default: every core of this machine) and `gpus`. */
+  capacities(descriptions: PilotDescription[]): Promise<Capacity[]> {
+    return Promise.resolve(
+      descriptions.map((d) => ({ cores: d.cores ?? os.cpus().length, gpus: d.gpus ?? 0 })),
+    );
+  }
+
+  agentConfig(_pilot: PilotRecord, common: AgentConfig): AgentConfig {
+    return { ...common, resource: 'local' };
+  }
 
   launch(pilot: PilotRecord, cfg: AgentConfig): void {
     void this.start(pilot, cfg).catch((e: unknown) => {
@@ -57,16 +63,19 @@ export class LocalLauncher {
    * a process that is not our child, so it is probed every `probeMs`; its exit status is
    * unknown (reported as null).
    */
-  adopt(uid: string, pid: number, sandbox: string, probeMs = 250): void {
+  adopt(pilot: PilotRecord, trace: { pid?: number }): void {
+    const { uid, sandbox } = pilot;
+    const pid = trace.pid;
+    if (pid === undefined) return; // no agent was started: the core failed the pilot
     const check = (): void => {
       if (isAgent(pid, sandbox)) return;
       clearInterval(timer);
       this.adopted.delete(uid);
       void readTail(`${sandbox}/agent.err`, 1_024).then((stderr) =>
-        this.events.exited(uid, { exitCode: null, signal: null, stderr }),
+        this.events.agentExited(uid, { exitCode: null, signal: null, stderr }),
       );
     };
-    const timer = setInterval(check, probeMs);
+    const timer = setInterval(check, this.probeMs);
     timer.unref();
     this.adopted.set(uid, { pid, sandbox, timer });
     check();
@@ -76,13 +85,6 @@ export class LocalLauncher {
   close(): void {
     for (const a of this.adopted.values()) clearInterval(a.timer);
     this.adopted.clear();
-  }
-
-  /** Pids of agents still running (for tests and shutdown). */
-  pids(): number[] {
-    return [...this.children.values()]
-      .map((c) => c.pid)
-      .filter((p): p is number => p !== undefined);
   }
 
   private async start(pilot: PilotRecord, cfg: AgentConfig): Promise<void> {
@@ -103,14 +105,14 @@ export class LocalLauncher {
       closeSync(err);
     }
     this.children.set(pilot.uid, child);
-    child.once('spawn', () => this.events.launched(pilot.uid, child.pid!));
+    child.once('spawn', () => this.events.launched(pilot.uid, { pid: child.pid! }));
     child.once('error', (e) => {
       if (child.pid === undefined) this.events.launchFailed(pilot.uid, { message: e.message });
     });
     child.once('exit', (exitCode, signal) => {
       this.children.delete(pilot.uid);
       void readTail(`${pilot.sandbox}/agent.err`, 1_024).then((stderr) =>
-        this.events.exited(pilot.uid, { exitCode, signal, stderr }),
+        this.events.agentExited(pilot.uid, { exitCode, signal, stderr }),
       );
     });
   }

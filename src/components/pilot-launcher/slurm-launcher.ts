@@ -1,25 +1,16 @@
 import { execFile } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
-import type { AgentConfig } from '../../generated';
+import type { AgentConfig, PilotDescription } from '../../generated';
 import { errorMeta } from '../../errors';
 import { compiledSibling } from '../../lib/dist-path';
 import type { Logger } from '../../lib/logger';
 import { readTail } from '../../agent/sandbox-io';
+import { batchCapacity } from './batch/common';
 import { exitOf, jobState, renderScript, slurmJobOf } from './batch/slurm';
 import type { JobEnd } from './core';
+import type { Capacity, LaunchEvents, PilotLauncher } from './launcher';
 import type { PilotRecord } from './pilot-record';
-
-export interface SlurmLaunchEvents {
-  /** sbatch accepted the job: it is queued. */
-  launched(uid: string, jobId: string): void;
-  /** sbatch refused the job (its stderr, verbatim) or the script could not be written. */
-  launchFailed(uid: string, error: { message: string }): void;
-  /** The job left the queue (RUNNING). */
-  started(uid: string): void;
-  /** The job ended, or can never start (then it was scancel'd), or Slurm lost it. */
-  ended(uid: string, end: JobEnd): void;
-}
 
 export interface SlurmLauncherOptions {
   /** Poll period when the description has no `launcher.pollMs` (default 1000 ms). */
@@ -54,7 +45,10 @@ interface Ran {
 const COMMAND_TIMEOUT_MS = 60_000;
 
 /**
- * Runs pilots as Slurm batch jobs. `launch` writes agent.json and job.sh (batch/slurm.ts)
+ * Runs pilots as Slurm batch jobs. It reports `launched` with the job id once sbatch accepted
+ * the job (queued), `launchFailed` with sbatch's stderr verbatim, `jobStarted` when the job
+ * leaves the queue, and `jobEnded` when it ends, can never start (then it was scancel'd), or
+ * Slurm lost it. `launch` writes agent.json and job.sh (batch/slurm.ts)
  * into the pilot sandbox, submits with `sbatch --parsable job.sh`, then follows the job with
  * `scontrol show job -o <id>` every pollMs until it ends. The agent's own `agent_ready`
  * message, not the poll, is what makes the pilot ACTIVE; the poll only sees the queue and the
@@ -65,18 +59,44 @@ const COMMAND_TIMEOUT_MS = 60_000;
  * sandbox at the same paths (a shared filesystem), and reach the client's addresses over TCP
  * (docs/deployment.md).
  */
-export class SlurmLauncher {
+export class SlurmLauncher implements PilotLauncher {
   private readonly jobs = new Map<string, Job>();
   private readonly agentMain = compiledSibling(__dirname, '../../agent/main');
   private readonly env: NodeJS.ProcessEnv;
   private closed = false;
 
   constructor(
-    private readonly events: SlurmLaunchEvents,
+    private readonly events: LaunchEvents,
     private readonly log: Logger,
     private readonly options: SlurmLauncherOptions = {},
   ) {
     this.env = options.env ?? process.env;
+  }
+
+  /**
+   * Whole nodes without `cores` hold what sinfo says a node of their partition has (asked once
+   * per partition and bulk), else 1 core per node; see batchCapacity.
+   */
+  async capacities(descriptions: PilotDescription[]): Promise<Capacity[]> {
+    const perNode = new Map<string, number | undefined>();
+    for (const d of descriptions) {
+      if (d.nodes === undefined || d.cores !== undefined) continue;
+      const key = d.queue ?? '';
+      if (perNode.has(key)) continue;
+      const n = await sinfoCpusPerNode(d.queue, this.env);
+      perNode.set(key, n);
+      if (n === undefined) {
+        this.log.warn('sinfo cannot say how many CPUs a node has: counting 1 per node', {
+          partition: d.queue ?? '(default)',
+        });
+      }
+    }
+    return descriptions.map((d) => batchCapacity(d, perNode.get(d.queue ?? '')));
+  }
+
+  /** The agent finds its nodes from the job's environment; stdin is not ours in a batch job. */
+  agentConfig(pilot: PilotRecord, common: AgentConfig): AgentConfig {
+    return { ...common, gpus: pilot.description.gpus ?? 0, resource: 'slurm', watchStdin: false };
   }
 
   /** Starts following the pilot's job (`id`: known already, for an adopted one). */
@@ -110,7 +130,9 @@ export class SlurmLauncher {
   }
 
   /** Follows the job of a pilot submitted by a previous client of the session (resume). */
-  adopt(pilot: PilotRecord, jobId: string): void {
+  adopt(pilot: PilotRecord, trace: { jobId?: string }): void {
+    const jobId = trace.jobId;
+    if (jobId === undefined) return; // no job was submitted: the core failed the pilot
     const job = this.track(pilot, { id: jobId, started: pilot.state === 'PMGR_ACTIVE' });
     this.schedule(job);
   }
@@ -149,7 +171,7 @@ export class SlurmLauncher {
     }
     job.id = id;
     this.log.info('pilot job submitted', { pilot: job.uid, jobId: id });
-    this.events.launched(job.uid, id);
+    this.events.launched(job.uid, { jobId: id });
     if (job.killRequested) void this.scancel(job);
     this.schedule(job);
   }
@@ -203,7 +225,7 @@ export class SlurmLauncher {
     }
     if (view.phase === 'running' && !job.started) {
       job.started = true;
-      this.events.started(job.uid);
+      this.events.jobStarted(job.uid);
     }
     if (view.phase !== 'ended') return this.schedule(job);
     // a job that can never start is still PENDING: take it out of the queue
@@ -240,7 +262,7 @@ export class SlurmLauncher {
     this.jobs.delete(job.uid);
     const stderr = await readTail(`${job.sandbox}/job.err`, 1_024);
     this.log.info('pilot job ended', { pilot: job.uid, jobId: job.id, final: end.final });
-    this.events.ended(job.uid, { ...end, stderr });
+    this.events.jobEnded(job.uid, { ...end, stderr });
   }
 
   private async scancel(job: Job): Promise<void> {

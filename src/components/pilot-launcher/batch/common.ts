@@ -66,6 +66,24 @@ export function shapeOf(d: PilotDescription): Shape {
   return { kind: 'cores', cores: d.cores ?? 1, gpusPerNode };
 }
 
+/**
+ * Cores and GPUs a batch pilot holds before its agent reports in: whole nodes hold nodes ×
+ * cores per node (`cores` when given with `nodes`, else `cpusPerNode`, what the batch system
+ * says, else 1) and nodes × `gpus`; without `nodes`, `cores` (default 1) and `gpus` (per
+ * node: one node is assumed).
+ */
+export function batchCapacity(
+  d: PilotDescription,
+  cpusPerNode: number | undefined,
+): { cores: number; gpus: number } {
+  const shape = shapeOf(d);
+  if (shape.kind === 'cores') return { cores: shape.cores, gpus: shape.gpusPerNode };
+  return {
+    cores: shape.nodes * (shape.coresPerNode ?? cpusPerNode ?? 1),
+    gpus: shape.nodes * shape.gpusPerNode,
+  };
+}
+
 const SAFE = /^[A-Za-z0-9_@%+=:,./-]+$/;
 
 /** Quotes one word for a POSIX shell: bare when it is safe, else in single quotes. */

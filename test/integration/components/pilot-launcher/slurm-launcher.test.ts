@@ -70,10 +70,11 @@ describe('SlurmLauncher against stand-in Slurm commands', () => {
   function start(pilot: PilotRecord): Promise<void> {
     launcher = new SlurmLauncher(
       {
-        launched: (uid, id) => note(`launched ${uid} ${id}`),
+        launched: (uid, trace) => note(`launched ${uid} ${JSON.stringify(trace)}`),
         launchFailed: (uid, e) => note(`launchFailed ${uid} ${e.message}`),
-        started: (uid) => note(`started ${uid}`),
-        ended: (uid, end) => note({ ended: uid, end }),
+        jobStarted: (uid) => note(`started ${uid}`),
+        jobEnded: (uid, end) => note({ ended: uid, end }),
+        agentExited: (uid) => note(`agentExited ${uid}`),
       },
       silentLogger,
       { pollMs: 50, env: { ...process.env, PATH: `${bin}${system}` }, lostAfterMs: 300 },
@@ -146,7 +147,7 @@ describe('SlurmLauncher against stand-in Slurm commands', () => {
     writeFileSync(path.join(p.sandbox, 'job.err'), 'boom\n');
     await start(p);
     expect(events).toEqual([
-      'launched p1 42',
+      'launched p1 {"jobId":"42"}',
       'started p1',
       {
         ended: 'p1',
@@ -199,7 +200,7 @@ describe('SlurmLauncher against stand-in Slurm commands', () => {
     scontrolSays(job('PENDING', 'PartitionTimeLimit'));
     await start(pilot());
     expect(events).toEqual([
-      'launched p1 42',
+      'launched p1 {"jobId":"42"}',
       {
         ended: 'p1',
         end: {
@@ -247,7 +248,7 @@ describe('SlurmLauncher against stand-in Slurm commands', () => {
     launcher!.kill('p1');
     await done;
     expect(events).toEqual([
-      'launched p1 42',
+      'launched p1 {"jobId":"42"}',
       {
         ended: 'p1',
         end: {
