@@ -1092,7 +1092,9 @@ class Model {
     for (const n of s.notes) {
       const t = this.records.get(n.uid);
       check(t !== undefined, () => `notification for unknown ${n.uid}`);
-      switch (n.state) {
+      // any other state is a bug the default case reports, not a case to list
+      const state: string = n.state;
+      switch (state) {
         case 'AGENT_SCHEDULING':
           check(call.kind === 'tasks' && call.uids.has(n.uid), () => `${n.uid} arrives late`);
           this.waiting.add(n.uid);
