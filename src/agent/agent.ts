@@ -1,67 +1,84 @@
 import * as os from 'node:os';
-import type { AgentConfig, Reason, TaskRecord } from '../generated';
-import { errorMeta } from '../errors';
+import type { AgentConfig, TaskRecord } from '../generated';
+import { coerceError, errorMeta } from '../errors';
 import { systemClock } from '../lib/clock';
 import type { Logger } from '../lib/logger';
 import type { Notification } from '../states/notification';
 import { COMPONENTS } from '../states/task-model';
-import { AgentInputStagerCore } from '../components/agent-input-stager/core';
-import { AgentOutputStagerCore } from '../components/agent-output-stager/core';
-import { AgentSchedulerCore } from '../components/agent-scheduler/core';
-import type { ExecutorCore } from '../components/executor/core';
+import { AgentInputStagerShell } from '../components/agent-input-stager/shell';
+import { AgentOutputStagerShell } from '../components/agent-output-stager/shell';
+import { AgentSchedulerShell } from '../components/agent-scheduler/shell';
 import { launchOptionsFor } from '../components/executor/launch';
 import { ExecutorShell } from '../components/executor/shell';
-import { reason } from '../components/shared/reasons';
 import { QueueSet } from '../components/shared/queue-set';
 import { sendLogged } from '../components/shared/shell';
 import { Bridge } from '../transport/bridge';
-import { CoalescingSender } from '../transport/coalescing-sender';
 import { ControlBus } from '../transport/control-bus';
 import type { QueueSender } from '../transport/queue';
 import { UpdateWorker } from '../updater/update-worker';
-import { makeSandboxes, readTails } from './sandbox-io';
-import { slurmNodes } from './resources/slurm-env';
+import { FirstSight } from './first-sight';
+import type { AgentFinal } from './lifecycle/effects';
+import { AgentLifecycleShell, type AgentParts } from './lifecycle/shell';
+import { AgentNotifications } from './notifications';
+import { agentNodeName, discoverNodes } from './resources/nodes';
+import { AgentTaskQueues } from './task-queues';
 import type { NodeResources } from '../components/agent-scheduler/node-state';
-
-type Final = 'DONE' | 'FAILED' | 'CANCELED';
 
 /**
  * Wiring of one pilot's agent: AgentInputStager -> AgentScheduler -> Executor ->
- * AgentOutputStager over in-process queues, UpdateWorkers to the client's store, and the
- * session's control bus for cancel and shutdown. Decisions live in the cores.
+ * AgentOutputStager over the queues of the pipeline table, UpdateWorkers to the client's
+ * store, and the session's control bus for cancel, heartbeats and shutdown. Decisions live in
+ * the cores: the components' and AgentLifecycleCore's (when and in which order to stop).
  */
 export class Agent {
   private readonly queues = new QueueSet();
   private workers: UpdateWorker[] = [];
-  private control!: ControlBus;
-  private executorShell: ExecutorShell | undefined;
-  private input!: AgentInputStagerCore;
-  private scheduler!: AgentSchedulerCore;
-  private executor!: ExecutorCore;
-  private output!: AgentOutputStagerCore;
-  private runtimeTimer: NodeJS.Timeout | undefined;
+  private control: ControlBus | undefined;
+  private input: AgentInputStagerShell | undefined;
+  private scheduler: AgentSchedulerShell | undefined;
+  private executor: ExecutorShell | undefined;
+  private output: AgentOutputStagerShell | undefined;
   private nodes: NodeResources[] = [];
-  private heartbeatTimer: NodeJS.Timeout | undefined;
-  /** Every component's notifications, one message per turn onto the updates queue. */
-  private notes: CoalescingSender<Notification> | undefined;
-  /** `uid\0attempt` of every task received, so a task sent twice runs once. */
-  private readonly received = new Set<string>();
-  private lastHeartbeat = Date.now();
-  private stopping: Promise<void> | undefined;
-  /** Notifications handed to the updates queue, to know when the UpdateWorkers have them all. */
-  private notified = 0;
-  private resolveDone!: (r: { final: Final; message: string }) => void;
+  private notes: AgentNotifications | undefined;
+  private readonly firstSight = new FirstSight();
+  private readonly lifecycle: AgentLifecycleShell;
   /** Resolves once the agent has shut down, with the pilot final state it suggests. */
-  readonly done = new Promise<{ final: Final; message: string }>((r) => (this.resolveDone = r));
+  readonly done: Promise<{ final: AgentFinal; message: string }>;
 
   constructor(
     private readonly cfg: AgentConfig,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.lifecycle = new AgentLifecycleShell(() => this.parts(), log, systemClock, {
+      pilot: cfg.pilot,
+      heartbeatTimeoutMs: cfg.heartbeatTimeoutMs ?? 30_000,
+      runtimeMin: cfg.runtimeMin,
+    });
+    this.done = this.lifecycle.done;
+  }
 
+  /** Builds and connects everything; a failure to start shuts the agent down (FAILED). */
   async start(): Promise<void> {
+    try {
+      await this.wire();
+    } catch (e) {
+      this.lifecycle.core.onStartFailed(coerceError(e).message);
+      throw e;
+    }
+  }
+
+  /**
+   * Asks for a shutdown (the first cause wins) and resolves once it is complete.
+   * `storeGone`: the client, and the store it hosts, went away: no ack is waited for.
+   */
+  shutdown(final: AgentFinal, message: string, opts: { storeGone?: boolean } = {}): Promise<void> {
+    this.lifecycle.core.onShutdownRequested(final, message, opts.storeGone === true);
+    return this.done.then(() => undefined);
+  }
+
+  private async wire(): Promise<void> {
     const cfg = this.cfg;
-    this.nodes = this.discoverNodes();
+    this.nodes = discoverNodes(cfg);
     this.log.info('agent resources', { resource: cfg.resource ?? 'local', nodes: this.nodes });
     // UpdateWorkers attach to the updates queue by address (they could run elsewhere); the
     // task hops inside the agent are local queues (LocalQueue: the hot path is their latency)
@@ -71,9 +88,11 @@ export class Agent {
     );
     this.queues.addBridges(updates);
     const queueLog = this.log.child({ component: 'queues' });
-    const toScheduler = this.queues.local<TaskRecord>('scheduling', queueLog);
-    const toExecutor = this.queues.local<TaskRecord>('executing', queueLog);
-    const toOutput = this.queues.local<TaskRecord>('staging-output', queueLog);
+    const hops = new AgentTaskQueues(this.queues, queueLog);
+    const C = COMPONENTS;
+    const toScheduler = hops.into(C.agentScheduler);
+    const toExecutor = hops.into(C.executor);
+    const toOutput = hops.into(C.agentOutputStager);
     const toUnschedule = this.queues.local<{ uid: string }>('unschedule', queueLog);
     const toClient = this.queues.sender(cfg.addresses.managerOutput);
     const toUpdates = this.queues.sender(updates.endpoints.in);
@@ -88,37 +107,22 @@ export class Agent {
         }),
       );
     }
-    this.notes = new CoalescingSender<Notification>(toUpdates, (e: unknown) =>
-      this.log.error('notify: send failed', errorMeta(e)),
-    );
-    const notify = (_log: Logger) => (ns: Notification[]) => {
-      this.notified += ns.length;
-      this.notes!.send(ns);
-    };
-    const forward = (to: Pick<QueueSender, 'send'>, log: Logger) => (ts: TaskRecord[]) =>
-      sendLogged(to, ts, log, 'forward');
+    const notes = new AgentNotifications(toUpdates, this.log);
+    this.notes = notes;
 
     const clock = systemClock;
-    const logIn = this.log.child({ component: COMPONENTS.agentInputStager });
-    this.input = new AgentInputStagerCore(
-      {
-        notify: notify(logIn),
-        forward: forward(toScheduler, logIn),
-        stage: (tasks) => {
-          makeSandboxes(tasks, (r) => this.input.onStaged(r));
-        },
-      },
-      clock,
+    const logIn = this.log.child({ component: C.agentInputStager });
+    this.input = new AgentInputStagerShell(
+      { notes, next: toScheduler, log: logIn, clock },
       cfg.sandbox,
     );
-    const logSched = this.log.child({ component: COMPONENTS.agentScheduler });
-    this.scheduler = new AgentSchedulerCore(
-      { notify: notify(logSched), forward: forward(toExecutor, logSched) },
-      clock,
+    const logSched = this.log.child({ component: C.agentScheduler });
+    this.scheduler = new AgentSchedulerShell(
+      { notes, next: toExecutor, log: logSched, clock },
       this.nodes,
     );
-    const logExec = this.log.child({ component: COMPONENTS.executor });
-    this.executorShell = await ExecutorShell.start({
+    const logExec = this.log.child({ component: C.executor });
+    this.executor = await ExecutorShell.start({
       spawners: cfg.spawners ?? Math.max(1, Math.min(os.cpus().length, cfg.cores)),
       logger: logExec,
       clock,
@@ -127,10 +131,10 @@ export class Agent {
         resource: cfg.resource,
         env: process.env,
         uid: process.getuid?.(),
-        nodeName: this.nodeName,
+        nodeName: agentNodeName(cfg),
       }),
-      notify: notify(logExec),
-      forward: forward(toOutput, logExec),
+      notify: (ns) => notes.send(ns),
+      forward: (ts) => sendLogged(toOutput, ts, logExec, 'forward'),
       release: (tasks) =>
         sendLogged(
           toUnschedule,
@@ -139,228 +143,86 @@ export class Agent {
           'release',
         ),
     });
-    this.executor = this.executorShell.core;
-    const logOut = this.log.child({ component: COMPONENTS.agentOutputStager });
-    this.output = new AgentOutputStagerCore(
-      {
-        notify: notify(logOut),
-        forward: forward(toClient, logOut),
-        collect: (tasks) => readTails(tasks, (r) => this.output.onCollected(r)),
-      },
-      clock,
-    );
+    const logOut = this.log.child({ component: C.agentOutputStager });
+    this.output = new AgentOutputStagerShell({ notes, next: toClient, log: logOut, clock });
 
-    const intake = (
-      component: string,
-      arrives: string,
-      handle: (t: TaskRecord[]) => void,
-      log: Logger,
-    ) => ({
-      component,
-      arrives,
-      handle,
-      notify: notify(log),
-      now: () => clock.now(),
-    });
-    const C = COMPONENTS;
-    this.queues.consume(
+    const input = this.input.core;
+    const scheduler = this.scheduler.core;
+    const executor = this.executor.core;
+    const output = this.output.core;
+    hops.connect(
       cfg.addresses.agentInput,
-      intake(
-        C.agentInputStager,
-        'AGENT_STAGING_INPUT_PENDING',
-        (t) => this.input.onTasks(this.firstSight(t, logIn)),
-        logIn,
-      ),
-      logIn,
+      {
+        [C.agentInputStager]: {
+          handle: (t: TaskRecord[]) => input.onTasks(this.firstSight.filter(t, logIn)),
+          log: logIn,
+        },
+        [C.agentScheduler]: { handle: (t: TaskRecord[]) => scheduler.onTasks(t), log: logSched },
+        [C.executor]: { handle: (t: TaskRecord[]) => executor.onTasks(t), log: logExec },
+        [C.agentOutputStager]: { handle: (t: TaskRecord[]) => output.onTasks(t), log: logOut },
+      },
+      (ns) => notes.send(ns),
+      () => clock.now(),
     );
-    this.queues.consumeLocal(
-      toScheduler,
-      intake(
-        C.agentScheduler,
-        'AGENT_SCHEDULING_PENDING',
-        (t) => this.scheduler.onTasks(t),
-        logSched,
-      ),
-      logSched,
-    );
-    this.queues.consumeLocal(
-      toExecutor,
-      intake(C.executor, 'AGENT_EXECUTING_PENDING', (t) => this.executor.onTasks(t), logExec),
-      logExec,
-    );
-    this.queues.consumeLocal(
-      toOutput,
-      intake(
-        C.agentOutputStager,
-        'AGENT_STAGING_OUTPUT_PENDING',
-        (t) => this.output.onTasks(t),
-        logOut,
-      ),
-      logOut,
-    );
-    toUnschedule.consume((released) => this.scheduler.onReleased(released));
+    toUnschedule.consume((released) => scheduler.onReleased(released));
 
-    this.control = new ControlBus(
+    const control = new ControlBus(
       { in: cfg.addresses.controlIn, out: cfg.addresses.controlOut },
       cfg.session,
       this.log,
     );
-    this.control.on((msg) => {
-      if (msg.type === 'cancel_tasks') {
-        this.input.onCancel(msg.uids);
-        this.scheduler.onCancel(msg.uids);
-        this.executor.onCancel(msg.uids);
-        this.output.onCancel(msg.uids);
-      } else if (msg.type === 'heartbeat') {
-        this.lastHeartbeat = Date.now();
-      } else if (msg.type === 'client_resumed') {
-        this.lastHeartbeat = Date.now();
-        void this.announce().catch((e: unknown) =>
-          this.log.error('agent_ready failed', errorMeta(e)),
-        );
-      } else if (msg.type === 'shutdown_agent' && msg.pilot === cfg.pilot) {
-        void this.shutdown(
-          msg.final,
-          msg.message ?? `pilot ${msg.final.toLowerCase()} by the client`,
-        );
+    this.control = control;
+    const life = this.lifecycle.core;
+    control.on((msg) => {
+      switch (msg.type) {
+        case 'cancel_tasks':
+          for (const c of [input, scheduler, executor, output]) c.onCancel(msg.uids);
+          return;
+        case 'heartbeat':
+          return life.onHeartbeat();
+        case 'client_resumed':
+          life.onHeartbeat();
+          return void this.announce().catch((e: unknown) =>
+            this.log.error('agent_ready failed', errorMeta(e)),
+          );
+        case 'shutdown_agent':
+          return life.onClientShutdown(msg);
+        case 'agent_ready':
+        case 'agent_final':
+        case 'probe':
+          return; // what agents say, or the bus's own
       }
     });
-    // The client's silence counts from now: one that dies before the probe below comes back
-    // (a busy machine can take seconds to join the pubsub) must not leave us waiting.
-    this.watchHeartbeats(cfg.heartbeatTimeoutMs ?? 30_000);
+    life.onStart();
     try {
-      await this.control.ready();
+      await control.ready();
     } catch (e) {
-      if (this.stopping !== undefined) return; // shut down while starting: that is the news
+      if (life.stopping) return; // shut down while starting: that is the news
       throw e;
     }
-    this.runtimeTimer = setTimeout(
-      () => void this.shutdown('DONE', `runtime limit of ${cfg.runtimeMin} min reached`),
-      cfg.runtimeMin * 60_000,
-    );
+    life.onControlReady();
     await this.announce();
     this.log.info('agent ready', { pilot: cfg.pilot, cores: cfg.cores, gpus: cfg.gpus });
   }
 
+  /** What a shutdown takes apart, as far as it was built. */
+  private parts(): AgentParts {
+    return {
+      queues: this.queues,
+      notes: this.notes,
+      workers: this.workers,
+      components: [this.input?.core, this.scheduler?.core, this.executor?.core, this.output?.core],
+      pool: this.executor,
+      control: this.control,
+    };
+  }
+
   /** Tells the client what this pilot holds (at start, and to a client that resumed). */
   private announce(): Promise<void> {
-    return this.control.publish({
+    return this.control!.publish({
       type: 'agent_ready',
       pilot: this.cfg.pilot,
       nodes: this.nodes.map((n) => ({ name: n.name, cores: n.cores, gpus: n.gpus })),
     });
-  }
-
-  /**
-   * Drops tasks this agent already received: a resumed client sends again the ones it cannot
-   * tell arrived (AGENT_STAGING_INPUT_PENDING when it died).
-   */
-  private firstSight(tasks: TaskRecord[], log: Logger): TaskRecord[] {
-    const fresh = tasks.filter((t) => {
-      const key = `${t.uid}\u0000${t.attempt}`;
-      if (this.received.has(key)) return false;
-      this.received.add(key);
-      return true;
-    });
-    if (fresh.length < tasks.length) {
-      log.info('dropped tasks received twice', { count: tasks.length - fresh.length });
-    }
-    return fresh;
-  }
-
-  /**
-   * Stops taking tasks, ends every task the agent holds (FAILED, or CANCELED when the pilot is
-   * canceled), kills their processes, flushes notifications to the store, then resolves `done`.
-   * `storeGone`: the client, and the store it hosts, went away: no ack is waited for.
-   */
-  shutdown(final: Final, message: string, opts: { storeGone?: boolean } = {}): Promise<void> {
-    this.stopping ??= this.doShutdown(final, message, opts.storeGone === true);
-    return this.stopping;
-  }
-
-  private async doShutdown(final: Final, message: string, storeGone: boolean): Promise<void> {
-    this.log.info('agent shutting down', { final, message });
-    clearTimeout(this.runtimeTimer);
-    clearInterval(this.heartbeatTimer);
-    await this.queues.stopReceiving();
-    const taskFinal = final === 'CANCELED' ? 'CANCELED' : 'FAILED';
-    const why: Reason = reason(
-      final === 'CANCELED' ? 'E_CANCELED' : 'E_PILOT_ENDED',
-      `pilot ${this.cfg.pilot} ended before the task finished: ${message}`,
-      'Agent',
-    );
-    for (const core of [this.input, this.scheduler, this.executor, this.output]) {
-      try {
-        core?.onShutdown(taskFinal, why);
-      } catch (e) {
-        this.log.error('shutdown of a component failed', errorMeta(e));
-      }
-    }
-    await this.executorShell
-      ?.close()
-      .catch((e: unknown) => this.log.error('spawner pool close failed', errorMeta(e)));
-    this.notes?.flush();
-    await this.queues.closeSenders();
-    await this.updatesPulled(storeGone ? 200 : 2_000);
-    await Promise.all(this.workers.map((w) => (storeGone ? w.close(200) : w.close())));
-    await this.queues.close();
-    await this.control
-      ?.publish({ type: 'agent_final', pilot: this.cfg.pilot, final, message })
-      .catch(() => undefined);
-    await this.control?.close();
-    this.resolveDone({ final, message });
-  }
-
-  /** An agent whose client has gone silent drains and exits instead of running on alone. */
-  private watchHeartbeats(timeoutMs: number): void {
-    if (timeoutMs <= 0) return;
-    this.lastHeartbeat = Date.now();
-    this.heartbeatTimer = setInterval(
-      () => {
-        const silent = Date.now() - this.lastHeartbeat;
-        if (silent > timeoutMs) {
-          void this.shutdown(
-            'FAILED',
-            `lost the client: no heartbeat for ${Math.round(silent / 1000)} s`,
-            { storeGone: true },
-          );
-        }
-      },
-      Math.min(1_000, Math.max(50, timeoutMs / 4)),
-    );
-  }
-
-  /** Memory the pilot gives to tasks: as configured, else the machine's. */
-  private memMb(): number {
-    return this.cfg.memMb ?? Math.floor(os.totalmem() / 2 ** 20);
-  }
-
-  /** The nodes this agent holds: its own machine, or the nodes of its Slurm job. */
-  private discoverNodes(): NodeResources[] {
-    const cfg = this.cfg;
-    if (cfg.resource === 'slurm') {
-      return slurmNodes(process.env, {
-        gpusPerNode: cfg.gpus,
-        ...(cfg.memMb !== undefined ? { memMbPerNode: cfg.memMb } : {}),
-      });
-    }
-    return [{ name: this.nodeName, cores: cfg.cores, gpus: cfg.gpus, memMb: this.memMb() }];
-  }
-
-  /** The node the agent runs on, as its scheduler names it. */
-  private get nodeName(): string {
-    return this.cfg.resource === 'slurm'
-      ? (process.env.SLURMD_NODENAME ?? os.hostname())
-      : os.hostname();
-  }
-
-  /** Waits (bounded) until the UpdateWorkers have pulled every notification sent to them. */
-  private async updatesPulled(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    const pulled = (): number =>
-      this.workers.reduce((n, w) => n + w.stats().received + w.stats().invalid, 0);
-    while (pulled() < this.notified && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 5));
-    }
   }
 }

@@ -40,7 +40,7 @@ async function main(): Promise<number> {
   } catch (e) {
     log.error('agent failed to start', errorMeta(e));
     process.stderr.write(`pilotfish-agent: failed to start: ${(e as Error).message}\n`);
-    await agent.shutdown('FAILED', `agent failed to start: ${(e as Error).message}`);
+    await agent.done; // start() asked for the shutdown (FAILED) as it failed
     await log.close();
     return 1;
   }

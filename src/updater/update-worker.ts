@@ -73,6 +73,7 @@ export class UpdateWorker {
   private readonly listening: Promise<void>;
   private seq = 0;
   private readonly counts = { received: 0, acked: 0, invalid: 0, resent: 0 };
+  private readonly pulledListeners = new Set<() => void>();
 
   private constructor(
     private readonly opts: Required<Omit<UpdateWorkerOptions, 'logger'>> & { logger: Logger },
@@ -101,6 +102,15 @@ export class UpdateWorker {
 
   stats(): UpdateWorkerStats {
     return { ...this.counts, inFlight: this.unacked.size };
+  }
+
+  /**
+   * Calls `listener` each time `received` or `invalid` grows, so a caller can wait for the
+   * worker to have pulled what it sent without polling stats(). Returns the unsubscribe.
+   */
+  onPulled(listener: () => void): () => void {
+    this.pulledListeners.add(listener);
+    return () => this.pulledListeners.delete(listener);
   }
 
   /**
@@ -162,6 +172,11 @@ export class UpdateWorker {
     for (const n of bulk) this.buffer.push(n);
     if (this.buffer.length >= this.opts.batchSize) this.flush(false);
     this.armFlush();
+    this.pulled();
+  }
+
+  private pulled(): void {
+    for (const l of this.pulledListeners) l();
   }
 
   private armFlush(): void {
@@ -180,6 +195,7 @@ export class UpdateWorker {
     this.counts.invalid++;
     const issues = e instanceof ValidationError ? e.issues : undefined;
     this.log.warn(message, { error: coerceError(e).message, issues });
+    this.pulled();
   }
 
   /** Sends full batches; with `all`, the partial rest too. Leaves a timer on what it keeps. */

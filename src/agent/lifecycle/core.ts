@@ -1,0 +1,174 @@
+import type { Clock, Timer } from '../../lib/clock';
+import { reason } from '../../components/shared/reasons';
+import type { AgentFinal, AgentLifecycleEffects, Shutdown, ShutdownStep } from './effects';
+
+/**
+ * The order of a shutdown: nothing new comes in, every held task gets its final state, the
+ * processes die, their notifications reach the UpdateWorkers before these close, and the client
+ * hears of the end last.
+ */
+export const SHUTDOWN_ORDER: readonly ShutdownStep[] = [
+  'stopReceiving',
+  'finalizeTasks',
+  'closeSpawners',
+  'flushNotifications',
+  'closeSenders',
+  'awaitUpdates',
+  'closeWorkers',
+  'closeQueues',
+  'publishFinal',
+  'closeControl',
+];
+
+/** How long a shutdown waits for the UpdateWorkers to pull the last notifications. */
+export const UPDATES_WAIT_MS = 2_000;
+/** The same with the store gone: nobody would read them. Also the workers' ack wait then. */
+export const UPDATES_WAIT_STORE_GONE_MS = 200;
+
+export interface AgentLifecycleOptions {
+  pilot: string;
+  /** The client's silence after which the agent gives up on it (<= 0: never). */
+  heartbeatTimeoutMs: number;
+  /** The pilot's runtime, counted from when the control bus is ready. */
+  runtimeMin: number;
+}
+
+/**
+ * Decides when an agent ends and in which order it takes itself apart: the client heartbeat
+ * watchdog, the runtime limit, and shutdown requests (client, signal, failure to start). One
+ * shutdown only; the first cause wins.
+ */
+export class AgentLifecycleCore {
+  private lastHeartbeat: number;
+  private watchdog: Timer | undefined;
+  private runtime: Timer | undefined;
+  private shutdown: Shutdown | undefined;
+  /** Index in SHUTDOWN_ORDER of the step under way. */
+  private at = -1;
+  private bound: Timer | undefined;
+
+  constructor(
+    private readonly effects: AgentLifecycleEffects,
+    private readonly clock: Clock,
+    private readonly opts: AgentLifecycleOptions,
+  ) {
+    this.lastHeartbeat = clock.now();
+  }
+
+  get stopping(): boolean {
+    return this.shutdown !== undefined;
+  }
+
+  /**
+   * The agent starts: the client's silence counts from now, so a client that dies before the
+   * control bus is ready (a busy machine can take seconds to join) does not leave us waiting.
+   */
+  onStart(): void {
+    if (this.shutdown !== undefined || this.opts.heartbeatTimeoutMs <= 0) return;
+    this.lastHeartbeat = this.clock.now();
+    this.watchClient(this.opts.heartbeatTimeoutMs);
+  }
+
+  /** A heartbeat (or any sign of life) from the client. */
+  onHeartbeat(): void {
+    this.lastHeartbeat = this.clock.now();
+  }
+
+  /** The control bus is ready: the pilot's runtime starts. */
+  onControlReady(): void {
+    if (this.shutdown !== undefined || this.runtime !== undefined) return;
+    const { runtimeMin } = this.opts;
+    this.runtime = this.clock.setTimeout(
+      () => this.onShutdownRequested('DONE', `runtime limit of ${runtimeMin} min reached`),
+      runtimeMin * 60_000,
+    );
+  }
+
+  /** The client's shutdown_agent: only the one naming this pilot counts. */
+  onClientShutdown(msg: { pilot: string; final: AgentFinal; message?: string }): void {
+    if (msg.pilot !== this.opts.pilot) return;
+    this.onShutdownRequested(
+      msg.final,
+      msg.message ?? `pilot ${msg.final.toLowerCase()} by the client`,
+    );
+  }
+
+  onStartFailed(message: string): void {
+    this.onShutdownRequested('FAILED', `agent failed to start: ${message}`);
+  }
+
+  /** Starts the shutdown, unless one is under way already. */
+  onShutdownRequested(final: AgentFinal, message: string, storeGone = false): void {
+    if (this.shutdown !== undefined) return;
+    this.shutdown = { final, message, storeGone };
+    this.watchdog?.cancel();
+    this.runtime?.cancel();
+    this.effects.shuttingDown(this.shutdown);
+    this.next();
+  }
+
+  /** A step finished; a late report (a bounded wait already over) is ignored. */
+  onStepDone(step: ShutdownStep): void {
+    if (this.shutdown === undefined || SHUTDOWN_ORDER[this.at] !== step) return;
+    this.bound?.cancel();
+    this.bound = undefined;
+    this.next();
+  }
+
+  private watchClient(ms: number): void {
+    this.watchdog = this.clock.setTimeout(() => {
+      const timeout = this.opts.heartbeatTimeoutMs;
+      const silent = this.clock.now() - this.lastHeartbeat;
+      if (silent < timeout) return this.watchClient(timeout - silent);
+      this.onShutdownRequested(
+        'FAILED',
+        `lost the client: no heartbeat for ${Math.round(silent / 1000)} s`,
+        true,
+      );
+    }, ms);
+  }
+
+  private next(): void {
+    const s = this.shutdown!;
+    const step = SHUTDOWN_ORDER[++this.at];
+    if (step === undefined) return this.effects.finished(s.final, s.message);
+    this.run(step, s);
+  }
+
+  private run(step: ShutdownStep, s: Shutdown): void {
+    const e = this.effects;
+    switch (step) {
+      case 'stopReceiving':
+        return e.stopReceiving();
+      case 'finalizeTasks':
+        return e.finalizeTasks(
+          s.final === 'CANCELED' ? 'CANCELED' : 'FAILED',
+          reason(
+            s.final === 'CANCELED' ? 'E_CANCELED' : 'E_PILOT_ENDED',
+            `pilot ${this.opts.pilot} ended before the task finished: ${s.message}`,
+            'Agent',
+          ),
+        );
+      case 'closeSpawners':
+        return e.closeSpawners();
+      case 'flushNotifications':
+        return e.flushNotifications();
+      case 'closeSenders':
+        return e.closeSenders();
+      case 'awaitUpdates': {
+        const ms = s.storeGone ? UPDATES_WAIT_STORE_GONE_MS : UPDATES_WAIT_MS;
+        // armed first: the effect may report completion at once
+        this.bound = this.clock.setTimeout(() => this.onStepDone('awaitUpdates'), ms);
+        return e.awaitUpdates();
+      }
+      case 'closeWorkers':
+        return e.closeWorkers(s.storeGone ? UPDATES_WAIT_STORE_GONE_MS : undefined);
+      case 'closeQueues':
+        return e.closeQueues();
+      case 'publishFinal':
+        return e.publishFinal(s.final, s.message);
+      case 'closeControl':
+        return e.closeControl();
+    }
+  }
+}

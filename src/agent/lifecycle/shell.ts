@@ -1,0 +1,124 @@
+import type { Reason } from '../../generated';
+import { errorMeta } from '../../errors';
+import type { Clock } from '../../lib/clock';
+import type { Logger } from '../../lib/logger';
+import type { QueueSet } from '../../components/shared/queue-set';
+import type { ControlBus } from '../../transport/control-bus';
+import type { UpdateWorker } from '../../updater/update-worker';
+import type { AgentNotifications } from '../notifications';
+import { untilPulled } from '../until-pulled';
+import { AgentLifecycleCore, type AgentLifecycleOptions } from './core';
+import type { AgentFinal, AgentLifecycleEffects, Shutdown, ShutdownStep } from './effects';
+
+/** What a shutdown takes apart; a part not built yet (a failed start) is skipped. */
+export interface AgentParts {
+  queues: QueueSet;
+  notes?: AgentNotifications | undefined;
+  workers: readonly UpdateWorker[];
+  /** The task components, upstream first. */
+  components: readonly (
+    { onShutdown(final: 'FAILED' | 'CANCELED', why: Reason): void } | undefined
+  )[];
+  pool?: { close(): Promise<void> } | undefined;
+  control?: ControlBus | undefined;
+}
+
+/** Runs AgentLifecycleCore: performs each shutdown step and reports it done. */
+export class AgentLifecycleShell implements AgentLifecycleEffects {
+  readonly core: AgentLifecycleCore;
+  /** Resolves once the agent has shut down, with the pilot final state it suggests. */
+  readonly done: Promise<{ final: AgentFinal; message: string }>;
+  private resolveDone!: (r: { final: AgentFinal; message: string }) => void;
+  private stopWaiting: (() => void) | undefined;
+
+  constructor(
+    private readonly parts: () => AgentParts,
+    private readonly log: Logger,
+    clock: Clock,
+    private readonly opts: AgentLifecycleOptions,
+  ) {
+    this.done = new Promise((r) => (this.resolveDone = r));
+    this.core = new AgentLifecycleCore(this, clock, opts);
+  }
+
+  shuttingDown(s: Shutdown): void {
+    this.log.info('agent shutting down', { final: s.final, message: s.message });
+  }
+
+  stopReceiving(): void {
+    this.after('stopReceiving', () => this.parts().queues.stopReceiving());
+  }
+
+  finalizeTasks(final: 'FAILED' | 'CANCELED', why: Reason): void {
+    for (const component of this.parts().components) {
+      try {
+        component?.onShutdown(final, why);
+      } catch (e) {
+        this.log.error('shutdown of a component failed', errorMeta(e));
+      }
+    }
+    this.core.onStepDone('finalizeTasks');
+  }
+
+  closeSpawners(): void {
+    this.after('closeSpawners', () => this.parts().pool?.close(), 'spawner pool close');
+  }
+
+  flushNotifications(): void {
+    this.parts().notes?.flush();
+    this.core.onStepDone('flushNotifications');
+  }
+
+  closeSenders(): void {
+    this.after('closeSenders', () => this.parts().queues.closeSenders());
+  }
+
+  awaitUpdates(): void {
+    const { workers, notes } = this.parts();
+    this.stopWaiting = untilPulled(workers, notes?.count ?? 0, () =>
+      this.core.onStepDone('awaitUpdates'),
+    );
+  }
+
+  closeWorkers(ackWaitMs: number | undefined): void {
+    this.stopWaiting?.(); // the core's bound may have ended the wait first
+    const { workers } = this.parts();
+    this.after('closeWorkers', () =>
+      Promise.all(workers.map((w) => (ackWaitMs === undefined ? w.close() : w.close(ackWaitMs)))),
+    );
+  }
+
+  closeQueues(): void {
+    this.after('closeQueues', () => this.parts().queues.close());
+  }
+
+  publishFinal(final: AgentFinal, message: string): void {
+    const { control } = this.parts();
+    // the client may be gone: nobody to tell, and no error
+    this.after('publishFinal', () =>
+      control
+        ?.publish({ type: 'agent_final', pilot: this.opts.pilot, final, message })
+        .catch(() => undefined),
+    );
+  }
+
+  closeControl(): void {
+    this.after('closeControl', () => this.parts().control?.close());
+  }
+
+  finished(final: AgentFinal, message: string): void {
+    this.resolveDone({ final, message });
+  }
+
+  /** Runs a step's work and reports it done whatever its outcome (a failure is logged). */
+  private after(
+    step: ShutdownStep,
+    work: () => Promise<unknown> | undefined,
+    what: string = step,
+  ): void {
+    void Promise.resolve()
+      .then(work)
+      .catch((e: unknown) => this.log.error(`${what} failed`, errorMeta(e)))
+      .then(() => this.core.onStepDone(step));
+  }
+}

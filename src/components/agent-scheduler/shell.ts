@@ -1,0 +1,27 @@
+import type { TaskRecord } from '../../generated';
+import type { Notification } from '../../states/notification';
+import { sendLogged } from '../shared/shell';
+import type { ShellDeps } from '../shared/shell-deps';
+import { AgentSchedulerCore } from './core';
+import type { AgentSchedulerEffects } from './effects';
+import type { NodeResources } from './node-state';
+
+/** Runs AgentSchedulerCore: its decisions need no I/O beyond handing tasks on. */
+export class AgentSchedulerShell implements AgentSchedulerEffects {
+  readonly core: AgentSchedulerCore;
+
+  constructor(
+    private readonly deps: ShellDeps,
+    nodes: NodeResources[],
+  ) {
+    this.core = new AgentSchedulerCore(this, deps.clock, nodes);
+  }
+
+  notify(notifications: Notification[]): void {
+    this.deps.notes.send(notifications);
+  }
+
+  forward(tasks: TaskRecord[]): void {
+    sendLogged(this.deps.next, tasks, this.deps.log, 'forward');
+  }
+}
