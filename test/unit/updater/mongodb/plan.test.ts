@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Notification } from '../../../src/generated';
+import type { Notification } from '../../../../src/generated';
 import {
   backoffMs,
   classifyWriteErrors,
@@ -11,7 +11,7 @@ import {
   toDoc,
   uniqueByKey,
   type SlotDoc,
-} from '../../../src/updater/mongodb-plan';
+} from '../../../../src/updater/mongodb/plan';
 
 const note = (uid: string, state: string, ts = 1): Notification => ({
   kind: 'task',
