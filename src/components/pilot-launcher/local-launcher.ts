@@ -4,7 +4,7 @@ import type { AgentConfig } from '../../generated';
 import { errorMeta } from '../../errors';
 import { compiledSibling } from '../../lib/dist-path';
 import type { Logger } from '../../lib/logger';
-import { readTail } from '../../agent/sandbox-io';
+import { readTail } from '../../lib/file-tail';
 import type { PilotRecord } from './pilot-record';
 
 export interface LocalLaunchEvents {
