@@ -1,5 +1,5 @@
 /**
- * Pure parts of the MongoDB backend (src/updater/mongodb-store.ts): documents, write-error
+ * Pure parts of the MongoDB backend (src/updater/mongodb/store.ts): documents, write-error
  * classification, contiguous reads by seq, backoff. No driver import, no I/O.
  */
 import type { Notification } from '../../generated';
