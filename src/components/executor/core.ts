@@ -31,7 +31,7 @@ interface Held {
   timers: Timer[];
 }
 
-const REASON_BY_ERRNO: Record<string, string> = {
+const REASON_BY_ERRNO: Record<string, Reason['code']> = {
   ENOENT: 'E_EXEC_NOT_FOUND',
   EACCES: 'E_EXEC_PERMISSION',
 };

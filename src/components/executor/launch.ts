@@ -428,6 +428,10 @@ function gpuList(gpus: readonly number[] | undefined): string {
   return (gpus ?? []).join(',');
 }
 
-function fail(code: string, message: string, detail: Record<string, unknown>): LaunchResult {
+function fail(
+  code: Reason['code'],
+  message: string,
+  detail: Record<string, unknown>,
+): LaunchResult {
   return { ok: false, reason: { code, message, component: COMPONENTS.executor, detail } };
 }

@@ -398,7 +398,7 @@ describe('ExecutorCore', () => {
     started(t1, t2);
     core.onCancel(['t2']);
     expect(rec.take()).toEqual(['kill t2 SIGTERM']);
-    const why = { code: 'E_PILOT_ENDED', message: 'pilot ended', component: 'Agent' };
+    const why = { code: 'E_PILOT_ENDED' as const, message: 'pilot ended', component: 'Agent' };
     core.onShutdown('FAILED', why);
     expect(rec.take()).toEqual([
       'kill t1 SIGKILL',
@@ -455,7 +455,7 @@ describe('ExecutorCore', () => {
     core.onSpawnFailedBulk([{ uid: 'b', code: 'EIO', message: 'x' }]);
     core.onExited('c', { exitCode: 0, signal: null });
     core.onExited('c', { exitCode: 0, signal: null });
-    core.onShutdown('FAILED', { code: 'E', message: 'm', component: 'Agent' });
+    core.onShutdown('FAILED', { code: 'E_PILOT_ENDED', message: 'm', component: 'Agent' });
     const releases = rec.take().filter((c) => c.startsWith('release '));
     expect(releases).toEqual(['release a, b', 'release c']);
     rec.expectNoMore();

@@ -35,7 +35,7 @@ describe('mongodb-plan', () => {
   it('round-trips a notification through a document, detail included', () => {
     const n: Notification = {
       ...note('a', 'FAILED'),
-      detail: { exitCode: null, reason: { code: 'E', message: 'm', component: 'c' } },
+      detail: { exitCode: null, reason: { code: 'E_EXIT_CODE', message: 'm', component: 'c' } },
     };
     const d = toDoc('sess', 7, n);
     expect(d).toMatchObject({ session: 'sess', seq: 7 });
