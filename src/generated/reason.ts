@@ -4,7 +4,36 @@
  * Why a task or pilot failed or was canceled, in words a person can act on.
  */
 export interface Reason {
-  code: string;
+  /**
+   * One of the codes of src/states/reason-codes.ts (docs/reason-codes.md).
+   */
+  code:
+    | 'E_AGENT_DIED'
+    | 'E_BAD_MESSAGE'
+    | 'E_BAD_REQUEST'
+    | 'E_CANCELED'
+    | 'E_EXEC_FAILED'
+    | 'E_EXEC_NOT_FOUND'
+    | 'E_EXEC_PERMISSION'
+    | 'E_EXIT_CODE'
+    | 'E_JOB_CANCELED'
+    | 'E_JOB_FAILED'
+    | 'E_LAUNCH'
+    | 'E_LAUNCH_METHOD'
+    | 'E_LAUNCH_SLOTS'
+    | 'E_MODE_UNSUPPORTED'
+    | 'E_NEVER_ACTIVE'
+    | 'E_NEVER_FITS'
+    | 'E_NO_EXIT_CODE'
+    | 'E_NO_SANDBOX'
+    | 'E_NO_SUCH_PILOT'
+    | 'E_PILOT_ENDED'
+    | 'E_RUNTIME_EXCEEDED'
+    | 'E_SIGNALED'
+    | 'E_STAGING'
+    | 'E_TASK_TIMEOUT'
+    | 'E_UNSUPPORTED'
+    | 'I_PILOT_DONE';
   message: string;
   component: string;
   detail?: {};

@@ -1,5 +1,5 @@
 import type { TaskRecord } from '../../generated';
-import { makeSandboxes } from '../../agent/sandbox-io';
+import { makeSandboxes } from '../shared/sandbox-io';
 import type { Notification } from '../../states/notification';
 import { sendLogged } from '../shared/shell';
 import type { ShellDeps } from '../shared/shell-deps';

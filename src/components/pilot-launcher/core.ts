@@ -129,7 +129,7 @@ export class PilotLauncherCore {
   }
 
   /** `code` defaults to E_LAUNCH (E_UNSUPPORTED: no launcher for the resource here). */
-  onLaunchFailed(uid: string, error: { message: string; code?: string }): void {
+  onLaunchFailed(uid: string, error: { message: string; code?: Reason['code'] }): void {
     const h = this.held.get(uid);
     if (h === undefined) return;
     this.finish(

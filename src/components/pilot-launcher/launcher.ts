@@ -1,4 +1,4 @@
-import type { AgentConfig, PilotDescription } from '../../generated';
+import type { AgentConfig, PilotDescription, Reason } from '../../generated';
 import type { JobEnd } from './core';
 import type { PilotRecord } from './pilot-record';
 
@@ -33,7 +33,7 @@ export interface LaunchEvents {
   /** The agent runs (a pid), or its batch job was accepted and is queued (a job id). */
   launched(uid: string, trace: AgentTrace): void;
   /** The agent cannot start; `code` defaults to E_LAUNCH. */
-  launchFailed(uid: string, error: { message: string; code?: string }): void;
+  launchFailed(uid: string, error: { message: string; code?: Reason['code'] }): void;
   /** A batch job left the queue: the agent is starting on its nodes. */
   jobStarted(uid: string): void;
   /** A batch job ended, or can never start, or the batch system lost it. */

@@ -5,7 +5,7 @@ import type { AgentConfig, PilotDescription } from '../../generated';
 import { errorMeta } from '../../errors';
 import { compiledSibling } from '../../lib/dist-path';
 import type { Logger } from '../../lib/logger';
-import { readTail } from '../../agent/sandbox-io';
+import { readTail } from '../../lib/file-tail';
 import type { Capacity, LaunchEvents, PilotLauncher } from './launcher';
 import type { PilotRecord } from './pilot-record';
 

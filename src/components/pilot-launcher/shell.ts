@@ -140,7 +140,7 @@ export class PilotLauncherShell implements PilotLauncherEffects, LaunchEvents {
     this.core.onLaunched(uid, { queued: 'jobId' in trace });
   }
 
-  launchFailed(uid: string, error: { message: string; code?: string }): void {
+  launchFailed(uid: string, error: { message: string; code?: Reason['code'] }): void {
     this.core.onLaunchFailed(uid, error);
   }
 

@@ -5,7 +5,7 @@ import type { AgentConfig, PilotDescription } from '../../generated';
 import { errorMeta } from '../../errors';
 import { compiledSibling } from '../../lib/dist-path';
 import type { Logger } from '../../lib/logger';
-import { readTail } from '../../agent/sandbox-io';
+import { readTail } from '../../lib/file-tail';
 import { batchCapacity } from './batch/common';
 import { exitOf, jobState, renderScript, slurmJobOf } from './batch/slurm';
 import type { JobEnd } from './core';

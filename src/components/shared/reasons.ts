@@ -1,7 +1,9 @@
 import type { Reason } from '../../generated';
+import type { ReasonCode } from '../../states/reason-codes';
 
+/** A reason; `code` must be in the catalogue (src/states/reason-codes.ts), or it fails to compile. */
 export function reason(
-  code: string,
+  code: ReasonCode,
   message: string,
   component: string,
   detail?: Record<string, unknown>,

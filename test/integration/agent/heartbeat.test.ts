@@ -8,8 +8,8 @@ import { withTimeout } from '../../../src/lib/deferred';
 import { silentLogger } from '../../../src/lib/logger';
 import { Bridge } from '../../../src/transport/bridge';
 import { ControlBus } from '../../../src/transport/control-bus';
-import { EmbeddedStore } from '../../../src/updater/embedded-store';
-import { StoreServer } from '../../../src/updater/store-server';
+import { EmbeddedStore } from '../../../src/updater/embedded/store';
+import { StoreServer } from '../../../src/updater/embedded/store-server';
 import { beat } from '../../support/heartbeats';
 
 const AGENT = path.resolve(__dirname, '../../../dist/src/agent/main.js');

@@ -144,7 +144,10 @@ export function describeStoreConformance(name: string, open: () => Promise<Opene
       const withDetail: Notification = {
         ...makeNotes(1, 'failed')[0]!,
         state: 'FAILED',
-        detail: { reason: { code: 'E_X', message: 'boom', component: 'test' }, exitCode: 3 },
+        detail: {
+          reason: { code: 'E_EXIT_CODE', message: 'boom', component: 'test' },
+          exitCode: 3,
+        },
       };
       await store.append([...notes, withDetail]);
       expect(await store.history()).toEqual([...notes, withDetail]);

@@ -4,7 +4,7 @@ import type { ProcessJob, SpawnSpec } from '../effects';
 import { buildLaunch } from '../launch';
 import type { ExecutorKind } from './kind';
 
-const REASON_BY_ERRNO: Record<string, string> = {
+const REASON_BY_ERRNO: Record<string, Reason['code']> = {
   ENOENT: 'E_EXEC_NOT_FOUND',
   EACCES: 'E_EXEC_PERMISSION',
 };

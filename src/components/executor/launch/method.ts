@@ -89,7 +89,7 @@ export interface LaunchMethodPlugin {
 }
 
 export function launchFailure(
-  code: string,
+  code: Reason['code'],
   message: string,
   detail: Record<string, unknown>,
 ): LaunchResult {

@@ -10,7 +10,7 @@ import { EffectRecorder } from '../../../support/recorder';
 
 const PILOT_SANDBOX = '/scratch/pilot.1';
 const SHUTDOWN = {
-  code: 'E_AGENT_SHUTDOWN',
+  code: 'E_PILOT_ENDED' as const,
   message: 'the agent is shutting down',
   component: 'Agent',
 };

@@ -9,7 +9,7 @@ import { notifyLine, taskIn, uidsLine } from '../../../support/fixtures';
 import { EffectRecorder } from '../../../support/recorder';
 
 const SHUTDOWN = {
-  code: 'E_AGENT_SHUTDOWN',
+  code: 'E_PILOT_ENDED' as const,
   message: 'the agent is shutting down',
   component: 'Agent',
 };

@@ -17,7 +17,7 @@ type Slot = NonNullable<TaskRecord['slots']>[number];
 
 const NODE: NodeResources = { name: 'n0', cores: 4, gpus: 2, memMb: 8_192 };
 const SHUTDOWN = {
-  code: 'E_AGENT_SHUTDOWN',
+  code: 'E_PILOT_ENDED' as const,
   message: 'the agent is shutting down',
   component: 'Agent',
 };

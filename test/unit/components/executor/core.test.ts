@@ -398,7 +398,7 @@ describe('ExecutorCore', () => {
     started(t1, t2);
     core.onCancel(['t2']);
     expect(rec.take()).toEqual(['stop t2 term']);
-    const why = { code: 'E_PILOT_ENDED', message: 'pilot ended', component: 'Agent' };
+    const why = { code: 'E_PILOT_ENDED' as const, message: 'pilot ended', component: 'Agent' };
     core.onShutdown('FAILED', why);
     expect(rec.take()).toEqual([
       'stop t1 kill',
@@ -424,7 +424,7 @@ describe('ExecutorCore', () => {
 
   describe('an exit by a signal the Executor did not send (a batch system cancel)', () => {
     const HOLD = 250;
-    const why = { code: 'E_PILOT_ENDED', message: 'pilot ended', component: 'Agent' };
+    const why = { code: 'E_PILOT_ENDED' as const, message: 'pilot ended', component: 'Agent' };
 
     it('is held for the grace period, then settles as any exit', () => {
       const { rec, clock, core, started } = setup();
@@ -550,7 +550,7 @@ describe('ExecutorCore', () => {
     core.onStartFailedBulk([{ uid: 'b', code: 'EIO', message: 'x' }]);
     core.onExited('c', { exitCode: 0, signal: null });
     core.onExited('c', { exitCode: 0, signal: null });
-    core.onShutdown('FAILED', { code: 'E', message: 'm', component: 'Agent' });
+    core.onShutdown('FAILED', { code: 'E_PILOT_ENDED', message: 'm', component: 'Agent' });
     const releases = rec.take().filter((c) => c.startsWith('release '));
     expect(releases).toEqual(['release a, b', 'release c']);
     rec.expectNoMore();

@@ -9,7 +9,7 @@ import { notifyLine, taskIn, uidsLine } from '../../../support/fixtures';
 import { EffectRecorder } from '../../../support/recorder';
 
 const CLOSED = {
-  code: 'E_SESSION_CLOSED',
+  code: 'E_CANCELED' as const,
   message: 'the session was closed',
   component: 'Session',
 };

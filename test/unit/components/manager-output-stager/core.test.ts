@@ -137,7 +137,7 @@ describe('ManagerOutputStagerCore', () => {
       'a timeout',
       { exitCode: null, signal: 'SIGTERM' },
       {
-        code: 'E_TIMEOUT',
+        code: 'E_TASK_TIMEOUT',
         message: 'task ran longer than timeoutS 2',
         component: 'Executor',
         detail: { timeoutS: 2 },

@@ -15,7 +15,7 @@ const SMALL: PilotCapacity = { uid: 'p1', cores: 4, gpus: 0 };
 const BIG: PilotCapacity = { uid: 'p2', cores: 16, gpus: 2 };
 const SMALL2: PilotCapacity = { uid: 'p3', cores: 4, gpus: 0 };
 const CLOSED = {
-  code: 'E_SESSION_CLOSED',
+  code: 'E_CANCELED' as const,
   message: 'the session was closed',
   component: 'Session',
 };

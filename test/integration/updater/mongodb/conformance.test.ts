@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { MongoClient } from 'mongodb';
-import type { Notification } from '../../../src/generated';
-import { MongoStore } from '../../../src/updater/mongodb-store';
-import { describeStoreConformance } from './conformance';
-import { makeNotes } from './helpers';
+import type { Notification } from '../../../../src/generated';
+import { MongoStore } from '../../../../src/updater/mongodb/store';
+import { describeStoreConformance } from '../conformance';
+import { makeNotes } from '../helpers';
 
 /**
  * Runs against a real server only (notes/README.md: none can be installed here, and a protocol

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { InternalError } from '../../../src/errors';
-import { UidIndex } from '../../../src/updater/uid-index';
+import { InternalError } from '../../../../src/errors';
+import { UidIndex } from '../../../../src/updater/embedded/uid-index';
 
 describe('UidIndex', () => {
   it('holds a key once per uid and gives positions in the order added', () => {

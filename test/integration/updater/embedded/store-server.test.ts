@@ -3,13 +3,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import * as zmq from 'zeromq';
-import type { StoreReply } from '../../../src/generated';
-import { withTimeout } from '../../../src/lib/deferred';
-import { parseStoreReply } from '../../../src/lib/validate';
-import { decode, encode } from '../../../src/transport/codec';
-import { EmbeddedStore, StoreServer } from '../../../src/updater';
-import { scanRecords } from '../../../src/updater/record';
-import { makeNotes, RecordingLogger } from './helpers';
+import type { StoreReply } from '../../../../src/generated';
+import { withTimeout } from '../../../../src/lib/deferred';
+import { parseStoreReply } from '../../../../src/lib/validate';
+import { decode, encode } from '../../../../src/transport/codec';
+import { EmbeddedStore, StoreServer } from '../../../../src/updater';
+import { scanRecords } from '../../../../src/updater/embedded/record';
+import { makeNotes, RecordingLogger } from '../helpers';
 
 describe('StoreServer', () => {
   let dir: string;

@@ -1,5 +1,5 @@
-import { InternalError } from '../errors';
-import { ownCopy } from '../lib/strings';
+import { InternalError } from '../../errors';
+import { ownCopy } from '../../lib/strings';
 
 /** Feed positions are stored as u32: the embedded store holds at most this many notifications. */
 export const MAX_POSITION = 0xfffffffe;

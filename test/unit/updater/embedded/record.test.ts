@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { frameRecord, HEADER_BYTES, scanRecords } from '../../../src/updater/record';
+import { frameRecord, HEADER_BYTES, scanRecords } from '../../../../src/updater/embedded/record';
 
 describe('scanRecords', () => {
   const a = frameRecord(Buffer.from('first payload'));

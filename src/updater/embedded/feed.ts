@@ -1,6 +1,6 @@
-import type { Notification } from '../generated';
-import { InternalError, UsageError } from '../errors';
-import type { WatchBulk } from './state-store';
+import type { Notification } from '../../generated';
+import { InternalError, UsageError } from '../../errors';
+import type { WatchBulk } from '../state-store';
 
 /** Bounds a bulk so that a watch from 0 over a long history does not copy it all at once. */
 const MAX_BULK = 4096;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Notification } from '../../../src/generated';
+import type { Notification } from '../../../../src/generated';
 import {
   backoffMs,
   classifyWriteErrors,
@@ -11,7 +11,7 @@ import {
   toDoc,
   uniqueByKey,
   type SlotDoc,
-} from '../../../src/updater/mongodb-plan';
+} from '../../../../src/updater/mongodb/plan';
 
 const note = (uid: string, state: Notification['state'], ts = 1): Notification => ({
   kind: 'task',
@@ -35,7 +35,7 @@ describe('mongodb-plan', () => {
   it('round-trips a notification through a document, detail included', () => {
     const n: Notification = {
       ...note('a', 'FAILED'),
-      detail: { exitCode: null, reason: { code: 'E', message: 'm', component: 'c' } },
+      detail: { exitCode: null, reason: { code: 'E_EXIT_CODE', message: 'm', component: 'c' } },
     };
     const d = toDoc('sess', 7, n);
     expect(d).toMatchObject({ session: 'sess', seq: 7 });

@@ -1,5 +1,5 @@
-import type { Notification } from '../../../src/generated';
-import type { RecordSource } from '../../../src/updater/feed';
+import type { Notification } from '../../../../src/generated';
+import type { RecordSource } from '../../../../src/updater/embedded/feed';
 
 /** A task notification of `uid` (NEW, attempt 1, ts 0). */
 export const note = (uid: string): Notification => ({

@@ -1,9 +1,9 @@
 /**
- * Pure parts of the MongoDB backend (src/updater/mongodb-store.ts): documents, write-error
+ * Pure parts of the MongoDB backend (src/updater/mongodb/store.ts): documents, write-error
  * classification, contiguous reads by seq, backoff. No driver import, no I/O.
  */
-import type { Notification } from '../generated';
-import { notificationKey } from '../states/notification';
+import type { Notification } from '../../generated';
+import { notificationKey } from '../../states/notification';
 
 /** Unique on (session, kind, uid, attempt, state), notifications only: the idempotence key. */
 export const KEY_INDEX = 'pf_session_key_unique';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Notification } from '../../../src/generated';
-import { InternalError } from '../../../src/errors';
-import { decode, encode } from '../../../src/transport/codec';
-import { NotificationFeed } from '../../../src/updater/feed';
+import type { Notification } from '../../../../src/generated';
+import { InternalError } from '../../../../src/errors';
+import { decode, encode } from '../../../../src/transport/codec';
+import { NotificationFeed } from '../../../../src/updater/embedded/feed';
 import { note, Source } from './feed-fixtures';
 
 describe('NotificationFeed with stored chunks', () => {

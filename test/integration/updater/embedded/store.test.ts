@@ -2,12 +2,12 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import type { Notification } from '../../../src/generated';
-import { decode, encode } from '../../../src/transport/codec';
-import { EmbeddedStore, type WatchBulk } from '../../../src/updater';
-import { frameRecord, HEADER_BYTES, scanRecords } from '../../../src/updater/record';
-import { decodeSummary } from '../../../src/updater/segment-summary';
-import { makeNotes, prng } from './helpers';
+import type { Notification } from '../../../../src/generated';
+import { decode, encode } from '../../../../src/transport/codec';
+import { EmbeddedStore, type WatchBulk } from '../../../../src/updater';
+import { frameRecord, HEADER_BYTES, scanRecords } from '../../../../src/updater/embedded/record';
+import { decodeSummary } from '../../../../src/updater/embedded/segment-summary';
+import { makeNotes, prng } from '../helpers';
 
 /** Flips `mask` in byte `at` of the payload of record `record` of a segment file, in place. */
 function flipBit(file: string, record: number, at: number, mask: number): void {

@@ -36,11 +36,11 @@ import {
   type Db,
   type WriteError,
 } from 'mongodb';
-import type { Notification } from '../generated';
-import { coerceError, errorMeta, UsageError } from '../errors';
-import { deferred, type Deferred } from '../lib/deferred';
-import { silentLogger, type Logger } from '../lib/logger';
-import { parseNotification } from '../lib/validate';
+import type { Notification } from '../../generated';
+import { coerceError, errorMeta, UsageError } from '../../errors';
+import { deferred, type Deferred } from '../../lib/deferred';
+import { silentLogger, type Logger } from '../../lib/logger';
+import { parseNotification } from '../../lib/validate';
 import {
   backoffMs,
   classifyWriteErrors,
@@ -55,8 +55,8 @@ import {
   type GapDoc,
   type SlotDoc,
   type WriteErrorLike,
-} from './mongodb-plan';
-import { StoreError, type StateStore, type WatchBulk } from './state-store';
+} from './plan';
+import { StoreError, type StateStore, type WatchBulk } from '../state-store';
 
 export interface MongoStoreOptions {
   /** Database name (default 'pilotfish'). */

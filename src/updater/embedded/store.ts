@@ -1,22 +1,22 @@
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import type { Notification } from '../generated';
-import { coerceError, errorMeta, UsageError } from '../errors';
-import { deferred, type Deferred } from '../lib/deferred';
-import { silentLogger, type Logger } from '../lib/logger';
-import { parseNotification, parseNotificationBulk } from '../lib/validate';
-import { decode, encode } from '../transport/codec';
+import type { Notification } from '../../generated';
+import { coerceError, errorMeta, UsageError } from '../../errors';
+import { deferred, type Deferred } from '../../lib/deferred';
+import { silentLogger, type Logger } from '../../lib/logger';
+import { parseNotification, parseNotificationBulk } from '../../lib/validate';
+import { decode, encode } from '../../transport/codec';
 import { NotificationFeed } from './feed';
 import { frameRecord, HEADER_BYTES, scanRecords, type RecordTail } from './record';
 import {
   decodeSummary,
   encodeSummary,
   packKey,
-  SummaryBuilder,
   unpackKey,
   WIDE_KEY,
   type SegmentSummary,
 } from './segment-summary';
+import { SummaryBuilder } from './summary-builder';
 import {
   listSegments,
   readRecordHeader,
@@ -28,7 +28,7 @@ import {
   syncDir,
   writeFileAtomically,
 } from './segments';
-import { StoreError, type StateStore, type WatchBulk } from './state-store';
+import { StoreError, type StateStore, type WatchBulk } from '../state-store';
 import { MAX_POSITION, UidIndex } from './uid-index';
 
 export interface EmbeddedStoreOptions {

@@ -3,10 +3,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { crc32 } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { InternalError } from '../../../src/errors';
-import { frameRecord, HEADER_BYTES } from '../../../src/updater/record';
-import { RecordTable } from '../../../src/updater/segments';
-import { StoreError } from '../../../src/updater/state-store';
+import { InternalError } from '../../../../src/errors';
+import { frameRecord, HEADER_BYTES } from '../../../../src/updater/embedded/record';
+import { RecordTable } from '../../../../src/updater/embedded/segments';
+import { StoreError } from '../../../../src/updater/state-store';
 
 /** Writes `payloads` as framed records to `file`; their [offset, length, crc] columns. */
 function writeSegment(file: string, payloads: readonly Buffer[]) {

@@ -1,10 +1,10 @@
 import * as zmq from 'zeromq';
-import type { StoreReply, StoreRequest } from '../generated';
-import { coerceError, errorMeta, TransportError, ValidationError } from '../errors';
-import type { Logger } from '../lib/logger';
-import { parseStoreRequest } from '../lib/validate';
-import { decode, encode } from '../transport/codec';
-import type { StateStore } from './state-store';
+import type { StoreReply, StoreRequest } from '../../generated';
+import { coerceError, errorMeta, TransportError, ValidationError } from '../../errors';
+import type { Logger } from '../../lib/logger';
+import { parseStoreRequest } from '../../lib/validate';
+import { decode, encode } from '../../transport/codec';
+import type { StateStore } from '../state-store';
 
 export interface StoreServerOptions {
   /** Where to bind; defaults to an ephemeral loopback tcp port (see `endpoint`). */

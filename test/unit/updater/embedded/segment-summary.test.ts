@@ -4,15 +4,14 @@ import {
   decodeSummary,
   encodeSummary,
   packKey,
-  SummaryBuilder,
   SummaryFormatError,
   uidsOf,
   unpackKey,
   WIDE_KEY,
   type SegmentSummary,
-  type SummaryUids,
-} from '../../../src/updater/segment-summary';
-import { tableOrder } from '../../../src/updater/uid-index';
+} from '../../../../src/updater/embedded/segment-summary';
+import { SummaryBuilder, type SummaryUids } from '../../../../src/updater/embedded/summary-builder';
+import { tableOrder } from '../../../../src/updater/embedded/uid-index';
 
 /** The triples [uid, key, position] of a summary, in feed order. */
 function triples(s: SegmentSummary): [string, number, number][] {

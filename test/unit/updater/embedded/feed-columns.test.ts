@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Notification } from '../../../src/generated';
-import { InternalError } from '../../../src/errors';
-import { decode, encode } from '../../../src/transport/codec';
-import { NotificationFeed } from '../../../src/updater/feed';
+import type { Notification } from '../../../../src/generated';
+import { InternalError } from '../../../../src/errors';
+import { decode, encode } from '../../../../src/transport/codec';
+import { NotificationFeed } from '../../../../src/updater/embedded/feed';
 import { note, Source } from './feed-fixtures';
 
 /** Chunk c of a feed: 1 to 4 notifications. */

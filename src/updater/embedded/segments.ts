@@ -2,11 +2,11 @@ import * as fsSync from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { crc32 } from 'node:zlib';
-import { InternalError } from '../errors';
+import { InternalError } from '../../errors';
 import type { RecordSource } from './feed';
 import { HEADER_BYTES } from './record';
 import { SUMMARY_HEADER_BYTES, SUMMARY_MAGIC } from './segment-summary';
-import { StoreError } from './state-store';
+import { StoreError } from '../state-store';
 
 /**
  * Segment files of the embedded store: `store.log` is segment 0 (the name a store had before

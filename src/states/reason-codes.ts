@@ -1,0 +1,126 @@
+import type { Reason } from '../generated';
+
+/** A reason code: the `enum` of `code` in schemas/reason.schema.json. */
+export type ReasonCode = Reason['code'];
+
+export interface ReasonCodeInfo {
+  /** What happened, for a person reading a failed task or pilot. */
+  meaning: string;
+  /** The components that put it in a reason's `component`; 'any' when every holder may. */
+  emitters: readonly string[];
+}
+
+/**
+ * Every code a task's or pilot's reason may carry (docs/reason-codes.md is the table users read;
+ * both are checked against this). Pure data. `E_*` codes end a task or pilot FAILED or
+ * CANCELED; `I_*` codes say why a pilot ended DONE.
+ */
+export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
+  E_AGENT_DIED: {
+    meaning: "the pilot's agent process died without ending the pilot (exit code or signal given)",
+    emitters: ['PilotLauncher'],
+  },
+  E_BAD_MESSAGE: {
+    meaning: 'a component got a task record it could not read (a bug or a version mismatch)',
+    emitters: ['any'],
+  },
+  E_BAD_REQUEST: {
+    meaning:
+      "the task's GPU request is inconsistent (gpusPerRank against gpuIndices, or a bad share)",
+    emitters: ['AgentScheduler'],
+  },
+  E_CANCELED: {
+    meaning: 'the task or pilot was canceled by the user, or its pilot was',
+    emitters: ['any'],
+  },
+  E_EXEC_FAILED: {
+    meaning: 'the executable (or its launcher) could not be started, or its spawner was lost',
+    emitters: ['Executor'],
+  },
+  E_EXEC_NOT_FOUND: {
+    meaning: 'the executable (or its launcher) does not exist',
+    emitters: ['Executor'],
+  },
+  E_EXEC_PERMISSION: {
+    meaning: 'the executable (or its launcher) may not be executed',
+    emitters: ['Executor'],
+  },
+  E_EXIT_CODE: {
+    meaning: 'the task exited with a non-zero code (the last line of stderr is in the message)',
+    emitters: ['ManagerOutputStager'],
+  },
+  E_JOB_CANCELED: {
+    meaning: "the pilot's batch job was canceled outside pilotfish (scancel, the admin)",
+    emitters: ['PilotLauncher'],
+  },
+  E_JOB_FAILED: {
+    meaning: "the pilot's batch job failed, or the batch system lost it",
+    emitters: ['PilotLauncher'],
+  },
+  E_LAUNCH: {
+    meaning: "the pilot's agent could not be started (e.g. sbatch refused the job)",
+    emitters: ['PilotLauncher'],
+  },
+  E_LAUNCH_METHOD: {
+    meaning:
+      "the task's launch method cannot run it here (fork with several ranks, srun outside Slurm)",
+    emitters: ['Executor'],
+  },
+  E_LAUNCH_SLOTS: {
+    meaning:
+      "the task's slots do not suit its launch method (one slot per rank, same size for srun)",
+    emitters: ['Executor'],
+  },
+  E_MODE_UNSUPPORTED: {
+    meaning: "the agent has no executor kind for the task's mode yet",
+    emitters: ['Executor'],
+  },
+  E_NEVER_ACTIVE: {
+    meaning: 'the agent ended before the pilot became active',
+    emitters: ['PilotLauncher'],
+  },
+  E_NEVER_FITS: {
+    meaning: 'the task asks more than any pilot (or node) has: the sizes asked and held are given',
+    emitters: ['ManagerScheduler', 'AgentScheduler'],
+  },
+  E_NO_EXIT_CODE: {
+    meaning: 'the task ended without an exit code',
+    emitters: ['ManagerOutputStager'],
+  },
+  E_NO_SANDBOX: {
+    meaning: 'the task reached the Executor without a sandbox directory (a bug)',
+    emitters: ['Executor'],
+  },
+  E_NO_SUCH_PILOT: {
+    meaning: 'the task is pinned to a pilot that has ended or is not added to the task manager',
+    emitters: ['ManagerScheduler'],
+  },
+  E_PILOT_ENDED: {
+    meaning: "the task's pilot ended (or failed) before the task finished",
+    emitters: ['Agent', 'TaskManager', 'ManagerInputStager', 'PilotLauncher'],
+  },
+  E_RUNTIME_EXCEEDED: {
+    meaning: "the agent outlived the pilot's runtime limit and was killed",
+    emitters: ['PilotLauncher'],
+  },
+  E_SIGNALED: {
+    meaning: 'the task was killed by a signal',
+    emitters: ['ManagerOutputStager'],
+  },
+  E_STAGING: {
+    meaning: "the task's sandbox could not be created",
+    emitters: ['AgentInputStager'],
+  },
+  E_TASK_TIMEOUT: {
+    meaning: 'the task ran longer than its timeoutS and was killed',
+    emitters: ['Executor'],
+  },
+  E_UNSUPPORTED: {
+    meaning: "no launcher for the pilot's resource on this machine (PBS, LSF: scripts only)",
+    emitters: ['PilotLauncher'],
+  },
+  I_PILOT_DONE: {
+    meaning: 'the pilot ended as asked (its agent said DONE)',
+    emitters: ['PilotLauncher'],
+  },
+};
