@@ -2,8 +2,9 @@
 import { readFileSync } from 'node:fs';
 import { errorMeta } from '../errors';
 import { fileLogger } from '../lib/log';
-import { parseAgentConfig } from '../lib/validate';
+import { parseAgentConfig, validationCounts } from '../lib/validate';
 import { Agent } from './agent';
+import type { AbortedTaskState } from '../states/task-model';
 
 /**
  * pilotfish-agent CONFIG.json — runs one pilot's agent. Exits 0 after a clean shutdown
@@ -24,7 +25,7 @@ async function main(): Promise<number> {
   }
   const log = fileLogger(cfg.sandbox, 'agent', cfg.logLevel ?? 'info');
   const agent = new Agent(cfg, log);
-  const stop = (final: 'FAILED' | 'CANCELED', message: string) => () =>
+  const stop = (final: AbortedTaskState, message: string) => () =>
     void agent.shutdown(final, message);
   process.on('SIGTERM', stop('CANCELED', 'agent received SIGTERM'));
   process.on('SIGINT', stop('CANCELED', 'agent received SIGINT'));
@@ -45,7 +46,8 @@ async function main(): Promise<number> {
     return 1;
   }
   const { final, message } = await agent.done;
-  log.info('agent exiting', { final, message });
+  // not `message` as a key: winston appends a meta message to the log message
+  log.info('agent exiting', { final, why: message, validations: validationCounts() });
   await log.close();
   return 0;
 }

@@ -12,6 +12,8 @@ import { PilotLauncherShell } from '../components/pilot-launcher/shell';
 import { Listeners } from './listeners';
 import { Pilot } from './pilot';
 import type { DeliveryCursor } from './delivered';
+import type { ClientRuntime } from './runtime';
+import { runtimeOf } from './runtime';
 import type { Session } from './session';
 import type { StateInfo } from './task';
 import { Waiters } from './waiters';
@@ -26,6 +28,8 @@ export interface PilotManagerOptions {
 
 /** Submits pilots, follows their states, cancels them; pilots end when the session closes. */
 export class PilotManager {
+  /** The session's runtime: what this facade drives. */
+  private readonly rt: ClientRuntime;
   private readonly pilots = new Map<string, Pilot>();
   private readonly records = new Map<string, PilotRecord>();
   private readonly inputs = new Map<string, string>();
@@ -40,51 +44,49 @@ export class PilotManager {
   /** Skips the callbacks a previous client of the session delivered. */
   private readonly delivery: DeliveryCursor;
 
-  constructor(
-    private readonly session: Session,
-    options: PilotManagerOptions = {},
-  ) {
-    this.log = session.log.child({ component: COMPONENTS.pilotManager });
+  constructor(session: Session, options: PilotManagerOptions = {}) {
+    const rt = (this.rt = runtimeOf(session));
+    this.log = rt.log.child({ component: COMPONENTS.pilotManager });
     this.callbacks = new Listeners(this.log);
-    ({ name: this.name, delivery: this.delivery } = session.registerManager('pmgr'));
+    ({ name: this.name, delivery: this.delivery } = rt.registerManager('pmgr'));
     this.launcher = new PilotLauncherShell({
-      journal: session.journal,
-      control: session.control,
-      notify: (ns) => session.notify(ns),
+      journal: rt.journal,
+      control: rt.control,
+      notify: (ns) => rt.notify(ns),
       ended: (uid, state, reason) => {
-        session.setPilotCapacity(uid, undefined);
-        session.emitPilotEnded(uid, state, reason);
+        rt.setPilotCapacity(uid, undefined);
+        rt.emitPilotEnded(uid, state, reason);
       },
       agentConfig: (rec) => this.agentConfig(rec),
-      clock: session.clock,
-      log: session.log.child({ component: COMPONENTS.pilotLauncher }),
+      clock: rt.clock,
+      log: rt.log.child({ component: COMPONENTS.pilotLauncher }),
       shutdownGraceMs: options.shutdownGraceMs ?? 10_000,
       ...(options.slurmPollMs !== undefined ? { pollMs: options.slurmPollMs } : {}),
     });
-    session.control.on((msg) => {
+    rt.control.on((msg) => {
       if (msg.type === 'agent_ready') {
         this.launcher.core.onAgentReady(msg.pilot);
         const pilot = this.pilots.get(msg.pilot);
         if (pilot !== undefined && !pilot.final) {
           // a batch pilot's real size is known only now: tasks are placed against it
-          session.journal.append({ t: 'agent', pilot: pilot.uid, nodes: msg.nodes });
+          rt.journal.append({ t: 'agent', pilot: pilot.uid, nodes: msg.nodes });
           this.sized(pilot, msg.nodes);
-          session.pipeline.pilotCapacity({ uid: pilot.uid, cores: pilot.cores, gpus: pilot.gpus });
+          rt.pipeline.pilotCapacity({ uid: pilot.uid, cores: pilot.cores, gpus: pilot.gpus });
         }
       } else if (msg.type === 'agent_final') {
         this.launcher.core.onAgentFinal(msg.pilot, msg.final, msg.message);
       }
     });
-    session.onNotifications((ns) => this.ingest(ns));
-    session.atClose(() => this.shutdownAll());
-    if (session.replayPending) this.adopt();
+    rt.onNotifications((ns) => this.ingest(ns));
+    rt.atClose(() => this.shutdownAll());
+    if (rt.replayPending) this.adopt();
   }
 
   private sized(pilot: Pilot, nodes: { name: string; cores: number; gpus: number }[]): void {
     pilot.nodes = nodes;
     pilot.cores = nodes.reduce((n, x) => n + x.cores, 0);
     pilot.gpus = nodes.reduce((n, x) => n + x.gpus, 0);
-    this.session.setPilotCapacity(pilot.uid, { cores: pilot.cores, gpus: pilot.gpus });
+    this.rt.setPilotCapacity(pilot.uid, { cores: pilot.cores, gpus: pilot.gpus });
   }
 
   /**
@@ -96,18 +98,18 @@ export class PilotManager {
   private adopt(): void {
     const traces = new Map<string, { pid?: number; jobId?: string }>();
     const mine: Pilot[] = [];
-    for (const e of this.session.resumed) {
+    for (const e of this.rt.resumed) {
       if (e.t === 'pilots' && e.mgr === this.name) {
         for (const p of e.pilots) {
           const pilot = new Pilot(p.uid, p.description, p.cores, p.gpus, p.sandbox);
           this.pilots.set(p.uid, pilot);
           mine.push(pilot);
           this.inputs.set(p.uid, p.agentInput);
-          this.session.setPilotCapacity(p.uid, { cores: p.cores, gpus: p.gpus });
+          this.rt.setPilotCapacity(p.uid, { cores: p.cores, gpus: p.gpus });
           this.records.set(p.uid, {
             uid: p.uid,
             state: 'NEW',
-            session: this.session.uid,
+            session: this.rt.uid,
             description: p.description,
             cores: p.cores,
             gpus: p.gpus,
@@ -122,17 +124,17 @@ export class PilotManager {
         if (e.nodes !== undefined) this.sized(this.pilots.get(e.pilot)!, e.nodes);
       }
     }
-    this.session.onReplay(
+    this.rt.onReplay(
       0,
       async () => {
         for (const p of mine) {
-          await this.session.pipeline.addPilotQueue(p.uid, this.inputs.get(p.uid));
+          await this.rt.pipeline.addPilotQueue(p.uid, this.inputs.get(p.uid));
         }
       },
       () => {
         for (const pilot of mine) this.follow(pilot, traces.get(pilot.uid) ?? {});
         if (mine.some((p) => !p.final)) {
-          void this.session.control
+          void this.rt.control
             .publish({ type: 'client_resumed' })
             .catch((e: unknown) => this.log.error('client_resumed publish failed', errorMeta(e)));
         }
@@ -144,8 +146,8 @@ export class PilotManager {
     const rec = this.records.get(pilot.uid)!;
     rec.state = pilot.state;
     if (pilot.final) {
-      this.session.setPilotCapacity(pilot.uid, undefined);
-      this.session.pipeline.pilotGone(pilot.uid, pilot.state);
+      this.rt.setPilotCapacity(pilot.uid, undefined);
+      this.rt.pipeline.pilotGone(pilot.uid, pilot.state);
       return;
     }
     const startedAt = pilot.history.find((h) => h.state === 'PMGR_ACTIVE')?.ts;
@@ -154,27 +156,27 @@ export class PilotManager {
 
   /** Validates every description first (nothing is submitted if one is invalid). */
   async submitPilots(descriptions: PilotDescription[]): Promise<Pilot[]> {
-    this.session.assertOpen();
+    this.rt.assertOpen();
     const descs = validateAll(descriptions, parsePilotDescription, 'PilotDescription');
     const sizes = await this.launcher.capacities(descs);
     const out: Pilot[] = [];
     const records: PilotRecord[] = [];
     const notes: Notification[] = [];
     for (const [i, d] of descs.entries()) {
-      const uid = d.uid ?? this.session.nextPilotUid();
+      const uid = d.uid ?? this.rt.nextPilotUid();
       if (this.pilots.has(uid)) {
         throw new ValidationError(`invalid PilotDescription: uid '${uid}' is already used`, [
           { path: '/uid', message: `must be unique ('${uid}' is already used)` },
         ]);
       }
       const { cores, gpus } = sizes[i]!;
-      const sandbox = d.sandbox ?? path.join(this.session.dir, uid);
+      const sandbox = d.sandbox ?? path.join(this.rt.dir, uid);
       const pilot = new Pilot(uid, d, cores, gpus, sandbox);
       this.pilots.set(uid, pilot);
       const rec: PilotRecord = {
         uid,
         state: 'NEW',
-        session: this.session.uid,
+        session: this.rt.uid,
         description: d,
         cores,
         gpus: pilot.gpus,
@@ -182,7 +184,7 @@ export class PilotManager {
       };
       this.records.set(uid, rec);
       records.push(rec);
-      const ts = this.session.clock.now();
+      const ts = this.rt.clock.now();
       const base = {
         kind: 'pilot' as const,
         uid,
@@ -196,10 +198,10 @@ export class PilotManager {
     }
     // the queue exists before any task can be routed to the pilot
     for (const rec of records) {
-      this.inputs.set(rec.uid, await this.session.pipeline.addPilotQueue(rec.uid));
-      this.session.setPilotCapacity(rec.uid, { cores: rec.cores, gpus: rec.gpus });
+      this.inputs.set(rec.uid, await this.rt.pipeline.addPilotQueue(rec.uid));
+      this.rt.setPilotCapacity(rec.uid, { cores: rec.cores, gpus: rec.gpus });
     }
-    this.session.journal.append({
+    this.rt.journal.append({
       t: 'pilots',
       mgr: this.name,
       pilots: records.map((r) => ({
@@ -211,7 +213,7 @@ export class PilotManager {
         agentInput: this.inputs.get(r.uid)!,
       })),
     });
-    this.session.notify(notes);
+    this.rt.notify(notes);
     this.launcher.core.onSubmit(records);
     return out;
   }
@@ -234,7 +236,7 @@ export class PilotManager {
   ): Promise<Pilot[]> {
     const uids = opts.uids ?? [...this.pilots.keys()];
     const states = new Set(opts.states ?? FINAL_PILOT_STATES);
-    return this.session
+    return this.rt
       .replay()
       .then(() =>
         this.waiters
@@ -253,10 +255,10 @@ export class PilotManager {
     const agentInput = this.inputs.get(rec.uid)!;
     const agent = rec.description.agent ?? {};
     return {
-      session: this.session.uid,
+      session: this.rt.uid,
       pilot: rec.uid,
       sandbox: rec.sandbox,
-      sessionDir: this.session.dir,
+      sessionDir: this.rt.dir,
       cores: rec.cores,
       gpus: rec.gpus,
       runtimeMin: rec.description.runtimeMin ?? 60,
@@ -268,7 +270,7 @@ export class PilotManager {
         ? { heartbeatTimeoutMs: Math.round(agent.clientTimeoutS * 1000) }
         : {}),
       ...(agent.logLevel !== undefined ? { logLevel: agent.logLevel } : {}),
-      addresses: this.session.agentAddresses(agentInput),
+      addresses: this.rt.agentAddresses(agentInput),
     };
   }
 
@@ -307,7 +309,7 @@ export class PilotManager {
           resolve();
         }
       };
-      const off = this.session.onPilotEnded(check);
+      const off = this.rt.onPilotEnded(check);
       check();
     });
     this.launcher.core.onCancel(alive);

@@ -21,6 +21,8 @@ import { transition } from '../components/shared/transition';
 import { Listeners } from './listeners';
 import type { Pilot } from './pilot';
 import type { DeliveryCursor } from './delivered';
+import type { ClientRuntime } from './runtime';
+import { runtimeOf } from './runtime';
 import type { Session } from './session';
 import { Task, type StateInfo } from './task';
 import { validateAll } from './validate-all';
@@ -31,6 +33,8 @@ import { Waiters } from './waiters';
  * callbacks exactly once per attempt, in model order, whatever order notifications arrive in.
  */
 export class TaskManager {
+  /** The session's runtime: what this facade drives. */
+  private readonly rt: ClientRuntime;
   private readonly tasks = new Map<string, Task>();
   /** Every task of a pilot holds the same copy of its uid. */
   private readonly pilotUids = new Interner();
@@ -48,16 +52,17 @@ export class TaskManager {
   private readonly delivery: DeliveryCursor;
   private readonly pilotsAdded = new Set<string>();
 
-  constructor(private readonly session: Session) {
-    this.log = session.log.child({ component: COMPONENTS.taskManager });
+  constructor(session: Session) {
+    const rt = (this.rt = runtimeOf(session));
+    this.log = rt.log.child({ component: COMPONENTS.taskManager });
     this.callbacks = new Listeners(this.log);
-    ({ name: this.name, delivery: this.delivery } = session.registerManager('tmgr'));
-    if (session.replayPending) this.adopt();
-    session.onNotifications((ns) => this.ingest(ns));
-    session.onPilotEnded((uid, state, reason) => void this.recover(uid, state, reason));
-    session.control.on((msg) => {
+    ({ name: this.name, delivery: this.delivery } = rt.registerManager('tmgr'));
+    if (rt.replayPending) this.adopt();
+    rt.onNotifications((ns) => this.ingest(ns));
+    rt.onPilotEnded((uid, state, reason) => void this.recover(uid, state, reason));
+    rt.control.on((msg) => {
       if (msg.type === 'agent_ready' && this.canceling.size > 0) {
-        void session.control.publish({ type: 'cancel_tasks', uids: [...this.canceling] });
+        void rt.control.publish({ type: 'cancel_tasks', uids: [...this.canceling] });
       }
     });
   }
@@ -66,14 +71,14 @@ export class TaskManager {
   addPilots(pilots: Pilot[]): void {
     const fresh = pilots.filter((p) => !this.pilotsAdded.has(p.uid));
     if (fresh.length === 0) return;
-    this.session.journal.append({
+    this.rt.journal.append({
       t: 'pilots-added',
       mgr: this.name,
       pilots: fresh.map((p) => p.uid),
     });
     for (const p of fresh) {
       this.pilotsAdded.add(p.uid);
-      this.session.pipeline.addPilot({ uid: p.uid, cores: p.cores, gpus: p.gpus });
+      this.rt.pipeline.addPilot({ uid: p.uid, cores: p.cores, gpus: p.gpus });
     }
   }
 
@@ -86,7 +91,7 @@ export class TaskManager {
    * e.g. `/3/arguments/0 must be string`), then hands all tasks on in one bulk.
    */
   async submitTasks(descriptions: TaskDescription[]): Promise<Task[]> {
-    this.session.assertOpen();
+    this.rt.assertOpen();
     const descs = validateAll(descriptions, parseTaskDescription, 'TaskDescription');
     const seen = new Set<string>();
     descs.forEach((d, i) => {
@@ -100,13 +105,13 @@ export class TaskManager {
     });
     const out: Task[] = [];
     for (const d of descs) {
-      const uid = d.uid ?? this.session.nextTaskUid();
+      const uid = d.uid ?? this.rt.nextTaskUid();
       const task = new Task(uid, d);
       this.tasks.set(uid, task);
       out.push(task);
     }
     // before any notification: what the store holds after a crash, the journal holds too
-    this.session.journal.append({
+    this.rt.journal.append({
       t: 'tasks',
       mgr: this.name,
       tasks: out.map((t) => [t.uid, t.description]),
@@ -118,7 +123,7 @@ export class TaskManager {
   /** Hands tasks (new, or not yet past the client when a previous client died) to the pipeline. */
   private async schedule(tasks: Task[]): Promise<void> {
     if (tasks.length === 0) return;
-    const now = this.session.clock.now();
+    const now = this.rt.clock.now();
     const records: TaskRecord[] = [];
     const notes: Notification[] = [];
     for (const task of tasks) {
@@ -126,7 +131,7 @@ export class TaskManager {
         uid: task.uid,
         attempt: task.attempt,
         state: 'NEW',
-        session: this.session.uid,
+        session: this.rt.uid,
         description: task.description,
       };
       notes.push({
@@ -140,8 +145,8 @@ export class TaskManager {
       notes.push(transition(rec, 'TMGR_SCHEDULING_PENDING', COMPONENTS.taskManager, now));
       records.push(rec);
     }
-    this.session.notify(notes);
-    await this.session.pipeline.submit(records);
+    this.rt.notify(notes);
+    await this.rt.pipeline.submit(records);
   }
 
   /**
@@ -150,14 +155,14 @@ export class TaskManager {
    * where it was (see ManagerPipeline.adopt).
    */
   private adopt(): void {
-    for (const e of this.session.resumed) {
+    for (const e of this.rt.resumed) {
       if (e.t === 'tasks' && e.mgr === this.name) {
         for (const [uid, d] of e.tasks) this.tasks.set(uid, new Task(uid, d));
       } else if (e.t === 'pilots-added' && e.mgr === this.name) {
         for (const p of e.pilots) this.pilotsAdded.add(p);
       }
     }
-    this.session.onReplay(
+    this.rt.onReplay(
       1,
       () => Promise.resolve(),
       () => void this.pickUp().catch((e: unknown) => this.log.error('resume failed', errorMeta(e))),
@@ -196,9 +201,9 @@ export class TaskManager {
         );
       }
     }
-    const active = this.session.pipeline;
+    const active = this.rt.pipeline;
     for (const uid of this.pilotsAdded) {
-      const pilot = this.session.pilotCapacity(uid);
+      const pilot = this.rt.pilotCapacity(uid);
       if (pilot !== undefined) active.addPilot(pilot);
     }
     for (const [pilot, tasks] of byPilot) active.adopt(pilot, tasks);
@@ -218,7 +223,7 @@ export class TaskManager {
       uid: task.uid,
       attempt: task.attempt,
       state,
-      session: this.session.uid,
+      session: this.rt.uid,
       description: task.description,
     };
     if (task.pilot !== undefined) rec.pilot = task.pilot;
@@ -243,7 +248,7 @@ export class TaskManager {
     opts: { uids?: string[]; states?: readonly TaskState[]; timeoutMs?: number } = {},
   ): Promise<Task[]> {
     const uids = opts.uids ?? [...this.tasks.keys()];
-    await this.session.replay();
+    await this.rt.replay();
     await this.waiters.wait(
       uids,
       new Set(opts.states ?? FINAL_TASK_STATES),
@@ -259,8 +264,8 @@ export class TaskManager {
     const list = (uids ?? [...this.tasks.keys()]).filter((u) => !this.tasks.get(u)?.final);
     if (list.length === 0) return;
     for (const u of list) this.canceling.add(u);
-    this.session.pipeline.cancel(list);
-    await this.session.control.publish({ type: 'cancel_tasks', uids: list });
+    this.rt.pipeline.cancel(list);
+    await this.rt.control.publish({ type: 'cancel_tasks', uids: list });
   }
 
   private ingest(ns: Notification[]): void {
@@ -298,7 +303,7 @@ export class TaskManager {
         this.waiters.update(task.uid, e.state);
       }
     }
-    this.session.pipeline.tasksFinal(finals);
+    this.rt.pipeline.tasksFinal(finals);
   }
 
   /**
@@ -307,11 +312,11 @@ export class TaskManager {
    */
   private async recover(pilot: string, state: string, why?: Reason): Promise<void> {
     try {
-      await this.session.drained();
-      const now = this.session.clock.now();
+      await this.rt.drained();
+      const now = this.rt.clock.now();
       const final = state === 'CANCELED' ? 'CANCELED' : 'FAILED';
       const notes: Notification[] = [];
-      for (const uid of this.session.pipeline.unreturned(pilot)) {
+      for (const uid of this.rt.pipeline.unreturned(pilot)) {
         const task = this.tasks.get(uid);
         if (task === undefined || this.tracker.current(uid)?.final === true) continue;
         const r = makeReason(
@@ -331,7 +336,7 @@ export class TaskManager {
       }
       if (notes.length > 0) {
         this.log.warn('finalizing tasks of an ended pilot', { pilot, count: notes.length });
-        this.session.notify(notes);
+        this.rt.notify(notes);
       }
     } catch (e) {
       this.log.error('recovery of an ended pilot failed', { pilot, ...errorMeta(e) });

@@ -188,14 +188,28 @@ function narrowOneOf(errors: readonly ErrorObject[]): ValidationIssue[] {
   return dedupe([...describeErrors(errors.filter((e) => !dropped.has(e))), ...extra]);
 }
 
+/** How many times this process checked a value against each schema (by title). */
+const counts: Record<string, number> = {};
+
+/**
+ * Validations so far in this process, per schema: what a process checks, and how often
+ * (each description should be checked once at the API and once per process it enters).
+ * The agent logs them as it exits.
+ */
+export function validationCounts(): Readonly<Record<string, number>> {
+  return { ...counts };
+}
+
 /**
  * A parser that compiles its schema on first use: a process compiles only what it checks
  * (compiling all of them took ~180 ms of every agent's start).
  */
 function parser<T>(name: string, schema: { $id: string }): (input: unknown) => T {
   let validate: ValidateFunction | undefined;
+  counts[name] = 0;
   return (input: unknown): T => {
     validate ??= compiled(schema);
+    counts[name]!++;
     if (validate(input)) return input as T;
     const errors = validate.errors ?? [];
     const issues = narrowOneOf(errors);

@@ -1,7 +1,9 @@
 import type { Reason } from '../../generated';
+import type { AbortedTaskState } from '../../states/task-model';
+import type { FinalPilotState } from '../../states/pilot-model';
 
 /** The pilot's final state an agent's shutdown suggests. */
-export type AgentFinal = 'DONE' | 'FAILED' | 'CANCELED';
+export type AgentFinal = FinalPilotState;
 
 /** Why the agent shuts down; the first cause wins. */
 export interface Shutdown {
@@ -35,7 +37,7 @@ export interface AgentLifecycleEffects {
   /** Stops every intake: no task is taken any more. */
   stopReceiving(): void;
   /** Ends every task the components hold with `final` and `why`. */
-  finalizeTasks(final: 'FAILED' | 'CANCELED', why: Reason): void;
+  finalizeTasks(final: AbortedTaskState, why: Reason): void;
   /** Closes the spawner helpers (their processes die with them). */
   closeSpawners(): void;
   /** Sends the notifications gathered in this turn. */

@@ -9,6 +9,7 @@ import type { AgentNotifications } from '../notifications';
 import { untilPulled } from '../until-pulled';
 import { AgentLifecycleCore, type AgentLifecycleOptions } from './core';
 import type { AgentFinal, AgentLifecycleEffects, Shutdown, ShutdownStep } from './effects';
+import type { AbortedTaskState } from '../../states/task-model';
 
 /** What a shutdown takes apart; a part not built yet (a failed start) is skipped. */
 export interface AgentParts {
@@ -16,9 +17,7 @@ export interface AgentParts {
   notes?: AgentNotifications | undefined;
   workers: readonly UpdateWorker[];
   /** The task components, upstream first. */
-  components: readonly (
-    { onShutdown(final: 'FAILED' | 'CANCELED', why: Reason): void } | undefined
-  )[];
+  components: readonly ({ onShutdown(final: AbortedTaskState, why: Reason): void } | undefined)[];
   pool?: { close(): Promise<void> } | undefined;
   control?: ControlBus | undefined;
 }
@@ -49,7 +48,7 @@ export class AgentLifecycleShell implements AgentLifecycleEffects {
     this.after('stopReceiving', () => this.parts().queues.stopReceiving());
   }
 
-  finalizeTasks(final: 'FAILED' | 'CANCELED', why: Reason): void {
+  finalizeTasks(final: AbortedTaskState, why: Reason): void {
     for (const component of this.parts().components) {
       try {
         component?.onShutdown(final, why);

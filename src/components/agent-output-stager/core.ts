@@ -1,7 +1,7 @@
 import type { Reason, TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
 import type { Notification } from '../../states/notification';
-import { COMPONENTS } from '../../states/task-model';
+import { COMPONENTS, type AbortedTaskState } from '../../states/task-model';
 import { cancelIfAsked } from '../shared/canceled';
 import { CancelSet } from '../shared/reasons';
 import { checkArrivals, transition } from '../shared/transition';
@@ -65,7 +65,7 @@ export class AgentOutputStagerCore {
     this.canceled.add(uids);
   }
 
-  onShutdown(final: 'FAILED' | 'CANCELED', why: Reason): void {
+  onShutdown(final: AbortedTaskState, why: Reason): void {
     const now = this.clock.now();
     const notes = [...this.collecting.values()].map((t) =>
       transition(t, final, ME, now, { reason: why }),

@@ -1,7 +1,7 @@
 import type { Reason, TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
 import type { Notification } from '../../states/notification';
-import { COMPONENTS } from '../../states/task-model';
+import { COMPONENTS, type AbortedTaskState } from '../../states/task-model';
 import { cancelIfAsked, canceledBy } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
 import { checkArrivals, transition } from '../shared/transition';
@@ -151,7 +151,7 @@ export class AgentSchedulerCore {
   }
 
   /** The agent is going away: every waiting task ends with `final`. */
-  onShutdown(final: 'FAILED' | 'CANCELED', why: Reason): void {
+  onShutdown(final: AbortedTaskState, why: Reason): void {
     const now = this.clock.now();
     const notes: Notification[] = [];
     for (const shape of this.shapes.values()) {

@@ -2,7 +2,7 @@ import { IllegalTransitionError } from '../../errors';
 import type { Reason, TaskRecord } from '../../generated';
 import type { Clock, Timer } from '../../lib/clock';
 import type { Notification, NotificationDetail } from '../../states/notification';
-import { COMPONENTS, type TaskState } from '../../states/task-model';
+import { COMPONENTS, type TaskState, type AbortedTaskState } from '../../states/task-model';
 import { transition } from '../shared/transition';
 import type {
   ExecutorEffects,
@@ -39,7 +39,7 @@ export interface ExecutorOptions {
   signaledExitGraceMs?: number;
 }
 
-export type ShutdownState = 'FAILED' | 'CANCELED';
+export type ShutdownState = AbortedTaskState;
 
 interface Held {
   task: TaskRecord;

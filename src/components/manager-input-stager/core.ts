@@ -2,7 +2,7 @@ import type { Reason, TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
 import type { TaskFinal } from '../../states/task-final';
 import type { Notification } from '../../states/notification';
-import { COMPONENTS } from '../../states/task-model';
+import { COMPONENTS, type AbortedTaskState } from '../../states/task-model';
 import { cancelIfAsked } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
 import { checkArrivals, transition } from '../shared/transition';
@@ -66,7 +66,7 @@ export class ManagerInputStagerCore {
     this.canceled.add(uids);
   }
 
-  onShutdown(_final: 'FAILED' | 'CANCELED', _why: Reason): void {
+  onShutdown(_final: AbortedTaskState, _why: Reason): void {
     // holds nothing between events
   }
 }

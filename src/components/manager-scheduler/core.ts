@@ -2,7 +2,7 @@ import type { Reason, TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
 import type { TaskFinal } from '../../states/task-final';
 import type { Notification } from '../../states/notification';
-import { COMPONENTS } from '../../states/task-model';
+import { COMPONENTS, type AbortedTaskState } from '../../states/task-model';
 import { cancelIfAsked, canceledBy } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
 import { checkArrivals, transition } from '../shared/transition';
@@ -90,7 +90,7 @@ export class ManagerSchedulerCore {
     this.flush(notes, []);
   }
 
-  onShutdown(final: 'FAILED' | 'CANCELED', why: Reason): void {
+  onShutdown(final: AbortedTaskState, why: Reason): void {
     const now = this.clock.now();
     const notes = this.waiting.splice(0).map((t) => transition(t, final, ME, now, { reason: why }));
     this.flush(notes, []);

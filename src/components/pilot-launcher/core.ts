@@ -3,14 +3,14 @@ import { IllegalTransitionError } from '../../errors';
 import type { Clock, Timer } from '../../lib/clock';
 import { ownerOf } from '../../states/model';
 import type { Notification, NotificationDetail } from '../../states/notification';
-import { PILOT_MODEL, type PilotState } from '../../states/pilot-model';
+import { PILOT_MODEL, type PilotState, type FinalPilotState } from '../../states/pilot-model';
 import { COMPONENTS } from '../../states/task-model';
 import { reason } from '../shared/reasons';
 import type { PilotLauncherEffects } from './effects';
 import type { PilotRecord } from './pilot-record';
 
 const ME = COMPONENTS.pilotLauncher;
-type Final = 'DONE' | 'FAILED' | 'CANCELED';
+type Final = FinalPilotState;
 
 interface Held {
   pilot: PilotRecord;

@@ -1,15 +1,16 @@
 import type { Reason } from '../../generated';
 import type { Notification } from '../../states/notification';
 import type { PilotRecord } from './pilot-record';
+import type { FinalPilotState } from '../../states/pilot-model';
 
 export interface PilotLauncherEffects {
   /** Starts the pilot's agent; the outcome comes back as onLaunched / onLaunchFailed. */
   launch(pilot: PilotRecord): void;
   /** Asks the agent to shut down (it ends its tasks and exits). */
-  shutdownAgent(uid: string, final: 'DONE' | 'FAILED' | 'CANCELED', message: string): void;
+  shutdownAgent(uid: string, final: FinalPilotState, message: string): void;
   /** Kills the agent outright (it did not shut down in time). */
   kill(uid: string): void;
   notify(notifications: Notification[]): void;
   /** The pilot reached a final state: no task may go to it any more. */
-  ended(uid: string, state: 'DONE' | 'FAILED' | 'CANCELED', reason?: Reason): void;
+  ended(uid: string, state: FinalPilotState, reason?: Reason): void;
 }

@@ -15,8 +15,9 @@ import type {
 } from './launcher';
 import type { PilotRecord } from './pilot-record';
 import { PILOT_LAUNCHERS, type LauncherRegistry } from './registry';
+import type { FinalPilotState } from '../../states/pilot-model';
 
-type Final = 'DONE' | 'FAILED' | 'CANCELED';
+type Final = FinalPilotState;
 
 /** What the shell needs of the client, and nothing more. */
 export interface PilotLauncherShellDeps {

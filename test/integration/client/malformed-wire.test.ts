@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import * as zmq from 'zeromq';
+import { runtimeOf } from '../../../src/client/runtime';
 import { QueueSender } from '../../../src/transport/queue';
 import { Publisher } from '../../../src/transport/pubsub';
 import { openFixture, type Fixture } from '../../support/session-fixture';
@@ -15,7 +16,7 @@ describe('malformed wire messages', () => {
 
   it('are rejected by every client-facing socket without losing the valid traffic', async () => {
     fx = await openFixture();
-    const addresses = fx.session.agentAddresses('unused');
+    const addresses = runtimeOf(fx.session).agentAddresses('unused');
     // garbage where agents push returned tasks, publish control messages and send store batches
     const output = new QueueSender(addresses.managerOutput);
     closers.push(() => output.close());

@@ -1,5 +1,6 @@
 import type { PilotDescription } from '../../../generated';
 import { UsageError } from '../../../errors';
+import type { FinalPilotState } from '../../../states/pilot-model';
 
 /**
  * What the three batch renderers (slurm.ts, pbs.ts, lsf.ts) share: the pilot's shape, the
@@ -25,7 +26,7 @@ export interface RenderInput {
 export interface JobView {
   phase: 'queued' | 'running' | 'ended';
   /** Set when phase is 'ended'. */
-  final?: 'DONE' | 'FAILED' | 'CANCELED';
+  final?: FinalPilotState;
   reason: string;
 }
 

@@ -1,0 +1,384 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import * as path from 'node:path';
+import type { AgentConfig } from '../generated';
+import { UsageError, errorMeta } from '../errors';
+import { systemClock, type Clock } from '../lib/clock';
+import { newSessionId } from '../lib/ids';
+import { fileLogger } from '../lib/log';
+import type { Logger } from '../lib/logger';
+import { nativeMemory, nativeMemoryMissing } from '../lib/native-memory';
+import type { Reason } from '../generated';
+import { parseSessionOptions } from '../lib/validate';
+import type { Notification } from '../states/notification';
+import { Bridge } from '../transport/bridge';
+import { CoalescingSender } from '../transport/coalescing-sender';
+import { ControlBus } from '../transport/control-bus';
+import { QueueSender } from '../transport/queue';
+import { EmbeddedStore } from '../updater/embedded/store';
+import { StoreServer } from '../updater/embedded/store-server';
+import { UpdateWorker } from '../updater/update-worker';
+import { DeliveredCounters, DeliveryCursor } from './delivered';
+import { Journal, type JournalEntry, type SessionAddresses } from './journal';
+import { ManagerPipeline } from './manager-pipeline';
+import { MemoryTrimmer } from './memory-trimmer';
+import type { SessionOptions } from './session';
+import { teeLogger } from './tee-logger';
+import type { FinalPilotState } from '../states/pilot-model';
+
+/** How often the session tells its agents it is alive (agents give up after 30 s by default). */
+const HEARTBEAT_MS = 1_000;
+
+type NotificationListener = (ns: Notification[]) => void;
+type PilotEndedListener = (uid: string, state: FinalPilotState, reason?: Reason) => void;
+
+/**
+ * The client's counterpart of the agent: everything a session runs in the user's process (the
+ * state store and its server, the control bus, the UpdateWorkers, the manager components and
+ * their queues, the journal). The public Session, PilotManager and TaskManager are facades
+ * over it (runtimeOf); users never see it.
+ */
+export class ClientRuntime {
+  readonly clock: Clock = systemClock;
+  private bridges: Bridge[] = [];
+  private workers: UpdateWorker[] = [];
+  private updates!: QueueSender;
+  private notes!: CoalescingSender<Notification>;
+  private storeServer!: StoreServer;
+  private watchLoop: Promise<void> | undefined;
+  private watchIterator:
+    AsyncIterator<{ cursor: number; notifications: Notification[] }> | undefined;
+  private readonly listeners = new Set<NotificationListener>();
+  private readonly pilotEnded = new Set<PilotEndedListener>();
+  private taskCounter = 0;
+  private pilotCounter = 0;
+  private readonly closers: (() => Promise<void>)[] = [];
+  private deliveredCursor = 0;
+  private readonly caughtUp: { upTo: number; resolve(): void }[] = [];
+  private closed = false;
+  private heartbeat: NodeJS.Timeout | undefined;
+  /** Gives memory back when the session goes quiet (undefined: the addon is not built). */
+  private readonly trimmer: MemoryTrimmer | undefined;
+  private managers = 0;
+  private readonly managerKinds = new Map<string, number>();
+  /** Journal entries of the session being resumed (empty for a new session). */
+  readonly resumed: readonly JournalEntry[];
+  journal!: Journal;
+  delivered!: DeliveredCounters;
+  control!: ControlBus;
+  pipeline!: ManagerPipeline;
+  store!: EmbeddedStore;
+
+  private constructor(
+    readonly uid: string,
+    readonly dir: string,
+    readonly log: Logger & { close?: () => Promise<void> },
+    private readonly fileLog: { close(): Promise<void> },
+    resumed: JournalEntry[] | undefined,
+  ) {
+    this.resumed = resumed ?? [];
+    this.resuming = resumed !== undefined;
+    const memory = nativeMemory();
+    if (memory !== undefined) this.trimmer = new MemoryTrimmer(memory, this.clock);
+    else log.info('memory is not given back at rest', { why: nativeMemoryMissing() });
+  }
+
+  /** True for a resumed session until replay() starts following the store. */
+  private resuming: boolean;
+
+  static async open(options: SessionOptions = {}): Promise<ClientRuntime> {
+    const { logger, ...rest } = options;
+    const opts = parseSessionOptions(rest);
+    if (opts.resume !== undefined && opts.uid !== undefined && opts.uid !== opts.resume) {
+      throw new UsageError(`uid '${opts.uid}' and resume '${opts.resume}' name different sessions`);
+    }
+    const uid = opts.resume ?? opts.uid ?? newSessionId();
+    const dir = path.resolve(opts.dir ?? path.join(process.cwd(), '.pilotfish'), uid);
+    let journal: Journal;
+    let resumed: JournalEntry[] | undefined;
+    if (opts.resume !== undefined) {
+      if (!existsSync(dir)) throw new UsageError(`cannot resume: no session directory '${dir}'`);
+      ({ journal, entries: resumed } = Journal.read(dir));
+    } else {
+      mkdirSync(dir, { recursive: true });
+      journal = Journal.create(dir);
+    }
+    const file = fileLogger(dir, 'client', opts.logLevel ?? 'info');
+    const log = logger !== undefined ? teeLogger(file, logger) : file;
+    const s = new ClientRuntime(uid, dir, log, file, resumed);
+    s.journal = journal;
+    try {
+      s.delivered = DeliveredCounters.open(dir);
+      const before = resumed?.find((e) => e.t === 'session')?.addresses;
+      if (resumed !== undefined && before === undefined) {
+        throw new UsageError(`cannot resume: ${journal.file} names no addresses`);
+      }
+      await s.start(opts.updateWorkers ?? 1, `tcp://${opts.bindHost ?? '127.0.0.1'}:0`, before);
+    } catch (e) {
+      log.error('session failed to open', errorMeta(e));
+      await s.close();
+      throw e;
+    }
+    return s;
+  }
+
+  private async start(
+    nWorkers: number,
+    listenAt: string,
+    before: SessionAddresses | undefined,
+  ): Promise<void> {
+    this.store = await EmbeddedStore.open(this.dir);
+    this.storeServer = await StoreServer.start(this.store, {
+      address: before?.store ?? listenAt,
+      logger: this.log.child({ component: 'StoreServer' }),
+    });
+    const control = await Bridge.pubsub(
+      before?.controlIn ?? listenAt,
+      before?.controlOut ?? listenAt,
+    );
+    const updates = await Bridge.queue(
+      `inproc://${this.uid}/updates/in`,
+      `inproc://${this.uid}/updates/out`,
+    );
+    this.bridges.push(control, updates);
+    this.control = new ControlBus(
+      control.endpoints,
+      this.uid,
+      this.log.child({ component: 'ControlBus' }),
+    );
+    this.updates = new QueueSender(updates.endpoints.in);
+    this.notes = new CoalescingSender<Notification>(this.updates, (e: unknown) =>
+      this.log.error('notify failed', errorMeta(e)),
+    );
+    for (let i = 0; i < nWorkers; i++) {
+      this.workers.push(
+        UpdateWorker.start({
+          updatesAddress: updates.endpoints.out,
+          storeAddress: this.storeServer.endpoint,
+          logger: this.log.child({ component: 'UpdateWorker', worker: i }),
+          name: `${this.uid}.client.uw${i}`,
+        }),
+      );
+    }
+    this.pipeline = new ManagerPipeline((ns) => this.notify(ns), this.clock, this.log, listenAt);
+    await this.pipeline.start(before?.managerOutput);
+    await this.control.ready();
+    if (before === undefined) {
+      this.journal.append({
+        t: 'session',
+        uid: this.uid,
+        addresses: {
+          store: this.storeServer.endpoint,
+          controlIn: control.endpoints.in,
+          controlOut: control.endpoints.out,
+          managerOutput: this.pipeline.outputAddress,
+        },
+      });
+      this.watchLoop = this.follow();
+    }
+    // agents that cannot watch our process (batch jobs) know we are alive from these
+    this.heartbeat = setInterval(() => {
+      this.control
+        .publish({ type: 'heartbeat', ts: this.clock.now() })
+        .catch((e: unknown) => this.log.warn('heartbeat publish failed', errorMeta(e)));
+    }, HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  /** Publishes client-side notifications onto the session's updates queue. */
+  notify(ns: Notification[]): void {
+    this.notes.send(ns);
+  }
+
+  /** Every notification the store accepts, in store order, in bulks. */
+  onNotifications(listener: NotificationListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Listens for pilots reaching a final state (TaskManagers recover their tasks). */
+  onPilotEnded(listener: PilotEndedListener): () => void {
+    this.pilotEnded.add(listener);
+    return () => this.pilotEnded.delete(listener);
+  }
+
+  /** Called by the PilotManager that owns the pilot. */
+  emitPilotEnded(uid: string, state: FinalPilotState, reason?: Reason): void {
+    this.pipeline.pilotGone(uid, state);
+    for (const l of this.pilotEnded) l(uid, state, reason);
+  }
+
+  /** Session-wide ids, so several managers never collide. */
+  nextTaskUid(): string {
+    return `task.${String(this.taskCounter++).padStart(6, '0')}`;
+  }
+
+  nextPilotUid(): string {
+    return `pilot.${String(this.pilotCounter++).padStart(4, '0')}`;
+  }
+
+  /**
+   * A manager's place in the session: its name (`tmgr.0000`, the same for the same creation
+   * order when resumed) and its cursor in the delivered counters.
+   */
+  registerManager(kind: 'pmgr' | 'tmgr'): { name: string; delivery: DeliveryCursor } {
+    const n = this.managerKinds.get(kind) ?? 0;
+    this.managerKinds.set(kind, n + 1);
+    return {
+      name: `${kind}.${String(n).padStart(4, '0')}`,
+      delivery: new DeliveryCursor(this.delivered, this.managers++),
+    };
+  }
+
+  /** True while a resumed session has not started delivering (see `replay`). */
+  get replayPending(): boolean {
+    return this.resuming;
+  }
+
+  /**
+   * A resumed session: starts following the store from its beginning (managers rebuild every
+   * state, delivering only the callbacks not delivered before) and resolves once all it holds
+   * now is delivered. A no-op for a new session or a second call.
+   */
+  replay(): Promise<void> {
+    this.replaying ??= this.doReplay();
+    return this.replaying;
+  }
+
+  private replaying: Promise<void> | undefined;
+
+  private async doReplay(): Promise<void> {
+    if (!this.resuming) return;
+    const hooks = this.replayHooks.splice(0).sort((a, b) => a.order - b.order);
+    for (const h of hooks) await h.before();
+    this.resuming = false;
+    this.watchLoop = this.follow();
+    await this.drained();
+    for (const h of hooks) h.after();
+  }
+
+  private readonly replayHooks: {
+    order: number;
+    before: () => Promise<void>;
+    after: () => void;
+  }[] = [];
+
+  /**
+   * Managers of a resumed session: `before` runs as the replay starts, `after` once it has
+   * caught up; PilotManagers (order 0) before TaskManagers (order 1).
+   */
+  onReplay(order: number, before: () => Promise<void>, after: () => void): void {
+    this.replayHooks.push({ order, before, after });
+  }
+
+  private readonly pilotCapacities = new Map<string, { cores: number; gpus: number }>();
+
+  /** What a live pilot holds, as its PilotManager knows it (TaskManagers route by it). */
+  pilotCapacity(uid: string): { uid: string; cores: number; gpus: number } | undefined {
+    const c = this.pilotCapacities.get(uid);
+    return c === undefined ? undefined : { uid, ...c };
+  }
+
+  /** Called by PilotManagers; `undefined` once the pilot has ended. */
+  setPilotCapacity(uid: string, c: { cores: number; gpus: number } | undefined): void {
+    if (c === undefined) this.pilotCapacities.delete(uid);
+    else this.pilotCapacities.set(uid, c);
+  }
+
+  /** Resolves once every notification the store holds now has been delivered to listeners. */
+  async drained(): Promise<void> {
+    const upTo = this.store.size;
+    if (this.deliveredCursor >= upTo) return;
+    await new Promise<void>((resolve) => this.caughtUp.push({ upTo, resolve }));
+  }
+
+  /** Address book an agent of this session needs. */
+  agentAddresses(agentInput: string): AgentConfig['addresses'] {
+    const control = this.bridges[0]!.endpoints;
+    return {
+      agentInput,
+      managerOutput: this.pipeline.outputAddress,
+      controlIn: control.in,
+      controlOut: control.out,
+      store: this.storeServer.endpoint,
+    };
+  }
+
+  /** Runs `fn` at close, before the store and the bridges go (PilotManagers cancel pilots). */
+  atClose(fn: () => Promise<void>): void {
+    this.closers.push(fn);
+  }
+
+  assertOpen(): void {
+    if (this.closed) throw new UsageError(`session ${this.uid} is closed`);
+  }
+
+  /** Shuts down every pilot of the session, flushes the store and releases every socket. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    // a resumed session closed before it delivered anything: take its pilots back to end them
+    await this.replay().catch((e: unknown) => this.log.error('replay failed', errorMeta(e)));
+    this.closed = true;
+    clearInterval(this.heartbeat);
+    this.trimmer?.close();
+    for (const fn of this.closers.splice(0).reverse()) {
+      await fn().catch((e: unknown) => this.log.error('close step failed', errorMeta(e)));
+    }
+    await this.pipeline?.close();
+    this.notes?.flush();
+    await this.updates?.close();
+    await Promise.all(this.workers.map((w) => w.close()));
+    await this.storeServer?.close();
+    await this.watchIterator?.return?.();
+    await this.store?.close();
+    await this.watchLoop;
+    await this.control?.close();
+    await Promise.all(this.bridges.map((b) => b.close()));
+    for (const c of this.caughtUp.splice(0)) c.resolve();
+    this.delivered?.close();
+    await this.fileLog.close();
+  }
+
+  private async follow(): Promise<void> {
+    const it = this.store.watch(0)[Symbol.asyncIterator]();
+    this.watchIterator = it;
+    try {
+      for (;;) {
+        const r = await it.next();
+        if (r.done === true) break;
+        const { notifications } = r.value;
+        for (const l of this.listeners) {
+          try {
+            l(notifications);
+          } catch (e) {
+            this.log.error('notification listener failed', errorMeta(e));
+          }
+        }
+        this.deliveredCursor = r.value.cursor + notifications.length;
+        this.trimmer?.activity(notifications.length);
+        for (let i = this.caughtUp.length - 1; i >= 0; i--) {
+          if (this.caughtUp[i]!.upTo <= this.deliveredCursor) {
+            this.caughtUp.splice(i, 1)[0]!.resolve();
+          }
+        }
+      }
+    } catch (e) {
+      if (!this.closed) this.log.error('store watch stopped', errorMeta(e));
+    }
+  }
+}
+
+const runtimes = new WeakMap<object, ClientRuntime>();
+
+/** Ties a public facade (a Session) to its runtime. */
+export function bindRuntime(facade: object, runtime: ClientRuntime): void {
+  runtimes.set(facade, runtime);
+}
+
+/** The runtime behind a Session (managers attach to it); a clear error for anything else. */
+export function runtimeOf(session: object): ClientRuntime {
+  const rt = runtimes.get(session);
+  if (rt === undefined) {
+    throw new UsageError('expected a Session from Session.open(), got something else');
+  }
+  return rt;
+}
