@@ -159,7 +159,16 @@ export class ManagerPipeline {
     this.inputStager.onTasksFinal(finals);
     this.outputStager.onTasksFinal(finals);
     this.inputShell.returned(finals);
+    for (const l of this.finalListeners) l(finals);
   }
+
+  /** Hears every task-final event after the components did (in store order, in bulks). */
+  onTasksFinal(listener: (finals: readonly TaskFinal[]) => void): () => void {
+    this.finalListeners.add(listener);
+    return () => this.finalListeners.delete(listener);
+  }
+
+  private readonly finalListeners = new Set<(finals: readonly TaskFinal[]) => void>();
 
   shutdown(final: AbortedTaskState, why: Reason): void {
     this.scheduler.onShutdown(final, why);
