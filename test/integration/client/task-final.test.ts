@@ -21,8 +21,9 @@ describe('the task-final event', () => {
     // that throw are only logged: record, assert later)
     const heardTooEarly: string[] = [];
     fx.tmgr.onState((task, state) => {
-      if (isFinalTaskState(state) && heard.some((f) => f.uid === task.uid))
+      if (isFinalTaskState(state) && heard.some((f) => f.uid === task.uid)) {
         heardTooEarly.push(task.uid);
+      }
     });
 
     // canceled in the client, before any pilot was added: the ManagerScheduler decides
