@@ -6,7 +6,7 @@ import { PIPELINE, type Hop } from '../states/pipeline';
 import type { TaskFinal } from '../states/task-final';
 import { COMPONENTS, type AbortedTaskState, type TaskComponent } from '../states/task-model';
 import { ManagerInputStagerCore } from '../components/manager-input-stager/core';
-import { ManagerInputStagerShell } from '../components/manager-input-stager/shell';
+import { ManagerInputStagerShell, type Given } from '../components/manager-input-stager/shell';
 import { ManagerOutputStagerCore } from '../components/manager-output-stager/core';
 import { ManagerOutputStagerShell } from '../components/manager-output-stager/shell';
 import { ManagerSchedulerCore, type PilotCapacity } from '../components/manager-scheduler/core';
@@ -117,7 +117,7 @@ export class ManagerPipeline {
    */
   adopt(
     pilot: string,
-    tasks: { agent: string[]; toAgent: TaskRecord[]; output: TaskRecord[] },
+    tasks: { agent: Given[]; toAgent: TaskRecord[]; output: TaskRecord[] },
   ): void {
     this.inputShell.adopt(pilot, tasks.agent, tasks.toAgent);
     if (tasks.output.length > 0) this.outputStager.onTasks(tasks.output);
@@ -138,8 +138,8 @@ export class ManagerPipeline {
     this.inputShell.removePilot(uid);
   }
 
-  /** Uids sent to a pilot's agent that never came back (call once the pilot has ended). */
-  unreturned(pilot: string): string[] {
+  /** Tasks sent to a pilot's agent that never came back (call once the pilot has ended). */
+  unreturned(pilot: string): Given[] {
     return this.inputShell.unreturned(pilot);
   }
 

@@ -24,6 +24,8 @@ import { MemoryTrimmer } from './memory-trimmer';
 import type { SessionOptions } from './session';
 import { teeLogger } from './tee-logger';
 import type { FinalPilotState } from '../states/pilot-model';
+import { TASK_RECOVERY_OWNER } from '../states/task-model';
+import { reason } from '../components/shared/reasons';
 
 /** How often the session tells its agents it is alive (agents give up after 30 s by default). */
 const HEARTBEAT_MS = 1_000;
@@ -195,7 +197,7 @@ export class ClientRuntime {
     return () => this.listeners.delete(listener);
   }
 
-  /** Listens for pilots reaching a final state (TaskManagers recover their tasks). */
+  /** Listens for pilots reaching a final state. */
   onPilotEnded(listener: PilotEndedListener): () => void {
     this.pilotEnded.add(listener);
     return () => this.pilotEnded.delete(listener);
@@ -205,6 +207,39 @@ export class ClientRuntime {
   emitPilotEnded(uid: string, state: FinalPilotState, reason?: Reason): void {
     this.pipeline.pilotGone(uid, state);
     for (const l of this.pilotEnded) l(uid, state, reason);
+    void this.recover(uid, state, reason);
+  }
+
+  /**
+   * A pilot ended: tasks its agent never returned and that never ended have lost their holder,
+   * so the client, the owner of last resort, ends them (CANCELED if the pilot was canceled).
+   * Once the store's notifications are delivered, an ended task is no longer on the list.
+   */
+  private async recover(pilot: string, state: FinalPilotState, why?: Reason): Promise<void> {
+    try {
+      await this.drained();
+      const now = this.clock.now();
+      const final = state === 'CANCELED' ? 'CANCELED' : 'FAILED';
+      const r = reason(
+        final === 'CANCELED' ? 'E_CANCELED' : 'E_PILOT_ENDED',
+        `pilot ${pilot} ended (${state}${why !== undefined ? `: ${why.message}` : ''}) before the task finished`,
+        TASK_RECOVERY_OWNER,
+      );
+      const notes: Notification[] = this.pipeline.unreturned(pilot).map((t) => ({
+        kind: 'task',
+        uid: t.uid,
+        attempt: t.attempt,
+        state: final,
+        ts: now,
+        component: TASK_RECOVERY_OWNER,
+        detail: { pilot, reason: r },
+      }));
+      if (notes.length === 0) return;
+      this.log.warn('finalizing tasks of an ended pilot', { pilot, count: notes.length });
+      this.notify(notes);
+    } catch (e) {
+      this.log.error('recovery of an ended pilot failed', { pilot, ...errorMeta(e) });
+    }
   }
 
   /** Session-wide ids, so several managers never collide. */

@@ -1,22 +1,19 @@
-import type { Reason, TaskDescription, TaskRecord } from '../generated';
+import type { TaskDescription, TaskRecord } from '../generated';
 import { ValidationError, errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
 import { Interner, ownCopy } from '../lib/strings';
 import { parseTaskDescription } from '../lib/validate';
 import type { Notification } from '../states/notification';
 import { StateTracker } from '../states/state-tracker';
-import { hopOf, sideOf } from '../states/pipeline';
 import type { TaskFinal } from '../states/task-final';
 import {
   COMPONENTS,
   FINAL_TASK_STATES,
   isFinalTaskState,
   TASK_MODEL,
-  TASK_RECOVERY_OWNER,
   TASK_RETRY_STATE,
   type TaskState,
 } from '../states/task-model';
-import { reason as makeReason } from '../components/shared/reasons';
 import { transition } from '../components/shared/transition';
 import { Listeners } from './listeners';
 import type { Pilot } from './pilot';
@@ -25,6 +22,7 @@ import type { ClientRuntime } from './runtime';
 import { runtimeOf } from './runtime';
 import type { Session } from './session';
 import { Task, type StateInfo } from './task';
+import { planPickUp } from './task-resume';
 import { validateAll } from './validate-all';
 import { Waiters } from './waiters';
 
@@ -59,7 +57,6 @@ export class TaskManager {
     ({ name: this.name, delivery: this.delivery } = rt.registerManager('tmgr'));
     if (rt.replayPending) this.adopt();
     rt.onNotifications((ns) => this.ingest(ns));
-    rt.onPilotEnded((uid, state, reason) => void this.recover(uid, state, reason));
     rt.control.on((msg) => {
       if (msg.type === 'agent_ready' && this.canceling.size > 0) {
         void rt.control.publish({ type: 'cancel_tasks', uids: [...this.canceling] });
@@ -170,37 +167,7 @@ export class TaskManager {
   }
 
   private async pickUp(): Promise<void> {
-    const unsent: Task[] = [];
-    const byPilot = new Map<
-      string,
-      { agent: string[]; toAgent: TaskRecord[]; output: TaskRecord[] }
-    >();
-    for (const task of this.tasks.values()) {
-      if (task.final) continue;
-      let where = holderAtResume(task.state);
-      // staged out again only when the store told how it exited (a hand-back notification
-      // may still be on its way): else the agent's copy of the task is waited for
-      if (where === 'output' && task.exitCode === undefined && task.signal === undefined) {
-        where = 'agent';
-      }
-      if (where === undefined || task.pilot === undefined) {
-        unsent.push(task);
-        continue;
-      }
-      let p = byPilot.get(task.pilot);
-      if (p === undefined) byPilot.set(task.pilot, (p = { agent: [], toAgent: [], output: [] }));
-      if (where === 'agent') p.agent.push(task.uid);
-      else {
-        p[where].push(
-          this.recordOf(
-            task,
-            hopOf(
-              where === 'toAgent' ? COMPONENTS.agentInputStager : COMPONENTS.managerOutputStager,
-            ).arrives,
-          ),
-        );
-      }
-    }
+    const { unsent, byPilot } = planPickUp(this.tasks.values(), this.rt.uid);
     const active = this.rt.pipeline;
     for (const uid of this.pilotsAdded) {
       const pilot = this.rt.pilotCapacity(uid);
@@ -216,23 +183,6 @@ export class TaskManager {
       ),
     });
     await this.schedule(unsent);
-  }
-
-  private recordOf(task: Task, state: TaskState): TaskRecord {
-    const rec: TaskRecord = {
-      uid: task.uid,
-      attempt: task.attempt,
-      state,
-      session: this.rt.uid,
-      description: task.description,
-    };
-    if (task.pilot !== undefined) rec.pilot = task.pilot;
-    if (task.sandbox !== undefined) rec.sandbox = task.sandbox;
-    if (task.exitCode !== undefined) rec.exitCode = task.exitCode;
-    if (task.signal !== undefined) rec.signal = task.signal;
-    if (task.stdout !== undefined) rec.stdout = task.stdout;
-    if (task.stderr !== undefined) rec.stderr = task.stderr;
-    return rec;
   }
 
   get(uid: string): Task | undefined {
@@ -305,53 +255,4 @@ export class TaskManager {
     }
     this.rt.pipeline.tasksFinal(finals);
   }
-
-  /**
-   * A pilot ended: tasks its agent never returned and never finalized have lost their holder,
-   * so this manager, the owner of last resort, ends them (CANCELED if the pilot was canceled).
-   */
-  private async recover(pilot: string, state: string, why?: Reason): Promise<void> {
-    try {
-      await this.rt.drained();
-      const now = this.rt.clock.now();
-      const final = state === 'CANCELED' ? 'CANCELED' : 'FAILED';
-      const notes: Notification[] = [];
-      for (const uid of this.rt.pipeline.unreturned(pilot)) {
-        const task = this.tasks.get(uid);
-        if (task === undefined || this.tracker.current(uid)?.final === true) continue;
-        const r = makeReason(
-          final === 'CANCELED' ? 'E_CANCELED' : 'E_PILOT_ENDED',
-          `pilot ${pilot} ended (${state}${why !== undefined ? `: ${why.message}` : ''}) before the task finished`,
-          TASK_RECOVERY_OWNER,
-        );
-        notes.push({
-          kind: 'task',
-          uid,
-          attempt: task.attempt,
-          state: final,
-          ts: now,
-          component: TASK_RECOVERY_OWNER,
-          detail: { pilot, reason: r },
-        });
-      }
-      if (notes.length > 0) {
-        this.log.warn('finalizing tasks of an ended pilot', { pilot, count: notes.length });
-        this.rt.notify(notes);
-      }
-    } catch (e) {
-      this.log.error('recovery of an ended pilot failed', { pilot, ...errorMeta(e) });
-    }
-  }
-}
-
-/**
- * Where a task in a client-side record of a dead client is picked up again: held by its agent,
- * maybe lost on the way to it (`toAgent`: handed to the agent's first queue), or maybe lost on
- * the way back (`output`: held by the client's output stager); any other unfinished state has
- * not left the client and is scheduled again.
- */
-function holderAtResume(state: TaskState): 'agent' | 'toAgent' | 'output' | undefined {
-  if (state === hopOf(COMPONENTS.agentInputStager).arrives) return 'toAgent';
-  if (sideOf(state) === 'agent') return 'agent';
-  return TASK_MODEL.holders[state] === COMPONENTS.managerOutputStager ? 'output' : undefined;
 }

@@ -6,14 +6,20 @@ import { QueueSender } from '../../transport/queue';
 import { sendLogged } from '../shared/shell';
 import type { ManagerInputStagerEffects } from './effects';
 
+/** A task given to an agent: which attempt it holds. */
+export interface Given {
+  uid: string;
+  attempt: number;
+}
+
 /**
  * The ManagerInputStager's effects: one queue per pilot that its agent pulls tasks from, and
  * the owner-of-last-resort's list of what each agent was given and has not handed back.
  */
 export class ManagerInputStagerShell implements ManagerInputStagerEffects {
   private readonly inputs = new Map<string, { bridge: Bridge; sender: QueueSender }>();
-  /** Tasks handed to each pilot's agent and not yet back. */
-  private readonly outstanding = new Map<string, Set<string>>();
+  /** Tasks handed to each pilot's agent and neither back nor ended: uid -> attempt. */
+  private readonly outstanding = new Map<string, Map<string, number>>();
   private readonly closing: Promise<void>[] = [];
 
   constructor(
@@ -29,10 +35,7 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
       this.log.error('no input queue for pilot', { pilot, uids: tasks.map((t) => t.uid) });
       return;
     }
-    this.given(
-      pilot,
-      tasks.map((t) => t.uid),
-    );
+    this.given(pilot, tasks);
     sendLogged(q.sender, tasks, this.log, 'forward to agent');
   }
 
@@ -44,27 +47,24 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
   }
 
   /** A resumed session: tasks its agent holds, and ones sent again because they may be lost. */
-  adopt(pilot: string, held: readonly string[], resend: TaskRecord[]): void {
+  adopt(pilot: string, held: readonly Given[], resend: TaskRecord[]): void {
     this.given(pilot, held);
     if (resend.length === 0) return;
-    this.given(
-      pilot,
-      resend.map((t) => t.uid),
-    );
+    this.given(pilot, resend);
     const q = this.inputs.get(pilot);
     if (q !== undefined) sendLogged(q.sender, resend, this.log, 'resend to agent');
   }
 
-  /** The agent handed these back (or they ended): no longer the owner of last resort's. */
+  /** The agent handed these back, or they ended: no longer the owner of last resort's. */
   returned(tasks: readonly { uid: string; pilot?: string }[]): void {
     for (const t of tasks) if (t.pilot !== undefined) this.outstanding.get(t.pilot)?.delete(t.uid);
   }
 
-  /** Uids given to a pilot's agent that never came back (call once the pilot has ended). */
-  unreturned(pilot: string): string[] {
+  /** Tasks given to a pilot's agent that never came back (call once the pilot has ended). */
+  unreturned(pilot: string): Given[] {
     const out = this.outstanding.get(pilot);
     this.outstanding.delete(pilot);
-    return out === undefined ? [] : [...out];
+    return out === undefined ? [] : [...out].map(([uid, attempt]) => ({ uid, attempt }));
   }
 
   /** The pilot has ended: its queue goes. */
@@ -84,9 +84,9 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
     await Promise.allSettled(this.closing);
   }
 
-  private given(pilot: string, uids: readonly string[]): void {
+  private given(pilot: string, tasks: readonly Given[]): void {
     let out = this.outstanding.get(pilot);
-    if (out === undefined) this.outstanding.set(pilot, (out = new Set()));
-    for (const u of uids) out.add(u);
+    if (out === undefined) this.outstanding.set(pilot, (out = new Map<string, number>()));
+    for (const t of tasks) out.set(t.uid, t.attempt);
   }
 }
