@@ -7,6 +7,8 @@ import { FakeClock } from './fake-clock';
 import { notifyLine, taskIn, uidsLine, type TaskOverrides } from './fixtures';
 import { EffectRecorder } from './recorder';
 
+export { taskIn, type TaskOverrides } from './fixtures';
+
 /** The effects every task component has: report transitions, hand tasks on. */
 export interface TaskEffects {
   notify(ns: Notification[]): void;
