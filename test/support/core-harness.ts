@@ -7,7 +7,7 @@ import { FakeClock } from './fake-clock';
 import { notifyLine, taskIn, uidsLine, type TaskOverrides } from './fixtures';
 import { EffectRecorder } from './recorder';
 
-export { notifyLine, taskIn, type TaskOverrides, uidsLine } from './fixtures';
+export { notifyLine, pilotIn, taskIn, type TaskOverrides, uidsLine } from './fixtures';
 
 /** The effects every task component has: report transitions, hand tasks on. */
 export interface TaskEffects {
