@@ -40,6 +40,15 @@ export class CoreHarness {
     this.rec.record(uidsLine('forward', ts));
   };
 
+  /** The fields of a notification `component` sends about task `uid` now: add its state. */
+  readonly noteBase = (component: string, uid = 't1') => ({
+    kind: 'task',
+    uid,
+    attempt: 1,
+    ts: this.clock.now(),
+    component,
+  });
+
   /** notify and forward, plus (or overridden by) the component's own effects. */
   effects<Own extends object>(own: Own): TaskEffects & Own {
     return { notify: this.notify, forward: this.forward, ...own };

@@ -24,22 +24,13 @@ function pending(uid: string): TaskRecord {
 
 describe('AgentInputStagerCore', () => {
   it('sets the task sandbox inside the pilot sandbox and asks for it to be staged', () => {
-    const { rec, clock, notes, core } = setup();
+    const { rec, noteBase, notes, core } = setup();
     const t = pending('t1');
     core.onTasks([t]);
     expect(rec.take()).toEqual(['notify t1 AGENT_STAGING_INPUT', 'stage t1']);
     expect(t.state).toBe('AGENT_STAGING_INPUT');
     expect(t.sandbox).toBe('/scratch/pilot.1/t1');
-    expect(notes).toEqual([
-      {
-        kind: 'task',
-        uid: 't1',
-        attempt: 1,
-        state: 'AGENT_STAGING_INPUT',
-        ts: clock.now(),
-        component: 'AgentInputStager',
-      },
-    ]);
+    expect(notes).toEqual([{ ...noteBase('AgentInputStager'), state: 'AGENT_STAGING_INPUT' }]);
     rec.expectNoMore();
   });
 

@@ -32,21 +32,12 @@ function collected(uid: string, stdout = `out of ${uid}\n`, stderr = '') {
 
 describe('AgentOutputStagerCore', () => {
   it('takes a task into AGENT_STAGING_OUTPUT and asks for its output to be collected', () => {
-    const { rec, clock, notes, core } = setup();
+    const { rec, noteBase, notes, core } = setup();
     const t = pending('t1');
     core.onTasks([t]);
     expect(rec.take()).toEqual(['notify t1 AGENT_STAGING_OUTPUT', 'collect t1']);
     expect(t.state).toBe('AGENT_STAGING_OUTPUT');
-    expect(notes).toEqual([
-      {
-        kind: 'task',
-        uid: 't1',
-        attempt: 1,
-        state: 'AGENT_STAGING_OUTPUT',
-        ts: clock.now(),
-        component: 'AgentOutputStager',
-      },
-    ]);
+    expect(notes).toEqual([{ ...noteBase('AgentOutputStager'), state: 'AGENT_STAGING_OUTPUT' }]);
     rec.expectNoMore();
   });
 

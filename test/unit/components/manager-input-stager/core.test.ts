@@ -29,18 +29,12 @@ function through(uids: string[]): string {
 
 describe('ManagerInputStagerCore', () => {
   it('takes a task through TMGR_STAGING_INPUT and hands it to its pilot as AGENT_STAGING_INPUT_PENDING', () => {
-    const { rec, clock, notes, core } = setup();
+    const { rec, noteBase, notes, core } = setup();
     const t = pending('t1');
     core.onTasks([t]);
     expect(rec.take()).toEqual([through(['t1']), 'forwardToPilot p1: t1']);
     expect(t.state).toBe('AGENT_STAGING_INPUT_PENDING');
-    const base = {
-      kind: 'task',
-      uid: 't1',
-      attempt: 1,
-      ts: clock.now(),
-      component: 'ManagerInputStager',
-    };
+    const base = noteBase('ManagerInputStager');
     expect(notes).toEqual([
       { ...base, state: 'TMGR_STAGING_INPUT' },
       { ...base, state: 'AGENT_STAGING_INPUT_PENDING' },

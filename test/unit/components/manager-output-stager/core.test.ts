@@ -32,19 +32,13 @@ const OUTPUT = { pilot: 'p1', sandbox: '/sb/p1/t1', stdout: 'hello\n' };
 
 describe('ManagerOutputStagerCore', () => {
   it('ends a task that exited 0 DONE, with exit code, output, pilot and sandbox in the notification', () => {
-    const { rec, clock, notes, core } = setup();
+    const { rec, noteBase, notes, core } = setup();
     const t = back('t1', { stderr: 'note\n' });
     core.onTasks([t]);
     expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT, t1 DONE']);
     expect(t.state).toBe('DONE');
     expect(t.reason).toBeUndefined();
-    const base = {
-      kind: 'task',
-      uid: 't1',
-      attempt: 1,
-      ts: clock.now(),
-      component: 'ManagerOutputStager',
-    };
+    const base = noteBase('ManagerOutputStager');
     expect(notes).toEqual([
       { ...base, state: 'TMGR_STAGING_OUTPUT' },
       {

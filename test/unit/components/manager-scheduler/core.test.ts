@@ -38,19 +38,13 @@ function placedLine(uids: string[]): string {
 
 describe('ManagerSchedulerCore', () => {
   it('assigns a task to a pilot and hands it on as TMGR_STAGING_INPUT_PENDING', () => {
-    const { rec, clock, notes, core } = setup(SMALL);
+    const { rec, noteBase, notes, core } = setup(SMALL);
     const t = pending('t1');
     core.onTasks([t]);
     expect(rec.take()).toEqual([placedLine(['t1']), 'forward t1->p1']);
     expect(t.state).toBe('TMGR_STAGING_INPUT_PENDING');
     expect(t.pilot).toBe('p1');
-    const base = {
-      kind: 'task',
-      uid: 't1',
-      attempt: 1,
-      ts: clock.now(),
-      component: 'ManagerScheduler',
-    };
+    const base = noteBase('ManagerScheduler');
     expect(notes).toEqual([
       { ...base, state: 'TMGR_SCHEDULING' },
       { ...base, state: 'TMGR_STAGING_INPUT_PENDING', detail: { pilot: 'p1' } },
