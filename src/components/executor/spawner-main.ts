@@ -1,11 +1,8 @@
 /**
  * Spawner helper: a small long-lived Node process that forks tasks for the agent, because
  * forking from the agent's big heap is slow (DESIGN.md §6). It imports node built-ins only, so
- * it starts fast and stays small. Protocol: newline-delimited JSON on stdin/stdout.
- *   in:  {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath,files?}
- *        | {"op":"kill",uid,signal}
- *   out: {"ev":"ready",pid} first, then {"ev":"started",uid,pid} | {"ev":"exited",uid,exitCode,signal}
- *        | {"ev":"failed",uid,code,message} | {"ev":"error",message}
+ * it starts fast and stays small. It speaks the line protocol of spawner-protocol.ts on
+ * stdin/stdout (types only: erased at run time).
  * `files` ({path, content}[], e.g. mpirun's hostfile) are written before the task starts. A kill
  * signals the task's process group and every other process of its session and their descendants
  * (kill-session.ts), or, for a spawn with `killScope: 'process'` (srun), the task's process alone.
@@ -20,20 +17,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, closeSync, constants, openSync, statSync, writeFileSync } from 'node:fs';
+import type { KillSignal } from './effects';
 import { killProcesses, killSessions } from './kill-session';
-
-interface SpawnOp {
-  op: 'spawn';
-  uid: string;
-  executable: string;
-  args: string[];
-  env: Record<string, string>;
-  cwd: string;
-  stdoutPath: string;
-  stderrPath: string;
-  files?: { path: string; content: string }[];
-  killScope?: 'process';
-}
+import type { HelperEvent, KillRequest, SpawnRequest } from './spawner-protocol';
 
 const children = new Map<string, ChildProcess>();
 /** Tasks whose kills signal their process alone (killScope 'process'). */
@@ -59,7 +45,7 @@ const ERRNO_TEXT: Record<string, string> = {
 };
 
 /** Queues an event; all events of one loop turn go out in a single write. */
-function emit(ev: Record<string, unknown>): void {
+function emit(ev: HelperEvent): void {
   if (stdoutBroken) return;
   outbox.push(JSON.stringify(ev));
   if (outbox.length === 1) setImmediate(flush);
@@ -82,7 +68,7 @@ function describe(code: string, e: unknown): string {
 }
 
 /** The first string the kernel would get that holds a NUL byte, named as pf-spawner names it. */
-function nulField(m: SpawnOp): string | undefined {
+function nulField(m: SpawnRequest): string | undefined {
   const has = (s: string): boolean => s.includes('\0');
   if (has(m.executable)) return 'executable';
   const arg = m.args.findIndex(has);
@@ -95,7 +81,7 @@ function nulField(m: SpawnOp): string | undefined {
   return file >= 0 ? `files.path[${file}]` : undefined;
 }
 
-function doSpawn(m: SpawnOp): void {
+function doSpawn(m: SpawnRequest): void {
   const { uid } = m;
   if (children.has(uid)) {
     emit({ ev: 'failed', uid, code: 'EEXIST', message: `task '${uid}' is already running` });
@@ -150,7 +136,7 @@ function watch(uid: string, child: ChildProcess, cwd: string): void {
   let spawned = false;
   child.once('spawn', () => {
     spawned = true;
-    emit({ ev: 'started', uid, pid: child.pid });
+    emit({ ev: 'started', uid, pid: child.pid as number }); // set once 'spawn' fired
   });
   child.on('error', (e) => {
     if (spawned) return; // a failed kill; the exit still comes
@@ -193,15 +179,13 @@ function cwdProblem(cwd: string): { code: string; message: string } | undefined 
   }
 }
 
-type Signal = 'SIGTERM' | 'SIGKILL';
-
 /** Kills asked for in one chunk of input, sent together so /proc is read once per chunk. */
-const kills: Record<Signal, { sessions: number[]; processes: number[] }> = {
+const kills: Record<KillSignal, { sessions: number[]; processes: number[] }> = {
   SIGTERM: { sessions: [], processes: [] },
   SIGKILL: { sessions: [], processes: [] },
 };
 
-function doKill(uid: string, signal: Signal): void {
+function doKill(uid: string, signal: KillSignal): void {
   const pid = children.get(uid)?.pid;
   if (pid === undefined) return; // already exited or never started
   kills[signal][processOnly.has(uid) ? 'processes' : 'sessions'].push(pid);
@@ -226,13 +210,13 @@ function handleLine(line: string): void {
     return;
   }
   const op = (m as { op?: unknown } | null)?.op;
-  if (op === 'spawn' && isSpawnOp(m)) doSpawn(m);
-  else if (op === 'kill' && isKillOp(m)) doKill(m.uid, m.signal);
+  if (op === 'spawn' && isSpawnRequest(m)) doSpawn(m);
+  else if (op === 'kill' && isKillRequest(m)) doKill(m.uid, m.signal);
   else emit({ ev: 'error', message: `bad request: ${line.slice(0, 200)}` });
 }
 
-function isSpawnOp(m: unknown): m is SpawnOp {
-  const s = m as Partial<SpawnOp>;
+function isSpawnRequest(m: unknown): m is SpawnRequest {
+  const s = m as Partial<SpawnRequest>;
   return (
     typeof s.uid === 'string' &&
     typeof s.executable === 'string' &&
@@ -258,7 +242,7 @@ function isSpawnOp(m: unknown): m is SpawnOp {
   );
 }
 
-function isKillOp(m: unknown): m is { uid: string; signal: 'SIGTERM' | 'SIGKILL' } {
+function isKillRequest(m: unknown): m is KillRequest {
   const k = m as { uid?: unknown; signal?: unknown };
   return typeof k.uid === 'string' && (k.signal === 'SIGTERM' || k.signal === 'SIGKILL');
 }

@@ -13,15 +13,7 @@
  *     native/spawner/spawn-rate.js).
  * SpawnerPoolOptions.helper, else the PILOTFISH_SPAWNER variable ('native' | 'node'), picks one.
  *
- * Protocol: newline-delimited JSON, one object per line, both ways (UTF-8):
- *   to a helper:   {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath,files?,killScope?}
- *                  | {"op":"kill",uid,signal:"SIGTERM"|"SIGKILL"}
- *   from a helper: {"ev":"ready",pid} first, then {"ev":"started",uid,pid}
- *                  | {"ev":"exited",uid,exitCode,signal} | {"ev":"failed",uid,code,message}
- *                  | {"ev":"error",message}
- * The requests of one synchronous run go out in one write; a helper sends the events of one of
- * its loop turns in one write. Details (kill scope, stdin EOF, NUL bytes) at the top of
- * pf-spawner.c and spawner-main.ts.
+ * Both speak the line protocol in spawner-protocol.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -32,6 +24,7 @@ import type { Logger } from '../../lib/logger';
 import { builtNative } from '../../lib/dist-path';
 import type { ExitedEvent, FailedEvent, KillSignal, SpawnSpec, StartedEvent } from './effects';
 import { killProcesses, killSessions } from './kill-session';
+import type { HelperEvent, HelperRequest } from './spawner-protocol';
 
 /** Receives helper events in bulks (one call per kind per chunk read from a helper). */
 export interface SpawnerHandlers {
@@ -68,13 +61,6 @@ const HELPERS: readonly SpawnerHelper[] = ['native', 'node'];
 
 /** Names the variable that picks the helper when SpawnerPoolOptions.helper is unset. */
 export const SPAWNER_ENV = 'PILOTFISH_SPAWNER';
-
-type HelperEvent =
-  | { ev: 'ready'; pid: number }
-  | ({ ev: 'started' } & StartedEvent)
-  | ({ ev: 'exited' } & ExitedEvent)
-  | ({ ev: 'failed' } & FailedEvent)
-  | { ev: 'error'; message: string };
 
 interface Helper {
   proc: ChildProcess;
@@ -288,7 +274,7 @@ export class SpawnerPool {
   }
 
   /** Queues a request; all requests of one synchronous run (a core handler) go in one write. */
-  private send(h: Helper, msg: object): void {
+  private send(h: Helper, msg: HelperRequest): void {
     h.outbox.push(JSON.stringify(msg));
     if (h.outbox.length === 1) queueMicrotask(() => this.flush(h));
   }

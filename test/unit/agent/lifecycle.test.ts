@@ -5,13 +5,12 @@ import {
   type AgentLifecycleOptions,
 } from '../../../src/agent/lifecycle/core';
 import type { AgentLifecycleEffects, ShutdownStep } from '../../../src/agent/lifecycle/effects';
-import { FakeClock } from '../../support/fake-clock';
-import { EffectRecorder } from '../../support/recorder';
+import { CoreHarness } from '../../support/core-harness';
 
 /** Fake effects: each step is recorded and reports done at once, unless held. */
 function setup(opts: Partial<AgentLifecycleOptions> = {}, held: ShutdownStep[] = []) {
-  const rec = new EffectRecorder();
-  const clock = new FakeClock();
+  const h = new CoreHarness();
+  const { rec } = h;
   const step = (name: ShutdownStep, line: string = name): void => {
     rec.record(line);
     if (!held.includes(name)) core.onStepDone(name);
@@ -32,13 +31,13 @@ function setup(opts: Partial<AgentLifecycleOptions> = {}, held: ShutdownStep[] =
     closeControl: () => step('closeControl'),
     finished: (final, message) => rec.record(`finished ${final} '${message}'`),
   };
-  const core = new AgentLifecycleCore(effects, clock, {
+  const core = new AgentLifecycleCore(effects, h.clock, {
     pilot: 'pilot.1',
     heartbeatTimeoutMs: 600,
     runtimeMin: 5,
     ...opts,
   });
-  return { rec, clock, core };
+  return Object.assign(h, { core });
 }
 
 /** The recorded lines of a whole shutdown. */

@@ -20,6 +20,10 @@ import {
   spawnerCommand,
   type SpawnerHelper,
 } from '../../../../src/components/executor/spawner-pool';
+import type {
+  HelperEvent as ProtocolEvent,
+  HelperRequest,
+} from '../../../../src/components/executor/spawner-protocol';
 import { deferred, withTimeout } from '../../../../src/lib/deferred';
 import type { Logger } from '../../../../src/lib/logger';
 
@@ -146,7 +150,8 @@ export function procIds(pid: number): { ppid: number; pgrp: number; sid: number 
   return { ppid: Number(f[1]), pgrp: Number(f[2]), sid: Number(f[3]) };
 }
 
-export type HelperEvent = { ev: string; uid?: string } & Record<string, unknown>;
+/** An event as read off the wire: a protocol event, loose so tests can look at any field. */
+export type HelperEvent = { ev: ProtocolEvent['ev']; uid?: string } & Record<string, unknown>;
 
 /**
  * One helper run directly, spoken to in its line protocol: a test writes raw lines (well formed
@@ -187,8 +192,8 @@ export class RawHelper {
     this.proc.stdin.write(text);
   }
 
-  /** Sends requests, one JSON line each. */
-  send(...requests: object[]): void {
+  /** Sends requests, one JSON line each (a test may send ill-formed ones on purpose). */
+  send(...requests: (HelperRequest | object)[]): void {
     this.write(requests.map((r) => JSON.stringify(r) + '\n').join(''));
   }
 

@@ -1,63 +1,36 @@
 import { describe, expect, it } from '@jest/globals';
 import { AgentInputStagerCore } from '../../../../src/components/agent-input-stager/core';
-import type { AgentInputStagerEffects } from '../../../../src/components/agent-input-stager/effects';
-import { IllegalTransitionError } from '../../../../src/errors';
-import type { Notification, TaskRecord } from '../../../../src/generated';
-import { TASK_STATES } from '../../../../src/states/task-model';
-import { FakeClock } from '../../../support/fake-clock';
-import { notifyLine, taskIn, uidsLine } from '../../../support/fixtures';
-import { EffectRecorder } from '../../../support/recorder';
+import type { TaskRecord } from '../../../../src/generated';
+import {
+  AGENT_SHUTDOWN,
+  canceledByUser,
+  CoreHarness,
+  handOverTests,
+  taskRecord,
+} from '../../../support/core-harness';
 
 const PILOT_SANDBOX = '/scratch/pilot.1';
-const SHUTDOWN = {
-  code: 'E_PILOT_ENDED' as const,
-  message: 'the agent is shutting down',
-  component: 'Agent',
-};
-const CANCELED = {
-  code: 'E_CANCELED',
-  message: 'task canceled by the user',
-  component: 'AgentInputStager',
-};
+const CANCELED = canceledByUser('AgentInputStager');
 
 function setup() {
-  const rec = new EffectRecorder();
-  const clock = new FakeClock();
-  const notes: Notification[] = [];
-  const effects: AgentInputStagerEffects = {
-    notify: (ns) => {
-      notes.push(...ns);
-      rec.record(notifyLine(ns));
-    },
-    forward: (ts) => rec.record(uidsLine('forward', ts)),
-    stage: (ts) => rec.record(uidsLine('stage', ts)),
-  };
-  const core = new AgentInputStagerCore(effects, clock, PILOT_SANDBOX);
-  return { rec, clock, notes, core };
+  const h = new CoreHarness();
+  const effects = h.effects({ stage: h.uids('stage') });
+  return Object.assign(h, { core: new AgentInputStagerCore(effects, h.clock, PILOT_SANDBOX) });
 }
 
 function pending(uid: string): TaskRecord {
-  return taskIn('AGENT_STAGING_INPUT_PENDING', { uid, pilot: 'pilot.1' });
+  return taskRecord(uid, 'AGENT_STAGING_INPUT_PENDING', { pilot: 'pilot.1' });
 }
 
 describe('AgentInputStagerCore', () => {
   it('sets the task sandbox inside the pilot sandbox and asks for it to be staged', () => {
-    const { rec, clock, notes, core } = setup();
+    const { rec, noteBase, notes, core } = setup();
     const t = pending('t1');
     core.onTasks([t]);
     expect(rec.take()).toEqual(['notify t1 AGENT_STAGING_INPUT', 'stage t1']);
     expect(t.state).toBe('AGENT_STAGING_INPUT');
     expect(t.sandbox).toBe('/scratch/pilot.1/t1');
-    expect(notes).toEqual([
-      {
-        kind: 'task',
-        uid: 't1',
-        attempt: 1,
-        state: 'AGENT_STAGING_INPUT',
-        ts: clock.now(),
-        component: 'AgentInputStager',
-      },
-    ]);
+    expect(notes).toEqual([{ ...noteBase('AgentInputStager'), state: 'AGENT_STAGING_INPUT' }]);
     rec.expectNoMore();
   });
 
@@ -172,64 +145,32 @@ describe('AgentInputStagerCore', () => {
       core.onTasks([a, b, done]);
       core.onStaged([{ uid: 'done' }]);
       rec.take();
-      core.onShutdown(final, SHUTDOWN);
+      core.onShutdown(final, AGENT_SHUTDOWN);
       expect(rec.take()).toEqual([`notify a ${final}, b ${final}`]);
       expect(a.state).toBe(final);
-      expect(notes.at(-1)?.detail).toEqual({ reason: SHUTDOWN });
+      expect(notes.at(-1)?.detail).toEqual({ reason: AGENT_SHUTDOWN });
       expect(done.state).toBe('AGENT_SCHEDULING_PENDING');
       core.onStaged([{ uid: 'a' }, { uid: 'b' }]);
-      core.onShutdown(final, SHUTDOWN);
+      core.onShutdown(final, AGENT_SHUTDOWN);
       rec.expectNoMore();
     },
   );
 
   describe('hand-over', () => {
-    const others = TASK_STATES.filter((st) => st !== 'AGENT_STAGING_INPUT_PENDING');
-
-    it('receives a task in AGENT_STAGING_INPUT_PENDING and walks it through every state it owns', () => {
-      const { rec, notes, core } = setup();
-      const t = pending('t1');
-      core.onTasks([t]);
-      core.onStaged([{ uid: 't1' }]);
-      expect(['AGENT_STAGING_INPUT_PENDING', ...notes.map((n) => n.state)]).toEqual([
-        'AGENT_STAGING_INPUT_PENDING',
-        'AGENT_STAGING_INPUT',
-        'AGENT_SCHEDULING_PENDING',
-      ]);
-      rec.take();
-      rec.expectNoMore();
-    });
-
-    it.each(others)('throws IllegalTransitionError for a task handed over in %s', (state) => {
-      const { rec, core } = setup();
-      const t = taskIn(state);
-      expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
-      expect(t.state).toBe(state);
-      rec.expectNoMore();
-    });
-
-    it.each(others)(
-      'throws for a task handed over in %s even when its cancel came first',
-      (state) => {
-        const { rec, core } = setup();
-        core.onCancel(['t1']);
-        const t = taskIn(state);
-        expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
-        expect(t.state).toBe(state);
-        rec.expectNoMore();
+    handOverTests({
+      from: 'AGENT_STAGING_INPUT_PENDING',
+      setup,
+      pending,
+      finish: (s) => s.core.onStaged([{ uid: 't1' }]),
+      walk: ['AGENT_STAGING_INPUT', 'AGENT_SCHEDULING_PENDING'],
+      bulk: {
+        wrong: 'AGENT_STAGING_INPUT',
+        after: (s, ok) => {
+          expect(ok.sandbox).toBeUndefined();
+          s.core.onStaged([{ uid: 'ok' }]); // it was never taken in
+          s.core.onShutdown('FAILED', AGENT_SHUTDOWN);
+        },
       },
-    );
-
-    it('rejects a bulk holding a task in another state without touching any of it', () => {
-      const { rec, core } = setup();
-      const ok = pending('ok');
-      const wrong = taskIn('AGENT_STAGING_INPUT', { uid: 'wrong' });
-      expect(() => core.onTasks([ok, wrong])).toThrow(IllegalTransitionError);
-      expect(ok.state).toBe('AGENT_STAGING_INPUT_PENDING');
-      expect(ok.sandbox).toBeUndefined();
-      core.onStaged([{ uid: 'ok' }]); // it was never taken in
-      core.onShutdown('FAILED', SHUTDOWN);
-      rec.expectNoMore();
     });
   });
 });

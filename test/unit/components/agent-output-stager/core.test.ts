@@ -1,43 +1,24 @@
 import { describe, expect, it } from '@jest/globals';
 import { AgentOutputStagerCore } from '../../../../src/components/agent-output-stager/core';
-import type { AgentOutputStagerEffects } from '../../../../src/components/agent-output-stager/effects';
-import { IllegalTransitionError } from '../../../../src/errors';
-import type { Notification, TaskRecord } from '../../../../src/generated';
-import { TASK_STATES } from '../../../../src/states/task-model';
-import { FakeClock } from '../../../support/fake-clock';
-import { notifyLine, taskIn, uidsLine } from '../../../support/fixtures';
-import { EffectRecorder } from '../../../support/recorder';
+import type { TaskRecord } from '../../../../src/generated';
+import {
+  AGENT_SHUTDOWN,
+  canceledByUser,
+  CoreHarness,
+  handOverTests,
+  taskRecord,
+} from '../../../support/core-harness';
 
-const SHUTDOWN = {
-  code: 'E_PILOT_ENDED' as const,
-  message: 'the agent is shutting down',
-  component: 'Agent',
-};
-const CANCELED = {
-  code: 'E_CANCELED',
-  message: 'task canceled by the user',
-  component: 'AgentOutputStager',
-};
+const CANCELED = canceledByUser('AgentOutputStager');
 
 function setup() {
-  const rec = new EffectRecorder();
-  const clock = new FakeClock();
-  const notes: Notification[] = [];
-  const effects: AgentOutputStagerEffects = {
-    notify: (ns) => {
-      notes.push(...ns);
-      rec.record(notifyLine(ns));
-    },
-    forward: (ts) => rec.record(uidsLine('forward', ts)),
-    collect: (ts) => rec.record(uidsLine('collect', ts)),
-  };
-  const core = new AgentOutputStagerCore(effects, clock);
-  return { rec, clock, notes, core };
+  const h = new CoreHarness();
+  const effects = h.effects({ collect: h.uids('collect') });
+  return Object.assign(h, { core: new AgentOutputStagerCore(effects, h.clock) });
 }
 
 function pending(uid: string): TaskRecord {
-  return taskIn('AGENT_STAGING_OUTPUT_PENDING', {
-    uid,
+  return taskRecord(uid, 'AGENT_STAGING_OUTPUT_PENDING', {
     pilot: 'pilot.1',
     sandbox: `/sb/${uid}`,
     exitCode: 0,
@@ -51,21 +32,12 @@ function collected(uid: string, stdout = `out of ${uid}\n`, stderr = '') {
 
 describe('AgentOutputStagerCore', () => {
   it('takes a task into AGENT_STAGING_OUTPUT and asks for its output to be collected', () => {
-    const { rec, clock, notes, core } = setup();
+    const { rec, noteBase, notes, core } = setup();
     const t = pending('t1');
     core.onTasks([t]);
     expect(rec.take()).toEqual(['notify t1 AGENT_STAGING_OUTPUT', 'collect t1']);
     expect(t.state).toBe('AGENT_STAGING_OUTPUT');
-    expect(notes).toEqual([
-      {
-        kind: 'task',
-        uid: 't1',
-        attempt: 1,
-        state: 'AGENT_STAGING_OUTPUT',
-        ts: clock.now(),
-        component: 'AgentOutputStager',
-      },
-    ]);
+    expect(notes).toEqual([{ ...noteBase('AgentOutputStager'), state: 'AGENT_STAGING_OUTPUT' }]);
     rec.expectNoMore();
   });
 
@@ -155,63 +127,32 @@ describe('AgentOutputStagerCore', () => {
       core.onTasks([a, gone]);
       core.onCollected([collected('gone')]);
       rec.take();
-      core.onShutdown(final, SHUTDOWN);
+      core.onShutdown(final, AGENT_SHUTDOWN);
       expect(rec.take()).toEqual([`notify a ${final}`]);
       expect(a.state).toBe(final);
-      expect(notes.at(-1)?.detail).toEqual({ reason: SHUTDOWN });
+      expect(notes.at(-1)?.detail).toEqual({ reason: AGENT_SHUTDOWN });
       expect(gone.state).toBe('TMGR_STAGING_OUTPUT_PENDING');
       core.onCollected([collected('a')]);
-      core.onShutdown(final, SHUTDOWN);
+      core.onShutdown(final, AGENT_SHUTDOWN);
       rec.expectNoMore();
     },
   );
 
   describe('hand-over', () => {
-    const others = TASK_STATES.filter((st) => st !== 'AGENT_STAGING_OUTPUT_PENDING');
-
-    it('receives a task in AGENT_STAGING_OUTPUT_PENDING and walks it through every state it owns', () => {
-      const { rec, notes, core } = setup();
-      core.onTasks([pending('t1')]);
-      core.onCollected([collected('t1')]);
-      expect(['AGENT_STAGING_OUTPUT_PENDING', ...notes.map((n) => n.state)]).toEqual([
-        'AGENT_STAGING_OUTPUT_PENDING',
-        'AGENT_STAGING_OUTPUT',
-        'TMGR_STAGING_OUTPUT_PENDING',
-      ]);
-      rec.take();
-      rec.expectNoMore();
-    });
-
-    it.each(others)('throws IllegalTransitionError for a task handed over in %s', (state) => {
-      const { rec, core } = setup();
-      const t = taskIn(state);
-      expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
-      expect(t.state).toBe(state);
-      rec.expectNoMore();
-    });
-
-    it.each(others)(
-      'throws for a task handed over in %s even when its cancel came first',
-      (state) => {
-        const { rec, core } = setup();
-        core.onCancel(['t1']);
-        const t = taskIn(state);
-        expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
-        expect(t.state).toBe(state);
-        rec.expectNoMore();
+    handOverTests({
+      from: 'AGENT_STAGING_OUTPUT_PENDING',
+      setup,
+      pending,
+      finish: (s) => s.core.onCollected([collected('t1')]),
+      walk: ['AGENT_STAGING_OUTPUT', 'TMGR_STAGING_OUTPUT_PENDING'],
+      bulk: {
+        wrong: 'AGENT_EXECUTING',
+        after: (s, ok) => {
+          s.core.onCollected([collected('ok')]); // it was never taken in
+          expect(ok.stdout).toBeUndefined();
+          s.core.onShutdown('FAILED', AGENT_SHUTDOWN);
+        },
       },
-    );
-
-    it('rejects a bulk holding a task in another state without touching any of it', () => {
-      const { rec, core } = setup();
-      const ok = pending('ok');
-      const wrong = taskIn('AGENT_EXECUTING', { uid: 'wrong' });
-      expect(() => core.onTasks([ok, wrong])).toThrow(IllegalTransitionError);
-      expect(ok.state).toBe('AGENT_STAGING_OUTPUT_PENDING');
-      core.onCollected([collected('ok')]); // it was never taken in
-      expect(ok.stdout).toBeUndefined();
-      core.onShutdown('FAILED', SHUTDOWN);
-      rec.expectNoMore();
     });
   });
 });

@@ -4,50 +4,34 @@ import {
   AgentSchedulerCore,
   type NodeResources,
 } from '../../../../src/components/agent-scheduler/core';
-import type { AgentSchedulerEffects } from '../../../../src/components/agent-scheduler/effects';
 import { GPU_UNIT } from '../../../../src/components/agent-scheduler/node-state';
 import { IllegalTransitionError } from '../../../../src/errors';
-import type { Notification, TaskDescription, TaskRecord } from '../../../../src/generated';
-import { TASK_STATES } from '../../../../src/states/task-model';
-import { FakeClock } from '../../../support/fake-clock';
-import { notifyLine, taskIn, uidsLine } from '../../../support/fixtures';
-import { EffectRecorder } from '../../../support/recorder';
+import type { TaskDescription, TaskRecord } from '../../../../src/generated';
+import {
+  AGENT_SHUTDOWN,
+  canceledByUser,
+  CoreHarness,
+  handOverTests,
+  taskRecord,
+  uidsLine,
+} from '../../../support/core-harness';
 
 type Slot = NonNullable<TaskRecord['slots']>[number];
 
 const NODE: NodeResources = { name: 'n0', cores: 4, gpus: 2, memMb: 8_192 };
-const SHUTDOWN = {
-  code: 'E_PILOT_ENDED' as const,
-  message: 'the agent is shutting down',
-  component: 'Agent',
-};
 
 function node(name: string, cores: number, gpus = 0, memMb = 8_192): NodeResources {
   return { name, cores, gpus, memMb };
 }
 
 function setup(nodes: readonly NodeResources[] = [NODE]) {
-  const rec = new EffectRecorder();
-  const clock = new FakeClock();
-  const notes: Notification[] = [];
-  const forwarded: TaskRecord[] = [];
-  const effects: AgentSchedulerEffects = {
-    notify: (ns) => {
-      notes.push(...ns);
-      rec.record(notifyLine(ns));
-    },
-    forward: (ts) => {
-      forwarded.push(...ts);
-      rec.record(uidsLine('forward', ts));
-    },
-  };
-  const core = new AgentSchedulerCore(effects, clock, [...nodes]);
-  return { rec, clock, notes, forwarded, core };
+  const h = new CoreHarness();
+  return Object.assign(h, { core: new AgentSchedulerCore(h.effects({}), h.clock, [...nodes]) });
 }
 type Setup = ReturnType<typeof setup>;
 
 function pending(uid: string, description: Partial<TaskDescription> = {}): TaskRecord {
-  return taskIn('AGENT_SCHEDULING_PENDING', { uid, description });
+  return taskRecord(uid, 'AGENT_SCHEDULING_PENDING', { description });
 }
 
 /** Submits tasks that are expected to start at once, and drops the effects of their start. */
@@ -690,13 +674,7 @@ describe('AgentSchedulerCore', () => {
       s.core.onCancel(['w']);
       expect(s.rec.take()).toEqual(['notify w CANCELED']);
       expect(w.state).toBe('CANCELED');
-      expect(s.notes.at(-1)?.detail).toEqual({
-        reason: {
-          code: 'E_CANCELED',
-          message: 'task canceled by the user',
-          component: 'AgentScheduler',
-        },
-      });
+      expect(s.notes.at(-1)?.detail).toEqual({ reason: canceledByUser('AgentScheduler') });
       expect(s.core.queued).toBe(1);
       s.core.onReleased([{ uid: 'busy' }]);
       expect(s.rec.take()).toEqual(['notify x AGENT_EXECUTING_PENDING', 'forward x']);
@@ -797,17 +775,17 @@ describe('AgentSchedulerCore', () => {
         s.core.onTasks([a, b]);
         s.rec.take();
         expect(s.core.reservedFor).toBe('b');
-        s.core.onShutdown(final, SHUTDOWN);
+        s.core.onShutdown(final, AGENT_SHUTDOWN);
         expect(s.rec.take()).toEqual([`notify a ${final}, b ${final}`]);
         expect(a.state).toBe(final);
-        expect(a.reason).toEqual(SHUTDOWN);
-        expect(s.notes.at(-1)?.detail).toEqual({ reason: SHUTDOWN });
+        expect(a.reason).toEqual(AGENT_SHUTDOWN);
+        expect(s.notes.at(-1)?.detail).toEqual({ reason: AGENT_SHUTDOWN });
         expect(running.state).toBe('AGENT_EXECUTING_PENDING');
         expect(s.core.queued).toBe(0);
         expect(s.core.reservedFor).toBeUndefined();
         s.core.onReleased([{ uid: 'running' }]);
         expect(freeCores(s)).toEqual({ n0: 1 });
-        s.core.onShutdown(final, SHUTDOWN);
+        s.core.onShutdown(final, AGENT_SHUTDOWN);
         s.rec.expectNoMore();
       },
     );
@@ -833,47 +811,17 @@ describe('AgentSchedulerCore', () => {
   });
 
   describe('hand-over', () => {
-    const others = TASK_STATES.filter((st) => st !== 'AGENT_SCHEDULING_PENDING');
-
-    it('receives a task in AGENT_SCHEDULING_PENDING and walks it through every state it owns', () => {
-      const s = setup();
-      const t = pending('t1');
-      const seen: string[] = [t.state];
-      s.core.onTasks([t]);
-      seen.push(...s.notes.map((n) => n.state));
-      expect(seen).toEqual([
-        'AGENT_SCHEDULING_PENDING',
-        'AGENT_SCHEDULING',
-        'AGENT_EXECUTING_PENDING',
-      ]);
-      s.rec.take();
-      s.rec.expectNoMore();
+    handOverTests({
+      from: 'AGENT_SCHEDULING_PENDING',
+      setup,
+      pending,
+      walk: ['AGENT_SCHEDULING', 'AGENT_EXECUTING_PENDING'],
     });
-
-    it.each(others)('throws IllegalTransitionError for a task handed over in %s', (state) => {
-      const s = setup();
-      const t = taskIn(state);
-      expect(() => s.core.onTasks([t])).toThrow(IllegalTransitionError);
-      expect(t.state).toBe(state);
-      s.rec.expectNoMore();
-    });
-
-    it.each(others)(
-      'throws for a task handed over in %s even when its cancel came first',
-      (state) => {
-        const s = setup();
-        s.core.onCancel(['t1']);
-        const t = taskIn(state);
-        expect(() => s.core.onTasks([t])).toThrow(IllegalTransitionError);
-        expect(t.state).toBe(state);
-        s.rec.expectNoMore();
-      },
-    );
 
     it('rejects a bulk holding a task in another state without touching any of it', () => {
       const s = setup();
       const ok = pending('ok');
-      const wrong = taskIn('AGENT_EXECUTING_PENDING', { uid: 'wrong' });
+      const wrong = taskRecord('wrong', 'AGENT_EXECUTING_PENDING');
       let err: unknown;
       try {
         s.core.onTasks([ok, wrong]);

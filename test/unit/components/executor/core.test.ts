@@ -1,54 +1,47 @@
 import { describe, expect, it } from '@jest/globals';
 import { ExecutorCore } from '../../../../src/components/executor/core';
-import type { ExecutorEffects, SpawnSpec } from '../../../../src/components/executor/effects';
+import type { ExecutorOptions } from '../../../../src/components/executor/core';
+import type { SpawnSpec } from '../../../../src/components/executor/effects';
 import { IllegalTransitionError } from '../../../../src/errors';
-import type { Notification, TaskDescription, TaskRecord } from '../../../../src/generated';
-import { FakeClock } from '../../../support/fake-clock';
-import { EffectRecorder } from '../../../support/recorder';
+import type { TaskDescription, TaskRecord } from '../../../../src/generated';
+import { CoreHarness, taskRecord } from '../../../support/core-harness';
 
 const GRACE = 1_000;
 
 function task(uid: string, desc: Partial<TaskDescription> = {}): TaskRecord {
-  return {
-    uid,
-    attempt: 1,
-    state: 'AGENT_EXECUTING_PENDING',
+  return taskRecord(uid, 'AGENT_EXECUTING_PENDING', {
     session: 'sess.1',
     pilot: 'pilot.1',
     sandbox: `/sb/${uid}`,
     slots: [{ node: 'n0', cores: [0], gpus: [] }],
     description: { executable: '/bin/echo', arguments: ['hi'], ...desc },
-  };
+  });
 }
 
-function setup() {
-  const rec = new EffectRecorder();
-  const clock = new FakeClock();
-  const notes: Notification[] = [];
+function setup(opts: Partial<ExecutorOptions> = {}) {
+  const h = new CoreHarness();
   const specs: SpawnSpec[] = [];
-  const effects: ExecutorEffects = {
-    notify: (ns) => {
-      notes.push(...ns);
-      rec.record(`notify ${ns.map((n) => `${n.uid} ${n.state}`).join(', ')}`);
-    },
-    forward: (ts) => rec.record(`forward ${ts.map((t) => `${t.uid} ${t.state}`).join(', ')}`),
-    release: (ts) => rec.record(`release ${ts.map((t) => t.uid).join(', ')}`),
-    start: (job) => {
+  const effects = h.effects({
+    // where a task goes next depends on its state, so record that too
+    forward: (ts: TaskRecord[]) =>
+      h.rec.record(`forward ${ts.map((t) => `${t.uid} ${t.state}`).join(', ')}`),
+    release: h.uids('release'),
+    start: (job: { spec: SpawnSpec }) => {
       specs.push(job.spec);
-      rec.record(`start ${job.spec.uid}`);
+      h.rec.record(`start ${job.spec.uid}`);
     },
-    stop: (uid, how) => rec.record(`stop ${uid} ${how}`),
-  };
-  const core = new ExecutorCore(effects, clock, { killGraceMs: GRACE });
+    stop: (uid: string, how: string) => h.rec.record(`stop ${uid} ${how}`),
+  });
+  const core = new ExecutorCore(effects, h.clock, { killGraceMs: GRACE, ...opts });
   /** Starts tasks and checks (then drops) the effects of their start. */
   const started = (...tasks: TaskRecord[]): void => {
     core.onTasks(tasks);
-    expect(rec.take()).toEqual([
+    expect(h.rec.take()).toEqual([
       ...tasks.map((t) => `start ${t.uid}`),
       `notify ${tasks.map((t) => `${t.uid} AGENT_EXECUTING`).join(', ')}`,
     ]);
   };
-  return { rec, clock, notes, specs, core, started };
+  return Object.assign(h, { specs, core, started });
 }
 
 describe('ExecutorCore', () => {
@@ -97,17 +90,7 @@ describe('ExecutorCore', () => {
   });
 
   it('starts a task of several ranks under mpirun with a hostfile from its slots', () => {
-    const rec = new EffectRecorder();
-    const specs: SpawnSpec[] = [];
-    const effects: ExecutorEffects = {
-      notify: (ns) => rec.record(`notify ${ns.map((n) => `${n.uid} ${n.state}`).join(', ')}`),
-      forward: () => rec.record('forward'),
-      release: () => rec.record('release'),
-      start: (job) => specs.push(job.spec),
-      stop: () => rec.record('stop'),
-    };
-    const core = new ExecutorCore(effects, new FakeClock(), {
-      killGraceMs: GRACE,
+    const { rec, specs, started } = setup({
       launch: { mpirun: '/opt/mpi/bin/mpirun', asRoot: true },
     });
     const t = task('t1', { ranks: 2 });
@@ -115,8 +98,7 @@ describe('ExecutorCore', () => {
       { node: 'n0', cores: [0], gpus: [0] },
       { node: 'n1', cores: [0], gpus: [1] },
     ];
-    core.onTasks([t]);
-    expect(rec.take()).toEqual(['notify t1 AGENT_EXECUTING']);
+    started(t);
     const [spec] = specs;
     expect(spec?.executable).toBe('/opt/mpi/bin/mpirun');
     expect(spec?.args.slice(0, 5)).toEqual([
@@ -140,24 +122,13 @@ describe('ExecutorCore', () => {
   });
 
   it('inside a Slurm allocation forks a rank on its own node and runs the rest under srun', () => {
-    const rec = new EffectRecorder();
-    const specs: SpawnSpec[] = [];
-    const effects: ExecutorEffects = {
-      notify: (ns) => rec.record(`notify ${ns.map((n) => `${n.uid} ${n.state}`).join(', ')}`),
-      forward: () => rec.record('forward'),
-      release: () => rec.record('release'),
-      start: (job) => specs.push(job.spec),
-      stop: () => rec.record('stop'),
-    };
-    const core = new ExecutorCore(effects, new FakeClock(), {
-      killGraceMs: GRACE,
+    const { rec, specs, started } = setup({
       launch: { slurm: { srun: '/opt/slurm/bin/srun', node: 'n0' } },
     });
     const here = task('t1');
     const there = task('t2');
     there.slots = [{ node: 'n1', cores: [0], gpus: [] }];
-    core.onTasks([here, there]);
-    expect(rec.take()).toEqual(['notify t1 AGENT_EXECUTING, t2 AGENT_EXECUTING']);
+    started(here, there);
     expect(specs.map((s) => s.executable)).toEqual(['/bin/echo', '/opt/slurm/bin/srun']);
     expect(specs[1]?.env.SLURM_HOSTFILE).toBe('/sb/t2/slurm-hostfile');
     expect(specs.map((s) => s.killScope)).toEqual([undefined, 'process']);
@@ -479,25 +450,13 @@ describe('ExecutorCore', () => {
       core.onExited('t1', { exitCode: null, signal: 'SIGTERM' });
       expect(rec.take()).toEqual(['notify t1 CANCELED', 'release t1']);
 
-      const calls: string[] = [];
-      const effects: ExecutorEffects = {
-        notify: (ns) => calls.push(`notify ${ns.map((n) => n.state).join(', ')}`),
-        forward: () => calls.push('forward'),
-        release: () => calls.push('release'),
-        start: () => undefined,
-        stop: () => undefined,
-      };
-      const now = new ExecutorCore(effects, new FakeClock(), {
-        killGraceMs: GRACE,
-        signaledExitGraceMs: 0,
-      });
-      now.onTasks([task('t2')]);
-      now.onExited('t2', { exitCode: null, signal: 'SIGTERM' });
-      expect(calls).toEqual([
-        'notify AGENT_EXECUTING',
-        'notify AGENT_STAGING_OUTPUT_PENDING',
-        'forward',
-        'release',
+      const graceless = setup({ signaledExitGraceMs: 0 });
+      graceless.started(task('t2'));
+      graceless.core.onExited('t2', { exitCode: null, signal: 'SIGTERM' });
+      expect(graceless.rec.take()).toEqual([
+        'notify t2 AGENT_STAGING_OUTPUT_PENDING',
+        'forward t2 AGENT_STAGING_OUTPUT_PENDING',
+        'release t2',
       ]);
     });
   });

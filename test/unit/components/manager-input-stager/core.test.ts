@@ -1,36 +1,25 @@
 import { describe, expect, it } from '@jest/globals';
 import { ManagerInputStagerCore } from '../../../../src/components/manager-input-stager/core';
-import type { ManagerInputStagerEffects } from '../../../../src/components/manager-input-stager/effects';
-import { IllegalTransitionError } from '../../../../src/errors';
-import type { Notification, TaskRecord } from '../../../../src/generated';
-import { TASK_STATES } from '../../../../src/states/task-model';
-import { FakeClock } from '../../../support/fake-clock';
-import { notifyLine, taskIn, uidsLine } from '../../../support/fixtures';
-import { EffectRecorder } from '../../../support/recorder';
-
-const CLOSED = {
-  code: 'E_CANCELED' as const,
-  message: 'the session was closed',
-  component: 'Session',
-};
+import type { TaskRecord } from '../../../../src/generated';
+import {
+  CoreHarness,
+  handOverTests,
+  SESSION_CLOSED,
+  taskIn,
+  taskRecord,
+} from '../../../support/core-harness';
 
 function setup() {
-  const rec = new EffectRecorder();
-  const clock = new FakeClock();
-  const notes: Notification[] = [];
-  const effects: ManagerInputStagerEffects = {
-    notify: (ns) => {
-      notes.push(...ns);
-      rec.record(notifyLine(ns));
-    },
-    forwardToPilot: (pilot, ts) => rec.record(uidsLine(`forwardToPilot ${pilot}:`, ts)),
+  const h = new CoreHarness();
+  const effects = {
+    notify: h.notify,
+    forwardToPilot: (pilot: string, ts: TaskRecord[]) => h.uids(`forwardToPilot ${pilot}:`)(ts),
   };
-  const core = new ManagerInputStagerCore(effects, clock);
-  return { rec, clock, notes, core };
+  return Object.assign(h, { core: new ManagerInputStagerCore(effects, h.clock) });
 }
 
 function pending(uid: string, pilot = 'p1'): TaskRecord {
-  return taskIn('TMGR_STAGING_INPUT_PENDING', { uid, pilot });
+  return taskRecord(uid, 'TMGR_STAGING_INPUT_PENDING', { pilot });
 }
 
 /** The notify line for tasks that pass straight through to their pilot. */
@@ -40,18 +29,12 @@ function through(uids: string[]): string {
 
 describe('ManagerInputStagerCore', () => {
   it('takes a task through TMGR_STAGING_INPUT and hands it to its pilot as AGENT_STAGING_INPUT_PENDING', () => {
-    const { rec, clock, notes, core } = setup();
+    const { rec, noteBase, notes, core } = setup();
     const t = pending('t1');
     core.onTasks([t]);
     expect(rec.take()).toEqual([through(['t1']), 'forwardToPilot p1: t1']);
     expect(t.state).toBe('AGENT_STAGING_INPUT_PENDING');
-    const base = {
-      kind: 'task',
-      uid: 't1',
-      attempt: 1,
-      ts: clock.now(),
-      component: 'ManagerInputStager',
-    };
+    const base = noteBase('ManagerInputStager');
     expect(notes).toEqual([
       { ...base, state: 'TMGR_STAGING_INPUT' },
       { ...base, state: 'AGENT_STAGING_INPUT_PENDING' },
@@ -147,53 +130,19 @@ describe('ManagerInputStagerCore', () => {
     core.onTasks([t]);
     rec.take();
     core.onCancel(['t1']);
-    core.onShutdown('CANCELED', CLOSED);
+    core.onShutdown('CANCELED', SESSION_CLOSED);
     expect(t.state).toBe('AGENT_STAGING_INPUT_PENDING');
     rec.expectNoMore();
   });
 
   describe('hand-over', () => {
-    const others = TASK_STATES.filter((st) => st !== 'TMGR_STAGING_INPUT_PENDING');
-
-    it('receives a task in TMGR_STAGING_INPUT_PENDING and walks it through every state it owns', () => {
-      const { rec, notes, core } = setup();
-      core.onTasks([pending('t1')]);
-      expect(['TMGR_STAGING_INPUT_PENDING', ...notes.map((n) => n.state)]).toEqual([
-        'TMGR_STAGING_INPUT_PENDING',
-        'TMGR_STAGING_INPUT',
-        'AGENT_STAGING_INPUT_PENDING',
-      ]);
-      rec.take();
-      rec.expectNoMore();
-    });
-
-    it.each(others)('throws IllegalTransitionError for a task handed over in %s', (state) => {
-      const { rec, core } = setup();
-      const t = taskIn(state, { pilot: 'p1' });
-      expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
-      expect(t.state).toBe(state);
-      rec.expectNoMore();
-    });
-
-    it.each(others)(
-      'throws for a task handed over in %s even when its cancel came first',
-      (state) => {
-        const { rec, core } = setup();
-        core.onCancel(['t1']);
-        const t = taskIn(state, { pilot: 'p1' });
-        expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
-        expect(t.state).toBe(state);
-        rec.expectNoMore();
-      },
-    );
-
-    it('rejects a bulk holding a task in another state without touching any of it', () => {
-      const { rec, core } = setup();
-      const ok = pending('ok');
-      const wrong = taskIn('TMGR_SCHEDULING', { uid: 'wrong', pilot: 'p1' });
-      expect(() => core.onTasks([ok, wrong])).toThrow(IllegalTransitionError);
-      expect(ok.state).toBe('TMGR_STAGING_INPUT_PENDING');
-      rec.expectNoMore();
+    handOverTests({
+      from: 'TMGR_STAGING_INPUT_PENDING',
+      setup,
+      pending,
+      walk: ['TMGR_STAGING_INPUT', 'AGENT_STAGING_INPUT_PENDING'],
+      others: { pilot: 'p1' },
+      bulk: { wrong: 'TMGR_SCHEDULING' },
     });
   });
 });

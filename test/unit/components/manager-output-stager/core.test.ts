@@ -1,31 +1,23 @@
 import { describe, expect, it } from '@jest/globals';
 import { ManagerOutputStagerCore } from '../../../../src/components/manager-output-stager/core';
-import type { ManagerOutputStagerEffects } from '../../../../src/components/manager-output-stager/effects';
-import { IllegalTransitionError } from '../../../../src/errors';
-import type { Notification, Reason, TaskRecord } from '../../../../src/generated';
-import { TASK_STATES } from '../../../../src/states/task-model';
-import { FakeClock } from '../../../support/fake-clock';
-import { notifyLine, taskIn, type TaskOverrides } from '../../../support/fixtures';
-import { EffectRecorder } from '../../../support/recorder';
+import type { Reason, TaskRecord } from '../../../../src/generated';
+import {
+  canceledByUser,
+  CoreHarness,
+  handOverTests,
+  taskIn,
+  taskRecord,
+  type TaskOverrides,
+} from '../../../support/core-harness';
 
 function setup() {
-  const rec = new EffectRecorder();
-  const clock = new FakeClock();
-  const notes: Notification[] = [];
-  const effects: ManagerOutputStagerEffects = {
-    notify: (ns) => {
-      notes.push(...ns);
-      rec.record(notifyLine(ns));
-    },
-  };
-  const core = new ManagerOutputStagerCore(effects, clock);
-  return { rec, clock, notes, core };
+  const h = new CoreHarness();
+  return Object.assign(h, { core: new ManagerOutputStagerCore({ notify: h.notify }, h.clock) });
 }
 
 /** A task back from its pilot, as the AgentOutputStager hands it on. */
 function back(uid: string, overrides: TaskOverrides = {}): TaskRecord {
-  return taskIn('TMGR_STAGING_OUTPUT_PENDING', {
-    uid,
+  return taskRecord(uid, 'TMGR_STAGING_OUTPUT_PENDING', {
     pilot: 'p1',
     sandbox: `/sb/p1/${uid}`,
     exitCode: 0,
@@ -40,19 +32,13 @@ const OUTPUT = { pilot: 'p1', sandbox: '/sb/p1/t1', stdout: 'hello\n' };
 
 describe('ManagerOutputStagerCore', () => {
   it('ends a task that exited 0 DONE, with exit code, output, pilot and sandbox in the notification', () => {
-    const { rec, clock, notes, core } = setup();
+    const { rec, noteBase, notes, core } = setup();
     const t = back('t1', { stderr: 'note\n' });
     core.onTasks([t]);
     expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT, t1 DONE']);
     expect(t.state).toBe('DONE');
     expect(t.reason).toBeUndefined();
-    const base = {
-      kind: 'task',
-      uid: 't1',
-      attempt: 1,
-      ts: clock.now(),
-      component: 'ManagerOutputStager',
-    };
+    const base = noteBase('ManagerOutputStager');
     expect(notes).toEqual([
       { ...base, state: 'TMGR_STAGING_OUTPUT' },
       {
@@ -204,13 +190,7 @@ describe('ManagerOutputStagerCore', () => {
       'notify ok CANCELED, bad CANCELED, other TMGR_STAGING_OUTPUT, other DONE',
     ]);
     expect(ok.state).toBe('CANCELED');
-    expect(notes[0]?.detail).toEqual({
-      reason: {
-        code: 'E_CANCELED',
-        message: 'task canceled by the user',
-        component: 'ManagerOutputStager',
-      },
-    });
+    expect(notes[0]?.detail).toEqual({ reason: canceledByUser('ManagerOutputStager') });
     rec.expectNoMore();
   });
 
@@ -225,47 +205,13 @@ describe('ManagerOutputStagerCore', () => {
   });
 
   describe('hand-over', () => {
-    const others = TASK_STATES.filter((st) => st !== 'TMGR_STAGING_OUTPUT_PENDING');
-
-    it('receives a task in TMGR_STAGING_OUTPUT_PENDING and walks it through every state it owns', () => {
-      const { rec, notes, core } = setup();
-      core.onTasks([back('t1')]);
-      expect(['TMGR_STAGING_OUTPUT_PENDING', ...notes.map((n) => n.state)]).toEqual([
-        'TMGR_STAGING_OUTPUT_PENDING',
-        'TMGR_STAGING_OUTPUT',
-        'DONE',
-      ]);
-      rec.take();
-      rec.expectNoMore();
-    });
-
-    it.each(others)('throws IllegalTransitionError for a task handed over in %s', (state) => {
-      const { rec, core } = setup();
-      const t = taskIn(state, { exitCode: 0, signal: null });
-      expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
-      expect(t.state).toBe(state);
-      rec.expectNoMore();
-    });
-
-    it.each(others)(
-      'throws for a task handed over in %s even when its cancel came first',
-      (state) => {
-        const { rec, core } = setup();
-        core.onCancel(['t1']);
-        const t = taskIn(state, { exitCode: 0, signal: null });
-        expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
-        expect(t.state).toBe(state);
-        rec.expectNoMore();
-      },
-    );
-
-    it('rejects a bulk holding a task in another state without touching any of it', () => {
-      const { rec, core } = setup();
-      const ok = back('ok');
-      const wrong = taskIn('AGENT_STAGING_OUTPUT', { uid: 'wrong', exitCode: 0, signal: null });
-      expect(() => core.onTasks([ok, wrong])).toThrow(IllegalTransitionError);
-      expect(ok.state).toBe('TMGR_STAGING_OUTPUT_PENDING');
-      rec.expectNoMore();
+    handOverTests({
+      from: 'TMGR_STAGING_OUTPUT_PENDING',
+      setup,
+      pending: back,
+      walk: ['TMGR_STAGING_OUTPUT', 'DONE'],
+      others: { exitCode: 0, signal: null },
+      bulk: { wrong: 'AGENT_STAGING_OUTPUT' },
     });
   });
 });

@@ -3,43 +3,32 @@ import {
   ManagerSchedulerCore,
   type PilotCapacity,
 } from '../../../../src/components/manager-scheduler/core';
-import type { ManagerSchedulerEffects } from '../../../../src/components/manager-scheduler/effects';
-import { IllegalTransitionError } from '../../../../src/errors';
-import type { Notification, TaskDescription, TaskRecord } from '../../../../src/generated';
-import { TASK_STATES } from '../../../../src/states/task-model';
-import { FakeClock } from '../../../support/fake-clock';
-import { notifyLine, taskIn } from '../../../support/fixtures';
-import { EffectRecorder } from '../../../support/recorder';
+import type { TaskDescription, TaskRecord } from '../../../../src/generated';
+import {
+  canceledByUser,
+  CoreHarness,
+  handOverTests,
+  SESSION_CLOSED,
+  taskRecord,
+} from '../../../support/core-harness';
 
 const SMALL: PilotCapacity = { uid: 'p1', cores: 4, gpus: 0 };
 const BIG: PilotCapacity = { uid: 'p2', cores: 16, gpus: 2 };
 const SMALL2: PilotCapacity = { uid: 'p3', cores: 4, gpus: 0 };
-const CLOSED = {
-  code: 'E_CANCELED' as const,
-  message: 'the session was closed',
-  component: 'Session',
-};
-
 function setup(...pilots: PilotCapacity[]) {
-  const rec = new EffectRecorder();
-  const clock = new FakeClock();
-  const notes: Notification[] = [];
-  const effects: ManagerSchedulerEffects = {
-    notify: (ns) => {
-      notes.push(...ns);
-      rec.record(notifyLine(ns));
-    },
+  const h = new CoreHarness();
+  const effects = h.effects({
     // where each task goes is what this component decides, so record it
-    forward: (ts) =>
-      rec.record(`forward ${ts.map((t) => `${t.uid}->${t.pilot ?? '?'}`).join(', ')}`),
-  };
-  const core = new ManagerSchedulerCore(effects, clock);
+    forward: (ts: TaskRecord[]) =>
+      h.rec.record(`forward ${ts.map((t) => `${t.uid}->${t.pilot ?? '?'}`).join(', ')}`),
+  });
+  const core = new ManagerSchedulerCore(effects, h.clock);
   for (const p of pilots) core.onPilotAdded(p);
-  return { rec, clock, notes, core };
+  return Object.assign(h, { core });
 }
 
 function pending(uid: string, description: Partial<TaskDescription> = {}): TaskRecord {
-  return taskIn('TMGR_SCHEDULING_PENDING', { uid, description });
+  return taskRecord(uid, 'TMGR_SCHEDULING_PENDING', { description });
 }
 
 /** Notify line of tasks placed one by one in a single onTasks call. */
@@ -49,19 +38,13 @@ function placedLine(uids: string[]): string {
 
 describe('ManagerSchedulerCore', () => {
   it('assigns a task to a pilot and hands it on as TMGR_STAGING_INPUT_PENDING', () => {
-    const { rec, clock, notes, core } = setup(SMALL);
+    const { rec, noteBase, notes, core } = setup(SMALL);
     const t = pending('t1');
     core.onTasks([t]);
     expect(rec.take()).toEqual([placedLine(['t1']), 'forward t1->p1']);
     expect(t.state).toBe('TMGR_STAGING_INPUT_PENDING');
     expect(t.pilot).toBe('p1');
-    const base = {
-      kind: 'task',
-      uid: 't1',
-      attempt: 1,
-      ts: clock.now(),
-      component: 'ManagerScheduler',
-    };
+    const base = noteBase('ManagerScheduler');
     expect(notes).toEqual([
       { ...base, state: 'TMGR_SCHEDULING' },
       { ...base, state: 'TMGR_STAGING_INPUT_PENDING', detail: { pilot: 'p1' } },
@@ -297,13 +280,7 @@ describe('ManagerSchedulerCore', () => {
     core.onCancel(['a', 'nobody']);
     expect(rec.take()).toEqual(['notify a CANCELED']);
     expect(a.state).toBe('CANCELED');
-    expect(notes.at(-1)?.detail).toEqual({
-      reason: {
-        code: 'E_CANCELED',
-        message: 'task canceled by the user',
-        component: 'ManagerScheduler',
-      },
-    });
+    expect(notes.at(-1)?.detail).toEqual({ reason: canceledByUser('ManagerScheduler') });
     expect(core.queued).toBe(1);
     core.onPilotAdded(SMALL);
     expect(rec.take()).toEqual(['notify b TMGR_STAGING_INPUT_PENDING', 'forward b->p1']);
@@ -340,12 +317,12 @@ describe('ManagerSchedulerCore', () => {
     const a = pending('a');
     core.onTasks([a, pending('b')]);
     rec.take();
-    core.onShutdown(final, CLOSED);
+    core.onShutdown(final, SESSION_CLOSED);
     expect(rec.take()).toEqual([`notify a ${final}, b ${final}`]);
     expect(a.state).toBe(final);
-    expect(notes.at(-1)?.detail).toEqual({ reason: CLOSED });
+    expect(notes.at(-1)?.detail).toEqual({ reason: SESSION_CLOSED });
     expect(core.queued).toBe(0);
-    core.onShutdown(final, CLOSED);
+    core.onShutdown(final, SESSION_CLOSED);
     core.onPilotAdded(SMALL);
     rec.expectNoMore();
   });
@@ -366,50 +343,20 @@ describe('ManagerSchedulerCore', () => {
   });
 
   describe('hand-over', () => {
-    const others = TASK_STATES.filter((st) => st !== 'TMGR_SCHEDULING_PENDING');
-
-    it('receives a task in TMGR_SCHEDULING_PENDING and walks it through every state it owns', () => {
-      const { rec, notes, core } = setup();
-      core.onTasks([pending('t1')]);
-      core.onPilotAdded(SMALL);
-      expect(['TMGR_SCHEDULING_PENDING', ...notes.map((n) => n.state)]).toEqual([
-        'TMGR_SCHEDULING_PENDING',
-        'TMGR_SCHEDULING',
-        'TMGR_STAGING_INPUT_PENDING',
-      ]);
-      rec.take();
-      rec.expectNoMore();
-    });
-
-    it.each(others)('throws IllegalTransitionError for a task handed over in %s', (state) => {
-      const { rec, core } = setup(SMALL);
-      const t = taskIn(state);
-      expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
-      expect(t.state).toBe(state);
-      rec.expectNoMore();
-    });
-
-    it.each(others)(
-      'throws for a task handed over in %s even when its cancel came first',
-      (state) => {
-        const { rec, core } = setup(SMALL);
-        core.onCancel(['t1']);
-        const t = taskIn(state);
-        expect(() => core.onTasks([t])).toThrow(IllegalTransitionError);
-        expect(t.state).toBe(state);
-        rec.expectNoMore();
+    handOverTests({
+      from: 'TMGR_SCHEDULING_PENDING',
+      setup,
+      setupOthers: () => setup(SMALL),
+      pending,
+      finish: (s) => s.core.onPilotAdded(SMALL),
+      walk: ['TMGR_SCHEDULING', 'TMGR_STAGING_INPUT_PENDING'],
+      bulk: {
+        wrong: 'NEW',
+        after: (s) => {
+          expect(s.core.queued).toBe(0);
+          s.core.onPilotAdded(SMALL); // nothing was held back
+        },
       },
-    );
-
-    it('rejects a bulk holding a task in another state without touching any of it', () => {
-      const { rec, core } = setup();
-      const ok = pending('ok');
-      const wrong = taskIn('NEW', { uid: 'wrong' });
-      expect(() => core.onTasks([ok, wrong])).toThrow(IllegalTransitionError);
-      expect(ok.state).toBe('TMGR_SCHEDULING_PENDING');
-      expect(core.queued).toBe(0);
-      core.onPilotAdded(SMALL); // nothing was held back
-      rec.expectNoMore();
     });
   });
 });

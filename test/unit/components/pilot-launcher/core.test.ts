@@ -3,36 +3,30 @@ import { PilotLauncherCore } from '../../../../src/components/pilot-launcher/cor
 import type { PilotLauncherEffects } from '../../../../src/components/pilot-launcher/effects';
 import type { PilotRecord } from '../../../../src/components/pilot-launcher/pilot-record';
 import { IllegalTransitionError } from '../../../../src/errors';
-import type { Notification, Reason } from '../../../../src/generated';
+import type { Reason } from '../../../../src/generated';
 import { PILOT_STATES } from '../../../../src/states/pilot-model';
-import { FakeClock } from '../../../support/fake-clock';
-import { notifyLine, pilotIn } from '../../../support/fixtures';
-import { EffectRecorder } from '../../../support/recorder';
+import { CoreHarness, pilotIn } from '../../../support/core-harness';
 
 const GRACE = 5_000;
 const BY_USER = 'pilot canceled by the user';
 const EXIT_0 = { exitCode: 0, signal: null, stderr: '' };
 
 function setup() {
-  const rec = new EffectRecorder();
-  const clock = new FakeClock();
-  const notes: Notification[] = [];
+  const h = new CoreHarness();
   const ended: { uid: string; state: string; reason: Reason | undefined }[] = [];
   const effects: PilotLauncherEffects = {
-    launch: (p) => rec.record(`launch ${p.uid}`),
-    shutdownAgent: (uid, final, message) => rec.record(`shutdownAgent ${uid} ${final} ${message}`),
-    kill: (uid) => rec.record(`kill ${uid}`),
-    notify: (ns) => {
-      notes.push(...ns);
-      rec.record(notifyLine(ns));
-    },
+    launch: (p) => h.rec.record(`launch ${p.uid}`),
+    shutdownAgent: (uid, final, message) =>
+      h.rec.record(`shutdownAgent ${uid} ${final} ${message}`),
+    kill: (uid) => h.rec.record(`kill ${uid}`),
+    notify: h.notify,
     ended: (uid, state, reason) => {
       ended.push({ uid, state, reason });
-      rec.record(`ended ${uid} ${state}`);
+      h.rec.record(`ended ${uid} ${state}`);
     },
   };
-  const core = new PilotLauncherCore(effects, clock, { shutdownGraceMs: GRACE });
-  return { rec, clock, notes, ended, core };
+  const core = new PilotLauncherCore(effects, h.clock, { shutdownGraceMs: GRACE });
+  return Object.assign(h, { ended, core });
 }
 
 function pending(uid = 'p1'): PilotRecord {
