@@ -3,10 +3,17 @@ import { Task } from '../../../src/client/task';
 import { planPickUp } from '../../../src/client/task-resume';
 import type { TaskState } from '../../../src/states/task-model';
 
-function task(uid: string, state: TaskState, more: Partial<Task> = {}): Task {
+/** A task the replay left in `state`, on pilot.0000 unless `pilot` is null. */
+function task(
+  uid: string,
+  state: TaskState,
+  more: { pilot?: null; attempt?: number; exitCode?: number; stdout?: string } = {},
+): Task {
   const t = new Task(uid, { executable: '/bin/true' });
   t.state = state;
-  Object.assign(t, { pilot: 'pilot.0000', ...more });
+  const { pilot, ...rest } = more;
+  Object.assign(t, rest);
+  if (pilot !== null) t.pilot = 'pilot.0000';
   return t;
 }
 
@@ -14,13 +21,13 @@ describe('planPickUp', () => {
   it('takes each unfinished task back where the replay says it was', () => {
     const plan = planPickUp(
       [
-        task('new', 'NEW', { pilot: undefined }),
+        task('new', 'NEW', { pilot: null }),
         task('sched', 'TMGR_SCHEDULING'),
         task('sent', 'AGENT_STAGING_INPUT_PENDING'),
         task('running', 'AGENT_EXECUTING', { attempt: 2 }),
         task('back', 'TMGR_STAGING_OUTPUT_PENDING', { exitCode: 0, stdout: 'hi' }),
         task('coming', 'TMGR_STAGING_OUTPUT'), // no exit told yet: the agent's copy is awaited
-        task('lost', 'AGENT_SCHEDULING', { pilot: undefined }),
+        task('lost', 'AGENT_SCHEDULING', { pilot: null }),
         task('done', 'DONE'),
       ],
       'sess',
