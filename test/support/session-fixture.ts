@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { afterEach } from '@jest/globals';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { PilotManager } from '../../src/client/pilot-manager';
@@ -36,6 +37,24 @@ export async function openFixture(
     close: async () => {
       await session.close();
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * For a describe block: `open()` starts a fixture that is closed after each test, so a test
+ * that fails midway leaves nothing running.
+ */
+export function fixtures(): { open: typeof openFixture } {
+  const open: Fixture[] = [];
+  afterEach(async () => {
+    for (const fx of open.splice(0)) await fx.close();
+  });
+  return {
+    open: async (...args) => {
+      const fx = await openFixture(...args);
+      open.push(fx);
+      return fx;
     },
   };
 }

@@ -1,6 +1,6 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { TASK_STATES } from '../../../src/states/task-model';
-import { openFixture, type Fixture } from '../../support/session-fixture';
+import { fixtures } from '../../support/session-fixture';
 
 const NON_FINAL = TASK_STATES.slice(0, TASK_STATES.indexOf('DONE'));
 // Up to AGENT_EXECUTING a running `sleep 30` is still ahead, so a cancel must win.
@@ -9,16 +9,12 @@ const BEFORE_EXIT = NON_FINAL.slice(1, NON_FINAL.indexOf('AGENT_EXECUTING') + 1)
 const AFTER_EXIT = NON_FINAL.slice(NON_FINAL.indexOf('AGENT_EXECUTING') + 1);
 
 describe('cancellation', () => {
-  let fx: Fixture | undefined;
-  afterEach(async () => {
-    await fx?.close();
-    fx = undefined;
-  });
+  const fixture = fixtures();
 
   it.each(BEFORE_EXIT)(
     'cancels a task the client saw in %s',
     async (target) => {
-      fx = await openFixture({ cores: 4 });
+      const fx = await fixture.open({ cores: 4 });
       const f = fx;
       f.tmgr.onState((t, state) => {
         if (state === target) void f.tmgr.cancelTasks([t.uid]);
@@ -35,7 +31,7 @@ describe('cancellation', () => {
   it.each(AFTER_EXIT)(
     'a cancel when the client sees %s ends the task CANCELED or DONE, once',
     async (target) => {
-      fx = await openFixture();
+      const fx = await fixture.open();
       const f = fx;
       const finals: string[] = [];
       f.tmgr.onState((t, state) => {
@@ -50,7 +46,7 @@ describe('cancellation', () => {
   );
 
   it('cancels a task right after submit (NEW), and one waiting for a pilot', async () => {
-    fx = await openFixture({}, false); // pilot not added: the task waits in TMGR_SCHEDULING
+    const fx = await fixture.open({}, false); // pilot not added: the task waits in TMGR_SCHEDULING
     const [early] = await fx.tmgr.submitTasks([{ executable: '/bin/sleep', arguments: ['30'] }]);
     await fx.tmgr.cancelTasks([early!.uid]);
     const [waiting] = await fx.tmgr.submitTasks([{ executable: '/bin/true' }]);
@@ -67,7 +63,7 @@ describe('cancellation', () => {
   });
 
   it('cancels tasks waiting for cores and running ones, and kills their processes', async () => {
-    fx = await openFixture({ cores: 1 });
+    const fx = await fixture.open({ cores: 1 });
     const tasks = await fx.tmgr.submitTasks([
       { executable: '/bin/sleep', arguments: ['30'] },
       { executable: '/bin/sleep', arguments: ['30'] },
@@ -91,7 +87,7 @@ describe('cancellation', () => {
   }, 20_000);
 
   it('canceling the pilot cancels its tasks and ends the pilot CANCELED', async () => {
-    fx = await openFixture({ cores: 1 });
+    const fx = await fixture.open({ cores: 1 });
     const tasks = await fx.tmgr.submitTasks([
       { executable: '/bin/sleep', arguments: ['30'] },
       { executable: '/bin/sleep', arguments: ['30'] },
@@ -114,7 +110,7 @@ describe('cancellation', () => {
   }, 30_000);
 
   it('ends the pilot DONE at its runtime limit and fails the tasks it still ran', async () => {
-    fx = await openFixture({ cores: 1, runtimeMin: 0.03 });
+    const fx = await fixture.open({ cores: 1, runtimeMin: 0.03 });
     const [t] = await fx.tmgr.submitTasks([{ executable: '/bin/sleep', arguments: ['30'] }]);
     await fx.pmgr.waitPilots({ timeoutMs: 15_000 });
     await fx.tmgr.waitTasks({ timeoutMs: 5_000 });

@@ -1,18 +1,14 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { TASK_STATES } from '../../../src/states/task-model';
-import { openFixture, type Fixture } from '../../support/session-fixture';
+import { fixtures } from '../../support/session-fixture';
 
 const ORDER = TASK_STATES.slice(0, TASK_STATES.indexOf('DONE') + 1);
 
 describe('a local pilot runs tasks end to end', () => {
-  let fx: Fixture | undefined;
-  afterEach(async () => {
-    await fx?.close();
-    fx = undefined;
-  });
+  const fixture = fixtures();
 
   it('delivers every state of every task exactly once, in model order, and ends DONE', async () => {
-    fx = await openFixture();
+    const fx = await fixture.open();
     const seen = new Map<string, string[]>();
     fx.tmgr.onState((t, state) => seen.set(t.uid, [...(seen.get(t.uid) ?? []), state]));
     const pilotStates: string[] = [];
@@ -41,7 +37,7 @@ describe('a local pilot runs tasks end to end', () => {
   }, 40_000);
 
   it('gives the task its environment and sandbox', async () => {
-    fx = await openFixture();
+    const fx = await fixture.open();
     const [t] = await fx.tmgr.submitTasks([
       {
         uid: 'env-check',
@@ -59,7 +55,7 @@ describe('a local pilot runs tasks end to end', () => {
   }, 30_000);
 
   it('fails tasks with a reason a person can act on', async () => {
-    fx = await openFixture();
+    const fx = await fixture.open();
     const [exit3, missing, slow] = await fx.tmgr.submitTasks([
       { executable: '/bin/sh', arguments: ['-c', 'echo broken pipe >&2; exit 3'] },
       { executable: '/no/such/program' },
@@ -78,7 +74,7 @@ describe('a local pilot runs tasks end to end', () => {
   }, 30_000);
 
   it('fails a task that can never fit at once, with the sizes', async () => {
-    fx = await openFixture();
+    const fx = await fixture.open();
     const [big] = await fx.tmgr.submitTasks([{ executable: '/bin/true', coresPerRank: 64 }]);
     await fx.tmgr.waitTasks({ timeoutMs: 10_000 });
     expect(big!.state).toBe('FAILED');
@@ -88,7 +84,7 @@ describe('a local pilot runs tasks end to end', () => {
   });
 
   it('rejects invalid descriptions with their paths and submits nothing', async () => {
-    fx = await openFixture();
+    const fx = await fixture.open();
     const bad = [
       { executable: '/bin/true' },
       { executable: '/bin/true', arguments: ['ok', 7], colour: 'red' },

@@ -1,5 +1,5 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
-import { openFixture, type Fixture } from '../../support/session-fixture';
+import { describe, expect, it } from '@jest/globals';
+import { fixtures } from '../../support/session-fixture';
 
 /**
  * CUDA_VISIBLE_DEVICES (and PF_GPUS) seen by each task match the GPUs of its slot. The pilot
@@ -14,14 +14,10 @@ const SHOW = REAL
   : 'echo "cvd=$CUDA_VISIBLE_DEVICES pf=$PF_GPUS"';
 
 describe(`GPU binding on a pilot with ${GPUS} ${REAL ? 'real' : 'fake'} GPUs`, () => {
-  let fx: Fixture | undefined;
-  afterEach(async () => {
-    await fx?.close();
-    fx = undefined;
-  });
+  const fixture = fixtures();
 
   it('gives each task the GPUs of its slot, whole, shared or by index', async () => {
-    fx = await openFixture({ cores: 2 * GPUS + 2, gpus: GPUS });
+    const fx = await fixture.open({ cores: 2 * GPUS + 2, gpus: GPUS });
     const whole = Array.from({ length: GPUS }, () => ({
       executable: '/bin/sh',
       arguments: ['-c', `${SHOW}; sleep 1`], // held together, so no two get the same GPU
@@ -58,7 +54,7 @@ describe(`GPU binding on a pilot with ${GPUS} ${REAL ? 'real' : 'fake'} GPUs`, (
   }, 60_000);
 
   it('fails a task asking a GPU index the pilot lacks, at once and saying so', async () => {
-    fx = await openFixture({ cores: 2, gpus: GPUS });
+    const fx = await fixture.open({ cores: 2, gpus: GPUS });
     const [t] = await fx.tmgr.submitTasks([{ executable: '/bin/true', gpuIndices: [GPUS] }]);
     await fx.tmgr.waitTasks({ timeoutMs: 10_000 });
     expect(t!.state).toBe('FAILED');

@@ -1,7 +1,7 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
-import { openFixture, type Fixture } from '../../support/session-fixture';
+import { fixtures } from '../../support/session-fixture';
 
 const hasMpirun = (process.env.PATH ?? '')
   .split(':')
@@ -12,16 +12,12 @@ const SKIPPED = hasMpirun
   : ' (skipped: mpirun not installed; run scripts/system-deps.sh as root)';
 
 describe(`a local pilot runs MPI tasks end to end${SKIPPED}`, () => {
-  let fx: Fixture | undefined;
-  afterEach(async () => {
-    await fx?.close();
-    fx = undefined;
-  });
+  const fixture = fixtures();
 
   it_(
     'two 2-rank MPI tasks under mpirun print their ranks',
     async () => {
-      fx = await openFixture({ cores: 4 });
+      const fx = await fixture.open({ cores: 4 });
       const show = 'echo rank=$PF_RANK of $PF_RANKS on $(hostname) gpus=$CUDA_VISIBLE_DEVICES';
       const tasks = await fx.tmgr.submitTasks(
         [1, 2].map(() => ({ ranks: 2, executable: '/bin/sh', arguments: ['-c', show] })),
@@ -39,14 +35,10 @@ describe(`a local pilot runs MPI tasks end to end${SKIPPED}`, () => {
 });
 
 describe('a local pilot and multi-rank tasks', () => {
-  let fx: Fixture | undefined;
-  afterEach(async () => {
-    await fx?.close();
-    fx = undefined;
-  });
+  const fixture = fixtures();
 
   it("fails a task of 2 ranks that asks for launch 'fork', saying to use mpirun", async () => {
-    fx = await openFixture({ cores: 4 });
+    const fx = await fixture.open({ cores: 4 });
     const [t] = await fx.tmgr.submitTasks([{ ranks: 2, launch: 'fork', executable: '/bin/true' }]);
     await fx.tmgr.waitTasks({ timeoutMs: 20_000 });
     expect(t!.state).toBe('FAILED');

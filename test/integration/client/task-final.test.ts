@@ -1,18 +1,14 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { runtimeOf } from '../../../src/client/runtime';
 import type { TaskFinal } from '../../../src/states/task-final';
 import { isFinalTaskState, type TaskState } from '../../../src/states/task-model';
-import { openFixture, type Fixture } from '../../support/session-fixture';
+import { fixtures } from '../../support/session-fixture';
 
 describe('the task-final event', () => {
-  let fx: Fixture | undefined;
-  afterEach(async () => {
-    await fx?.close();
-    fx = undefined;
-  });
+  const fixture = fixtures();
 
   it('reaches the client components once per task, wherever the end was decided, in store order', async () => {
-    fx = await openFixture({ cores: 1 }, false);
+    const fx = await fixture.open({ cores: 1 }, false);
     const runtime = runtimeOf(fx.session);
     const heard: TaskFinal[] = [];
     runtime.pipeline.onTasksFinal((fs) => heard.push(...fs));

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { validationCounts } from '../../../src/lib/validate';
-import { openFixture, type Fixture } from '../../support/session-fixture';
+import { fixtures } from '../../support/session-fixture';
 
 /** The schemas a task's own data (description, record) is checked against. */
 const TASK_SCHEMAS = ['TaskDescription', 'TaskRecord', 'TaskBulk'];
@@ -19,14 +19,10 @@ function taskChecks(
 }
 
 describe('validation of one task from submitTasks to DONE', () => {
-  let fx: Fixture | undefined;
-  afterEach(async () => {
-    await fx?.close();
-    fx = undefined;
-  });
+  const fixture = fixtures();
 
   it('happens at the API and once per process the task enters, not at every hop', async () => {
-    fx = await openFixture({ cores: 1 });
+    const fx = await fixture.open({ cores: 1 });
     const before = validationCounts();
     const [task] = await fx.tmgr.submitTasks([{ executable: '/bin/true' }]);
     await fx.tmgr.waitTasks({ timeoutMs: 20_000 });

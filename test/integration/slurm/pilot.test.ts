@@ -1,18 +1,14 @@
-import { afterEach, expect, it } from '@jest/globals';
+import { expect, it } from '@jest/globals';
 import { describeSlurm, slurmEnv } from '../../support/slurm';
-import { openFixture, type Fixture } from '../../support/session-fixture';
+import { fixtures } from '../../support/session-fixture';
 
 describeSlurm('a 2-node Slurm pilot', () => {
-  let fx: Fixture | undefined;
-  afterEach(async () => {
-    await fx?.close();
-    fx = undefined;
-  });
+  const fixture = fixtures();
 
   it('runs 200 tasks, 2-rank ones spanning both nodes through srun', async () => {
     Object.assign(process.env, slurmEnv());
     const t0 = Date.now();
-    fx = await openFixture({ resource: 'slurm', nodes: 2, runtimeMin: 5 });
+    const fx = await fixture.open({ resource: 'slurm', nodes: 2, runtimeMin: 5 });
     await fx.pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 30_000 });
     const startupMs = Date.now() - t0;
     process.stderr.write(`slurm pilot: submitPilots to PMGR_ACTIVE in ${startupMs} ms\n`);
@@ -44,7 +40,7 @@ describeSlurm('a 2-node Slurm pilot', () => {
 
   it('ends DONE at its runtime limit, ending the tasks it still ran', async () => {
     Object.assign(process.env, slurmEnv());
-    fx = await openFixture({ resource: 'slurm', nodes: 1, runtimeMin: 0.05 });
+    const fx = await fixture.open({ resource: 'slurm', nodes: 1, runtimeMin: 0.05 });
     const [t] = await fx.tmgr.submitTasks([{ executable: '/bin/sleep', arguments: ['60'] }]);
     await fx.pmgr.waitPilots({ timeoutMs: 60_000 });
     await fx.tmgr.waitTasks({ timeoutMs: 10_000 });
