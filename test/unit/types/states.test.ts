@@ -62,4 +62,21 @@ const s: 'DONE' | 'FAILED' = tmgr.list()[0]!.state;
       'TS2322 8',
     ]);
   }, 60_000);
+
+  it('shows no internals on the public Session: its runtime stays behind it', () => {
+    const diags = diagnosticsOf(
+      `${header}void session.journal;
+void session.pipeline;
+void session.store;
+void session.control;
+const ok: [string, string] = [session.uid, session.dir];
+`,
+    );
+    expect(diags.map((d) => d.slice(0, d.indexOf(':')))).toEqual([
+      'TS2339 5',
+      'TS2339 6',
+      'TS2339 7',
+      'TS2339 8',
+    ]);
+  }, 60_000);
 });
