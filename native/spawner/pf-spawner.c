@@ -26,7 +26,7 @@
  * not JSON, or not one of the requests above, gets an error event; the helper carries on.
  *
  * Semantics:
- *   - spawn: writes `files` (O_WRONLY|O_CREAT|O_TRUNC, 0644), opens stdoutPath and stderrPath the
+ *   - spawn: writes `files` (O_WRONLY|O_CREAT|O_TRUNC, 0600), opens stdoutPath and stderrPath the
  *     same way, then starts `executable args` (argv[0] = executable; looked up in PATH, the task's
  *     PATH if its env sets one, when it has no '/'; a file without a #! line runs under /bin/sh,
  *     as execvp does) in `cwd`, stdin /dev/null, with the helper's environment plus `env`, in a
@@ -949,7 +949,7 @@ static bool refuse_nul(const JVal *uid, const JVal *s, const char *what, long in
 
 static int open_output(const char *path) {
   int fd;
-  do fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  do fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   while (fd < 0 && errno == EINTR);
   return fd;
 }

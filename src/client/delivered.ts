@@ -1,5 +1,6 @@
 import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
+import { PRIVATE_FILE } from '../lib/private-files';
 
 /**
  * How many callback events each manager of a session has delivered, in
@@ -18,7 +19,7 @@ export class DeliveredCounters {
   ) {}
 
   static open(dir: string): DeliveredCounters {
-    const fd = openSync(path.join(dir, 'delivered'), 'a+');
+    const fd = openSync(path.join(dir, 'delivered'), 'a+', PRIVATE_FILE);
     const size = fstatSync(fd).size;
     const bytes = Buffer.alloc(size - (size % 8));
     if (bytes.length > 0) readSync(fd, bytes, 0, bytes.length, 0);

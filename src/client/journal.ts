@@ -9,6 +9,7 @@ import {
 import * as path from 'node:path';
 import type { PilotDescription, TaskDescription } from '../generated';
 import { UsageError } from '../errors';
+import { PRIVATE_FILE } from '../lib/private-files';
 
 /** Addresses a session listens on; a resumed session binds the same ones, so agents reconnect. */
 export interface SessionAddresses {
@@ -55,7 +56,7 @@ export class Journal {
 
   static create(dir: string): Journal {
     const file = path.join(dir, 'journal.jsonl');
-    closeSync(openSync(file, 'a'));
+    closeSync(openSync(file, 'a', PRIVATE_FILE));
     return new Journal(file);
   }
 
@@ -87,6 +88,6 @@ export class Journal {
   }
 
   append(entry: JournalEntry): void {
-    appendFileSync(this.file, JSON.stringify(entry) + '\n');
+    appendFileSync(this.file, JSON.stringify(entry) + '\n', { mode: PRIVATE_FILE });
   }
 }

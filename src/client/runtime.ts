@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import type { AgentConfig } from '../generated';
 import { UsageError, errorMeta } from '../errors';
@@ -26,6 +26,7 @@ import { teeLogger } from './tee-logger';
 import type { FinalPilotState } from '../states/pilot-model';
 import { TASK_RECOVERY_OWNER } from '../states/task-model';
 import { reason } from '../components/shared/reasons';
+import { makePrivateDir } from '../lib/private-files';
 
 /** How often the session tells its agents it is alive (agents give up after 30 s by default). */
 const HEARTBEAT_MS = 1_000;
@@ -101,7 +102,7 @@ export class ClientRuntime {
       if (!existsSync(dir)) throw new UsageError(`cannot resume: no session directory '${dir}'`);
       ({ journal, entries: resumed } = Journal.read(dir));
     } else {
-      mkdirSync(dir, { recursive: true });
+      makePrivateDir(dir);
       journal = Journal.create(dir);
     }
     const file = fileLogger(dir, 'client', opts.logLevel ?? 'info');

@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import winston from 'winston';
 import type { Logger } from './logger';
+import { PRIVATE_FILE } from './private-files';
 
 /** One JSON-lines log file per process in `dir` (agent, client session). */
 export function fileLogger(
@@ -8,7 +9,10 @@ export function fileLogger(
   service: string,
   level = 'info',
 ): Logger & { close(): Promise<void> } {
-  const transport = new winston.transports.File({ filename: path.join(dir, `${service}.log`) });
+  const transport = new winston.transports.File({
+    filename: path.join(dir, `${service}.log`),
+    options: { flags: 'a', mode: PRIVATE_FILE },
+  });
   const log = winston.createLogger({
     level,
     format: winston.format.combine(

@@ -28,7 +28,8 @@ let outbox: string[] = [];
 /** The helper's environment, read once: process.env is slow to copy on every spawn. */
 const baseEnv: Record<string, string | undefined> = { ...process.env };
 /** Files the helper writes or truncates: rw-r--r-- (before the umask), as pf-spawner. */
-const FILE_MODE = 0o644;
+/** The task's files are its owner's alone (as every file of a session). */
+const FILE_MODE = 0o600;
 let stopping = false;
 let stdoutBroken = false;
 

@@ -8,6 +8,7 @@ import type { Logger } from '../../lib/logger';
 import { readTail } from '../../lib/file-tail';
 import type { Capacity, LaunchEvents, PilotLauncher } from './launcher';
 import type { PilotRecord } from './pilot-record';
+import { PRIVATE_FILE, makePrivateDirAsync } from '../../lib/private-files';
 
 /**
  * Starts an agent as a child process of the client: its config in the pilot sandbox, its
@@ -88,11 +89,11 @@ export class LocalLauncher implements PilotLauncher {
   }
 
   private async start(pilot: PilotRecord, cfg: AgentConfig): Promise<void> {
-    await fsp.mkdir(pilot.sandbox, { recursive: true });
+    await makePrivateDirAsync(pilot.sandbox);
     const cfgFile = `${pilot.sandbox}/agent.json`;
-    await fsp.writeFile(cfgFile, JSON.stringify(cfg, null, 2));
-    const out = openSync(`${pilot.sandbox}/agent.out`, 'a');
-    const err = openSync(`${pilot.sandbox}/agent.err`, 'a');
+    await fsp.writeFile(cfgFile, JSON.stringify(cfg, null, 2), { mode: PRIVATE_FILE });
+    const out = openSync(`${pilot.sandbox}/agent.out`, 'a', PRIVATE_FILE);
+    const err = openSync(`${pilot.sandbox}/agent.err`, 'a', PRIVATE_FILE);
     let child: ChildProcess;
     try {
       // own session: a Ctrl-C or a kill of the client's process group does not reach it

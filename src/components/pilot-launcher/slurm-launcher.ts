@@ -11,6 +11,7 @@ import { exitOf, jobState, renderScript, slurmJobOf } from './batch/slurm';
 import type { JobEnd } from './core';
 import type { Capacity, LaunchEvents, PilotLauncher } from './launcher';
 import type { PilotRecord } from './pilot-record';
+import { PRIVATE_FILE, PRIVATE_SCRIPT, makePrivateDirAsync } from '../../lib/private-files';
 
 export interface SlurmLauncherOptions {
   /** Poll period when the description has no `launcher.pollMs` (default 1000 ms). */
@@ -150,14 +151,14 @@ export class SlurmLauncher implements PilotLauncher {
   }
 
   private async submit(pilot: PilotRecord, cfg: AgentConfig, job: Job): Promise<void> {
-    await fsp.mkdir(pilot.sandbox, { recursive: true });
+    await makePrivateDirAsync(pilot.sandbox);
     const cfgFile = `${pilot.sandbox}/agent.json`;
-    await fsp.writeFile(cfgFile, JSON.stringify(cfg, null, 2));
+    await fsp.writeFile(cfgFile, JSON.stringify(cfg, null, 2), { mode: PRIVATE_FILE });
     const script = renderScript({
       pilot,
       agentCommand: [process.execPath, this.agentMain, cfgFile],
     });
-    await fsp.writeFile(`${pilot.sandbox}/job.sh`, script, { mode: 0o755 });
+    await fsp.writeFile(`${pilot.sandbox}/job.sh`, script, { mode: PRIVATE_SCRIPT });
     const r = await this.run('sbatch', ['--parsable', 'job.sh'], pilot.sandbox);
     if (r.code !== 0) {
       // sbatch's own words, verbatim: they say what to change (partition, nodes, account...)

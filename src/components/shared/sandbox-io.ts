@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import type { TaskRecord } from '../../generated';
 import { readTailSync } from '../../lib/file-tail';
+import { PRIVATE_DIR, PRIVATE_FILE } from '../../lib/private-files';
 
 /** Sandboxes made (or tails read) per event-loop turn: the loop stays responsive between. */
 const CHUNK = 256;
@@ -24,8 +25,10 @@ function makeSandboxSync(task: TaskRecord): {
   error?: { code: string; message: string };
 } {
   try {
-    mkdirSync(task.sandbox!, { recursive: true });
-    writeFileSync(`${task.sandbox!}/task.json`, JSON.stringify(task.description));
+    mkdirSync(task.sandbox!, { recursive: true, mode: PRIVATE_DIR });
+    writeFileSync(`${task.sandbox!}/task.json`, JSON.stringify(task.description), {
+      mode: PRIVATE_FILE,
+    });
     return { uid: task.uid };
   } catch (e) {
     const err = e as NodeJS.ErrnoException;

@@ -7,6 +7,7 @@ import type { RecordSource } from './feed';
 import { HEADER_BYTES } from './record';
 import { SUMMARY_HEADER_BYTES, SUMMARY_MAGIC } from './segment-summary';
 import { StoreError } from '../state-store';
+import { PRIVATE_FILE } from '../../lib/private-files';
 
 /**
  * Segment files of the embedded store: `store.log` is segment 0 (the name a store had before
@@ -44,7 +45,7 @@ export async function listSegments(dir: string): Promise<number[]> {
 export async function writeFileAtomically(dir: string, name: string, data: Buffer): Promise<void> {
   const final = path.join(dir, name);
   const temp = final + TEMP_SUFFIX;
-  const fh = await fs.open(temp, 'w');
+  const fh = await fs.open(temp, 'w', PRIVATE_FILE);
   try {
     for (let off = 0; off < data.length;) {
       off += (await fh.write(data, off)).bytesWritten;

@@ -30,6 +30,7 @@ import {
 } from './segments';
 import { StoreError, type StateStore, type WatchBulk } from '../state-store';
 import { MAX_POSITION, UidIndex } from './uid-index';
+import { PRIVATE_FILE, makePrivateDirAsync } from '../../lib/private-files';
 
 export interface EmbeddedStoreOptions {
   logger?: Logger;
@@ -153,7 +154,7 @@ export class EmbeddedStore implements StateStore {
 
   static async open(dir: string, opts: EmbeddedStoreOptions = {}): Promise<EmbeddedStore> {
     const store = new EmbeddedStore(dir, compileOptions(opts));
-    await fs.mkdir(dir, { recursive: true });
+    await makePrivateDirAsync(dir);
     try {
       await store.recover();
     } catch (e) {
@@ -393,7 +394,7 @@ export class EmbeddedStore implements StateStore {
     const file = scanned?.file ?? path.join(this.dir, segmentName(n));
     // A summary of the tail is stale (segments after it were lost): appends change it.
     await fs.rm(path.join(this.dir, summaryName(n)), { force: true });
-    const fh = await fs.open(file, 'a');
+    const fh = await fs.open(file, 'a', PRIVATE_FILE);
     try {
       if (scanned !== undefined && scanned.goodBytes < scanned.size) {
         await fh.truncate(scanned.goodBytes);
@@ -422,7 +423,7 @@ export class EmbeddedStore implements StateStore {
     const old = this.tail;
     const n = old.n + 1;
     const file = path.join(this.dir, segmentName(n));
-    const fh = await fs.open(file, 'a');
+    const fh = await fs.open(file, 'a', PRIVATE_FILE);
     try {
       await syncDir(this.dir);
     } catch (e) {
