@@ -3,7 +3,12 @@ import type { AgentConfig, PilotDescription } from '../generated';
 import { ValidationError, errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
 import { parsePilotDescription } from '../lib/validate';
-import { FINAL_PILOT_STATES, PILOT_MODEL, type PilotState } from '../states/pilot-model';
+import {
+  FINAL_PILOT_STATES,
+  PILOT_MODEL,
+  PILOT_STATES,
+  type PilotState,
+} from '../states/pilot-model';
 import type { Notification } from '../states/notification';
 import { StateTracker } from '../states/state-tracker';
 import { COMPONENTS } from '../states/task-model';
@@ -18,6 +23,7 @@ import type { Session } from './session';
 import type { StateInfo } from './task';
 import { Waiters } from './waiters';
 import { validateAll } from './validate-all';
+import { checkSelection } from './selection';
 
 export interface PilotManagerOptions {
   /** How long a pilot's agent may take to shut down before it is killed (default 10 s). */
@@ -231,22 +237,32 @@ export class PilotManager {
   }
 
   /** Waits until the pilots (default: all) reach one of `states` (default: a final state). */
-  waitPilots(
+  async waitPilots(
     opts: { uids?: string[]; states?: readonly PilotState[]; timeoutMs?: number } = {},
   ): Promise<Pilot[]> {
+    checkSelection(
+      'waitPilots',
+      opts,
+      (u) => this.pilots.has(u),
+      'a pilot of this manager',
+      PILOT_STATES,
+    );
     const uids = opts.uids ?? [...this.pilots.keys()];
     const states = new Set(opts.states ?? FINAL_PILOT_STATES);
-    return this.rt
-      .replay()
-      .then(() =>
-        this.waiters
-          .wait(uids, states, (u) => this.pilots.get(u)?.state, opts.timeoutMs, 'waitPilots')
-          .then(() => uids.map((u) => this.pilots.get(u)!)),
-      );
+    await this.rt.replay();
+    await this.waiters.wait(
+      uids,
+      states,
+      (u) => this.pilots.get(u)?.state,
+      opts.timeoutMs,
+      'waitPilots',
+    );
+    return uids.map((u) => this.pilots.get(u)!);
   }
 
-  /** Asks the pilots' agents to shut down; their tasks end CANCELED. */
+  /** Asks the pilots' agents to shut down; their tasks end CANCELED. An unknown uid throws. */
   cancelPilots(uids?: string[]): void {
+    checkSelection('cancelPilots', { uids }, (u) => this.pilots.has(u), 'a pilot of this manager');
     this.launcher.core.onCancel(uids ?? [...this.pilots.keys()]);
   }
 

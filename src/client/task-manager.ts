@@ -11,6 +11,7 @@ import {
   FINAL_TASK_STATES,
   isFinalTaskState,
   TASK_MODEL,
+  TASK_STATES,
   TASK_RETRY_STATE,
   type TaskState,
 } from '../states/task-model';
@@ -25,6 +26,7 @@ import { Task, type StateInfo } from './task';
 import { planPickUp } from './task-resume';
 import { validateAll } from './validate-all';
 import { Waiters } from './waiters';
+import { checkSelection } from './selection';
 
 /**
  * Submits tasks to the session's pilots and follows them: every state reaches `onState`
@@ -197,6 +199,13 @@ export class TaskManager {
   async waitTasks(
     opts: { uids?: string[]; states?: readonly TaskState[]; timeoutMs?: number } = {},
   ): Promise<Task[]> {
+    checkSelection(
+      'waitTasks',
+      opts,
+      (u) => this.tasks.has(u),
+      'a task of this manager',
+      TASK_STATES,
+    );
     const uids = opts.uids ?? [...this.tasks.keys()];
     await this.rt.replay();
     await this.waiters.wait(
@@ -211,6 +220,7 @@ export class TaskManager {
 
   /** Cancels tasks (default: all of this manager's) in whatever state they are. */
   async cancelTasks(uids?: string[]): Promise<void> {
+    checkSelection('cancelTasks', { uids }, (u) => this.tasks.has(u), 'a task of this manager');
     const list = (uids ?? [...this.tasks.keys()]).filter((u) => !this.tasks.get(u)?.final);
     if (list.length === 0) return;
     for (const u of list) this.canceling.add(u);
