@@ -1,11 +1,12 @@
 import { TimeoutError } from '../errors';
+import { systemClock, type Timer } from '../lib/clock';
 
 interface Waiter<S extends string> {
   pending: Set<string>;
   states: ReadonlySet<S>;
   resolve(): void;
   reject(e: Error): void;
-  timer?: NodeJS.Timeout;
+  timer?: Timer;
 }
 
 /** Promises that resolve once every named entity has reached one of the wanted states. */
@@ -28,7 +29,8 @@ export class Waiters<S extends string> {
     return new Promise<void>((resolve, reject) => {
       const w: Waiter<S> = { pending, states, resolve, reject };
       if (timeoutMs !== undefined) {
-        w.timer = setTimeout(() => {
+        // the system clock's timer: a wait of more than 24.8 days must not end at once
+        w.timer = systemClock.setTimeout(() => {
           this.waiters.delete(w);
           const some = [...pending].slice(0, 5).map((u) => `${u} (${current(u) ?? 'unknown'})`);
           reject(
@@ -48,7 +50,7 @@ export class Waiters<S extends string> {
       if (!w.pending.has(uid) || !w.states.has(state)) continue;
       w.pending.delete(uid);
       if (w.pending.size === 0) {
-        clearTimeout(w.timer);
+        w.timer?.cancel();
         this.waiters.delete(w);
         w.resolve();
       }
@@ -57,7 +59,7 @@ export class Waiters<S extends string> {
 
   rejectAll(e: Error): void {
     for (const w of this.waiters) {
-      clearTimeout(w.timer);
+      w.timer?.cancel();
       w.reject(e);
     }
     this.waiters.clear();
