@@ -133,7 +133,7 @@ export class ManagerPipeline {
   }
 
   pilotGone(uid: string, state: string): void {
-    this.scheduler.onPilotGone(uid);
+    this.scheduler.onPilotGone(uid, state);
     this.inputStager.onPilotGone(uid, state);
     this.inputShell.removePilot(uid);
   }

@@ -91,6 +91,10 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
     meaning: 'the task reached the Executor without a sandbox directory (a bug)',
     emitters: ['Executor'],
   },
+  E_NO_PILOT: {
+    meaning: 'every pilot the task could go to has ended (no live pilot is added to its manager)',
+    emitters: ['ManagerScheduler'],
+  },
   E_NO_SUCH_PILOT: {
     meaning: 'the task is pinned to a pilot that has ended or is not added to the task manager',
     emitters: ['ManagerScheduler'],

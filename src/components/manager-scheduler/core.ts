@@ -19,11 +19,15 @@ export interface PilotCapacity {
 
 /**
  * Owns TMGR_SCHEDULING: picks a pilot for each task, round robin over the pilots that can
- * ever fit it (`pilot` in the description pins one). Tasks wait while no pilot is added.
+ * ever fit it (`pilot` in the description pins one). Tasks wait while no pilot is added; once
+ * pilots were added and every one has ended, no pilot can ever run them: they fail.
  */
 export class ManagerSchedulerCore {
   private readonly pilots: PilotCapacity[] = [];
-  private readonly gone = new Set<string>();
+  /** Pilots that have ended, with their final state. */
+  private readonly gone = new Map<string, string>();
+  /** Pilots that were added and have ended since (or had when added). */
+  private readonly endedAdded = new Set<string>();
   private readonly waiting: TaskRecord[] = [];
   private readonly canceled = new CancelSet();
   private next = 0;
@@ -53,7 +57,10 @@ export class ManagerSchedulerCore {
 
   /** A pilot tasks may go to; adding it again updates its capacity (known once its agent is up). */
   onPilotAdded(pilot: PilotCapacity): void {
-    if (this.gone.has(pilot.uid)) return;
+    if (this.gone.has(pilot.uid)) {
+      this.endedAdded.add(pilot.uid);
+      return this.placeWaiting();
+    }
     const i = this.pilots.findIndex((p) => p.uid === pilot.uid);
     if (i >= 0) {
       this.pilots[i] = pilot;
@@ -69,11 +76,14 @@ export class ManagerSchedulerCore {
     if (i >= 0) this.pilots[i] = pilot;
   }
 
-  /** A pilot reached a final state: no task goes there any more. */
-  onPilotGone(uid: string): void {
-    this.gone.add(uid);
+  /** A pilot reached a final state (`state`): no task goes there any more. */
+  onPilotGone(uid: string, state: string): void {
+    this.gone.set(uid, state);
     const i = this.pilots.findIndex((p) => p.uid === uid);
-    if (i >= 0) this.pilots.splice(i, 1);
+    if (i >= 0) {
+      this.pilots.splice(i, 1);
+      this.endedAdded.add(uid);
+    }
     this.placeWaiting();
   }
 
@@ -126,8 +136,8 @@ export class ManagerSchedulerCore {
       return this.assign(task, pinned, now, notes, out);
     }
     if (this.pilots.length === 0) {
-      this.waiting.push(task);
-      return;
+      if (this.endedAdded.size === 0) return void this.waiting.push(task);
+      return this.fail(task, this.noPilotLeft(), now, notes);
     }
     for (let i = 0; i < this.pilots.length; i++) {
       const p = this.pilots[(this.next + i) % this.pilots.length]!;
@@ -137,6 +147,16 @@ export class ManagerSchedulerCore {
       }
     }
     this.fail(task, neverFits(task, this.pilots), now, notes);
+  }
+
+  private noPilotLeft(): Reason {
+    const ended = [...this.endedAdded].map((uid) => `${uid} (${this.gone.get(uid)})`);
+    return reason(
+      'E_NO_PILOT',
+      `every pilot the task could go to has ended: ${ended.join(', ')}; add a live pilot to run such tasks`,
+      ME,
+      { pilots: [...this.endedAdded] },
+    );
   }
 
   private assign(

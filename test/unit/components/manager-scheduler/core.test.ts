@@ -222,7 +222,7 @@ describe('ManagerSchedulerCore', () => {
 
   it('fails a task pinned to a pilot that has ended with E_NO_SUCH_PILOT saying so', () => {
     const { rec, core } = setup(SMALL, BIG);
-    core.onPilotGone('p1');
+    core.onPilotGone('p1', 'FAILED');
     rec.expectNoMore();
     const t = pending('pin', { pilot: 'p1' });
     core.onTasks([t]);
@@ -237,7 +237,7 @@ describe('ManagerSchedulerCore', () => {
 
   it('sends no task to a pilot that has gone, nor to one re-added after it went', () => {
     const { rec, core } = setup(SMALL, BIG, SMALL2);
-    core.onPilotGone('p1');
+    core.onPilotGone('p1', 'FAILED');
     core.onPilotAdded(SMALL);
     rec.expectNoMore();
     const uids = ['a', 'b', 'c', 'd'];
@@ -251,7 +251,7 @@ describe('ManagerSchedulerCore', () => {
 
   it('fails a task only the gone pilot could fit', () => {
     const { rec, core } = setup(SMALL, BIG);
-    core.onPilotGone('p2');
+    core.onPilotGone('p2', 'FAILED');
     const t = pending('big', { coresPerRank: 8 });
     core.onTasks([t]);
     expect(rec.take()).toEqual(['notify big TMGR_SCHEDULING, big FAILED']);
@@ -259,16 +259,35 @@ describe('ManagerSchedulerCore', () => {
     rec.expectNoMore();
   });
 
-  it('holds new tasks once every pilot has gone, until another is added', () => {
-    const { rec, core } = setup(SMALL);
-    core.onPilotGone('p1');
-    core.onPilotGone('unknown');
+  it('fails tasks once every pilot added has ended, naming them, until another is added', () => {
+    const { rec, core } = setup();
+    core.onTasks([pending('w')]); // no pilot yet: waits
+    expect(rec.take()).toEqual(['notify w TMGR_SCHEDULING']);
+    core.onPilotGone('p1', 'FAILED'); // ended before it was added (a failed launch)
+    core.onPilotGone('unknown', 'DONE'); // never added: says nothing about these tasks
     rec.expectNoMore();
-    core.onTasks([pending('t1')]);
-    expect(rec.take()).toEqual(['notify t1 TMGR_SCHEDULING']);
-    expect(core.queued).toBe(1);
+    core.onPilotAdded(SMALL);
+    const failed = ['notify w FAILED'];
+    expect(rec.take()).toEqual(failed);
+    const t = pending('t1');
+    core.onTasks([t]);
+    expect(rec.take()).toEqual(['notify t1 TMGR_SCHEDULING, t1 FAILED']);
+    expect(t.reason).toEqual({
+      code: 'E_NO_PILOT',
+      message:
+        'every pilot the task could go to has ended: p1 (FAILED); add a live pilot to run such tasks',
+      component: 'ManagerScheduler',
+      detail: { pilots: ['p1'] },
+    });
     core.onPilotAdded(BIG);
-    expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_INPUT_PENDING', 'forward t1->p2']);
+    core.onTasks([pending('t2')]);
+    expect(rec.take()).toEqual([
+      'notify t2 TMGR_SCHEDULING, t2 TMGR_STAGING_INPUT_PENDING',
+      'forward t2->p2',
+    ]);
+    core.onPilotGone('p2', 'CANCELED');
+    core.onTasks([pending('t3')]);
+    expect(rec.take()).toEqual(['notify t3 TMGR_SCHEDULING, t3 FAILED']);
     rec.expectNoMore();
   });
 
