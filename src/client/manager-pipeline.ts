@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Reason, TaskRecord } from '../generated';
 import type { Clock } from '../lib/clock';
 import type { Logger } from '../lib/logger';
@@ -49,7 +50,11 @@ export class ManagerPipeline {
       C.managerInputStager,
       logOf(C.managerInputStager),
     );
-    const output = await Bridge.queue(outputIn ?? this.listenAt, this.listenAt);
+    // agents push onto `in` (TCP); only this process pulls from `out`, which is not on TCP
+    const output = await Bridge.queue(
+      outputIn ?? this.listenAt,
+      `inproc://${randomUUID()}/${C.managerOutputStager}/out`,
+    );
     this.queues.addBridges(output);
     this.outputAddress = output.endpoints.in;
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { TaskRecord } from '../../generated';
 import type { Logger } from '../../lib/logger';
 import type { Notification } from '../../states/notification';
@@ -39,9 +40,12 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
     sendLogged(q.sender, tasks, this.log, 'forward to agent');
   }
 
-  /** Creates the queue a pilot's agent pulls from (`at`: the address it already knows). */
+  /**
+   * Creates the queue a pilot's agent pulls from (`at`: the address it already knows). Only
+   * the agent's end listens on TCP: this shell pushes in-process, so no one else can push in.
+   */
   async addPilot(pilot: string, at?: string): Promise<string> {
-    const bridge = await Bridge.queue(this.listenAt, at ?? this.listenAt);
+    const bridge = await Bridge.queue(`inproc://${randomUUID()}/${pilot}/in`, at ?? this.listenAt);
     this.inputs.set(pilot, { bridge, sender: new QueueSender(bridge.endpoints.in) });
     return bridge.endpoints.out;
   }
