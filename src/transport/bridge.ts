@@ -1,4 +1,5 @@
 import * as zmq from 'zeromq';
+import { MAX_MESSAGE_BYTES } from './frames';
 
 /** Endpoints of a bridge: producers connect to `in`, consumers to `out`. */
 export interface BridgeEndpoints {
@@ -26,7 +27,11 @@ export class Bridge {
 
   /** A queue bridge. Addresses default to ephemeral loopback tcp ports. */
   static async queue(inAddr = 'tcp://127.0.0.1:0', outAddr = 'tcp://127.0.0.1:0'): Promise<Bridge> {
-    const front = new zmq.Pull({ linger: 0, receiveHighWaterMark: 10_000 });
+    const front = new zmq.Pull({
+      linger: 0,
+      receiveHighWaterMark: 10_000,
+      maxMessageSize: MAX_MESSAGE_BYTES,
+    });
     const back = new zmq.Push({ linger: 0, sendHighWaterMark: 10_000 });
     await front.bind(inAddr);
     await back.bind(outAddr);
@@ -40,8 +45,8 @@ export class Bridge {
     inAddr = 'tcp://127.0.0.1:0',
     outAddr = 'tcp://127.0.0.1:0',
   ): Promise<Bridge> {
-    const front = new zmq.XSubscriber({ linger: 0 });
-    const back = new zmq.XPublisher({ linger: 0 });
+    const front = new zmq.XSubscriber({ linger: 0, maxMessageSize: MAX_MESSAGE_BYTES });
+    const back = new zmq.XPublisher({ linger: 0, maxMessageSize: MAX_MESSAGE_BYTES });
     await front.bind(inAddr);
     await back.bind(outAddr);
     return new Bridge(front, back, Bridge.endpointsOf(front, back, inAddr, outAddr), [

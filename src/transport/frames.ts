@@ -1,5 +1,13 @@
 import type * as zmq from 'zeromq';
+import { TransportError } from '../errors';
 import { decode, encode } from './codec';
+
+/**
+ * The largest message any socket of a session accepts (`maxMessageSize` on every receiving
+ * socket: libzmq drops the connection of a peer that sends more, before holding it in memory).
+ * Senders split bulks to stay under it (QueueSender); legitimate messages are a few MB at most.
+ */
+export const MAX_MESSAGE_BYTES = 64 * 2 ** 20;
 
 export type Decoded = { ok: true; value: unknown } | { ok: false; error: Error };
 
@@ -14,7 +22,18 @@ export class SerialSender {
   constructor(private readonly sock: zmq.Writable & zmq.Socket) {}
 
   send(value: unknown): Promise<void> {
-    const frame = encode(value);
+    return this.sendFrame(encode(value));
+  }
+
+  /** Sends an encoded message; one over MAX_MESSAGE_BYTES is refused (no peer would take it). */
+  sendFrame(frame: Uint8Array): Promise<void> {
+    if (frame.length > MAX_MESSAGE_BYTES) {
+      return Promise.reject(
+        new TransportError(
+          `message of ${frame.length} bytes is over the ${MAX_MESSAGE_BYTES}-byte limit`,
+        ),
+      );
+    }
     const next = this.chain.then(() => (this.closed ? undefined : this.sock.send(frame)));
     this.chain = next.catch(() => undefined);
     return next;

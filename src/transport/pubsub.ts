@@ -1,5 +1,5 @@
 import * as zmq from 'zeromq';
-import { SerialSender, decodedMessages, type Decoded } from './frames';
+import { MAX_MESSAGE_BYTES, SerialSender, decodedMessages, type Decoded } from './frames';
 
 /** Publishes on a pubsub bridge's `in`. Messages sent before the connection is up are lost. */
 export class Publisher {
@@ -22,7 +22,7 @@ export class Publisher {
 
 /** Subscribes to everything on a pubsub bridge's `out`. */
 export class Subscriber {
-  private readonly sock = new zmq.Subscriber({ linger: 0 });
+  private readonly sock = new zmq.Subscriber({ linger: 0, maxMessageSize: MAX_MESSAGE_BYTES });
 
   constructor(readonly address: string) {
     this.sock.connect(address);

@@ -1,5 +1,6 @@
 import * as zmq from 'zeromq';
-import { SerialSender, decodedMessages, type Decoded } from './frames';
+import { encode } from './codec';
+import { MAX_MESSAGE_BYTES, SerialSender, decodedMessages, type Decoded } from './frames';
 
 /** Most items one queue message carries (see QueueSender.send). */
 export const MAX_MESSAGE_ITEMS = 1_000;
@@ -18,15 +19,24 @@ export class QueueSender {
    * Sends `value`; an array longer than MAX_MESSAGE_ITEMS goes as several messages of at most
    * that many items, in order. A bulk is a list of independent items, and megabyte messages
    * (a submit of 100,000 tasks would be 50 MB) make every hop allocate and free blocks that
-   * large, which the C allocator then keeps as fragmented, resident memory.
+   * large, which the C allocator then keeps as fragmented, resident memory. A part whose
+   * encoding is over MAX_MESSAGE_BYTES (large items) is halved until each part fits.
    */
   send(value: unknown): Promise<void> {
-    if (!Array.isArray(value) || value.length <= MAX_MESSAGE_ITEMS) return this.out.send(value);
+    if (!Array.isArray(value)) return this.out.send(value);
     let last: Promise<void> = Promise.resolve();
-    for (let i = 0; i < value.length; i += MAX_MESSAGE_ITEMS) {
-      last = this.out.send(value.slice(i, i + MAX_MESSAGE_ITEMS));
+    for (let i = 0; i < value.length || i === 0; i += MAX_MESSAGE_ITEMS) {
+      last = this.sendFitting(value.slice(i, i + MAX_MESSAGE_ITEMS));
     }
     return last;
+  }
+
+  private sendFitting(items: unknown[]): Promise<void> {
+    const frame = encode(items);
+    if (frame.length <= MAX_MESSAGE_BYTES || items.length < 2) return this.out.sendFrame(frame);
+    const half = Math.ceil(items.length / 2);
+    void this.sendFitting(items.slice(0, half)).catch(() => undefined); // the last one reports
+    return this.sendFitting(items.slice(half));
   }
 
   close(): Promise<void> {
@@ -36,7 +46,11 @@ export class QueueSender {
 
 /** The consuming end of a queue: connects to a bridge's `out`. */
 export class QueueReceiver {
-  private readonly sock = new zmq.Pull({ linger: 0, receiveHighWaterMark: 10_000 });
+  private readonly sock = new zmq.Pull({
+    linger: 0,
+    receiveHighWaterMark: 10_000,
+    maxMessageSize: MAX_MESSAGE_BYTES,
+  });
 
   constructor(readonly address: string) {
     this.sock.connect(address);

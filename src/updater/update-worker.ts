@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import * as zmq from 'zeromq';
+import { MAX_MESSAGE_BYTES } from '../transport/frames';
 import type { Notification, StoreReply, StoreRequest } from '../generated';
 import { coerceError, errorMeta, UsageError, ValidationError } from '../errors';
 import { deferred, withTimeout, type Deferred } from '../lib/deferred';
@@ -56,7 +57,7 @@ interface Unacked {
  */
 export class UpdateWorker {
   private readonly receiver: QueueReceiver;
-  private readonly dealer = new zmq.Dealer({ linger: 0 });
+  private readonly dealer = new zmq.Dealer({ linger: 0, maxMessageSize: MAX_MESSAGE_BYTES });
   private readonly log: Logger;
   private readonly prefix: string;
   private buffer: Notification[] = [];

@@ -1,4 +1,5 @@
 import * as zmq from 'zeromq';
+import { MAX_MESSAGE_BYTES } from '../../transport/frames';
 import type { StoreReply, StoreRequest } from '../../generated';
 import { coerceError, errorMeta, TransportError, ValidationError } from '../../errors';
 import type { Logger } from '../../lib/logger';
@@ -35,7 +36,7 @@ export class StoreServer {
   static async start(store: StateStore, opts: StoreServerOptions): Promise<StoreServer> {
     const address = opts.address ?? 'tcp://127.0.0.1:0';
     // Linger lets the last replies leave after close(); a worker re-sends what it missed.
-    const sock = new zmq.Router({ linger: 1_000 });
+    const sock = new zmq.Router({ linger: 1_000, maxMessageSize: MAX_MESSAGE_BYTES });
     try {
       await sock.bind(address);
     } catch (e) {
