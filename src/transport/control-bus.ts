@@ -5,6 +5,7 @@ import { withTimeout } from '../lib/deferred';
 import type { Logger } from '../lib/logger';
 import { parseControlMessage } from '../lib/validate';
 import { Publisher, Subscriber } from './pubsub';
+import { BadMessages } from '../lib/bad-messages';
 
 type Listener = (msg: ControlMessage) => void;
 
@@ -20,6 +21,8 @@ export type OutgoingControl = WithoutSession<Exclude<ControlMessage, { type: 'pr
  * ports that our session now binds, and pilot and task uids repeat across sessions.
  */
 export class ControlBus {
+  /** Counts what this bus refuses and logs it at a bounded rate. */
+  private readonly bad: BadMessages;
   private readonly pub: Publisher;
   private readonly sub: Subscriber;
   private readonly listeners = new Set<Listener>();
@@ -33,6 +36,7 @@ export class ControlBus {
     readonly session: string,
     private readonly log: Logger,
   ) {
+    this.bad = new BadMessages(log);
     this.pub = new Publisher(addresses.in);
     this.sub = new Subscriber(addresses.out);
     this.loop = this.run();
@@ -76,7 +80,7 @@ export class ControlBus {
     try {
       for await (const m of this.sub.messages()) {
         if (!m.ok) {
-          this.log.error('undecodable control message rejected', errorMeta(m.error));
+          this.bad.report('undecodable control message rejected', errorMeta(m.error));
           continue;
         }
         let msg: ControlMessage;
@@ -84,7 +88,7 @@ export class ControlBus {
           msg = parseControlMessage(m.value);
         } catch (e) {
           const issues = e instanceof ValidationError ? e.issues : [];
-          this.log.error('invalid control message rejected', { issues });
+          this.bad.report('invalid control message rejected', { issues });
           continue;
         }
         if (msg.type === 'probe') {

@@ -8,6 +8,7 @@ import type { Logger } from '../lib/logger';
 import { parseNotificationBulk, parseStoreReply } from '../lib/validate';
 import { decode, encode } from '../transport/codec';
 import { QueueReceiver } from '../transport/queue';
+import { BadMessages } from '../lib/bad-messages';
 
 export interface UpdateWorkerOptions {
   /** A queue bridge's `out`: the worker connects a PULL socket to it. */
@@ -59,6 +60,8 @@ export class UpdateWorker {
   private readonly receiver: QueueReceiver;
   private readonly dealer = new zmq.Dealer({ linger: 0, maxMessageSize: MAX_MESSAGE_BYTES });
   private readonly log: Logger;
+  /** Counts the bulks this worker refuses and logs them at a bounded rate. */
+  private readonly bad: BadMessages;
   private readonly prefix: string;
   private buffer: Notification[] = [];
   private batchTimer: NodeJS.Timeout | undefined;
@@ -80,6 +83,7 @@ export class UpdateWorker {
     private readonly opts: Required<Omit<UpdateWorkerOptions, 'logger'>> & { logger: Logger },
   ) {
     this.log = opts.logger.child({ component: 'update-worker', worker: opts.name });
+    this.bad = new BadMessages(this.log);
     // Random part: batch ids stay unique across restarts of a worker with the same name.
     this.prefix = `${opts.name}.${randomBytes(4).toString('hex')}`;
     this.receiver = new QueueReceiver(opts.updatesAddress);
@@ -195,7 +199,7 @@ export class UpdateWorker {
   private reject(message: string, e: unknown): void {
     this.counts.invalid++;
     const issues = e instanceof ValidationError ? e.issues : undefined;
-    this.log.warn(message, { error: coerceError(e).message, issues });
+    this.bad.report(message, { error: coerceError(e).message, issues });
     this.pulled();
   }
 

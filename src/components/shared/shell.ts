@@ -1,5 +1,6 @@
 import type { TaskRecord } from '../../generated';
 import { ValidationError, errorMeta } from '../../errors';
+import { BadMessages } from '../../lib/bad-messages';
 import type { Logger } from '../../lib/logger';
 import { parseTaskRecord } from '../../lib/validate';
 import type { Notification } from '../../states/notification';
@@ -30,13 +31,14 @@ export async function consumeTaskBulks(
   intake: Intake,
   log: Logger,
 ): Promise<void> {
+  const bad = new BadMessages(log);
   for await (const msg of receiver.messages()) {
     if (!msg.ok) {
-      log.error('undecodable message rejected', errorMeta(msg.error));
+      bad.report('undecodable message rejected', errorMeta(msg.error));
       continue;
     }
     if (!Array.isArray(msg.value)) {
-      log.error('message rejected: a task bulk must be an array', { type: typeof msg.value });
+      bad.report('message rejected: a task bulk must be an array', { type: typeof msg.value });
       continue;
     }
     const tasks: TaskRecord[] = [];
@@ -46,7 +48,7 @@ export async function consumeTaskBulks(
       if (problem === undefined) return void tasks.push(item as TaskRecord);
       const text = `task record rejected by ${intake.component}: ${problem.replace(/^\//, `/${i}/`)}`;
       const uid = (item as { uid?: unknown } | null)?.uid;
-      log.error('invalid task rejected', { uid, problem: text });
+      bad.report('invalid task rejected', { uid, problem: text });
       if (typeof uid !== 'string' || uid === '') return;
       const a = (item as { attempt?: unknown }).attempt;
       const attempt = typeof a === 'number' && Number.isInteger(a) && a > 0 ? a : 1;

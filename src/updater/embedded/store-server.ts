@@ -6,6 +6,7 @@ import type { Logger } from '../../lib/logger';
 import { parseStoreRequest } from '../../lib/validate';
 import { decode, encode } from '../../transport/codec';
 import type { StateStore } from '../state-store';
+import { BadMessages } from '../../lib/bad-messages';
 
 export interface StoreServerOptions {
   /** Where to bind; defaults to an ephemeral loopback tcp port (see `endpoint`). */
@@ -30,8 +31,12 @@ export class StoreServer {
     private readonly store: StateStore,
     private readonly log: Logger,
   ) {
+    this.bad = new BadMessages(log);
     this.receiving = this.receive();
   }
+
+  /** Counts the requests this server refuses and logs them at a bounded rate. */
+  private readonly bad: BadMessages;
 
   static async start(store: StateStore, opts: StoreServerOptions): Promise<StoreServer> {
     const address = opts.address ?? 'tcp://127.0.0.1:0';
@@ -117,7 +122,7 @@ export class StoreServer {
   }
 
   private invalid(batch: string, message: string, issues: ValidationError['issues']): StoreReply {
-    this.log.warn('invalid store request', { batch, message, issues });
+    this.bad.report('invalid store request', { batch, message, issues });
     return { batch, ok: false, error: { code: 'E_VALIDATION', message, issues } };
   }
 

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import * as zmq from 'zeromq';
 import { runtimeOf } from '../../../src/client/runtime';
@@ -66,5 +68,30 @@ describe('malformed wire messages', () => {
     );
     await fx.tmgr.waitTasks({ timeoutMs: 15_000 });
     expect(tasks.every((t) => t.state === 'DONE')).toBe(true);
+  }, 25_000);
+
+  it('costs a counter, not a log line each: a flood of garbage leaves a bounded log', async () => {
+    fx = await openFixture();
+    const addresses = runtimeOf(fx.session).agentAddresses('unused');
+    const raw = new zmq.Push({ linger: 0 });
+    closers.push(() => raw.close());
+    raw.connect(addresses.managerOutput);
+    for (let i = 0; i < 2_000; i++) await raw.send(Buffer.from([0xc1, i & 0xff]));
+    const pub = new Publisher(addresses.controlIn);
+    closers.push(() => pub.close());
+    for (let i = 0; i < 2_000; i++) await pub.publish({ type: 'self_destruct', i });
+    // traffic after the flood still runs, so the flood has been read by then
+    const tasks = await fx.tmgr.submitTasks(
+      Array.from({ length: 20 }, () => ({ executable: '/bin/true' })),
+    );
+    await fx.tmgr.waitTasks({ timeoutMs: 15_000 });
+    expect(tasks.every((t) => t.state === 'DONE')).toBe(true);
+    await fx.session.close(); // the log is flushed
+    const log = readFileSync(path.join(fx.session.dir, 'client.log'), 'utf8').split('\n');
+    const lines = (text: string): number => log.filter((l) => l.includes(text)).length;
+    expect(lines('"undecodable message rejected"')).toBeGreaterThan(0);
+    expect(lines('"undecodable message rejected"')).toBeLessThanOrEqual(10);
+    expect(lines('"invalid control message rejected"')).toBeGreaterThan(0);
+    expect(lines('"invalid control message rejected"')).toBeLessThanOrEqual(10);
   }, 25_000);
 });
