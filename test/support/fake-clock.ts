@@ -36,6 +36,15 @@ export class FakeClock implements Clock {
     this.t = end;
   }
 
+  /**
+   * The process was stopped for `ms` (SIGSTOP, then SIGCONT): time jumps, and every timer that
+   * fell due meanwhile fires late, at the new time, as a real event loop fires them.
+   */
+  stall(ms: number): void {
+    this.t += ms;
+    this.advance(0);
+  }
+
   pending(): number {
     return this.queue.filter((e) => e.live).length;
   }

@@ -20,6 +20,14 @@ export const SHUTDOWN_ORDER: readonly ShutdownStep[] = [
   'closeControl',
 ];
 
+/**
+ * A watchdog that fires this much later than it was due ran in a process that was stopped
+ * (SIGSTOP) or starved: the heartbeats that came meanwhile wait unread in its socket. It looks
+ * again after STALL_RECHECK_MS, once they have been read, before judging the client.
+ */
+export const STALL_MS = 1_000;
+export const STALL_RECHECK_MS = 1_000;
+
 /** How long a shutdown waits for the UpdateWorkers to pull the last notifications. */
 export const UPDATES_WAIT_MS = 2_000;
 /** The same with the store gone: nobody would read them. Also the workers' ack wait then. */
@@ -115,11 +123,15 @@ export class AgentLifecycleCore {
     this.next();
   }
 
-  private watchClient(ms: number): void {
+  private watchClient(ms: number, recheck = false): void {
+    const due = this.clock.now() + ms;
     this.watchdog = this.clock.setTimeout(() => {
       const timeout = this.opts.heartbeatTimeoutMs;
-      const silent = this.clock.now() - this.lastHeartbeat;
+      const now = this.clock.now();
+      const silent = now - this.lastHeartbeat;
       if (silent < timeout) return this.watchClient(timeout - silent);
+      // judged from heartbeats read, not from our own stalled timer
+      if (!recheck && now - due > STALL_MS) return this.watchClient(STALL_RECHECK_MS, true);
       this.onShutdownRequested(
         'FAILED',
         `lost the client: no heartbeat for ${Math.round(silent / 1000)} s`,

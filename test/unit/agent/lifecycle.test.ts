@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import {
   AgentLifecycleCore,
   SHUTDOWN_ORDER,
+  STALL_RECHECK_MS,
   type AgentLifecycleOptions,
 } from '../../../src/agent/lifecycle/core';
 import type { AgentLifecycleEffects, ShutdownStep } from '../../../src/agent/lifecycle/effects';
@@ -99,6 +100,33 @@ describe('AgentLifecycleCore: the client heartbeat watchdog', () => {
     clock.advance(1);
     expect(rec.take()[0]).toBe(
       "shuttingDown FAILED 'lost the client: no heartbeat for 1 s' storeGone",
+    );
+  });
+
+  it('after a stall of its own process, reads the heartbeats that waited before judging', () => {
+    const { rec, clock, core } = setup({ heartbeatTimeoutMs: 30_000 });
+    core.onStart();
+    clock.stall(100_000); // SIGSTOP, then SIGCONT: the timer fires 70 s late
+    rec.expectNoMore();
+    core.onHeartbeat(); // the client was alive all along: its heartbeats are read now
+    clock.advance(STALL_RECHECK_MS);
+    rec.expectNoMore();
+    clock.advance(29_999 - STALL_RECHECK_MS);
+    rec.expectNoMore();
+    clock.advance(1);
+    expect(rec.take()[0]).toBe(
+      "shuttingDown FAILED 'lost the client: no heartbeat for 30 s' storeGone",
+    );
+  });
+
+  it('after a stall, gives up on a client whose heartbeats did not come', () => {
+    const { rec, clock, core } = setup({ heartbeatTimeoutMs: 30_000 });
+    core.onStart();
+    clock.stall(100_000);
+    rec.expectNoMore();
+    clock.advance(STALL_RECHECK_MS);
+    expect(rec.take()[0]).toBe(
+      "shuttingDown FAILED 'lost the client: no heartbeat for 101 s' storeGone",
     );
   });
 
