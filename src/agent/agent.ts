@@ -186,6 +186,7 @@ export class Agent {
         case 'shutdown_agent':
           return life.onClientShutdown(msg);
         case 'agent_ready':
+        case 'agent_heartbeat':
         case 'agent_final':
         case 'probe':
           return; // what agents say, or the bus's own

@@ -79,6 +79,8 @@ export class PilotManager {
           this.sized(pilot, msg.nodes);
           rt.pipeline.pilotCapacity({ uid: pilot.uid, cores: pilot.cores, gpus: pilot.gpus });
         }
+      } else if (msg.type === 'agent_heartbeat') {
+        this.launcher.core.onAgentHeartbeat(msg.pilot);
       } else if (msg.type === 'agent_final') {
         this.launcher.core.onAgentFinal(msg.pilot, msg.final, msg.message);
       }

@@ -46,4 +46,9 @@ export type ControlMessage =
   | {
       type: 'client_resumed';
       session: string;
+    }
+  | {
+      type: 'agent_heartbeat';
+      session: string;
+      pilot: string;
     };

@@ -29,7 +29,7 @@ export interface PilotDescription {
     updateWorkers?: number;
     killGraceMs?: number;
     /**
-     * How long the agent keeps working without hearing from its client (default 30 s): a client that comes back within it (Session.open({ resume })) finds its tasks running; after it the agent ends its tasks and exits.
+     * How long each side goes on without hearing from the other (default 30 s). The agent keeps working that long without its client: a client that comes back within it (Session.open({ resume })) finds its tasks running; after it the agent ends its tasks and exits. The client fails a pilot whose agent is silent that long (E_AGENT_SILENT) and kills the agent.
      */
     clientTimeoutS?: number;
     logLevel?: 'error' | 'warn' | 'info' | 'debug';

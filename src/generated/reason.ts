@@ -9,6 +9,7 @@ export interface Reason {
    */
   code:
     | 'E_AGENT_DIED'
+    | 'E_AGENT_SILENT'
     | 'E_BAD_MESSAGE'
     | 'E_BAD_REQUEST'
     | 'E_CANCELED'

@@ -20,6 +20,11 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
     meaning: "the pilot's agent process died without ending the pilot (exit code or signal given)",
     emitters: ['PilotLauncher'],
   },
+  E_AGENT_SILENT: {
+    meaning:
+      "the pilot's agent stopped answering (no heartbeat within the pilot's clientTimeoutS): it was killed",
+    emitters: ['PilotLauncher'],
+  },
   E_BAD_MESSAGE: {
     meaning: 'a component got a task record it could not read (a bug or a version mismatch)',
     emitters: ['any'],

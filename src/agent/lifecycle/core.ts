@@ -28,6 +28,9 @@ export const SHUTDOWN_ORDER: readonly ShutdownStep[] = [
 export const STALL_MS = 1_000;
 export const STALL_RECHECK_MS = 1_000;
 
+/** How often an agent tells its client it is alive (the client's own heartbeat period). */
+export const AGENT_HEARTBEAT_MS = 1_000;
+
 /** How long a shutdown waits for the UpdateWorkers to pull the last notifications. */
 export const UPDATES_WAIT_MS = 2_000;
 /** The same with the store gone: nobody would read them. Also the workers' ack wait then. */
@@ -50,6 +53,7 @@ export class AgentLifecycleCore {
   private lastHeartbeat: number;
   private watchdog: Timer | undefined;
   private runtime: Timer | undefined;
+  private heartbeat: Timer | undefined;
   private shutdown: Shutdown | undefined;
   /** Index in SHUTDOWN_ORDER of the step under way. */
   private at = -1;
@@ -82,9 +86,10 @@ export class AgentLifecycleCore {
     this.lastHeartbeat = this.clock.now();
   }
 
-  /** The control bus is ready: the pilot's runtime starts. */
+  /** The control bus is ready: the pilot's runtime starts, and its heartbeats to the client. */
   onControlReady(): void {
     if (this.shutdown !== undefined || this.runtime !== undefined) return;
+    this.beat();
     const { runtimeMin } = this.opts;
     this.runtime = this.clock.setTimeout(
       () => this.onShutdownRequested('DONE', `runtime limit of ${runtimeMin} min reached`),
@@ -111,6 +116,7 @@ export class AgentLifecycleCore {
     this.shutdown = { final, message, storeGone };
     this.watchdog?.cancel();
     this.runtime?.cancel();
+    this.heartbeat?.cancel();
     this.effects.shuttingDown(this.shutdown);
     this.next();
   }
@@ -121,6 +127,11 @@ export class AgentLifecycleCore {
     this.bound?.cancel();
     this.bound = undefined;
     this.next();
+  }
+
+  private beat(): void {
+    this.effects.publishHeartbeat();
+    this.heartbeat = this.clock.setTimeout(() => this.beat(), AGENT_HEARTBEAT_MS);
   }
 
   private watchClient(ms: number, recheck = false): void {

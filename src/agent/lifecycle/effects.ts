@@ -32,6 +32,8 @@ export type ShutdownStep =
  * starts the next step only then.
  */
 export interface AgentLifecycleEffects {
+  /** Tells the client this agent is alive (every AGENT_HEARTBEAT_MS while it runs). */
+  publishHeartbeat(): void;
   /** A shutdown begins (once); its steps follow. */
   shuttingDown(shutdown: Shutdown): void;
   /** Stops every intake: no task is taken any more. */

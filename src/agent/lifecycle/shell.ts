@@ -91,6 +91,13 @@ export class AgentLifecycleShell implements AgentLifecycleEffects {
     this.after('closeQueues', () => this.parts().queues.close());
   }
 
+  publishHeartbeat(): void {
+    // a lost beat is no error: the next one follows, and silence is what the client judges
+    void this.parts()
+      .control?.publish({ type: 'agent_heartbeat', pilot: this.opts.pilot })
+      .catch(() => undefined);
+  }
+
   publishFinal(final: AgentFinal, message: string): void {
     const { control } = this.parts();
     // the client may be gone: nobody to tell, and no error

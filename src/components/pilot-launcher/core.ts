@@ -23,7 +23,15 @@ interface Held {
   queued: boolean;
   /** The runtime timer fired and asked for the kill. */
   runtimeKilled: boolean;
+  /** When the agent was last heard (its heartbeats), and the watchdog on its silence. */
+  lastHeard?: number;
+  silenceTimer?: Timer;
 }
+
+/** Without `agent.clientTimeoutS`: how long an agent may be silent (as it waits for us). */
+const DEFAULT_SILENCE_S = 30;
+/** A watchdog this late ran in a stalled client: it looks again before judging the agent. */
+const STALL_MS = 1_000;
 
 /** How a pilot's batch job ended, as its launcher saw it (batch/*.ts jobState). */
 export interface JobEnd {
@@ -144,9 +152,16 @@ export class PilotLauncherCore {
     if (h === undefined || h.pilot.state !== 'PMGR_ACTIVE_PENDING') return;
     this.onJobStarted(uid); // its job runs, whether or not the launcher's poll has seen it yet
     this.effects.notify([this.move(h.pilot, 'PMGR_ACTIVE')]);
+    this.onAgentHeartbeat(uid);
     if (h.cancelRequested) {
       this.effects.shutdownAgent(uid, 'CANCELED', 'pilot canceled by the user');
     }
+  }
+
+  /** The agent is alive (it says so every second while it runs). */
+  onAgentHeartbeat(uid: string): void {
+    const h = this.held.get(uid);
+    if (h !== undefined) h.lastHeard = this.clock.now();
   }
 
   /** The agent says how it is about to end (runtime limit, lost client, cancel). */
@@ -255,7 +270,13 @@ export class PilotLauncherCore {
     return [...this.held.keys()];
   }
 
+  /**
+   * The agent runs from now (started, its job started, or adopted): its runtime counts, and it
+   * must be heard within the silence limit (an agent stopped before it even reported in, too).
+   */
   private startRuntimeTimer(h: Held, startedAt?: number): void {
+    h.lastHeard = this.clock.now();
+    this.watchSilence(h, this.silenceLimitMs(h));
     const limitMs = (h.pilot.description.runtimeMin ?? 60) * 60_000;
     const elapsed = startedAt === undefined ? 0 : Math.max(0, this.clock.now() - startedAt);
     h.runtimeTimer = this.clock.setTimeout(
@@ -265,6 +286,38 @@ export class PilotLauncherCore {
       },
       Math.max(0, limitMs - elapsed) + this.options.shutdownGraceMs,
     );
+  }
+
+  private silenceLimitMs(h: Held): number {
+    return (h.pilot.description.agent?.clientTimeoutS ?? DEFAULT_SILENCE_S) * 1000;
+  }
+
+  /**
+   * An active agent that stops answering (stopped, hung, or cut off) is a lost pilot: FAILED
+   * with how long it was silent, and killed. Judged from heartbeats read: a watchdog that
+   * fires late (this client was stalled) looks again after they are read.
+   */
+  private watchSilence(h: Held, ms: number, recheck = false): void {
+    const due = this.clock.now() + ms;
+    h.silenceTimer = this.clock.setTimeout(() => {
+      if (this.held.get(h.pilot.uid) !== h) return;
+      const limit = this.silenceLimitMs(h);
+      const now = this.clock.now();
+      const silent = now - (h.lastHeard ?? now);
+      if (silent < limit) return this.watchSilence(h, limit - silent);
+      if (!recheck && now - due > STALL_MS) return this.watchSilence(h, STALL_MS, true);
+      this.effects.kill(h.pilot.uid);
+      this.finish(
+        h,
+        'FAILED',
+        reason(
+          'E_AGENT_SILENT',
+          `the agent stopped answering: no heartbeat for ${Math.round(silent / 1000)} s (limit ${limit / 1000} s); it was killed`,
+          ME,
+          { silentMs: silent },
+        ),
+      );
+    }, ms);
   }
 
   private killQueued(h: Held): void {
@@ -288,6 +341,7 @@ export class PilotLauncherCore {
     }
     h.killTimer?.cancel();
     h.runtimeTimer?.cancel();
+    h.silenceTimer?.cancel();
     this.held.delete(h.pilot.uid);
     h.pilot.reason = why;
     this.effects.notify([this.move(h.pilot, final, { reason: why })]);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   AgentLifecycleCore,
+  AGENT_HEARTBEAT_MS,
   SHUTDOWN_ORDER,
   STALL_RECHECK_MS,
   type AgentLifecycleOptions,
@@ -16,7 +17,10 @@ function setup(opts: Partial<AgentLifecycleOptions> = {}, held: ShutdownStep[] =
     rec.record(line);
     if (!held.includes(name)) core.onStepDone(name);
   };
+  // heartbeats are counted apart: every test with a ready control bus would see them
+  const beats: number[] = [];
   const effects: AgentLifecycleEffects = {
+    publishHeartbeat: () => beats.push(h.clock.now()),
     shuttingDown: (s) =>
       rec.record(`shuttingDown ${s.final} '${s.message}'${s.storeGone ? ' storeGone' : ''}`),
     stopReceiving: () => step('stopReceiving'),
@@ -38,7 +42,7 @@ function setup(opts: Partial<AgentLifecycleOptions> = {}, held: ShutdownStep[] =
     runtimeMin: 5,
     ...opts,
   });
-  return Object.assign(h, { core });
+  return Object.assign(h, { core, beats });
 }
 
 /** The recorded lines of a whole shutdown. */
@@ -62,6 +66,22 @@ function shutdownLines(
     `finished ${final} '${message}'`,
   ];
 }
+
+describe('AgentLifecycleCore: its own heartbeats', () => {
+  it('tells the client it is alive every AGENT_HEARTBEAT_MS from control ready to shutdown', () => {
+    const { clock, core, beats } = setup({ heartbeatTimeoutMs: 0 });
+    core.onStart();
+    clock.advance(5_000);
+    expect(beats).toEqual([]);
+    const t0 = clock.now();
+    core.onControlReady();
+    clock.advance(3 * AGENT_HEARTBEAT_MS);
+    expect(beats.map((t) => t - t0)).toEqual([0, 1, 2, 3].map((i) => i * AGENT_HEARTBEAT_MS));
+    core.onShutdownRequested('CANCELED', 'bye');
+    clock.advance(10 * AGENT_HEARTBEAT_MS);
+    expect(beats).toHaveLength(4);
+  });
+});
 
 describe('AgentLifecycleCore: the client heartbeat watchdog', () => {
   it('shuts down FAILED with the store gone once the silence reaches the timeout, not before', () => {

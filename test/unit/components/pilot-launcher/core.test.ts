@@ -7,6 +7,9 @@ import type { Reason } from '../../../../src/generated';
 import { PILOT_STATES } from '../../../../src/states/pilot-model';
 import { CoreHarness, pilotIn } from '../../../support/core-harness';
 
+/** A silence limit longer than any test here: for agents that stay heard throughout. */
+const HEARD = 86_400;
+
 const GRACE = 5_000;
 const BY_USER = 'pilot canceled by the user';
 const EXIT_0 = { exitCode: 0, signal: null, stderr: '' };
@@ -75,6 +78,7 @@ describe('PilotLauncherCore', () => {
     const s = setup();
     const p = pilotIn('PMGR_LAUNCHING_PENDING', { uid: 'p1', sandbox: '/sandbox/p1' });
     p.description.runtimeMin = 2;
+    p.description.agent = { clientTimeoutS: HEARD }; // heard throughout: the runtime limit acts
     s.core.onSubmit([p]);
     s.core.onLaunched('p1');
     s.core.onAgentReady('p1');
@@ -410,7 +414,7 @@ describe('PilotLauncherCore', () => {
     function queued(s: ReturnType<typeof setup>, runtimeMin = 1): PilotRecord {
       const p = pilotIn('PMGR_LAUNCHING_PENDING', {
         uid: 'p1',
-        description: { resource: 'slurm', nodes: 1, runtimeMin },
+        description: { resource: 'slurm', nodes: 1, runtimeMin, agent: { clientTimeoutS: HEARD } },
       });
       s.core.onSubmit([p]);
       s.core.onLaunched('p1', { queued: true });
@@ -689,7 +693,7 @@ describe('PilotLauncherCore', () => {
       const p = pilotIn('PMGR_ACTIVE', {
         uid: 'p1',
         sandbox: '/sandbox/p1',
-        description: { resource: 'local', runtimeMin: 1 },
+        description: { resource: 'local', runtimeMin: 1, agent: { clientTimeoutS: HEARD } },
       });
       s.core.onAdopt(p, { launched: true, queued: false, startedAt: s.clock.now() - 30_000 });
       s.rec.expectNoMore();
@@ -743,5 +747,73 @@ describe('PilotLauncherCore', () => {
       expect(s.rec.take()).toEqual(['notify p1 FAILED', 'ended p1 FAILED']);
       expect(s.ended[0]!.reason?.message).toMatch(/client died while launching/);
     });
+  });
+});
+
+describe('PilotLauncherCore: an agent that stops answering', () => {
+  function silentAfter(limitS: number) {
+    const s = setup();
+    const p = pending();
+    p.description.agent = { clientTimeoutS: limitS };
+    s.core.onSubmit([p]);
+    s.core.onLaunched('p1');
+    s.core.onAgentReady('p1');
+    s.rec.take();
+    return s;
+  }
+
+  it('fails the pilot and kills its agent once no heartbeat came for the limit, not before', () => {
+    const s = silentAfter(3);
+    for (let i = 0; i < 5; i++) {
+      s.clock.advance(1_000);
+      s.core.onAgentHeartbeat('p1');
+    }
+    s.clock.advance(2_999);
+    s.rec.expectNoMore();
+    s.clock.advance(1);
+    expect(s.rec.take()).toEqual(['kill p1', 'notify p1 FAILED', 'ended p1 FAILED']);
+    expect(s.ended[0]!.reason).toEqual({
+      code: 'E_AGENT_SILENT',
+      message: 'the agent stopped answering: no heartbeat for 3 s (limit 3 s); it was killed',
+      component: 'PilotLauncher',
+      detail: { silentMs: 3_000 },
+    });
+    // its exit, when the kill lands, changes nothing
+    s.core.onAgentExited('p1', { exitCode: null, signal: 'SIGKILL', stderr: '' });
+    expect(s.clock.pending()).toBe(0);
+    s.rec.expectNoMore();
+  });
+
+  it('after a stall of the client itself, reads the heartbeats that waited before judging', () => {
+    const s = silentAfter(3);
+    s.clock.stall(60_000); // the client was stopped: the watchdog fires late
+    s.rec.expectNoMore();
+    s.core.onAgentHeartbeat('p1'); // the agent was alive: its heartbeats are read now
+    s.clock.advance(2_999);
+    s.rec.expectNoMore();
+    s.clock.advance(1);
+    expect(s.rec.take()).toEqual(['kill p1', 'notify p1 FAILED', 'ended p1 FAILED']);
+  });
+
+  it('fails an agent that never reports in, a limit after it was started', () => {
+    const s = setup();
+    s.core.onSubmit([pending()]);
+    s.core.onLaunched('p1');
+    s.rec.take();
+    s.clock.advance(29_999);
+    s.rec.expectNoMore();
+    s.clock.advance(1);
+    expect(s.rec.take()).toEqual(['kill p1', 'notify p1 FAILED', 'ended p1 FAILED']);
+    expect(s.ended[0]!.reason?.code).toBe('E_AGENT_SILENT');
+  });
+
+  it('watches an adopted active pilot from the adoption, a whole limit later', () => {
+    const s = setup();
+    const p = pilotIn('PMGR_ACTIVE', { uid: 'p1', description: { resource: 'local' } });
+    s.core.onAdopt(p, { launched: true, queued: false, startedAt: s.clock.now() });
+    s.clock.advance(29_999);
+    s.rec.expectNoMore();
+    s.clock.advance(1);
+    expect(s.rec.take()).toEqual(['kill p1', 'notify p1 FAILED', 'ended p1 FAILED']);
   });
 });
