@@ -131,6 +131,8 @@ export class Agent {
         uid: process.getuid?.(),
         nodeName: agentNodeName(cfg),
       }),
+      onUnusable: (message) =>
+        this.lifecycle.core.onShutdownRequested('FAILED', `cannot start tasks: ${message}`),
       notify: (ns) => notes.send(ns),
       forward: (ts) => sendLogged(toOutput, ts, logExec, 'forward'),
       release: (tasks) =>

@@ -28,6 +28,8 @@ export interface ExecutorShellOptions {
   /** Extra environment of the spawner helpers (hence of every task). */
   spawnerEnv?: Record<string, string>;
   helper?: SpawnerHelper;
+  /** The runners cannot start tasks any more (spawner helpers keep dying): the pilot should end. */
+  onUnusable?(message: string): void;
   /** Where the core's notifications, forwarded tasks and released slots go. */
   notify(notifications: Notification[]): void;
   forward(tasks: TaskRecord[]): void;
@@ -64,6 +66,7 @@ export class ExecutorShell implements ExecutorEffects {
         started: (evs) => shell.started(evs),
         exited: (evs) => shell.exited(evs),
         failed: (evs) => shell.failed(evs),
+        unusable: (message) => opts.onUnusable?.(message),
       },
     };
     if (opts.spawnerEnv !== undefined) poolOpts.env = opts.spawnerEnv;

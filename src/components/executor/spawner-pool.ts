@@ -31,7 +31,20 @@ export interface SpawnerHandlers {
   started(events: StartedEvent[]): void;
   exited(events: ExitedEvent[]): void;
   failed(events: FailedEvent[]): void;
+  /**
+   * Helpers keep dying (more than `respawn.max` in `respawn.windowMs`): the pool stops
+   * replacing them and fails every later spawn; the pilot cannot run tasks and should end.
+   */
+  unusable?(message: string): void;
 }
+
+/** How many helper deaths the pool replaces in a window before it gives up. */
+export interface RespawnPolicy {
+  max: number;
+  windowMs: number;
+}
+
+const DEFAULT_RESPAWN: RespawnPolicy = { max: 5, windowMs: 60_000 };
 
 export interface SpawnerPoolOptions {
   /** Number of helper processes. */
@@ -41,6 +54,8 @@ export interface SpawnerPoolOptions {
   readyTimeoutMs?: number;
   /** After this, close() SIGKILLs helpers that have not exited. */
   closeTimeoutMs?: number;
+  /** Replacing helpers that die (default: up to 5 a minute). */
+  respawn?: RespawnPolicy;
   /**
    * Variables set in the helpers' environment, over this process's own (which every task
    * inherits); e.g. a test standing in for an agent inside a Slurm job gives the job's.
@@ -141,11 +156,16 @@ export class SpawnerPool {
   private readonly log: Logger;
   private closing: Promise<void> | undefined;
   private failedSoon: FailedEvent[] = [];
+  /** When helpers died unasked, within the respawn window. */
+  private deaths: number[] = [];
+  /** Set once helpers kept dying: why every spawn fails now. */
+  private unusable: string | undefined;
 
   private constructor(
     private readonly opts: SpawnerPoolOptions,
     /** The kind of helper this pool runs. */
     readonly helper: SpawnerHelper,
+    private readonly command: { file: string; args: string[] },
   ) {
     this.log = opts.logger;
   }
@@ -165,8 +185,8 @@ export class SpawnerPool {
       }
     }
     const command = spawnerCommand(helper);
-    const pool = new SpawnerPool(opts, helper);
-    for (let i = 0; i < opts.count; i++) pool.launch(command);
+    const pool = new SpawnerPool(opts, helper, command);
+    for (let i = 0; i < opts.count; i++) pool.launch();
     const ready = Promise.all(pool.helpers.map((h) => h.ready.promise));
     try {
       await withTimeout(ready, opts.readyTimeoutMs ?? 10_000, 'spawner helpers start');
@@ -190,7 +210,9 @@ export class SpawnerPool {
     }
     const h = this.closing === undefined ? this.leastLoaded() : undefined;
     if (h === undefined) {
-      const why = this.closing ? 'the spawner pool is closed' : 'no spawner helper is running';
+      const why = this.closing
+        ? 'the spawner pool is closed'
+        : (this.unusable ?? 'no spawner helper is running');
       this.failSoon({ uid: spec.uid, code: 'E_SPAWNER_DIED', message: why });
       return;
     }
@@ -236,7 +258,8 @@ export class SpawnerPool {
     }
   }
 
-  private launch(command: { file: string; args: string[] }): void {
+  private launch(): void {
+    const command = this.command;
     // No execArgv: a Node helper must not inherit the agent's (or jest's) flags.
     const env = this.opts.env === undefined ? process.env : { ...process.env, ...this.opts.env };
     const proc = spawn(command.file, command.args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -251,6 +274,8 @@ export class SpawnerPool {
       closed: deferred<void>(),
     };
     this.helpers.push(h);
+    // only start() waits for readiness: a replacement that dies early is reported by 'close'
+    h.ready.promise.catch(() => undefined);
     proc.stdout?.setEncoding('utf8');
     proc.stdout?.on('data', (chunk: string) => this.onOutput(h, chunk));
     proc.stderr?.setEncoding('utf8');
@@ -364,6 +389,29 @@ export class SpawnerPool {
     );
     h.ready.reject(new Error(`spawner helper (pid ${h.pid}) exited before it was ready (${how})`));
     h.closed.resolve();
+    if (this.closing === undefined) this.replace(h, message);
+  }
+
+  /**
+   * A helper died unasked: another takes its place, so the pool never shrinks, unless helpers
+   * keep dying (a broken binary, no memory, no processes left): then it gives up and says so.
+   */
+  private replace(dead: Helper, message: string): void {
+    const { max, windowMs } = this.opts.respawn ?? DEFAULT_RESPAWN;
+    const now = Date.now();
+    this.deaths = [...this.deaths.filter((t) => now - t < windowMs), now];
+    this.helpers.splice(this.helpers.indexOf(dead), 1);
+    if (this.unusable !== undefined) return;
+    if (this.deaths.length > max) {
+      this.unusable = `spawner helpers keep dying: ${this.deaths.length} in ${windowMs / 1000} s, the last: ${message}`;
+      this.log.error('spawner helpers keep dying: not replaced any more', {
+        message: this.unusable,
+      });
+      this.call('unusable', [this.unusable], ([m]) => this.opts.handlers.unusable?.(m!));
+      return;
+    }
+    this.launch();
+    this.log.warn('spawner helper replaced', { dead: dead.pid, pid: this.helpers.at(-1)?.pid });
   }
 
   private forget(h: Helper, uid: string): void {

@@ -8,7 +8,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { SpawnSpec } from '../../../../src/components/executor/effects';
-import { SpawnerPool, type SpawnerHelper } from '../../../../src/components/executor/spawner-pool';
+import {
+  SpawnerPool,
+  type SpawnerPoolOptions,
+  type SpawnerHelper,
+} from '../../../../src/components/executor/spawner-pool';
 import { silentLogger, type Logger } from '../../../../src/lib/logger';
 import {
   Events,
@@ -36,10 +40,24 @@ describeEachHelper('SpawnerPool', (helper: SpawnerHelper) => {
     cleanupFifos();
   });
 
-  async function start(count = 1, logger: Logger = silentLogger): Promise<SpawnerPool> {
+  async function start(
+    count = 1,
+    logger: Logger = silentLogger,
+    more: Partial<SpawnerPoolOptions> = {},
+  ): Promise<SpawnerPool> {
     events = new Events();
-    pool = await SpawnerPool.start({ count, logger, handlers: events.handlers, helper });
+    pool = await SpawnerPool.start({ count, logger, handlers: events.handlers, helper, ...more });
     return pool;
+  }
+
+  /** Kills the helper that runs `s` (the parent of its process) and returns its pid. */
+  async function killHelperOf(s: SpawnSpec): Promise<number> {
+    const pid = await events.pid(s.uid);
+    const helperPid = Number(
+      fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[1],
+    );
+    process.kill(helperPid, 'SIGKILL');
+    return helperPid;
   }
 
   /** A spec with a fresh uid and sandbox. */
@@ -189,25 +207,47 @@ describeEachHelper('SpawnerPool', (helper: SpawnerHelper) => {
     expect(events.exited.get(s.uid)).toMatchObject({ exitCode: null, signal: 'SIGKILL' });
   });
 
-  it('fails the tasks of a helper that dies and kills their process groups', async () => {
+  it('fails the tasks of a helper that dies, kills their process groups, and replaces it', async () => {
     const lines: string[] = [];
     const p = await start(1, recordingLogger(lines));
     const s = spec('/bin/sleep', ['30']);
     const out = fifo(s.stdoutPath);
     p.spawn(s);
-    const pid = await events.pid(s.uid);
-    const helperPid = Number(
-      fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[1],
-    );
-    process.kill(helperPid, 'SIGKILL');
+    const helperPid = await killHelperOf(s);
     const failure = await events.failure(s.uid);
     expect(failure.code).toBe('E_SPAWNER_DIED');
     expect(failure.message).toBe(`the spawner helper (pid ${helperPid}) died (killed by SIGKILL)`);
     expect(lines).toContain('error spawner helper died');
+    expect(lines).toContain('warn spawner helper replaced');
     await out.gone();
     const late = spec('/bin/true');
     p.spawn(late);
-    expect((await events.failure(late.uid)).message).toBe('no spawner helper is running');
+    expect(await events.exit(late.uid)).toEqual({ uid: late.uid, exitCode: 0, signal: null });
+  });
+
+  it('gives up on helpers that keep dying, says so once, and fails later spawns with why', async () => {
+    const unusable: string[] = [];
+    events = new Events();
+    pool = await SpawnerPool.start({
+      count: 1,
+      logger: silentLogger,
+      handlers: { ...events.handlers, unusable: (m) => unusable.push(m) },
+      helper,
+      respawn: { max: 1, windowMs: 60_000 },
+    });
+    const first = spec('/bin/sleep', ['30']);
+    pool.spawn(first);
+    await killHelperOf(first); // replaced
+    await events.failure(first.uid);
+    const second = spec('/bin/sleep', ['30']);
+    pool.spawn(second);
+    await killHelperOf(second); // the second death in the window: no more
+    await events.failure(second.uid);
+    await events.until('unusable', () => unusable.length > 0);
+    expect(unusable).toEqual([expect.stringMatching(/^spawner helpers keep dying: 2 in 60 s/)]);
+    const late = spec('/bin/true');
+    pool.spawn(late);
+    expect((await events.failure(late.uid)).message).toBe(unusable[0]);
   });
 });
 
