@@ -98,6 +98,10 @@ export function baseEnv(task: TaskRecord, ranks: number, workDir: string): Recor
   env.PF_SESSION_ID = task.session;
   env.PF_TASK_SANDBOX = workDir;
   env.PF_RANKS = String(ranks);
+  // each rank's threads fill its cores, as OpenMP programs expect, unless the task says otherwise
+  if (!Object.hasOwn(env, 'OMP_NUM_THREADS')) {
+    env.OMP_NUM_THREADS = String(task.description.coresPerRank ?? 1);
+  }
   return env;
 }
 

@@ -65,6 +65,7 @@ describe('ExecutorCore', () => {
           PF_SESSION_ID: 'sess.1',
           PF_TASK_SANDBOX: '/sb/t1',
           PF_RANK: '0',
+          OMP_NUM_THREADS: '1',
           PF_RANKS: '1',
           PF_GPUS: '', // no GPUs in the slot: none visible, whatever the description says
           CUDA_VISIBLE_DEVICES: '',

@@ -12,6 +12,7 @@ describe('buildLaunch with fork', () => {
       env: {
         FOO: 'bar',
         ...BASE_ENV,
+        OMP_NUM_THREADS: '1',
         PF_RANKS: '1',
         PF_RANK: '0',
         PF_GPUS: '3',
@@ -28,6 +29,13 @@ describe('buildLaunch with fork', () => {
     const l = launched(t);
     expect(l.args).toEqual([]);
     expect(l.env).toMatchObject({ CUDA_VISIBLE_DEVICES: '', PF_GPUS: '', PF_RANK: '0' });
+  });
+
+  it("sets OMP_NUM_THREADS to the rank's cores, unless the task's environment sets it", () => {
+    const slots = [slot('n0', [0, 1, 2, 3])];
+    expect(launched(task({ coresPerRank: 4 }, slots)).env.OMP_NUM_THREADS).toBe('4');
+    const own = task({ coresPerRank: 4, environment: { OMP_NUM_THREADS: '2' } }, slots);
+    expect(launched(own).env.OMP_NUM_THREADS).toBe('2');
   });
 
   it('needs no slots (a task without them sees no GPUs)', () => {

@@ -55,6 +55,7 @@ describe('buildLaunch with mpirun', () => {
     expect(l.env).toEqual({
       FOO: 'x',
       ...BASE_ENV,
+      OMP_NUM_THREADS: '1',
       PF_RANKS: '3',
       PF_RANK_GPUS: '0,1;;2,3',
     });
@@ -68,6 +69,7 @@ describe('buildLaunch with mpirun', () => {
     expect(exported).toEqual(Object.keys(l.env).sort());
     expect(exported).toEqual([
       'FOO',
+      'OMP_NUM_THREADS',
       'PF_PILOT_ID',
       'PF_RANKS',
       'PF_RANK_GPUS',

@@ -63,6 +63,7 @@ describe('buildLaunch with srun', () => {
     expect(l.env).toEqual({
       FOO: 'x',
       ...BASE_ENV,
+      OMP_NUM_THREADS: '1',
       PF_RANKS: '3',
       PF_RANK_GPUS: '0,1;;2,3',
       SLURM_HOSTFILE: '/sb/t1/slurm-hostfile',
