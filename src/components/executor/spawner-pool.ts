@@ -16,15 +16,26 @@
  * Both speak the line protocol in spawner-protocol.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import * as path from 'node:path';
 import { UsageError, errorMeta } from '../../errors';
 import { deferred, withTimeout, type Deferred } from '../../lib/deferred';
 import type { Logger } from '../../lib/logger';
-import { builtNative } from '../../lib/dist-path';
 import type { ExitedEvent, FailedEvent, KillSignal, SpawnSpec, StartedEvent } from './effects';
 import { killProcesses, killSessions } from './kill-session';
+import {
+  requestedHelper,
+  nativeSpawner,
+  spawnerCommand,
+  type SpawnerHelper,
+} from './spawner-command';
 import type { HelperEvent, HelperRequest } from './spawner-protocol';
+
+export {
+  SPAWNER_ENV,
+  nativeSpawner,
+  spawnerCommand,
+  spawnerScript,
+  type SpawnerHelper,
+} from './spawner-command';
 
 /** Receives helper events in bulks (one call per kind per chunk read from a helper). */
 export interface SpawnerHandlers {
@@ -69,14 +80,6 @@ export interface SpawnerPoolOptions {
   helper?: SpawnerHelper;
 }
 
-/** The C helper (dist/native/pf-spawner) or the Node one (spawner-main.ts). */
-export type SpawnerHelper = 'native' | 'node';
-
-const HELPERS: readonly SpawnerHelper[] = ['native', 'node'];
-
-/** Names the variable that picks the helper when SpawnerPoolOptions.helper is unset. */
-export const SPAWNER_ENV = 'PILOTFISH_SPAWNER';
-
 interface Helper {
   proc: ChildProcess;
   pid: number;
@@ -87,60 +90,6 @@ interface Helper {
   alive: boolean;
   ready: Deferred<void>;
   closed: Deferred<void>;
-}
-
-/**
- * Locates the helper's compiled JS. From dist/ it sits next to this module. Under ts-jest this
- * module runs from src/, where only spawner-main.ts exists and plain node cannot run it, so
- * fall back to the build output (`npm test` builds first via "pretest"; rebuild after editing
- * spawner-main.ts).
- */
-export function spawnerScript(dir: string = __dirname): string {
-  const local = path.join(dir, 'spawner-main.js');
-  if (existsSync(local)) return local;
-  const built = path.resolve(dir, '../../../dist/src/components/executor/spawner-main.js');
-  if (existsSync(built)) return built;
-  throw new UsageError(`spawner helper not found at '${local}' or '${built}': run 'npm run build'`);
-}
-
-/**
- * Locates the C helper built by scripts/build-native.sh: dist/native/pf-spawner, seen from this
- * module in dist/src/components/executor or, under ts-jest, in src/components/executor.
- * Undefined when it is not built.
- */
-export function nativeSpawner(dir: string = __dirname): string | undefined {
-  return builtNative('pf-spawner', path.resolve(dir, '../../..'));
-}
-
-/** The command that runs a helper of kind `helper`, or why there is none. */
-export function spawnerCommand(helper: SpawnerHelper): { file: string; args: string[] } {
-  if (helper === 'node') return { file: process.execPath, args: [spawnerScript()] };
-  const native = nativeSpawner();
-  if (native === undefined) {
-    throw new UsageError(
-      "native spawner helper not found at 'dist/native/pf-spawner': run 'npm run build' " +
-        "with a C compiler, or use the helper 'node'",
-    );
-  }
-  return { file: native, args: [] };
-}
-
-/** The helper asked for (option, else PILOTFISH_SPAWNER), or undefined to pick the best built. */
-function requestedHelper(opts: SpawnerPoolOptions): SpawnerHelper | undefined {
-  if (opts.helper !== undefined) {
-    if (!HELPERS.includes(opts.helper)) {
-      throw new UsageError(
-        `SpawnerPool helper must be one of ${HELPERS.join(', ')}, got '${String(opts.helper)}'`,
-      );
-    }
-    return opts.helper;
-  }
-  const fromEnv = process.env[SPAWNER_ENV];
-  if (fromEnv === undefined || fromEnv === '') return undefined;
-  if (!(HELPERS as readonly string[]).includes(fromEnv)) {
-    throw new UsageError(`${SPAWNER_ENV} must be one of ${HELPERS.join(', ')}, got '${fromEnv}'`);
-  }
-  return fromEnv as SpawnerHelper;
 }
 
 /**
