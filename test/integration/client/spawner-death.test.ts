@@ -1,32 +1,8 @@
-import { existsSync, readFileSync, watch } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
-import { withTimeout } from '../../../src/lib/deferred';
 import { waitForExit } from '../../support/processes';
+import { pidWritten } from '../../support/pid-file';
 import { fixtures } from '../../support/session-fixture';
-
-/** The pid a task's shell wrote into its sandbox, once the whole line is there. */
-function taskPid(sandbox: string): Promise<number> {
-  const read = (): number | undefined => {
-    const text = existsSync(`${sandbox}/pid`) ? readFileSync(`${sandbox}/pid`, 'utf8') : '';
-    return /\n$/.test(text) ? Number(text.trim()) : undefined;
-  };
-  return withTimeout(
-    new Promise((resolve) => {
-      const done = (pid: number): void => {
-        watcher.close();
-        resolve(pid);
-      };
-      const watcher = watch(sandbox, () => {
-        const pid = read();
-        if (pid !== undefined) done(pid);
-      });
-      const pid = read();
-      if (pid !== undefined) done(pid);
-    }),
-    10_000,
-    `the pid in ${sandbox}`,
-  );
-}
 
 const parentOf = (pid: number): number =>
   Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
@@ -43,7 +19,7 @@ describe('spawner helpers killed under a running pilot', () => {
       })),
     );
     await fx.tmgr.waitTasks({ states: ['AGENT_EXECUTING'], timeoutMs: 10_000 });
-    const pids = await Promise.all(running.map((t) => taskPid(t.sandbox!)));
+    const pids = await Promise.all(running.map((t) => pidWritten(t.sandbox!)));
     const helpers = [...new Set(pids.map(parentOf))];
     for (const h of helpers) process.kill(h, 'SIGKILL');
     await fx.tmgr.waitTasks({ timeoutMs: 15_000 });

@@ -1,35 +1,8 @@
-import { existsSync, readFileSync, watch } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
-import { withTimeout } from '../../../src/lib/deferred';
+import { pidWritten } from '../../support/pid-file';
 import { fixtures } from '../../support/session-fixture';
 import { waitForExit } from '../../support/processes';
-
-/** The pid a file holds, once its writer has written the whole line. */
-function pidIn(dir: string, file: string): Promise<number> {
-  const read = (): number | undefined => {
-    const p = `${dir}/${file}`;
-    const text = existsSync(p) ? readFileSync(p, 'utf8') : '';
-    return /\n$/.test(text) ? Number(text.trim()) : undefined;
-  };
-  return withTimeout(
-    new Promise((resolve) => {
-      const watcher = watch(dir, () => {
-        const pid = read();
-        if (pid !== undefined) {
-          watcher.close();
-          resolve(pid);
-        }
-      });
-      const pid = read();
-      if (pid !== undefined) {
-        watcher.close();
-        resolve(pid);
-      }
-    }),
-    10_000,
-    `${file} in ${dir}`,
-  );
-}
 
 describe('an agent that stops answering (SIGSTOP)', () => {
   const fixture = fixtures();
@@ -40,7 +13,7 @@ describe('an agent that stops answering (SIGSTOP)', () => {
       { executable: '/bin/sh', arguments: ['-c', 'echo $$ > pid; exec sleep 60'] },
     ]);
     await fx.tmgr.waitTasks({ uids: [t!.uid], states: ['AGENT_EXECUTING'], timeoutMs: 10_000 });
-    const taskPid = await pidIn(t!.sandbox!, 'pid');
+    const taskPid = await pidWritten(t!.sandbox!);
     const journal = readFileSync(`${fx.session.dir}/journal.jsonl`, 'utf8').split('\n');
     const agentPid = journal
       .filter((l) => l.includes('"t":"agent"') && l.includes('"pid"'))
