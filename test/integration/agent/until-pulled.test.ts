@@ -1,15 +1,11 @@
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { untilPulled } from '../../../src/agent/until-pulled';
 import { silentLogger } from '../../../src/lib/logger';
 import { withTimeout } from '../../../src/lib/deferred';
-import { Bridge } from '../../../src/transport/bridge';
-import { QueueSender } from '../../../src/transport/queue';
+import type { QueueSender } from '../../../src/transport/queue';
 import type { Notification } from '../../../src/generated';
-import { EmbeddedStore, StoreServer } from '../../../src/updater';
-import { UpdateWorker } from '../../../src/updater/update-worker';
+import type { UpdateWorker } from '../../../src/updater/update-worker';
+import { UpdatePath } from '../updater/helpers';
 
 /** `count` distinct notifications of one state. */
 const makeNotes = (count: number): Notification[] =>
@@ -23,37 +19,17 @@ const makeNotes = (count: number): Notification[] =>
   }));
 
 describe('untilPulled: waiting on the UpdateWorkers without polling', () => {
-  let dir: string;
-  let bridge: Bridge;
-  let store: EmbeddedStore;
-  let server: StoreServer;
+  let updates: UpdatePath;
   let sender: QueueSender;
   let workers: UpdateWorker[];
 
   beforeEach(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-pulled-'));
-    bridge = await Bridge.queue();
-    store = await EmbeddedStore.open(dir);
-    server = await StoreServer.start(store, { logger: silentLogger });
-    sender = new QueueSender(bridge.endpoints.in);
-    workers = [0, 1].map((i) =>
-      UpdateWorker.start({
-        updatesAddress: bridge.endpoints.out,
-        storeAddress: server.endpoint,
-        logger: silentLogger,
-        name: `uw${i}`,
-      }),
-    );
+    updates = await UpdatePath.open('pf-pulled-', silentLogger);
+    ({ sender } = updates);
+    workers = updates.start(2);
   });
 
-  afterEach(async () => {
-    await sender.close();
-    await Promise.all(workers.map((w) => w.close()));
-    await server.close();
-    await store.close();
-    await bridge.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  afterEach(() => updates.close());
 
   const until = (count: number): { reached: Promise<void>; was: () => boolean } => {
     let was = false;

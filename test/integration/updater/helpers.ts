@@ -1,7 +1,19 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import type { Notification } from '../../../src/generated';
 import { deferred, withTimeout } from '../../../src/lib/deferred';
 import type { Logger } from '../../../src/lib/logger';
-import type { StateStore, WatchBulk } from '../../../src/updater';
+import { Bridge } from '../../../src/transport/bridge';
+import { QueueSender } from '../../../src/transport/queue';
+import {
+  EmbeddedStore,
+  StoreServer,
+  UpdateWorker,
+  type StateStore,
+  type UpdateWorkerOptions,
+  type WatchBulk,
+} from '../../../src/updater';
 
 const STATES: Notification['state'][] = [
   'NEW',
@@ -138,5 +150,75 @@ export class ObservedStore implements StateStore {
     } finally {
       this.listeners.delete(check);
     }
+  }
+}
+
+/**
+ * A real update path: a queue bridge notifications are pushed into, an embedded store in a
+ * temp dir behind its server, and the UpdateWorkers `start` adds between the two.
+ */
+export class UpdatePath {
+  readonly workers: UpdateWorker[] = [];
+
+  private constructor(
+    readonly dir: string,
+    readonly bridge: Bridge,
+    readonly store: EmbeddedStore,
+    private current: StoreServer,
+    readonly sender: QueueSender,
+    private readonly logger: Logger,
+    private readonly served: StateStore,
+  ) {}
+
+  get server(): StoreServer {
+    return this.current;
+  }
+
+  /** A store that went away (its client died) comes back at the same address. */
+  async restartServer(): Promise<StoreServer> {
+    const address = this.current.endpoint;
+    await this.current.close();
+    this.current = await StoreServer.start(this.served, { address, logger: this.logger });
+    return this.current;
+  }
+
+  /** `serve`: what the server writes to (the store, or a wrapper around it). */
+  static async open(
+    prefix: string,
+    logger: Logger,
+    serve: (store: EmbeddedStore) => StateStore = (s) => s,
+  ): Promise<UpdatePath> {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    const bridge = await Bridge.queue();
+    const store = await EmbeddedStore.open(dir);
+    const served = serve(store);
+    const server = await StoreServer.start(served, { logger });
+    const sender = new QueueSender(bridge.endpoints.in);
+    return new UpdatePath(dir, bridge, store, server, sender, logger, served);
+  }
+
+  /** Starts `n` more workers (named uw0, uw1, ... from the first) and returns them all. */
+  start(n: number, opts: Partial<UpdateWorkerOptions> = {}): UpdateWorker[] {
+    for (let i = 0; i < n; i++) {
+      this.workers.push(
+        UpdateWorker.start({
+          updatesAddress: this.bridge.endpoints.out,
+          storeAddress: this.server.endpoint,
+          logger: this.logger,
+          name: `uw${i}`,
+          ...opts,
+        }),
+      );
+    }
+    return this.workers;
+  }
+
+  async close(): Promise<void> {
+    await this.sender.close();
+    await Promise.all(this.workers.map((w) => w.close()));
+    await this.current.close();
+    await this.store.close();
+    await this.bridge.close();
+    fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -1,6 +1,3 @@
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import * as zmq from 'zeromq';
 import type { Notification, StoreRequest } from '../../../src/generated';
@@ -9,13 +6,16 @@ import { notificationKey } from '../../../src/states/notification';
 import { Bridge } from '../../../src/transport/bridge';
 import { decode, encode } from '../../../src/transport/codec';
 import { QueueSender } from '../../../src/transport/queue';
+import type { EmbeddedStore, StoreServer } from '../../../src/updater';
+import { UpdateWorker, type UpdateWorkerOptions } from '../../../src/updater';
 import {
-  EmbeddedStore,
-  StoreServer,
-  UpdateWorker,
-  type UpdateWorkerOptions,
-} from '../../../src/updater';
-import { makeNotes, ObservedStore, RecordingLogger, waitForCount, type LogEntry } from './helpers';
+  makeNotes,
+  ObservedStore,
+  RecordingLogger,
+  UpdatePath,
+  waitForCount,
+  type LogEntry,
+} from './helpers';
 
 const bulksOf = (notes: Notification[], size: number): Notification[][] =>
   Array.from({ length: Math.ceil(notes.length / size) }, (_, i) =>
@@ -23,7 +23,6 @@ const bulksOf = (notes: Notification[], size: number): Notification[][] =>
   );
 
 describe('UpdateWorker', () => {
-  let dir: string;
   let bridge: Bridge;
   let store: EmbeddedStore;
   let observed: ObservedStore;
@@ -32,40 +31,18 @@ describe('UpdateWorker', () => {
   let log: RecordingLogger;
   let workers: UpdateWorker[];
 
+  let updates: UpdatePath;
+
   beforeEach(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-updater-'));
-    bridge = await Bridge.queue();
-    store = await EmbeddedStore.open(dir);
-    observed = new ObservedStore(store);
     log = new RecordingLogger();
-    server = await StoreServer.start(observed, { logger: log });
-    sender = new QueueSender(bridge.endpoints.in);
-    workers = [];
+    updates = await UpdatePath.open('pf-updater-', log, (s) => (observed = new ObservedStore(s)));
+    ({ bridge, store, server, sender, workers } = updates);
   });
 
-  afterEach(async () => {
-    await sender.close();
-    await Promise.all(workers.map((w) => w.close()));
-    await server.close();
-    await store.close();
-    await bridge.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  afterEach(() => updates.close());
 
-  const startWorkers = (n: number, opts: Partial<UpdateWorkerOptions> = {}): UpdateWorker[] => {
-    for (let i = 0; i < n; i++) {
-      workers.push(
-        UpdateWorker.start({
-          updatesAddress: bridge.endpoints.out,
-          storeAddress: server.endpoint,
-          logger: log,
-          name: `uw${i}`,
-          ...opts,
-        }),
-      );
-    }
-    return workers;
-  };
+  const startWorkers = (n: number, opts: Partial<UpdateWorkerOptions> = {}): UpdateWorker[] =>
+    updates.start(n, opts);
   const sum = (pick: (s: ReturnType<UpdateWorker['stats']>) => number): number =>
     workers.reduce((total, w) => total + pick(w.stats()), 0);
 
@@ -104,7 +81,6 @@ describe('UpdateWorker', () => {
 
   it('holds a bounded number while the store is away, then delivers every notification exactly once', async () => {
     // the store goes away (its client died) and comes back at the same address
-    const at = server.endpoint;
     await server.close();
     startWorkers(2, { batchSize: 100, maxInFlight: 4, ackTimeoutMs: 300 });
     const notes = makeNotes(20_000);
@@ -121,7 +97,7 @@ describe('UpdateWorker', () => {
     );
     const bound = 2 * (4 * 100 + 100 + 50); // in flight, plus a partial batch, plus one bulk
     expect(sum((s) => s.received)).toBeLessThanOrEqual(bound);
-    server = await StoreServer.start(observed, { address: at, logger: log });
+    server = await updates.restartServer();
     expect(await waitForCount(store, notes.length, 30_000)).toBe(notes.length);
     await pushing;
     const keys = new Set((await store.history()).map(notificationKey));
