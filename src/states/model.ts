@@ -21,6 +21,17 @@ export interface StateModel<S extends string> {
   readonly transitions: readonly Transition<S>[];
 }
 
+/** The final states of every model, tasks and pilots alike: success, failure, cancel. */
+export const FINAL_STATES = ['DONE', 'FAILED', 'CANCELED'] as const;
+export type FinalState = (typeof FINAL_STATES)[number];
+/** The same, by role, as linearModel takes them. */
+export const FINALS = { success: 'DONE', failed: 'FAILED', canceled: 'CANCELED' } as const;
+
+/** True for DONE, FAILED and CANCELED, in any model. */
+export function isFinalState(state: string): state is FinalState {
+  return (FINAL_STATES as readonly string[]).includes(state);
+}
+
 /** Position of `state` in model order, or -1. */
 export function rankOf<S extends string>(model: StateModel<S>, state: string): number {
   return (model.states as readonly string[]).indexOf(state);

@@ -1,5 +1,5 @@
 import type { PilotState } from '../generated';
-import { linearModel } from './model';
+import { FINALS, FINAL_STATES, isFinalState, linearModel, type FinalState } from './model';
 
 export type { PilotState } from '../generated';
 import { COMPONENTS } from './task-model';
@@ -14,16 +14,12 @@ export const PILOT_STATES = [
   'FAILED',
   'CANCELED',
 ] as const satisfies readonly PilotState[];
-export const FINAL_PILOT_STATES = [
-  'DONE',
-  'FAILED',
-  'CANCELED',
-] as const satisfies readonly PilotState[];
-export type FinalPilotState = (typeof FINAL_PILOT_STATES)[number];
+export const FINAL_PILOT_STATES = FINAL_STATES satisfies readonly PilotState[];
+export type FinalPilotState = FinalState;
 
 /** True for DONE, FAILED and CANCELED. */
 export function isFinalPilotState(state: PilotState): state is FinalPilotState {
-  return (FINAL_PILOT_STATES as readonly PilotState[]).includes(state);
+  return isFinalState(state);
 }
 
 /** The launcher holds a pilot from PMGR_LAUNCHING_PENDING on: it alone sees the job's life. */
@@ -36,5 +32,5 @@ export const PILOT_MODEL = linearModel<PilotState>(
     { state: 'PMGR_ACTIVE_PENDING', holder: COMPONENTS.pilotLauncher },
     { state: 'PMGR_ACTIVE', holder: COMPONENTS.pilotLauncher },
   ],
-  { success: 'DONE', failed: 'FAILED', canceled: 'CANCELED' },
+  FINALS,
 );

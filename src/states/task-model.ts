@@ -1,5 +1,5 @@
 import type { TaskState } from '../generated';
-import { linearModel } from './model';
+import { FINALS, FINAL_STATES, isFinalState, linearModel, type FinalState } from './model';
 
 export type { TaskState } from '../generated';
 
@@ -23,18 +23,14 @@ export const TASK_STATES = [
   'FAILED',
   'CANCELED',
 ] as const satisfies readonly TaskState[];
-export const FINAL_TASK_STATES = [
-  'DONE',
-  'FAILED',
-  'CANCELED',
-] as const satisfies readonly TaskState[];
-export type FinalTaskState = (typeof FINAL_TASK_STATES)[number];
+export const FINAL_TASK_STATES = FINAL_STATES satisfies readonly TaskState[];
+export type FinalTaskState = FinalState;
 /** How a component ends the tasks it holds when it cannot finish them (shutdown, lost pilot). */
 export type AbortedTaskState = Exclude<FinalTaskState, 'DONE'>;
 
 /** True for DONE, FAILED and CANCELED. */
 export function isFinalTaskState(state: TaskState): state is FinalTaskState {
-  return (FINAL_TASK_STATES as readonly TaskState[]).includes(state);
+  return isFinalState(state);
 }
 
 /** Component names, as they appear in notifications, logs and docs/state-model.md. */
@@ -83,7 +79,7 @@ export const TASK_MODEL = linearModel<TaskState>(
     { state: 'TMGR_STAGING_OUTPUT_PENDING', holder: C.managerOutputStager },
     { state: 'TMGR_STAGING_OUTPUT', holder: C.managerOutputStager },
   ],
-  { success: 'DONE', failed: 'FAILED', canceled: 'CANCELED' },
+  FINALS,
 );
 
 /** The state a retry (attempt + 1) starts again from. */
