@@ -93,11 +93,12 @@ async function throughput(dir: string, n: number, bulk: number): Promise<number>
   const logger = silentLogger;
   const bridge = await Bridge.queue();
   const store = await EmbeddedStore.open(dir);
-  const server = await StoreServer.start(store, { logger });
+  const server = await StoreServer.start(store, { session: 'bench', logger });
   const workers = [0, 1].map((i) =>
     UpdateWorker.start({
       updatesAddress: bridge.endpoints.out,
       storeAddress: server.endpoint,
+      session: 'bench',
       logger,
       name: `bench${i}`,
     }),

@@ -92,7 +92,7 @@ export class Agent {
     const toExecutor = hops.into(C.executor);
     const toOutput = hops.into(C.agentOutputStager);
     const toUnschedule = this.queues.local<{ uid: string }>('unschedule', queueLog);
-    const toClient = this.queues.sender(cfg.addresses.managerOutput);
+    const toClient = this.queues.sender(cfg.addresses.managerOutput, cfg.curve);
     const toUpdates = this.queues.sender(updates.endpoints.in);
 
     for (let i = 0; i < (cfg.updateWorkers ?? 2); i++) {
@@ -100,6 +100,9 @@ export class Agent {
         UpdateWorker.start({
           updatesAddress: updates.endpoints.out,
           storeAddress: cfg.addresses.store,
+          session: cfg.session,
+          pilot: cfg.pilot,
+          ...(cfg.curve !== undefined ? { storeSecurity: cfg.curve } : {}),
           logger: this.log.child({ component: 'UpdateWorker', worker: i }),
           name: `${cfg.pilot}.uw${i}`,
         }),
@@ -151,7 +154,17 @@ export class Agent {
     const executor = this.executor.core;
     const output = this.output.core;
     hops.connect(
-      cfg.addresses.agentInput,
+      {
+        address: cfg.addresses.agentInput,
+        security: cfg.curve,
+        // the queue is this pilot's alone; a record for another session or pilot is a bug
+        admit: (item) => {
+          const t = item as { session?: unknown; pilot?: unknown } | null;
+          if (t?.session !== cfg.session) return `names session '${String(t?.session)}'`;
+          if (t.pilot !== cfg.pilot) return `names pilot '${String(t.pilot)}'`;
+          return undefined;
+        },
+      },
       {
         [C.agentInputStager]: {
           handle: (t: TaskRecord[]) => input.onTasks(this.firstSight.filter(t, logIn)),
@@ -167,9 +180,10 @@ export class Agent {
     toUnschedule.consume((released) => scheduler.onReleased(released));
 
     const control = new ControlBus(
-      { in: cfg.addresses.controlIn, out: cfg.addresses.controlOut },
+      { in: cfg.addresses.controlUp, out: cfg.addresses.controlDown },
       cfg.session,
       this.log,
+      cfg.curve,
     );
     this.control = control;
     const life = this.lifecycle.core;

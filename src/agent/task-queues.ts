@@ -1,3 +1,4 @@
+import type { ClientSecurity } from '../transport/curve';
 import type { TaskRecord } from '../generated';
 import { InternalError } from '../errors';
 import type { Logger } from '../lib/logger';
@@ -45,7 +46,11 @@ export class AgentTaskQueues {
    * local queues. Refused tasks are FAILED through `notify`.
    */
   connect(
-    entry: string,
+    entry: {
+      address: string;
+      security?: ClientSecurity | undefined;
+      admit: (item: unknown) => string | undefined;
+    },
     intakes: Readonly<Partial<Record<TaskComponent, AgentIntake>>>,
     notify: (ns: Notification[]) => void,
     now: () => number,
@@ -62,8 +67,14 @@ export class AgentTaskQueues {
         notify,
         now,
       };
-      if (i === 0) this.queues.consume(entry, it, intake.log);
-      else this.queues.consumeLocal(this.into(hop.component), it, intake.log);
+      if (i === 0) {
+        this.queues.consume(
+          entry.address,
+          { ...it, admit: entry.admit },
+          intake.log,
+          entry.security,
+        );
+      } else this.queues.consumeLocal(this.into(hop.component), it, intake.log);
     });
   }
 }

@@ -10,18 +10,17 @@ import * as path from 'node:path';
 import type { PilotDescription, TaskDescription } from '../generated';
 import { UsageError } from '../errors';
 import { PRIVATE_FILE } from '../lib/private-files';
+import type { PilotLink } from './pilot-links';
 
 /** Addresses a session listens on; a resumed session binds the same ones, so agents reconnect. */
 export interface SessionAddresses {
-  store: string;
-  controlIn: string;
-  controlOut: string;
-  managerOutput: string;
+  /** The control socket every agent subscribes to (each pilot's own are in its entry). */
+  controlDown: string;
 }
 
 /** What a resumed session needs and the store does not hold: one JSON object per line. */
 export type JournalEntry =
-  | { t: 'session'; uid: string; addresses: SessionAddresses }
+  | { t: 'session'; uid: string; addresses: SessionAddresses; insecure?: true }
   | {
       t: 'pilots';
       mgr: string;
@@ -31,7 +30,7 @@ export type JournalEntry =
         cores: number;
         gpus: number;
         sandbox: string;
-        agentInput: string;
+        link: PilotLink;
       }[];
     }
   | {

@@ -15,6 +15,7 @@ import { ManagerSchedulerShell } from '../components/manager-scheduler/shell';
 import { QueueSet } from '../components/shared/queue-set';
 import type { Intake } from '../components/shared/shell';
 import { Bridge } from '../transport/bridge';
+import type { ServerSecurity } from '../transport/curve';
 import type { LocalQueue } from '../transport/local-queue';
 
 /**
@@ -30,8 +31,8 @@ export class ManagerPipeline {
   private inputShell!: ManagerInputStagerShell;
   private outputStager!: ManagerOutputStagerCore;
   private toScheduler!: LocalQueue<TaskRecord>;
-  /** Where agents push tasks back (a bridge's `in`). */
-  outputAddress = '';
+  /** The ManagerOutputStager's intake, for the queue back from each pilot's agent. */
+  private outputIntake!: Intake;
 
   constructor(
     private readonly notify: (ns: Notification[]) => void,
@@ -39,10 +40,11 @@ export class ManagerPipeline {
     private readonly log: Logger,
     /** Where agent-facing queues listen, e.g. `tcp://127.0.0.1:0`. */
     private readonly listenAt: string,
+    /** The session task records must name. */
+    private readonly session: string,
   ) {}
 
-  /** `outputIn`: where agents push tasks back (a resumed session binds its old address). */
-  async start(outputIn?: string): Promise<void> {
+  start(): void {
     const logOf = (c: TaskComponent): Logger => this.log.child({ component: c });
     const C = COMPONENTS;
     this.toScheduler = this.queues.local<TaskRecord>(C.managerScheduler, logOf(C.managerScheduler));
@@ -50,14 +52,6 @@ export class ManagerPipeline {
       C.managerInputStager,
       logOf(C.managerInputStager),
     );
-    // agents push onto `in` (TCP); only this process pulls from `out`, which is not on TCP
-    const output = await Bridge.queue(
-      outputIn ?? this.listenAt,
-      `inproc://${randomUUID()}/${C.managerOutputStager}/out`,
-    );
-    this.queues.addBridges(output);
-    this.outputAddress = output.endpoints.in;
-
     this.scheduler = new ManagerSchedulerCore(
       new ManagerSchedulerShell(logOf(C.managerScheduler), this.notify, toStaging),
       this.clock,
@@ -95,7 +89,7 @@ export class ManagerPipeline {
       } else if (hop.component === C.managerInputStager) {
         this.queues.consumeLocal(toStaging, intake(hop), logOf(hop.component));
       } else {
-        this.queues.consume(output.endpoints.out, intake(hop), logOf(hop.component));
+        this.outputIntake = intake(hop);
       }
     }
   }
@@ -106,11 +100,59 @@ export class ManagerPipeline {
   }
 
   /**
-   * Creates the queue a pilot's agent pulls its tasks from; returns its address (`at`: the
-   * address its agent already knows, for a resumed session).
+   * Creates the queues of a pilot's agent: the one it pulls its tasks from and the one it hands
+   * them back on, each admitting that pilot alone (`security`), and returns their addresses
+   * (`at`: the ones its agent already knows, for a resumed session). What comes back must be a
+   * task given to that pilot; anything else is refused and counted.
    */
-  addPilotQueue(pilot: string, at?: string): Promise<string> {
-    return this.inputShell.addPilot(pilot, at);
+  async addPilotQueues(
+    pilot: string,
+    security: ServerSecurity | undefined,
+    at: { agentInput?: string | undefined; managerOutput?: string | undefined } = {},
+  ): Promise<{ agentInput: string; managerOutput: string }> {
+    const agentInput = await this.inputShell.addPilot(pilot, at.agentInput, security);
+    // the agent pushes onto `in` (TCP); only this process pulls from `out`, not on TCP
+    const output = await Bridge.queue(
+      at.managerOutput ?? this.listenAt,
+      `inproc://${randomUUID()}/${pilot}/${COMPONENTS.managerOutputStager}`,
+      { in: security },
+    );
+    this.queues.addBridges(output);
+    const session = this.session;
+    this.queues.consume(
+      output.endpoints.out,
+      { ...this.outputIntake, admit: (item) => this.admitFrom(pilot, session, item) },
+      this.log.child({ component: COMPONENTS.managerOutputStager, pilot }),
+    );
+    return { agentInput, managerOutput: output.endpoints.in };
+  }
+
+  /** Was `uid` ever given to `pilot`? (What its agent may speak of.) */
+  owns(pilot: string, uid: string): boolean {
+    return this.inputShell.owns(pilot, uid);
+  }
+
+  /** Task records the agents' queues refused so far. */
+  refused(): number {
+    return this.refusedCount;
+  }
+
+  private refusedCount = 0;
+
+  private admitFrom(pilot: string, session: string, item: unknown): string | undefined {
+    const problem = this.problemFrom(pilot, session, item);
+    if (problem !== undefined) this.refusedCount++;
+    return problem;
+  }
+
+  private problemFrom(pilot: string, session: string, item: unknown): string | undefined {
+    const t = item as { uid?: unknown; pilot?: unknown; session?: unknown } | null;
+    if (typeof t !== 'object' || t === null || typeof t.uid !== 'string') return 'names no task';
+    if (t.session !== session) return `task ${t.uid} names session '${String(t.session)}'`;
+    if (t.pilot !== pilot || !this.owns(pilot, t.uid)) {
+      return `task ${t.uid} was not given to ${pilot}`;
+    }
+    return undefined;
   }
 
   /**
@@ -124,6 +166,10 @@ export class ManagerPipeline {
     pilot: string,
     tasks: { agent: Given[]; toAgent: TaskRecord[]; output: TaskRecord[] },
   ): void {
+    this.inputShell.own(
+      pilot,
+      tasks.output.map((t) => t.uid),
+    );
     this.inputShell.adopt(pilot, tasks.agent, tasks.toAgent);
     if (tasks.output.length > 0) this.outputStager.onTasks(tasks.output);
   }

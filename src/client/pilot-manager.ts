@@ -18,6 +18,7 @@ import { Listeners } from './listeners';
 import { Pilot } from './pilot';
 import type { DeliveryCursor } from './delivered';
 import type { ClientRuntime } from './runtime';
+import type { PilotLink } from './pilot-links';
 import { runtimeOf } from './runtime';
 import type { Session } from './session';
 import type { StateInfo } from './task';
@@ -38,7 +39,7 @@ export class PilotManager {
   private readonly rt: ClientRuntime;
   private readonly pilots = new Map<string, Pilot>();
   private readonly records = new Map<string, PilotRecord>();
-  private readonly inputs = new Map<string, string>();
+  private readonly links = new Map<string, PilotLink>();
   private readonly tracker = new StateTracker<PilotState>(PILOT_MODEL);
   private readonly callbacks: Listeners<[Pilot, PilotState, StateInfo]>;
   private readonly waiters = new Waiters<PilotState>();
@@ -112,7 +113,7 @@ export class PilotManager {
           const pilot = new Pilot(p.uid, p.description, p.cores, p.gpus, p.sandbox);
           this.pilots.set(p.uid, pilot);
           mine.push(pilot);
-          this.inputs.set(p.uid, p.agentInput);
+          this.links.set(p.uid, p.link);
           this.rt.setPilotCapacity(p.uid, { cores: p.cores, gpus: p.gpus });
           this.records.set(p.uid, {
             uid: p.uid,
@@ -136,7 +137,7 @@ export class PilotManager {
       0,
       async () => {
         for (const p of mine) {
-          await this.rt.pipeline.addPilotQueue(p.uid, this.inputs.get(p.uid));
+          await this.rt.openPilot(p.uid, this.links.get(p.uid));
         }
       },
       () => {
@@ -206,7 +207,7 @@ export class PilotManager {
     }
     // the queue exists before any task can be routed to the pilot
     for (const rec of records) {
-      this.inputs.set(rec.uid, await this.rt.pipeline.addPilotQueue(rec.uid));
+      this.links.set(rec.uid, await this.rt.openPilot(rec.uid));
       this.rt.setPilotCapacity(rec.uid, { cores: rec.cores, gpus: rec.gpus });
     }
     this.rt.journal.append({
@@ -218,7 +219,7 @@ export class PilotManager {
         cores: r.cores,
         gpus: r.gpus,
         sandbox: r.sandbox,
-        agentInput: this.inputs.get(r.uid)!,
+        link: this.links.get(r.uid)!,
       })),
     });
     this.rt.notify(notes);
@@ -270,7 +271,6 @@ export class PilotManager {
 
   /** The agent config every resource shares; the pilot's launcher adds what its resource needs. */
   private agentConfig(rec: PilotRecord): AgentConfig {
-    const agentInput = this.inputs.get(rec.uid)!;
     const agent = rec.description.agent ?? {};
     return {
       session: this.rt.uid,
@@ -288,7 +288,7 @@ export class PilotManager {
         ? { heartbeatTimeoutMs: Math.round(agent.clientTimeoutS * 1000) }
         : {}),
       ...(agent.logLevel !== undefined ? { logLevel: agent.logLevel } : {}),
-      addresses: this.rt.agentAddresses(agentInput),
+      ...this.rt.links.agentConfig(rec.uid),
     };
   }
 

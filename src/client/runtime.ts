@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import type { AgentConfig } from '../generated';
 import { UsageError, errorMeta } from '../errors';
 import { systemClock, type Clock } from '../lib/clock';
 import { newSessionId } from '../lib/ids';
@@ -12,7 +11,8 @@ import { parseSessionOptions } from '../lib/validate';
 import type { Notification } from '../states/notification';
 import { Bridge } from '../transport/bridge';
 import { CoalescingSender } from '../transport/coalescing-sender';
-import { ControlBus } from '../transport/control-bus';
+import type { ControlBus } from '../transport/control-bus';
+import type { ControlUplinks } from '../transport/control-uplinks';
 import { QueueSender } from '../transport/queue';
 import { EmbeddedStore } from '../updater/embedded/store';
 import { StoreServer } from '../updater/embedded/store-server';
@@ -27,6 +27,9 @@ import type { FinalPilotState } from '../states/pilot-model';
 import { TASK_RECOVERY_OWNER } from '../states/task-model';
 import { reason } from '../components/shared/reasons';
 import { makePrivateDir } from '../lib/private-files';
+import { PilotLinks, type PilotLink } from './pilot-links';
+import { SessionSecurity } from './session-security';
+import { heartbeats, openSessionControl } from './session-control';
 
 /** How often the session tells its agents it is alive (agents give up after 30 s by default). */
 const HEARTBEAT_MS = 1_000;
@@ -68,6 +71,11 @@ export class ClientRuntime {
   journal!: Journal;
   delivered!: DeliveredCounters;
   control!: ControlBus;
+  /** Each pilot's own sockets (see PilotLinks). */
+  links!: PilotLinks;
+  private uplinks: ControlUplinks | undefined;
+  /** The session's keys; undefined only for a session opened `insecure: 'trusted-network'`. */
+  security: SessionSecurity | undefined;
   pipeline!: ManagerPipeline;
   store!: EmbeddedStore;
 
@@ -111,11 +119,18 @@ export class ClientRuntime {
     s.journal = journal;
     try {
       s.delivered = DeliveredCounters.open(dir);
-      const before = resumed?.find((e) => e.t === 'session')?.addresses;
-      if (resumed !== undefined && before === undefined) {
+      const entry = resumed?.find((e) => e.t === 'session');
+      if (resumed !== undefined && entry?.addresses.controlDown === undefined) {
         throw new UsageError(`cannot resume: ${journal.file} names no addresses`);
       }
-      await s.start(opts.updateWorkers ?? 1, `tcp://${opts.bindHost ?? '127.0.0.1'}:0`, before);
+      // a resumed session keeps the mode it was opened in: its agents hold keys or none
+      const insecure = entry !== undefined ? entry.insecure === true : opts.insecure !== undefined;
+      await s.start(
+        opts.updateWorkers ?? 1,
+        `tcp://${opts.bindHost ?? '127.0.0.1'}:0`,
+        entry?.addresses,
+        insecure,
+      );
     } catch (e) {
       log.error('session failed to open', errorMeta(e));
       await s.close();
@@ -128,26 +143,31 @@ export class ClientRuntime {
     nWorkers: number,
     listenAt: string,
     before: SessionAddresses | undefined,
+    insecure: boolean,
   ): Promise<void> {
+    if (insecure) this.log.warn('session opened insecure: its ports admit anyone who reaches them');
+    else this.security = await SessionSecurity.open(this.uid, this.dir, this.log);
     this.store = await EmbeddedStore.open(this.dir);
+    // only this process's workers use this socket; agents get one per pilot (PilotLinks)
     this.storeServer = await StoreServer.start(this.store, {
-      address: before?.store ?? listenAt,
+      address: `inproc://${this.uid}/store`,
+      session: this.uid,
       logger: this.log.child({ component: 'StoreServer' }),
     });
-    const control = await Bridge.pubsub(
-      before?.controlIn ?? listenAt,
-      before?.controlOut ?? listenAt,
+    const control = await openSessionControl(
+      this.uid,
+      listenAt,
+      before?.controlDown,
+      this.security,
+      this.log,
     );
     const updates = await Bridge.queue(
       `inproc://${this.uid}/updates/in`,
       `inproc://${this.uid}/updates/out`,
     );
-    this.bridges.push(control, updates);
-    this.control = new ControlBus(
-      control.endpoints,
-      this.uid,
-      this.log.child({ component: 'ControlBus' }),
-    );
+    this.bridges.push(control.bridge, updates);
+    this.control = control.bus;
+    this.uplinks = control.uplinks;
     this.updates = new QueueSender(updates.endpoints.in);
     this.notes = new CoalescingSender<Notification>(this.updates, (e: unknown) =>
       this.log.error('notify failed', errorMeta(e)),
@@ -157,34 +177,34 @@ export class ClientRuntime {
         UpdateWorker.start({
           updatesAddress: updates.endpoints.out,
           storeAddress: this.storeServer.endpoint,
+          session: this.uid,
           logger: this.log.child({ component: 'UpdateWorker', worker: i }),
           name: `${this.uid}.client.uw${i}`,
         }),
       );
     }
-    this.pipeline = new ManagerPipeline((ns) => this.notify(ns), this.clock, this.log, listenAt);
-    await this.pipeline.start(before?.managerOutput);
+    const notify = (ns: Notification[]): void => this.notify(ns);
+    this.pipeline = new ManagerPipeline(notify, this.clock, this.log, listenAt, this.uid);
+    this.pipeline.start();
+    this.links = new PilotLinks({
+      security: this.security,
+      pipeline: this.pipeline,
+      store: this.storeServer,
+      uplinks: this.uplinks,
+      listenAt,
+      controlDown: control.down,
+    });
     await this.control.ready();
     if (before === undefined) {
       this.journal.append({
         t: 'session',
         uid: this.uid,
-        addresses: {
-          store: this.storeServer.endpoint,
-          controlIn: control.endpoints.in,
-          controlOut: control.endpoints.out,
-          managerOutput: this.pipeline.outputAddress,
-        },
+        addresses: { controlDown: control.down },
+        ...(insecure ? { insecure: true } : {}),
       });
       this.watchLoop = this.follow();
     }
-    // agents that cannot watch our process (batch jobs) know we are alive from these
-    this.heartbeat = setInterval(() => {
-      this.control
-        .publish({ type: 'heartbeat', ts: this.clock.now() })
-        .catch((e: unknown) => this.log.warn('heartbeat publish failed', errorMeta(e)));
-    }, HEARTBEAT_MS);
-    this.heartbeat.unref();
+    this.heartbeat = heartbeats(this.control, HEARTBEAT_MS, this.clock, this.log);
   }
 
   /** Publishes client-side notifications onto the session's updates queue. */
@@ -327,15 +347,17 @@ export class ClientRuntime {
     await new Promise<void>((resolve) => this.caughtUp.push({ upTo, resolve }));
   }
 
-  /** Address book an agent of this session needs. */
-  agentAddresses(agentInput: string): AgentConfig['addresses'] {
-    const control = this.bridges[0]!.endpoints;
+  /** Issues a pilot's keys and binds its sockets (`before`: a resumed session's). */
+  openPilot(pilot: string, before?: PilotLink): Promise<PilotLink> {
+    return this.links.open(pilot, before);
+  }
+
+  /** Messages and connections the session refused so far (see docs/security.md). */
+  refusals(): { connections: number; messages: number } {
     return {
-      agentInput,
-      managerOutput: this.pipeline.outputAddress,
-      controlIn: control.in,
-      controlOut: control.out,
-      store: this.storeServer.endpoint,
+      connections: this.security?.refused() ?? 0,
+      messages:
+        (this.uplinks?.refused ?? 0) + (this.storeServer?.refused ?? 0) + this.pipeline.refused(),
     };
   }
 
@@ -368,7 +390,9 @@ export class ClientRuntime {
     await this.store?.close();
     await this.watchLoop;
     await this.control?.close();
+    await this.uplinks?.close();
     await Promise.all(this.bridges.map((b) => b.close()));
+    await this.security?.close();
     for (const c of this.caughtUp.splice(0)) c.resolve();
     this.delivered?.close();
     await this.fileLog.close();

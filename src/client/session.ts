@@ -22,6 +22,12 @@ export interface SessionOptions {
    * Batch pilots on other hosts need an address their compute nodes can reach.
    */
   bindHost?: string;
+  /**
+   * Every port a session listens on is authenticated and encrypted (CurveZMQ; each pilot holds
+   * keys of its own). `'trusted-network'` turns that off, for a network where every host and
+   * user is trusted: anyone who reaches the ports can then run commands as you.
+   */
+  insecure?: 'trusted-network';
   /** Also log here (the session always logs to client.log in its directory). */
   logger?: Logger;
 }

@@ -18,10 +18,25 @@ export interface AgentConfig {
   heartbeatTimeoutMs?: number;
   logLevel?: 'error' | 'warn' | 'info' | 'debug';
   addresses: {
+    /**
+     * The pilot's own queue of tasks (the agent pulls).
+     */
     agentInput: string;
+    /**
+     * The pilot's own queue back to the client (the agent pushes).
+     */
     managerOutput: string;
-    controlIn: string;
-    controlOut: string;
+    /**
+     * The pilot's own control socket (agent_ready, heartbeats, agent_final).
+     */
+    controlUp: string;
+    /**
+     * The session's control messages to every agent (the agent subscribes).
+     */
+    controlDown: string;
+    /**
+     * The pilot's own socket of the state store (its UpdateWorkers).
+     */
     store: string;
   };
   memMb?: number;
@@ -33,4 +48,12 @@ export interface AgentConfig {
    * Local pilots: EOF on stdin means the client died.
    */
   watchStdin?: boolean;
+  /**
+   * CurveZMQ keys (Z85): the session's public key and the pilot's own pair. Absent only in a session opened insecure: 'trusted-network'.
+   */
+  curve?: {
+    serverKey: string;
+    publicKey: string;
+    secretKey: string;
+  };
 }

@@ -14,4 +14,8 @@ export interface SessionOptionsInput {
    * IP address (or interface) the session listens on for its agents; default 127.0.0.1. Batch pilots on other hosts need one their compute nodes reach.
    */
   bindHost?: string;
+  /**
+   * Turns off CurveZMQ authentication and encryption of the session's sockets. Only for a network where every host and user is trusted: anyone who can reach the ports can then run commands as the session's owner.
+   */
+  insecure?: 'trusted-network';
 }

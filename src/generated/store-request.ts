@@ -6,5 +6,13 @@ import type { Notification } from './notification';
  */
 export interface StoreRequest {
   batch: string;
+  /**
+   * The session the batch belongs to; checked by the store.
+   */
+  session: string;
+  /**
+   * The pilot whose agent sent the batch (absent: the client itself); its notifications may name only that pilot and its tasks.
+   */
+  pilot?: string;
   notifications: Notification[];
 }

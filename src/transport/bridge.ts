@@ -1,10 +1,17 @@
 import * as zmq from 'zeromq';
+import { serverOptions, type ServerSecurity } from './curve';
 import { MAX_MESSAGE_BYTES } from './frames';
 
 /** Endpoints of a bridge: producers connect to `in`, consumers to `out`. */
 export interface BridgeEndpoints {
   in: string;
   out: string;
+}
+
+/** CurveZMQ for either side (a side on inproc needs none); see ServerSecurity. */
+export interface BridgeSecurity {
+  in?: ServerSecurity | undefined;
+  out?: ServerSecurity | undefined;
 }
 
 type Front = zmq.Pull | zmq.XSubscriber;
@@ -26,13 +33,23 @@ export class Bridge {
   ) {}
 
   /** A queue bridge. Addresses default to ephemeral loopback tcp ports. */
-  static async queue(inAddr = 'tcp://127.0.0.1:0', outAddr = 'tcp://127.0.0.1:0'): Promise<Bridge> {
+  static async queue(
+    inAddr = 'tcp://127.0.0.1:0',
+    outAddr = 'tcp://127.0.0.1:0',
+    security: BridgeSecurity = {},
+  ): Promise<Bridge> {
     const front = new zmq.Pull({
       linger: 0,
       receiveHighWaterMark: 10_000,
       maxMessageSize: MAX_MESSAGE_BYTES,
+      ...serverOptions(security.in),
     });
-    const back = new zmq.Push({ linger: 0, sendHighWaterMark: 10_000 });
+    const back = new zmq.Push({
+      linger: 0,
+      sendHighWaterMark: 10_000,
+      maxMessageSize: MAX_MESSAGE_BYTES,
+      ...serverOptions(security.out),
+    });
     await front.bind(inAddr);
     await back.bind(outAddr);
     return new Bridge(front, back, Bridge.endpointsOf(front, back, inAddr, outAddr), [
@@ -40,16 +57,31 @@ export class Bridge {
     ]);
   }
 
-  /** A pubsub bridge: publishers connect to `in`, subscribers to `out`. */
+  /**
+   * A pubsub bridge: publishers connect to `in`, subscribers to `out`, or to `alsoOut` (an
+   * inproc address for subscribers of this process when `out` is a CURVE server).
+   */
   static async pubsub(
     inAddr = 'tcp://127.0.0.1:0',
     outAddr = 'tcp://127.0.0.1:0',
+    security: BridgeSecurity = {},
+    alsoOut?: string,
   ): Promise<Bridge> {
-    const front = new zmq.XSubscriber({ linger: 0, maxMessageSize: MAX_MESSAGE_BYTES });
-    const back = new zmq.XPublisher({ linger: 0, maxMessageSize: MAX_MESSAGE_BYTES });
+    const front = new zmq.XSubscriber({
+      linger: 0,
+      maxMessageSize: MAX_MESSAGE_BYTES,
+      ...serverOptions(security.in),
+    });
+    const back = new zmq.XPublisher({
+      linger: 0,
+      maxMessageSize: MAX_MESSAGE_BYTES,
+      ...serverOptions(security.out),
+    });
     await front.bind(inAddr);
     await back.bind(outAddr);
-    return new Bridge(front, back, Bridge.endpointsOf(front, back, inAddr, outAddr), [
+    const out = back.lastEndpoint ?? outAddr;
+    if (alsoOut !== undefined) await back.bind(alsoOut);
+    return new Bridge(front, back, { in: front.lastEndpoint ?? inAddr, out }, [
       pump(front, back),
       pump(back, front),
     ]);

@@ -4,6 +4,7 @@ import { ValidationError, errorMeta } from '../errors';
 import { withTimeout } from '../lib/deferred';
 import type { Logger } from '../lib/logger';
 import { parseControlMessage } from '../lib/validate';
+import type { ClientSecurity } from './curve';
 import { Publisher, Subscriber } from './pubsub';
 import { BadMessages } from '../lib/bad-messages';
 
@@ -35,10 +36,12 @@ export class ControlBus {
     addresses: { in: string; out: string },
     readonly session: string,
     private readonly log: Logger,
+    /** An agent's keys: the client's control sockets are CURVE servers. */
+    security?: ClientSecurity,
   ) {
     this.bad = new BadMessages(log);
-    this.pub = new Publisher(addresses.in);
-    this.sub = new Subscriber(addresses.out);
+    this.pub = new Publisher(addresses.in, security);
+    this.sub = new Subscriber(addresses.out, security);
     this.loop = this.run();
   }
 
@@ -76,6 +79,25 @@ export class ControlBus {
     await this.loop;
   }
 
+  /**
+   * Hands a checked message of this session to the listeners: what this bus receives, and
+   * what the client's per-pilot uplinks receive (ControlUplinks).
+   */
+  deliver(msg: Exclude<ControlMessage, { type: 'probe' }>): void {
+    for (const l of this.listeners) {
+      try {
+        l(msg);
+      } catch (e) {
+        this.log.error('control listener failed', { ...errorMeta(e), type: msg.type });
+      }
+    }
+  }
+
+  /** Publishes another peer's probe, so that it sees its own come back (ControlUplinks). */
+  echo(probe: Extract<ControlMessage, { type: 'probe' }>): Promise<void> {
+    return this.pub.publish(probe);
+  }
+
   private async run(): Promise<void> {
     try {
       for await (const m of this.sub.messages()) {
@@ -105,13 +127,7 @@ export class ControlBus {
           }
           continue;
         }
-        for (const l of this.listeners) {
-          try {
-            l(msg);
-          } catch (e) {
-            this.log.error('control listener failed', { ...errorMeta(e), type: msg.type });
-          }
-        }
+        this.deliver(msg);
       }
     } catch (e) {
       this.log.error('control bus stopped', errorMeta(e));

@@ -1,5 +1,6 @@
 import * as zmq from 'zeromq';
 import { encode } from './codec';
+import { clientOptions, type ClientSecurity } from './curve';
 import { MAX_MESSAGE_BYTES, SerialSender, decodedMessages, type Decoded } from './frames';
 
 /** Most items one queue message carries (see QueueSender.send). */
@@ -9,8 +10,17 @@ export const MAX_MESSAGE_ITEMS = 1_000;
 export class QueueSender {
   private readonly out: SerialSender;
 
-  constructor(readonly address: string) {
-    const sock = new zmq.Push({ linger: 2_000, sendHighWaterMark: 10_000 });
+  /** `security`: this peer's keys where the bridge is a CURVE server (another process's). */
+  constructor(
+    readonly address: string,
+    security?: ClientSecurity,
+  ) {
+    const sock = new zmq.Push({
+      linger: 2_000,
+      sendHighWaterMark: 10_000,
+      maxMessageSize: MAX_MESSAGE_BYTES,
+      ...clientOptions(security),
+    });
     sock.connect(address);
     this.out = new SerialSender(sock);
   }
@@ -46,13 +56,18 @@ export class QueueSender {
 
 /** The consuming end of a queue: connects to a bridge's `out`. */
 export class QueueReceiver {
-  private readonly sock = new zmq.Pull({
-    linger: 0,
-    receiveHighWaterMark: 10_000,
-    maxMessageSize: MAX_MESSAGE_BYTES,
-  });
+  private readonly sock: zmq.Pull;
 
-  constructor(readonly address: string) {
+  constructor(
+    readonly address: string,
+    security?: ClientSecurity,
+  ) {
+    this.sock = new zmq.Pull({
+      linger: 0,
+      receiveHighWaterMark: 10_000,
+      maxMessageSize: MAX_MESSAGE_BYTES,
+      ...clientOptions(security),
+    });
     this.sock.connect(address);
   }
 

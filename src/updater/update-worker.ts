@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import * as zmq from 'zeromq';
+import { clientOptions, type ClientSecurity } from '../transport/curve';
 import { MAX_MESSAGE_BYTES } from '../transport/frames';
 import type { Notification, StoreReply, StoreRequest } from '../generated';
 import { coerceError, errorMeta, UsageError, ValidationError } from '../errors';
@@ -15,6 +16,12 @@ export interface UpdateWorkerOptions {
   updatesAddress: string;
   /** A StoreServer's endpoint: the worker connects a DEALER socket to it. */
   storeAddress: string;
+  /** The session every batch names. */
+  session: string;
+  /** The pilot whose agent runs this worker (none: the client's own); every batch names it. */
+  pilot?: string;
+  /** This agent's keys where the store's socket is a CURVE server. */
+  storeSecurity?: ClientSecurity;
   /** Notifications per batch (default 1024). */
   batchSize?: number;
   /**
@@ -58,7 +65,7 @@ interface Unacked {
  */
 export class UpdateWorker {
   private readonly receiver: QueueReceiver;
-  private readonly dealer = new zmq.Dealer({ linger: 0, maxMessageSize: MAX_MESSAGE_BYTES });
+  private readonly dealer: zmq.Dealer;
   private readonly log: Logger;
   /** Counts the bulks this worker refuses and logs them at a bounded rate. */
   private readonly bad: BadMessages;
@@ -80,8 +87,16 @@ export class UpdateWorker {
   private readonly pulledListeners = new Set<() => void>();
 
   private constructor(
-    private readonly opts: Required<Omit<UpdateWorkerOptions, 'logger'>> & { logger: Logger },
+    private readonly opts: Required<
+      Omit<UpdateWorkerOptions, 'logger' | 'pilot' | 'storeSecurity'>
+    > &
+      Pick<UpdateWorkerOptions, 'logger' | 'pilot' | 'storeSecurity'>,
   ) {
+    this.dealer = new zmq.Dealer({
+      linger: 0,
+      maxMessageSize: MAX_MESSAGE_BYTES,
+      ...clientOptions(opts.storeSecurity),
+    });
     this.log = opts.logger.child({ component: 'update-worker', worker: opts.name });
     this.bad = new BadMessages(this.log);
     // Random part: batch ids stay unique across restarts of a worker with the same name.
@@ -96,6 +111,9 @@ export class UpdateWorker {
     return new UpdateWorker({
       updatesAddress: opts.updatesAddress,
       storeAddress: opts.storeAddress,
+      session: opts.session,
+      ...(opts.pilot !== undefined ? { pilot: opts.pilot } : {}),
+      ...(opts.storeSecurity !== undefined ? { storeSecurity: opts.storeSecurity } : {}),
       batchSize: positiveInt('batchSize', opts.batchSize, 1024),
       batchMs: positiveInt('batchMs', opts.batchMs, 20),
       ackTimeoutMs: positiveInt('ackTimeoutMs', opts.ackTimeoutMs, 5_000),
@@ -222,7 +240,12 @@ export class UpdateWorker {
   }
 
   private sendBatch(notifications: Notification[]): void {
-    const request: StoreRequest = { batch: `${this.prefix}.${this.seq++}`, notifications };
+    const request: StoreRequest = {
+      batch: `${this.prefix}.${this.seq++}`,
+      session: this.opts.session,
+      ...(this.opts.pilot !== undefined ? { pilot: this.opts.pilot } : {}),
+      notifications,
+    };
     const frame = encode(request);
     this.unacked.set(request.batch, {
       frame,
@@ -275,7 +298,8 @@ export class UpdateWorker {
     // A late ack of a batch that was re-sent and already acknowledged.
     if (u === undefined) return;
     if (!reply.ok) {
-      if (reply.error?.code !== 'E_VALIDATION') {
+      const final = reply.error?.code === 'E_VALIDATION' || reply.error?.code === 'E_REFUSED';
+      if (!final) {
         this.log.warn('store could not append batch, will re-send', {
           batch: reply.batch,
           error: reply.error,

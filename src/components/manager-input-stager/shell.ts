@@ -3,6 +3,7 @@ import type { TaskRecord } from '../../generated';
 import type { Logger } from '../../lib/logger';
 import type { Notification } from '../../states/notification';
 import { Bridge } from '../../transport/bridge';
+import type { ServerSecurity } from '../../transport/curve';
 import { QueueSender } from '../../transport/queue';
 import { sendLogged } from '../shared/shell';
 import type { ManagerInputStagerEffects } from './effects';
@@ -21,6 +22,8 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
   private readonly inputs = new Map<string, { bridge: Bridge; sender: QueueSender }>();
   /** Tasks handed to each pilot's agent and neither back nor ended: uid -> attempt. */
   private readonly outstanding = new Map<string, Map<string, number>>();
+  /** Every task ever given to each pilot: what its agent may speak of (see `owns`). */
+  private readonly ledger = new Map<string, Set<string>>();
   private readonly closing: Promise<void>[] = [];
 
   constructor(
@@ -44,8 +47,10 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
    * Creates the queue a pilot's agent pulls from (`at`: the address it already knows). Only
    * the agent's end listens on TCP: this shell pushes in-process, so no one else can push in.
    */
-  async addPilot(pilot: string, at?: string): Promise<string> {
-    const bridge = await Bridge.queue(`inproc://${randomUUID()}/${pilot}/in`, at ?? this.listenAt);
+  async addPilot(pilot: string, at?: string, security?: ServerSecurity): Promise<string> {
+    const bridge = await Bridge.queue(`inproc://${randomUUID()}/${pilot}/in`, at ?? this.listenAt, {
+      out: security,
+    });
     this.inputs.set(pilot, { bridge, sender: new QueueSender(bridge.endpoints.in) });
     return bridge.endpoints.out;
   }
@@ -88,9 +93,25 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
     await Promise.allSettled(this.closing);
   }
 
+  /** Was `uid` ever given to `pilot`? Its agent may hand back and report on those alone. */
+  owns(pilot: string, uid: string): boolean {
+    return this.ledger.get(pilot)?.has(uid) ?? false;
+  }
+
+  /** A resumed session: tasks on their way back from `pilot` are its own too. */
+  own(pilot: string, uids: readonly string[]): void {
+    let mine = this.ledger.get(pilot);
+    if (mine === undefined) this.ledger.set(pilot, (mine = new Set<string>()));
+    for (const uid of uids) mine.add(uid);
+  }
+
   private given(pilot: string, tasks: readonly Given[]): void {
     let out = this.outstanding.get(pilot);
     if (out === undefined) this.outstanding.set(pilot, (out = new Map<string, number>()));
     for (const t of tasks) out.set(t.uid, t.attempt);
+    this.own(
+      pilot,
+      tasks.map((t) => t.uid),
+    );
   }
 }

@@ -1,6 +1,7 @@
 import type { TaskRecord } from '../../generated';
 import type { Logger } from '../../lib/logger';
 import type { Bridge } from '../../transport/bridge';
+import type { ClientSecurity } from '../../transport/curve';
 import { LocalQueue } from '../../transport/local-queue';
 import { QueueReceiver, QueueSender } from '../../transport/queue';
 import { consumeLocalTasks, consumeTaskBulks, type Intake } from './shell';
@@ -17,15 +18,16 @@ export class QueueSet {
     this.bridges.push(...bridges);
   }
 
-  sender(address: string): QueueSender {
-    const s = new QueueSender(address);
+  /** `security`: this agent's keys, where the queue is another process's CURVE server. */
+  sender(address: string, security?: ClientSecurity): QueueSender {
+    const s = new QueueSender(address, security);
     this.senders.push(s);
     return s;
   }
 
   /** Runs a task component's receive loop on the queue at `address`. */
-  consume(address: string, intake: Intake, log: Logger): void {
-    this.loop(address, (r) => consumeTaskBulks(r, intake, log));
+  consume(address: string, intake: Intake, log: Logger, security?: ClientSecurity): void {
+    this.loop(address, (r) => consumeTaskBulks(r, intake, log), security);
   }
 
   /** A hop between two components of this process (see LocalQueue); `name` is for logs. */
@@ -41,8 +43,8 @@ export class QueueSet {
   }
 
   /** Runs any receive loop on the queue at `address`. */
-  loop(address: string, run: (r: QueueReceiver) => Promise<void>): void {
-    const r = new QueueReceiver(address);
+  loop(address: string, run: (r: QueueReceiver) => Promise<void>, security?: ClientSecurity): void {
+    const r = new QueueReceiver(address, security);
     this.receivers.push(r);
     this.loops.push(run(r));
   }

@@ -18,6 +18,11 @@ export interface Intake {
   /** Publishes FAILED notifications for rejected tasks, so none is lost silently. */
   notify(notifications: Notification[]): void;
   now(): number;
+  /**
+   * Checked before anything else where the sender may speak only of some tasks (an agent, of
+   * the ones it was given): a problem refuses the item, counted and logged, and ends no task.
+   */
+  admit?(item: unknown): string | undefined;
 }
 
 /**
@@ -44,6 +49,11 @@ export async function consumeTaskBulks(
     const tasks: TaskRecord[] = [];
     const rejected: Notification[] = [];
     msg.value.forEach((item: unknown, i) => {
+      const refused = intake.admit?.(item);
+      if (refused !== undefined) {
+        bad.report('task record refused', { component: intake.component, problem: refused });
+        return;
+      }
       const problem = check(item, intake.arrives);
       if (problem === undefined) return void tasks.push(item as TaskRecord);
       const text = `task record rejected by ${intake.component}: ${problem.replace(/^\//, `/${i}/`)}`;

@@ -46,7 +46,7 @@ describe('an agent that cannot watch its client (batch job)', () => {
     closers.push(() => rmSync(dir, { recursive: true, force: true }));
     const store = await EmbeddedStore.open(dir);
     closers.push(() => store.close());
-    const server = await StoreServer.start(store, { logger: silentLogger });
+    const server = await StoreServer.start(store, { session: 'hb-session', logger: silentLogger });
     closers.push(() => server.close());
     const control = await Bridge.pubsub();
     const input = await Bridge.queue();
@@ -69,8 +69,8 @@ describe('an agent that cannot watch its client (batch job)', () => {
     const cfg = agentConfig(dir, 'hb-session', {
       agentInput: input.endpoints.out,
       managerOutput: output.endpoints.in,
-      controlIn: control.endpoints.in,
-      controlOut: control.endpoints.out,
+      controlUp: control.endpoints.in,
+      controlDown: control.endpoints.out,
       store: server.endpoint,
     });
     writeFileSync(path.join(dir, 'agent.json'), JSON.stringify(cfg));
@@ -109,8 +109,8 @@ describe('an agent that cannot watch its client (batch job)', () => {
     const cfg = agentConfig(dir, 'hb-gone', {
       agentInput: queue.endpoints.out,
       managerOutput: queue.endpoints.in,
-      controlIn: gone.endpoints.in,
-      controlOut: gone.endpoints.out,
+      controlUp: gone.endpoints.in,
+      controlDown: gone.endpoints.out,
       store: queue.endpoints.in,
     });
     writeFileSync(path.join(dir, 'agent.json'), JSON.stringify(cfg));

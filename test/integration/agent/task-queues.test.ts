@@ -45,7 +45,7 @@ describe("the agent's task queues, from the pipeline table", () => {
       }
     });
     hops.connect(
-      bridge.endpoints.out,
+      { address: bridge.endpoints.out, admit: () => undefined },
       intakes,
       (ns) => notes.push(...ns),
       () => 42,

@@ -1,6 +1,5 @@
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
-import { runtimeOf } from '../../../src/client/runtime';
 import { fixtures } from '../../support/session-fixture';
 
 /** The TCP ports this process listens on (from /proc: its socket inodes in the LISTEN state). */
@@ -32,12 +31,11 @@ const portOf = (endpoint: string): number => Number(/:(\d+)$/.exec(endpoint)![1]
 describe('what a session listens on', () => {
   const fixture = fixtures();
 
-  it("is only what its agents connect to: control, store, task hand-back, each pilot's tasks", async () => {
+  it("is only what its agents connect to: the shared control socket and each pilot's own four", async () => {
     const before = listeningPorts();
     const fx = await fixture.open({ cores: 1 });
     const [pilot2] = await fx.pmgr.submitPilots([{ resource: 'local', cores: 1 }]);
     await fx.pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 20_000 });
-    const runtime = runtimeOf(fx.session);
     const agentFacing = [fx.pilot.uid, pilot2!.uid].flatMap((uid) => {
       const cfg = JSON.parse(readFileSync(`${fx.session.dir}/${uid}/agent.json`, 'utf8')) as {
         addresses: Record<string, string>;
@@ -45,11 +43,8 @@ describe('what a session listens on', () => {
       return Object.values(cfg.addresses);
     });
     const expected = [...new Set(agentFacing.map(portOf))].sort((a, b) => a - b);
-    // control in and out, the store, the hand-back queue, and one task queue per pilot
-    expect(expected).toHaveLength(6);
-    expect(
-      Object.values(runtime.agentAddresses('unused')).filter((a) => a !== 'unused'),
-    ).toHaveLength(4);
+    // control down (shared); each pilot's tasks, hand-back, control up and store
+    expect(expected).toHaveLength(1 + 2 * 4);
     const now = listeningPorts().filter((p) => !before.includes(p));
     expect(now).toEqual(expected);
   }, 30_000);

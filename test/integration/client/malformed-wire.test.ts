@@ -2,12 +2,20 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import * as zmq from 'zeromq';
-import { runtimeOf } from '../../../src/client/runtime';
+import type { AgentConfig } from '../../../src/generated';
+import { clientOptions } from '../../../src/transport/curve';
 import { QueueSender } from '../../../src/transport/queue';
 import { Publisher } from '../../../src/transport/pubsub';
 import { openFixture, type Fixture } from '../../support/session-fixture';
 
-describe('malformed wire messages', () => {
+/** What a pilot's agent holds: its addresses and keys (a misbehaving agent sends with them). */
+async function agentOf(fx: Fixture): Promise<AgentConfig> {
+  await fx.pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 20_000 });
+  const file = path.join(fx.session.dir, fx.pilot.uid, 'agent.json');
+  return JSON.parse(readFileSync(file, 'utf8')) as AgentConfig;
+}
+
+describe('malformed wire messages from an admitted agent', () => {
   let fx: Fixture | undefined;
   const closers: (() => Promise<void> | void)[] = [];
   afterEach(async () => {
@@ -18,21 +26,21 @@ describe('malformed wire messages', () => {
 
   it('are rejected by every client-facing socket without losing the valid traffic', async () => {
     fx = await openFixture();
-    const addresses = runtimeOf(fx.session).agentAddresses('unused');
+    const { addresses, curve } = await agentOf(fx);
     // garbage where agents push returned tasks, publish control messages and send store batches
-    const output = new QueueSender(addresses.managerOutput);
+    const output = new QueueSender(addresses.managerOutput, curve);
     closers.push(() => output.close());
     await output.send({ not: 'a bulk' });
     await output.send([{ uid: 'ghost', state: 'TMGR_STAGING_OUTPUT_PENDING' }]);
-    const raw = new zmq.Push({ linger: 0 });
+    const raw = new zmq.Push({ linger: 0, ...clientOptions(curve) });
     closers.push(() => raw.close());
     raw.connect(addresses.managerOutput);
     await raw.send(Buffer.from([0xc1, 0xc1, 0xc1])); // 0xc1 is never valid msgpack
-    const pub = new Publisher(addresses.controlIn);
+    const pub = new Publisher(addresses.controlUp, curve);
     closers.push(() => pub.close());
     await pub.publish({ type: 'cancel_tasks', uids: [1, 2] });
     await pub.publish({ type: 'self_destruct' });
-    const dealer = new zmq.Dealer({ linger: 0 });
+    const dealer = new zmq.Dealer({ linger: 0, ...clientOptions(curve) });
     closers.push(() => dealer.close());
     dealer.connect(addresses.store);
     await dealer.send(Buffer.from('not msgpack'));
@@ -52,6 +60,7 @@ describe('malformed wire messages', () => {
         attempt: 1,
         state: 'TMGR_STAGING_OUTPUT_PENDING',
         session: fx.session.uid,
+        pilot: fx.pilot.uid,
         description: { executable: 5 },
       },
     ]);
@@ -72,12 +81,12 @@ describe('malformed wire messages', () => {
 
   it('costs a counter, not a log line each: a flood of garbage leaves a bounded log', async () => {
     fx = await openFixture();
-    const addresses = runtimeOf(fx.session).agentAddresses('unused');
-    const raw = new zmq.Push({ linger: 0 });
+    const { addresses, curve } = await agentOf(fx);
+    const raw = new zmq.Push({ linger: 0, ...clientOptions(curve) });
     closers.push(() => raw.close());
     raw.connect(addresses.managerOutput);
     for (let i = 0; i < 2_000; i++) await raw.send(Buffer.from([0xc1, i & 0xff]));
-    const pub = new Publisher(addresses.controlIn);
+    const pub = new Publisher(addresses.controlUp, curve);
     closers.push(() => pub.close());
     for (let i = 0; i < 2_000; i++) await pub.publish({ type: 'self_destruct', i });
     // traffic after the flood still runs, so the flood has been read by then
@@ -91,7 +100,7 @@ describe('malformed wire messages', () => {
     const lines = (text: string): number => log.filter((l) => l.includes(text)).length;
     expect(lines('"undecodable message rejected"')).toBeGreaterThan(0);
     expect(lines('"undecodable message rejected"')).toBeLessThanOrEqual(10);
-    expect(lines('"invalid control message rejected"')).toBeGreaterThan(0);
-    expect(lines('"invalid control message rejected"')).toBeLessThanOrEqual(10);
+    expect(lines('"invalid control message refused"')).toBeGreaterThan(0);
+    expect(lines('"invalid control message refused"')).toBeLessThanOrEqual(10);
   }, 25_000);
 });

@@ -15,6 +15,9 @@ import {
   type WatchBulk,
 } from '../../../src/updater';
 
+/** The session the UpdatePath's server and workers name. */
+export const UPDATE_PATH_SESSION = 'update-path';
+
 const STATES: Notification['state'][] = [
   'NEW',
   'TMGR_SCHEDULING_PENDING',
@@ -178,7 +181,11 @@ export class UpdatePath {
   async restartServer(): Promise<StoreServer> {
     const address = this.current.endpoint;
     await this.current.close();
-    this.current = await StoreServer.start(this.served, { address, logger: this.logger });
+    this.current = await StoreServer.start(this.served, {
+      address,
+      session: UPDATE_PATH_SESSION,
+      logger: this.logger,
+    });
     return this.current;
   }
 
@@ -192,7 +199,7 @@ export class UpdatePath {
     const bridge = await Bridge.queue();
     const store = await EmbeddedStore.open(dir);
     const served = serve(store);
-    const server = await StoreServer.start(served, { logger });
+    const server = await StoreServer.start(served, { session: UPDATE_PATH_SESSION, logger });
     const sender = new QueueSender(bridge.endpoints.in);
     return new UpdatePath(dir, bridge, store, server, sender, logger, served);
   }
@@ -204,6 +211,7 @@ export class UpdatePath {
         UpdateWorker.start({
           updatesAddress: this.bridge.endpoints.out,
           storeAddress: this.server.endpoint,
+          session: UPDATE_PATH_SESSION,
           logger: this.logger,
           name: `uw${i}`,
           ...opts,

@@ -59,7 +59,7 @@ describe('notifications through competing UpdateWorkers, rebuilt by the StateTra
       closers.push(() => fs.rmSync(dir, { recursive: true, force: true }));
       const store = await EmbeddedStore.open(dir);
       closers.push(() => store.close());
-      const server = await StoreServer.start(store, { logger: silentLogger });
+      const server = await StoreServer.start(store, { session: 's', logger: silentLogger });
       closers.push(() => server.close());
       const bridge = await Bridge.queue();
       closers.push(() => bridge.close());
@@ -67,6 +67,7 @@ describe('notifications through competing UpdateWorkers, rebuilt by the StateTra
         const w = UpdateWorker.start({
           updatesAddress: bridge.endpoints.out,
           storeAddress: server.endpoint,
+          session: 's',
           batchSize: 1 + Math.floor(rnd() * 64),
           batchMs: 1 + Math.floor(rnd() * 10),
           logger: silentLogger,

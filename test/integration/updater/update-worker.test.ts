@@ -185,6 +185,7 @@ describe('UpdateWorker against a raw store socket', () => {
     (worker = UpdateWorker.start({
       updatesAddress: bridge.endpoints.out,
       storeAddress: router.lastEndpoint!,
+      session: 's',
       logger: new RecordingLogger(),
       ...opts,
     }));

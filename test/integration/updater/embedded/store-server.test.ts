@@ -22,7 +22,7 @@ describe('StoreServer', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-server-'));
     store = await EmbeddedStore.open(dir);
     log = new RecordingLogger();
-    server = await StoreServer.start(store, { logger: log });
+    server = await StoreServer.start(store, { session: 's', logger: log });
     dealer = new zmq.Dealer({ linger: 0 });
     dealer.connect(server.endpoint);
   });
@@ -47,7 +47,7 @@ describe('StoreServer', () => {
   it('answers an invalid request with ok:false and issues naming the path', async () => {
     const [note] = makeNotes(1);
     const reply = await ask(
-      encode({ batch: 'b1', notifications: [{ ...note, attempt: 0, extra: 1 }] }),
+      encode({ batch: 'b1', session: 's', notifications: [{ ...note, attempt: 0, extra: 1 }] }),
     );
     expect(reply).toMatchObject({ batch: 'b1', ok: false, error: { code: 'E_VALIDATION' } });
     expect(reply.error?.issues).toEqual(
@@ -68,7 +68,7 @@ describe('StoreServer', () => {
     expect(garbage.error?.issues).toEqual([
       { path: '/', message: 'must be a msgpack-encoded StoreRequest' },
     ]);
-    const noBatch = await ask(encode({ notifications: [] }));
+    const noBatch = await ask(encode({ session: 's', notifications: [] }));
     expect(noBatch).toMatchObject({ batch: '', ok: false });
     expect(noBatch.error?.issues).toEqual([
       { path: '/', message: "must have required property 'batch'" },
@@ -77,7 +77,7 @@ describe('StoreServer', () => {
 
   it('replies ok:true once the batch is on disk, and accepted 0 for a re-sent batch', async () => {
     const notes = makeNotes(20);
-    expect(await ask(encode({ batch: 'b2', notifications: notes }))).toEqual({
+    expect(await ask(encode({ batch: 'b2', session: 's', notifications: notes }))).toEqual({
       batch: 'b2',
       ok: true,
       accepted: 20,
@@ -86,7 +86,7 @@ describe('StoreServer', () => {
     const onDisk = scanRecords(fs.readFileSync(path.join(dir, 'store.log')));
     expect(onDisk.tail).toBe('clean');
     expect(onDisk.payloads.flatMap((p) => decode(p) as unknown[])).toEqual(notes);
-    expect(await ask(encode({ batch: 'b2', notifications: notes }))).toEqual({
+    expect(await ask(encode({ batch: 'b2', session: 's', notifications: notes }))).toEqual({
       batch: 'b2',
       ok: true,
       accepted: 0,

@@ -1,0 +1,100 @@
+import type { AgentConfig } from '../generated';
+import type { KeyPair } from '../transport/curve';
+import type { ControlUplinks } from '../transport/control-uplinks';
+import type { StoreServer } from '../updater/embedded/store-server';
+import type { ManagerPipeline } from './manager-pipeline';
+import type { SessionSecurity } from './session-security';
+
+/** Where one pilot's agent connects: sockets of that pilot alone. */
+export interface PilotPorts {
+  /** It pulls its tasks here. */
+  agentInput: string;
+  /** It hands tasks back here. */
+  managerOutput: string;
+  /** It says agent_ready, agent_heartbeat, agent_final here. */
+  controlUp: string;
+  /** Its UpdateWorkers write notifications here. */
+  store: string;
+}
+
+/** What the journal keeps of a pilot's link, so that a resumed session binds it again. */
+export interface PilotLink {
+  ports: PilotPorts;
+  /** The pilot's public key (absent in an insecure session); its secret is the agent's. */
+  publicKey?: string;
+}
+
+/**
+ * Each pilot talks to its session over sockets of its own, each admitting the pilot's key
+ * alone: whatever arrives on them is known to come from that pilot, so it may speak only of
+ * itself and the tasks it was given (checked where each kind of message arrives).
+ */
+export class PilotLinks {
+  private readonly links = new Map<string, PilotLink>();
+  /** Key pairs issued by this client (a resumed one knows only the public halves). */
+  private readonly keys = new Map<string, KeyPair>();
+
+  constructor(
+    private readonly deps: {
+      security: SessionSecurity | undefined;
+      pipeline: ManagerPipeline;
+      store: StoreServer;
+      uplinks: ControlUplinks;
+      /** Where pilot sockets listen, e.g. `tcp://127.0.0.1:0`. */
+      listenAt: string;
+      /** The control socket every agent subscribes to. */
+      controlDown: string;
+    },
+  ) {}
+
+  /** Issues the pilot's keys and binds its sockets (`before`: those of a resumed session). */
+  async open(pilot: string, before?: PilotLink): Promise<PilotLink> {
+    const { security, pipeline, store, uplinks, listenAt } = this.deps;
+    let publicKey: string | undefined;
+    if (security !== undefined) {
+      if (before?.publicKey !== undefined) {
+        publicKey = before.publicKey;
+        security.admit(pilot, publicKey);
+      } else {
+        const keys = security.issue(pilot);
+        this.keys.set(pilot, keys);
+        publicKey = keys.publicKey;
+      }
+    }
+    const server = security?.forPilot(pilot);
+    const at = before?.ports;
+    const queues = await pipeline.addPilotQueues(pilot, server, {
+      agentInput: at?.agentInput,
+      managerOutput: at?.managerOutput,
+    });
+    const storeAt = await store.listen(pilot, at?.store ?? listenAt, server, (kind, uid) =>
+      kind === 'pilot' ? uid === pilot : pipeline.owns(pilot, uid),
+    );
+    const controlUp = await uplinks.add(pilot, at?.controlUp ?? listenAt, server);
+    const link: PilotLink = {
+      ports: { ...queues, controlUp, store: storeAt },
+      ...(publicKey !== undefined ? { publicKey } : {}),
+    };
+    this.links.set(pilot, link);
+    return link;
+  }
+
+  /** The addresses and keys a new agent of `pilot` needs (its bootstrap file, mode 0600). */
+  agentConfig(pilot: string): Pick<AgentConfig, 'addresses' | 'curve'> {
+    const link = this.links.get(pilot);
+    if (link === undefined) throw new Error(`no link for pilot ${pilot}`);
+    const { agentInput, managerOutput, controlUp, store } = link.ports;
+    const addresses = {
+      agentInput,
+      managerOutput,
+      controlUp,
+      controlDown: this.deps.controlDown,
+      store,
+    };
+    const keys = this.keys.get(pilot);
+    const security = this.deps.security;
+    if (security === undefined) return { addresses };
+    if (keys === undefined) throw new Error(`pilot ${pilot} was issued its keys by another client`);
+    return { addresses, curve: security.client(keys) };
+  }
+}

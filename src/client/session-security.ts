@@ -1,0 +1,102 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { UsageError } from '../errors';
+import type { Logger } from '../lib/logger';
+import { PRIVATE_FILE } from '../lib/private-files';
+import {
+  newKeyPair,
+  type ClientSecurity,
+  type KeyPair,
+  type ServerSecurity,
+} from '../transport/curve';
+import { ZapHandler } from '../transport/zap';
+
+/**
+ * The session's keys and who may connect where. Every socket the session binds on TCP is a
+ * CurveZMQ server with the session's key pair (kept in `session.key`, 0600, so a resumed session
+ * binds with the same key its agents know). Each pilot gets its own key pair, handed to its
+ * agent in the bootstrap file; the pilot's own sockets admit that key alone (ZAP domain
+ * `<session>/<pilot>`), the shared control socket every key the session issued.
+ */
+export class SessionSecurity {
+  private readonly domains = new Set<string>();
+
+  private constructor(
+    private readonly session: string,
+    private readonly server: KeyPair,
+    private readonly zap: ZapHandler,
+    private readonly log: Logger,
+  ) {}
+
+  /** Makes the session's key pair, or reads it back for a resumed session. */
+  static async open(session: string, dir: string, log: Logger): Promise<SessionSecurity> {
+    const file = path.join(dir, 'session.key');
+    let server: KeyPair;
+    if (existsSync(file)) {
+      server = parseKeyFile(file);
+    } else {
+      server = newKeyPair();
+      writeFileSync(file, JSON.stringify(server), { mode: PRIVATE_FILE, flag: 'wx' });
+    }
+    return new SessionSecurity(session, server, await ZapHandler.shared(), log);
+  }
+
+  /** A new key pair for a pilot, admitted on its own sockets and the shared ones. */
+  issue(pilot: string): KeyPair {
+    const keys = newKeyPair();
+    this.admit(pilot, keys.publicKey);
+    return keys;
+  }
+
+  /** Admits a pilot's key again (a resumed session; the journal keeps public keys). */
+  admit(pilot: string, publicKey: string): void {
+    for (const domain of [this.pilotDomain(pilot), this.session]) {
+      this.domains.add(domain);
+      this.zap.admit(domain, pilot, publicKey, this.log);
+    }
+  }
+
+  /** Server options of a socket only `pilot`'s agent may connect to. */
+  forPilot(pilot: string): ServerSecurity {
+    return { secretKey: this.server.secretKey, domain: this.pilotDomain(pilot) };
+  }
+
+  /** Server options of a socket every agent of the session connects to. */
+  shared(): ServerSecurity {
+    this.domains.add(this.session);
+    return { secretKey: this.server.secretKey, domain: this.session };
+  }
+
+  /** What an agent holding `keys` needs to connect. */
+  client(keys: KeyPair): ClientSecurity {
+    return { serverKey: this.server.publicKey, ...keys };
+  }
+
+  /** Connections refused so far, on all of the session's sockets. */
+  refused(): number {
+    let n = 0;
+    for (const d of this.domains) n += this.zap.refused(d);
+    return n;
+  }
+
+  /** Call after every socket that uses these keys is closed. */
+  close(): Promise<void> {
+    return this.zap.release(this.domains);
+  }
+
+  private pilotDomain(pilot: string): string {
+    return `${this.session}/${pilot}`;
+  }
+}
+
+function parseKeyFile(file: string): KeyPair {
+  try {
+    const v = JSON.parse(readFileSync(file, 'utf8')) as Partial<KeyPair>;
+    if (typeof v.publicKey === 'string' && typeof v.secretKey === 'string') {
+      return { publicKey: v.publicKey, secretKey: v.secretKey };
+    }
+  } catch {
+    // reported below
+  }
+  throw new UsageError(`cannot resume: ${file} is not a session key file`);
+}
