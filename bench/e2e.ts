@@ -7,6 +7,10 @@
  * - `task_latency_ms_p50` / `_p99`: one task at a time on an idle pilot, submit to its DONE
  *   callback.
  *
+ * The same three again in a session opened `insecure: 'trusted-network'` (metrics suffixed
+ * `_insecure`), and `encryption_tasks_per_s_ratio` (encrypted over insecure): what CurveZMQ
+ * costs, measured side by side.
+ *
  * Then, in the same run, after the pilot is gone, the same N `/bin/true` with as many at once as
  * the pilot has cores, by references (bench/references.ts):
  *
@@ -54,7 +58,15 @@ export const description =
 
 export async function run({ quick, emit }: BenchOptions): Promise<void> {
   const n = quick ? 200 : 5_000;
-  const exec = await runPilot(quick, n, emit);
+  const exec = await runPilot(quick, n, emit, false);
+  const plain = await runPilot(quick, n, emit, true);
+  emit({
+    metric: 'encryption_tasks_per_s_ratio',
+    value: sig(exec.tasksPerS / plain.tasksPerS),
+    unit: 'ratio',
+    encrypted: sig(exec.tasksPerS),
+    insecure: sig(plain.tasksPerS),
+  });
   await runReferences(quick, n, exec, emit);
 }
 
@@ -64,11 +76,14 @@ const log = (line: string): void => void process.stderr.write(`bench e2e: ${line
 async function runPilot(
   quick: boolean,
   n: number,
-  emit: (f: Figure) => void,
+  emitAny: (f: Figure) => void,
+  insecure: boolean,
 ): Promise<{ tasksPerS: number; cores: number }> {
+  const emit = (f: Figure): void =>
+    emitAny(insecure ? { ...f, metric: `${f.metric}_insecure` } : f);
   const latencies = quick ? 10 : 200;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-bench-e2e-'));
-  const session = await Session.open({ dir });
+  const session = await Session.open(insecure ? { dir, insecure: 'trusted-network' } : { dir });
   try {
     const pmgr = new PilotManager(session);
     const tmgr = new TaskManager(session);

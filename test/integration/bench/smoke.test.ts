@@ -18,6 +18,11 @@ const METRICS: Record<string, string[]> = {
     'task_latency_ms_p50',
     'task_latency_ms_p99',
     'exec_tasks_per_s',
+    'pilot_startup_ms_insecure',
+    'task_latency_ms_p50_insecure',
+    'task_latency_ms_p99_insecure',
+    'exec_tasks_per_s_insecure',
+    'encryption_tasks_per_s_ratio',
     // the C helper, or xargs where there is no C compiler: always there
     'spawn_limit_per_s',
     'exec_vs_spawn_limit',
