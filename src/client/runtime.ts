@@ -377,6 +377,10 @@ export class ClientRuntime {
     await this.replay().catch((e: unknown) => this.log.error('replay failed', errorMeta(e)));
     this.closed = true;
     clearInterval(this.heartbeat);
+    const refused = this.pipeline !== undefined ? this.refusals() : undefined;
+    if (refused !== undefined && refused.connections + refused.messages > 0) {
+      this.log.warn('peers and messages refused during the session', refused);
+    }
     this.trimmer?.close();
     for (const fn of this.closers.splice(0).reverse()) {
       await fn().catch((e: unknown) => this.log.error('close step failed', errorMeta(e)));
