@@ -41,7 +41,10 @@ function run(file: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: nu
   });
 }
 
-/** `srun --mpi=list`: "MPI plugin types are...", one per line, then "specific pmix plugin versions available: pmix_v4". */
+/**
+ * The plug-ins `srun --mpi=list` names: "MPI plugin types are...", one per indented line, then
+ * "specific pmix plugin versions available: pmix_v4".
+ */
 export function parseSrunMpiList(out: string): string[] {
   const types: string[] = [];
   for (const line of out.split('\n')) {

@@ -209,4 +209,29 @@ describeRing(`an MPI token ring on a 2-node Slurm pilot${skipped}`, () => {
     expect(plain!.state).toBe('FAILED');
     expect(plain!.stderr).toContain("OMPI was not built with SLURM's PMI support");
   }, 240_000);
+  it("takes the pilot's agent.mpi as given, and warns once when srun's steps fail with it", async () => {
+    Object.assign(process.env, cluster);
+    const fx = await fixture.open({
+      resource: 'slurm',
+      nodes: 1,
+      runtimeMin: 5,
+      agent: { mpi: 'pmix_v9' },
+    });
+    await fx.pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 60_000 });
+    const log = fs
+      .readFileSync(path.join(fx.pilot.sandbox, 'agent.log'), 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const choice = log.filter((e) => e.message === 'srun mpi plug-in');
+    expect(choice).toHaveLength(1);
+    expect(choice[0]).toMatchObject({ mpi: 'pmix_v9', why: 'asked by the pilot (agent.mpi)' });
+    const warned = log.filter((e) => e.message === 'MPI programs started by srun may fail');
+    expect(warned).toHaveLength(1);
+    expect(warned[0]!.warning).toContain(
+      "agent.mpi 'pmix_v9' is not a plug-in srun offers here (pmix, none",
+    );
+    // and the one-rank step that tried it failed, as every step of this pilot would
+    expect(warned[0]!.warning).toContain('a step with srun --mpi=pmix_v9 fails here');
+  }, 90_000);
 });

@@ -79,7 +79,12 @@ export function checkedMpi(
   if (works !== false || choice.mpi === undefined) return choice;
   const failed = `a step with srun --mpi=${choice.mpi} fails here${error === '' ? '' : ` (${error})`}`;
   if (requested !== undefined && requested !== MPI_AUTO) {
-    return { ...choice, warning: `${failed}: every srun step of this pilot will fail` };
+    const warning = `${failed}: every srun step of this pilot will fail`;
+    // what the choice said already (not offered) comes first
+    return {
+      ...choice,
+      warning: choice.warning === undefined ? warning : `${choice.warning}; ${warning}`,
+    };
   }
   return {
     mpi: undefined,

@@ -89,5 +89,10 @@ describe('checkedMpi', () => {
     expect(checked.warning).toBe(
       'a step with srun --mpi=pmix fails here: every srun step of this pilot will fail',
     );
+    const bogus = checkedMpi(chooseMpi('pmix_v9', DEBIAN), 'pmix_v9', false, 'srun: error: x');
+    expect(bogus.warning).toBe(
+      'agent.mpi \'pmix_v9\' is not a plug-in srun offers here (pmix, none, cray_shasta, pmi2, pmix_v4): its srun steps will fail ("Invalid MPI type"); ' +
+        'a step with srun --mpi=pmix_v9 fails here (srun: error: x): every srun step of this pilot will fail',
+    );
   });
 });
