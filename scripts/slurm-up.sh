@@ -85,6 +85,12 @@ command -v slurmd >/dev/null 2>&1 || missing+=(slurmd)
 command -v sbatch >/dev/null 2>&1 || missing+=(slurm-client)
 command -v munged >/dev/null 2>&1 || missing+=(munge)
 command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
+# Slurm's mpi/pmix plugin loads <pmix>/lib/libpmix.so, which only the -dev package has (libpmix2
+# alone: "pmi/pmix: can not load PMIx library"); OpenMPI started by srun needs it (--mpi=pmix).
+pmix_stamp() { dpkg-query -W -f='${Status} ${Version}' libpmix-dev 2>/dev/null || echo none; }
+if command -v dpkg-query >/dev/null 2>&1 && [[ $(pmix_stamp) != *' installed '* ]]; then
+  missing+=(libpmix-dev)
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   if [ "${#missing[@]}" -gt 0 ]; then
@@ -241,6 +247,36 @@ if ! alive "$LAB/run/slurmctld.pid"; then
   log "slurmctld started (pid $(cat "$LAB/run/slurmctld.pid"), port $PORT)"
 fi
 
+# slurmd loads the mpi plugins once, as it starts: one started before libpmix-dev was installed
+# (here or by system-deps.sh) fails every --mpi=pmix step ("Socket timed out"). The stamp says
+# which PMIx the running slurmds loaded; when it differs, restart them (their running steps
+# live on under slurmstepd).
+STAMP="$LAB/run/slurmd.pmix"
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$(pmix_stamp)" ]; then
+  stale=()
+  for n in "${NAMES[@]}"; do
+    if alive "$LAB/run/slurmd-$n.pid"; then stale+=("$(cat "$LAB/run/slurmd-$n.pid")"); fi
+  done
+  if [ "${#stale[@]}" -gt 0 ]; then
+    log "PMIx changed since slurmd started: restarting slurmd (pid ${stale[*]})"
+    rm -f "$LAB/env.sh"
+    kill -TERM "${stale[@]}" 2>/dev/null || true
+    # gone: exited, or a zombie that a PID 1 other than init has not reaped yet
+    gone() {
+      local p st
+      for p in "${stale[@]}"; do
+        st=$(awk '{ print $3 }' "/proc/$p/stat" 2>/dev/null) || continue
+        [ "$st" = Z ] || return 1
+      done
+    }
+    # a slurmd whose step launch hangs (a stepd that failed to load PMIx) never ends on TERM
+    if ! wait_for 10 "slurmd to stop" gone; then
+      kill -KILL "${stale[@]}" 2>/dev/null || true
+      wait_for 5 "slurmd to die" gone || die "slurmd (pid ${stale[*]}) did not die"
+    fi
+  fi
+fi
+pmix_stamp >"$STAMP"
 for n in "${NAMES[@]}"; do
   if alive "$LAB/run/slurmd-$n.pid"; then continue; fi
   rm -f "$LAB/env.sh" "$LAB/run/slurmd-$n.pid"

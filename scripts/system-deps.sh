@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the test suite needs, once. Run by `npm test` ("pretest").
 #   - openmpi-bin: `mpirun` for the MPI launch tests (test/integration/**/mpirun.test.ts).
+#   - libopenmpi-dev: mpi.h for `mpicc` (test/integration/slurm/mpi-ring.test.ts compiles a real
+#     MPI program; openmpi-bin alone has the mpicc wrapper but no headers). It brings
+#     libpmix-dev, whose unversioned libpmix.so is what Slurm's mpi/pmix plugin loads (libpmix2
+#     alone: "pmi/pmix: can not load PMIx library"); scripts/slurm-up.sh restarts its slurmd
+#     daemons when that changes under them.
 # Idempotent and a fast no-op when everything is present. Without root it only prints what
 # to install and exits 0: the tests that need a missing tool then report themselves skipped.
 set -euo pipefail
 
 missing=()
 command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
+# mpi.h: compiles through the wrapper (tens of ms), whatever the architecture's include path
+if ! command -v mpicc >/dev/null 2>&1 ||
+  ! echo '#include <mpi.h>' | mpicc -E -x c - >/dev/null 2>&1; then
+  missing+=(libopenmpi-dev)
+fi
 command -v "${CC:-cc}" >/dev/null 2>&1 || missing+=(gcc libc6-dev) # native/spawner
 command -v "${CXX:-c++}" >/dev/null 2>&1 || missing+=(g++)        # native/memory
 
@@ -30,8 +40,12 @@ echo "system-deps: installing ${missing[*]}" >&2
 apt_opts=(-o DPkg::Lock::Timeout=600)
 apt-get "${apt_opts[@]}" update -qq
 DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y -qq \
-  --no-install-recommends "${missing[@]}"
+  --no-install-recommends "${missing[@]}" >/dev/null
 command -v mpirun >/dev/null 2>&1 || {
   echo "system-deps: openmpi-bin installed but mpirun is still not on PATH" >&2
+  exit 1
+}
+echo '#include <mpi.h>' | mpicc -E -x c - >/dev/null 2>&1 || {
+  echo "system-deps: libopenmpi-dev installed but mpicc still finds no mpi.h" >&2
   exit 1
 }

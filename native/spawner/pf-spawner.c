@@ -10,7 +10,8 @@
  * Protocol: newline-delimited JSON, one object per line, UTF-8.
  *   in (stdin):
  *     {"op":"spawn","uid":S,"executable":S,"args":[S...],"env":{K:S...},"cwd":S,
- *      "stdoutPath":S,"stderrPath":S,"files"?:[{"path":S,"content":S}...],"killScope"?:"process"}
+ *      "stdoutPath":S,"stderrPath":S,"files"?:[{"path":S,"content":S}...],"killScope"?:"process",
+ *      "cpus"?:S}
  *     {"op":"kill","uid":S,"signal":"SIGTERM"|"SIGKILL"}
  *   out (stdout):
  *     {"ev":"ready","pid":N}                            first, once
@@ -36,6 +37,8 @@
  *     itself around posix_spawn and back: a bad cwd is told apart from a bad executable ("working
  *     directory 'X' does not exist"), and no posix_spawn_file_actions_addchdir_np is needed
  *     (glibc >= 2.29). Needs glibc >= 2.26 (POSIX_SPAWN_SETSID) and Linux (signalfd, /proc).
+ *     With `cpus` (a cpulist, "0-3,8") the helper pins itself around posix_spawn, so the task
+ *     starts pinned; a list that cannot be set is said on the task's stderr, the task unpinned.
  *   - kill: sends the signal to the task's process group, to every other process of its session
  *     (mpirun puts ranks in groups of their own) and to their descendants (a child that called
  *     setsid), all found in one scan of /proc made before any signal; or, for a task spawned with
@@ -54,6 +57,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -905,6 +909,8 @@ static posix_spawnattr_t spawn_attr;
 static int devnull = -1;
 /** The helper's own working directory, to come back to after each spawn. */
 static int home_dir = -1;
+/** The helper's own CPU affinity, restored after each pinned spawn. */
+static cpu_set_t home_cpus;
 static const char *default_path;
 static bool stopping;
 
@@ -1087,6 +1093,32 @@ static int spawn_task(pid_t *pid, const JVal *exe, char **argv, const JVal *env,
   return e;
 }
 
+/** A decimal number below CPU_SETSIZE at *p, moving *p past it; false when there is none. */
+static bool cpu_number(const char **p, const char *end, unsigned long *n) {
+  if (*p == end || !isdigit((unsigned char)**p)) return false;
+  *n = 0;
+  while (*p < end && isdigit((unsigned char)**p)) {
+    *n = *n * 10 + (unsigned long)(*(*p)++ - '0');
+    if (*n >= CPU_SETSIZE) return false;
+  }
+  return true;
+}
+
+/** A cpulist ("0-3,8") into *set; false when malformed or empty. */
+static bool parse_cpulist(const JVal *v, cpu_set_t *set) {
+  const char *p = v->str, *end = v->str + v->len;
+  CPU_ZERO(set);
+  while (p < end) {
+    unsigned long lo, hi;
+    if (!cpu_number(&p, end, &lo)) return false;
+    hi = lo;
+    if (p < end && *p == '-' && (++p, !cpu_number(&p, end, &hi))) return false;
+    if (lo > hi || (p < end && *p++ != ',')) return false;
+    for (unsigned long c = lo; c <= hi; c++) CPU_SET(c, set);
+  }
+  return CPU_COUNT(set) > 0;
+}
+
 /** A working directory that cannot be entered: "working directory 'X' does not exist", ... */
 static void fail_cwd(const JVal *uid, int e, const char *cwd, size_t cwdlen) {
   if (e == ENOENT) {
@@ -1163,7 +1195,16 @@ static void do_spawn(const JVal *req) {
   argv[i] = NULL;
   pid_t pid = -1;
   bool cwd_failed;
+  /* `cpus` (fork): the helper pins itself around posix_spawn and the child inherits the mask */
+  const JVal *cpus = member(req, "cpus");
+  cpu_set_t pin;
+  bool pinned = false;
+  if (is_str(cpus)) {
+    pinned = parse_cpulist(cpus, &pin) && sched_setaffinity(0, sizeof pin, &pin) == 0;
+    if (!pinned) dprintf(fds[1], "pf-spawner: runs unpinned: cannot pin to CPUs %s\n", cpus->str);
+  }
   int e = spawn_task(&pid, exe, argv, env, cwd->str, fds[0], fds[1], &cwd_failed);
+  if (pinned && sched_setaffinity(0, sizeof home_cpus, &home_cpus) != 0) die("sched_setaffinity");
   close(fds[0]);
   close(fds[1]);
   if (e != 0) {
@@ -1387,6 +1428,7 @@ int main(void) {
   if (devnull < 0) die("/dev/null");
   home_dir = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (home_dir < 0) die("cannot open the working directory");
+  if (sched_getaffinity(0, sizeof home_cpus, &home_cpus) != 0) die("sched_getaffinity");
 
   emit_ready();
   flush_output();

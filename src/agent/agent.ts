@@ -7,7 +7,6 @@ import { COMPONENTS } from '../states/task-model';
 import { AgentInputStagerShell } from '../components/agent-input-stager/shell';
 import { AgentOutputStagerShell } from '../components/agent-output-stager/shell';
 import { AgentSchedulerShell } from '../components/agent-scheduler/shell';
-import { launchOptionsFor } from '../components/executor/launch';
 import { ExecutorShell } from '../components/executor/shell';
 import { QueueSet } from '../components/shared/queue-set';
 import { sendLogged } from '../components/shared/shell';
@@ -18,7 +17,8 @@ import { FirstSight } from './first-sight';
 import type { AgentFinal } from './lifecycle/effects';
 import { AgentLifecycleShell, type AgentParts } from './lifecycle/shell';
 import { AgentNotifications } from './notifications';
-import { agentNodeName, discoverNodes } from './resources/nodes';
+import { launchSetup } from './resources/launch-setup';
+import { discoverNodes } from './resources/nodes';
 import { AgentTaskQueues } from './task-queues';
 import type { NodeResources } from '../components/agent-scheduler/node-state';
 
@@ -37,6 +37,8 @@ export class Agent {
   private executor: ExecutorShell | undefined;
   private output: AgentOutputStagerShell | undefined;
   private nodes: NodeResources[] = [];
+  /** What the agent found wrong with the pilot's resources at start, told to the client. */
+  private warnings: string[] = [];
   private notes: AgentNotifications | undefined;
   private readonly firstSight = new FirstSight();
   private readonly lifecycle: AgentLifecycleShell;
@@ -78,6 +80,8 @@ export class Agent {
     const cfg = this.cfg;
     this.nodes = discoverNodes(cfg);
     this.log.info('agent resources', { resource: cfg.resource ?? 'local', nodes: this.nodes });
+    // probed while the queues are built (under Slurm it runs commands and a one-rank step)
+    const setup = launchSetup(cfg, this.nodes, this.log);
     // UpdateWorkers attach to the updates queue by address (they could run elsewhere); the
     // task hops inside the agent are local queues (LocalQueue: the hot path is their latency)
     const updates = await Bridge.queue(
@@ -123,17 +127,14 @@ export class Agent {
       this.nodes,
     );
     const logExec = this.log.child({ component: C.executor });
+    const { launch, warnings } = await setup;
+    this.warnings = warnings;
     this.executor = await ExecutorShell.start({
       spawners: cfg.spawners ?? Math.max(1, Math.min(os.cpus().length, cfg.cores)),
       logger: logExec,
       clock,
       killGraceMs: cfg.killGraceMs ?? 3_000,
-      launch: launchOptionsFor({
-        resource: cfg.resource,
-        env: process.env,
-        uid: process.getuid?.(),
-        nodeName: agentNodeName(cfg),
-      }),
+      launch,
       onUnusable: (message) =>
         this.lifecycle.core.onShutdownRequested('FAILED', `cannot start tasks: ${message}`),
       notify: (ns) => notes.send(ns),
@@ -238,6 +239,7 @@ export class Agent {
       type: 'agent_ready',
       pilot: this.cfg.pilot,
       nodes: this.nodes.map((n) => ({ name: n.name, cores: n.cores, gpus: n.gpus })),
+      ...(this.warnings.length > 0 ? { warnings: this.warnings } : {}),
     });
   }
 }

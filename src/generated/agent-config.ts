@@ -45,6 +45,10 @@ export interface AgentConfig {
    */
   resource?: 'local' | 'slurm';
   /**
+   * Slurm pilots: the PMI plug-in of the srun steps (srun --mpi=): 'auto' (default) chooses from the MPI library on PATH.
+   */
+  mpi?: string;
+  /**
    * Local pilots: EOF on stdin means the client died.
    */
   watchStdin?: boolean;

@@ -25,6 +25,10 @@ export type ControlMessage =
         cores: number;
         gpus: number;
       }[];
+      /**
+       * What the agent found wrong with the pilot's resources at start (more cores or GPUs than the machine has; an MPI that srun cannot start), said once.
+       */
+      warnings?: string[];
     }
   | {
       type: 'agent_final';

@@ -33,6 +33,10 @@ export interface PilotDescription {
      */
     clientTimeoutS?: number;
     logLevel?: 'error' | 'warn' | 'info' | 'debug';
+    /**
+     * Slurm pilots: the PMI plug-in srun starts tasks' ranks with (srun --mpi=<mpi>), e.g. 'pmix', 'pmi2', 'none'. 'auto' picks what the MPI library on the agent's PATH needs among the plug-ins srun offers (PMIx for OpenMPI), checked with a one-rank step at agent start. A task's environment SLURM_MPI_TYPE overrides it.
+     */
+    mpi?: string;
   };
   /**
    * Nodes to allocate (batch resources); the pilot holds them whole.

@@ -86,11 +86,12 @@ export class ExecutorCore {
     private readonly clock: Clock,
     private readonly options: ExecutorOptions,
   ) {
-    const slurm = options.launch?.slurm;
+    const { slurm, cpuIds } = options.launch ?? {};
     this.launchOptions = {
       mpirun: options.launch?.mpirun ?? 'mpirun',
       asRoot: options.launch?.asRoot ?? false,
       ...(slurm === undefined ? {} : { slurm }),
+      ...(cpuIds === undefined ? {} : { cpuIds }),
     };
     this.signaledExitGraceMs = options.signaledExitGraceMs ?? SIGNALED_EXIT_GRACE_MS;
   }

@@ -17,6 +17,8 @@ export interface SpawnSpec {
   files?: LaunchFile[];
   /** 'process': kills signal this process alone, not its group and session (srun). */
   killScope?: 'process';
+  /** fork: the cpulist (`0-3,8`) the process is pinned to (the C helper; Node cannot). */
+  cpus?: string;
 }
 
 /** A process run by the SpawnerPool; `method` says how its ranks start (for failure reasons). */

@@ -11,7 +11,7 @@
  *
  * This is the fallback of the C helper (native/spawner/pf-spawner.c), which has the same protocol
  * and semantics and needs ~1/9 of the CPU per spawn: keep the two in step (the integration tests
- * run both).
+ * run both). One difference: Node cannot pin a task to `cpus` (fork), which the C helper does.
  * Both refuse a NUL byte in the executable, an argument, the environment, cwd or a path with a
  * failed event (EINVAL), and name the working directory when it is what is wrong.
  */
@@ -114,9 +114,12 @@ function doSpawn(m: SpawnRequest): void {
         return;
       }
     }
+    const env = { ...baseEnv, ...m.env };
+    // Node cannot set a CPU affinity: a task asking `cpus` runs unpinned, and PF_CPUS says so.
+    if (m.cpus !== undefined) env.PF_CPUS = '';
     const child = spawn(m.executable, m.args, {
       cwd: m.cwd,
-      env: { ...baseEnv, ...m.env },
+      env,
       detached: true, // own process group, so kill reaches the task's children too
       stdio: ['ignore', fds[0], fds[1]],
     });
@@ -231,6 +234,7 @@ function isSpawnRequest(m: unknown): m is SpawnRequest {
     typeof s.stdoutPath === 'string' &&
     typeof s.stderrPath === 'string' &&
     (s.killScope === undefined || s.killScope === 'process') &&
+    (s.cpus === undefined || typeof s.cpus === 'string') &&
     (s.files === undefined ||
       (Array.isArray(s.files) &&
         s.files.every(

@@ -1,7 +1,8 @@
 /**
  * The line protocol of the spawner helpers (native/spawner/pf-spawner.c and spawner-main.ts),
  * which SpawnerPool speaks: newline-delimited JSON, one object per line, both ways (UTF-8).
- *   to a helper:   {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath,files?,killScope?}
+ *   to a helper:   {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath,files?,killScope?,
+ *                   cpus?}
  *                  | {"op":"kill",uid,signal:"SIGTERM"|"SIGKILL"}
  *   from a helper: {"ev":"ready",pid} first, then {"ev":"started",uid,pid}
  *                  | {"ev":"exited",uid,exitCode,signal} | {"ev":"failed",uid,code,message}

@@ -97,7 +97,14 @@ export class SlurmLauncher implements PilotLauncher {
 
   /** The agent finds its nodes from the job's environment; stdin is not ours in a batch job. */
   agentConfig(pilot: PilotRecord, common: AgentConfig): AgentConfig {
-    return { ...common, gpus: pilot.description.gpus ?? 0, resource: 'slurm', watchStdin: false };
+    const mpi = pilot.description.agent?.mpi;
+    return {
+      ...common,
+      gpus: pilot.description.gpus ?? 0,
+      resource: 'slurm',
+      watchStdin: false,
+      ...(mpi !== undefined ? { mpi } : {}),
+    };
   }
 
   /** Starts following the pilot's job (`id`: known already, for an adopted one). */

@@ -28,6 +28,7 @@ export const processKind: ExecutorKind<ProcessJob> = {
     };
     if (l.files.length > 0) spec.files = l.files;
     if (l.killScope !== undefined) spec.killScope = l.killScope;
+    if (l.cpus !== undefined) spec.cpus = l.cpus;
     return { ok: true, job: { kind: 'process', spec, method: l.method } };
   },
 

@@ -1,6 +1,6 @@
 import type { TaskRecord } from '../../../generated';
-import { launchFailure, type LaunchMethodPlugin, type LaunchOptions } from './method';
-import { gpuList } from './ranks';
+import { launchFailure, type Launch, type LaunchMethodPlugin, type LaunchOptions } from './method';
+import { gpuList, slotCpus } from './ranks';
 
 /** The slot's node, when the task runs inside Slurm on another node than the agent's. */
 function elsewhere(task: TaskRecord, opts: LaunchOptions): string | undefined {
@@ -33,13 +33,23 @@ export const fork: LaunchMethodPlugin = {
       );
     }
     const gpus = gpuList(task.slots?.[0]?.gpus);
+    // the spawner pins the process (Launch.cpus) before it runs the task's code
+    const cpus = slotCpus(task.slots?.[0], opts.cpuIds);
     env.PF_RANK = '0';
     env.PF_GPUS = gpus;
     env.CUDA_VISIBLE_DEVICES = gpus;
+    // unpinned: no PF_CPUS (a delete only when the description set one: V8 slows on deletes)
+    if (cpus !== '') env.PF_CPUS = cpus;
+    else if (Object.hasOwn(env, 'PF_CPUS')) delete env.PF_CPUS;
     const d = task.description;
-    return {
-      ok: true,
-      launch: { method: 'fork', executable: d.executable, args: d.arguments ?? [], env, files: [] },
+    const launch: Launch = {
+      method: 'fork',
+      executable: d.executable,
+      args: d.arguments ?? [],
+      env,
+      files: [],
     };
+    if (cpus !== '') launch.cpus = cpus;
+    return { ok: true, launch };
   },
 };

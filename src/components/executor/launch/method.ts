@@ -18,6 +18,12 @@ export interface LaunchOptions {
    * Unset: 'srun' fails the task.
    */
   slurm?: SlurmLaunchOptions;
+  /**
+   * The CPU ids of each node's cores, by node name: core i of a slot on node N is CPU
+   * `cpuIds.get(N)[i]`, and each rank is pinned to its slot's CPUs. A node that is missing (the
+   * pilot declares more cores there than the machine has) or no map at all: ranks run unpinned.
+   */
+  cpuIds?: ReadonlyMap<string, readonly number[]>;
 }
 
 export interface SlurmLaunchOptions {
@@ -34,6 +40,12 @@ export interface SlurmLaunchOptions {
    * each rank's CUDA_VISIBLE_DEVICES is its slot's.
    */
   gpuGres?: boolean;
+  /**
+   * The PMI plug-in steps start with (`srun --mpi=<mpi>`), chosen per pilot (launch/mpi.ts):
+   * 'pmix' for an OpenMPI built without Slurm's PMI. Unset: Slurm's MpiDefault. A task whose
+   * `environment` sets SLURM_MPI_TYPE gets that instead.
+   */
+  mpi?: string;
 }
 
 export interface BuildLaunchOptions extends LaunchOptions {
@@ -63,6 +75,11 @@ export interface Launch {
    * the launcher alone (srun: its shepherd child must survive it to cancel the step).
    */
   killScope?: 'process';
+  /**
+   * fork: the CPUs (a cpulist, `0-3,8`) the spawner pins the process to. Launchers pin their
+   * ranks themselves, in the rank wrapper.
+   */
+  cpus?: string;
 }
 
 export type LaunchResult = { ok: true; launch: Launch } | { ok: false; reason: Reason };

@@ -1,5 +1,5 @@
 import { type LaunchMethodPlugin } from './method';
-import { hostfile, rankCommand, rankSlots, rankWrapper, setRankGpus } from './ranks';
+import { hostfile, rankCommand, rankSlots, rankWrapper, setRankTables } from './ranks';
 
 /** Name of the hostfile written into the task sandbox for mpirun. */
 export const MPI_HOSTFILE = 'mpi-hostfile';
@@ -23,7 +23,7 @@ export const mpirun: LaunchMethodPlugin = {
     const placed = rankSlots('mpirun', task, ranks);
     if (!placed.ok) return placed.result;
     const slots = placed.slots;
-    setRankGpus(env, slots);
+    setRankTables(env, slots, opts);
     const path = `${opts.workDir}/${MPI_HOSTFILE}`;
     const args = [
       // OpenMPI refuses to run as root without it.
@@ -35,7 +35,7 @@ export const mpirun: LaunchMethodPlugin = {
       // Rank i on hostfile line i; a host listed k times has k slots (no --oversubscribe).
       '--map-by',
       'seq',
-      // The scheduler's core numbers count capacity: they are not CPU ids to bind to.
+      // The rank wrapper pins each rank to its slot's CPUs (a rankfile cannot: see the doc).
       '--bind-to',
       'none',
       // mpirun passes its environment to ranks on its own host only: export every variable.

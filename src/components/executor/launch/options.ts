@@ -9,6 +9,10 @@ export interface LaunchEnvironment {
   uid: number | undefined;
   /** The agent's node, as its scheduler names the slots there (SLURMD_NODENAME under Slurm). */
   nodeName: string;
+  /** Under Slurm: the PMI plug-in of the pilot's steps (chooseMpi, mpi.ts); unset: Slurm's. */
+  mpi?: string | undefined;
+  /** The CPU ids of each node's cores, for pinning (LaunchOptions.cpuIds); unset: unpinned. */
+  cpuIds?: ReadonlyMap<string, readonly number[]> | undefined;
 }
 
 /**
@@ -21,12 +25,14 @@ export function launchOptionsFor(where: LaunchEnvironment): LaunchOptions {
     // OpenMPI's mpirun refuses to run as root without --allow-run-as-root.
     asRoot: where.uid === 0,
   };
+  if (where.cpuIds !== undefined) opts.cpuIds = where.cpuIds;
   if (where.resource === 'slurm') {
     opts.slurm = {
       srun: 'srun',
       node: where.nodeName,
       gpuGres: where.env.SLURM_JOB_GPUS !== undefined || where.env.SLURM_GPUS_ON_NODE !== undefined,
     };
+    if (where.mpi !== undefined) opts.slurm.mpi = where.mpi;
   }
   return opts;
 }

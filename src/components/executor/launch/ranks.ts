@@ -1,38 +1,92 @@
 import type { TaskRecord } from '../../../generated';
-import { launchFailure, type LaunchMethod, type LaunchResult, type Slot } from './method';
+import {
+  launchFailure,
+  type LaunchMethod,
+  type LaunchOptions,
+  type LaunchResult,
+  type Slot,
+} from './method';
 
 /**
  * The POSIX sh run for each rank as `sh -c WRAPPER pf-rank <executable> <args...>`: takes the
  * rank from the launcher's variable (`rankLine` sets r), sets PF_RANK, and PF_GPUS (and
  * CUDA_VISIBLE_DEVICES unless `cuda` is false) to entry PF_RANK of PF_RANK_GPUS (`;`-separated,
- * one entry per rank, each a comma-separated GPU list, possibly empty), then execs the task.
- * `g` is wrapped in `;` so entry r is what follows the (r+1)-th `;`.
+ * one entry per rank, each a comma-separated GPU list, possibly empty); pins itself to entry
+ * PF_RANK of PF_RANK_CPUS (a cpulist, or empty: unpinned) with `taskset -p`, which the exec
+ * keeps, and sets PF_CPUS to it once pinned; then execs the task. A rank that cannot be pinned
+ * (no taskset, CPUs outside the step's cpuset) says so on stderr and runs unpinned.
+ * `g` and `c` are wrapped in `;` so entry r is what follows the (r+1)-th `;`.
  */
 export function rankWrapper(rankLine: string, cuda: boolean): string {
   return [
     rankLine,
-    'g=";${PF_RANK_GPUS-};"',
+    'g=";${PF_RANK_GPUS-};" c=";${PF_RANK_CPUS-};"',
     'i=0',
-    'while [ "$i" -le "$r" ]; do g=${g#*;}; i=$((i + 1)); done',
-    'g=${g%%;*}',
+    'while [ "$i" -le "$r" ]; do g=${g#*;} c=${c#*;}; i=$((i + 1)); done',
+    'g=${g%%;*} c=${c%%;*}',
+    'PF_CPUS=',
+    'if [ -n "$c" ]; then',
+    '  if taskset -pc "$c" $$ >/dev/null; then PF_CPUS=$c',
+    '  else echo "pf-rank: rank $r runs unpinned: taskset cannot pin it to CPUs $c" >&2; fi',
+    'fi',
     ...(cuda
       ? [
           'PF_RANK=$r PF_GPUS=$g CUDA_VISIBLE_DEVICES=$g',
-          'export PF_RANK PF_GPUS CUDA_VISIBLE_DEVICES',
+          'export PF_RANK PF_GPUS PF_CPUS CUDA_VISIBLE_DEVICES',
         ]
-      : ['PF_RANK=$r PF_GPUS=$g', 'export PF_RANK PF_GPUS']),
-    'unset PF_RANK_GPUS',
+      : ['PF_RANK=$r PF_GPUS=$g', 'export PF_RANK PF_GPUS PF_CPUS']),
+    'unset PF_RANK_GPUS PF_RANK_CPUS',
     'exec "$@"',
   ].join('\n');
 }
 
 /** Variables set per rank (by the wrapper under a launcher), never taken from the description. */
-const PER_RANK = ['PF_RANK', 'PF_GPUS', 'CUDA_VISIBLE_DEVICES'] as const;
+const PER_RANK = ['PF_RANK', 'PF_GPUS', 'PF_CPUS', 'CUDA_VISIBLE_DEVICES'] as const;
 
-/** For a launcher's ranks: drops the per-rank values, sets the table the wrapper reads. */
-export function setRankGpus(env: Record<string, string>, slots: readonly Slot[]): void {
+/**
+ * For a launcher's ranks: drops the per-rank values, sets the tables the wrapper reads (GPUs,
+ * and CPUs when some rank can be pinned).
+ */
+export function setRankTables(
+  env: Record<string, string>,
+  slots: readonly Slot[],
+  opts: LaunchOptions,
+): void {
   for (const k of PER_RANK) delete env[k];
   env.PF_RANK_GPUS = slots.map((s) => gpuList(s.gpus)).join(';');
+  const cpus = slots.map((s) => slotCpus(s, opts.cpuIds));
+  if (cpus.some((c) => c !== '')) env.PF_RANK_CPUS = cpus.join(';');
+  else delete env.PF_RANK_CPUS;
+}
+
+/**
+ * The cpulist a slot's rank is pinned to: its cores through the node's CPU ids; '' (unpinned)
+ * when the node has no map or a core lies beyond it.
+ */
+export function slotCpus(s: Slot | undefined, cpuIds: LaunchOptions['cpuIds']): string {
+  const ids = s === undefined ? undefined : cpuIds?.get(s.node);
+  if (ids === undefined || s === undefined || s.cores.length === 0) return '';
+  const cpus: number[] = [];
+  for (const core of s.cores) {
+    const id = ids[core];
+    if (id === undefined) return '';
+    cpus.push(id);
+  }
+  return cpuList(cpus);
+}
+
+/** CPU ids as a Linux cpulist, runs as ranges: [3, 0, 1, 2, 8] → `0-3,8`. */
+export function cpuList(ids: readonly number[]): string {
+  if (ids.length === 1) return String(ids[0]); // a one-core fork task, on the hot path
+  const sorted = [...new Set(ids)].sort((a, b) => a - b);
+  const parts: string[] = [];
+  for (let i = 0; i < sorted.length;) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++;
+    parts.push(j === i ? String(sorted[i]) : `${sorted[i]}-${sorted[j]}`);
+    i = j + 1;
+  }
+  return parts.join(',');
 }
 
 /** What a launcher starts on each rank: the task's command under a rank wrapper. */

@@ -1,5 +1,5 @@
 import { launchFailure, type LaunchMethodPlugin } from './method';
-import { hostfile, rankCommand, rankSlots, rankWrapper, setRankGpus } from './ranks';
+import { hostfile, rankCommand, rankSlots, rankWrapper, setRankTables } from './ranks';
 
 /** Name of the hostfile (SLURM_HOSTFILE) written into the task sandbox for srun. */
 export const SLURM_HOSTFILE = 'slurm-hostfile';
@@ -50,9 +50,11 @@ export const srun: LaunchMethodPlugin = {
     const cpusPerTask = Math.max(1, slots[0]?.cores.length ?? 1);
     const gpusPerTask = slots[0]?.gpus.length ?? 0;
     const memMb = task.description.memPerRankMb ?? 0;
-    setRankGpus(env, slots);
+    setRankTables(env, slots, opts);
     const path = `${opts.workDir}/${SLURM_HOSTFILE}`;
     env.SLURM_HOSTFILE = path;
+    // The pilot's PMI for MPI programs, unless the task names one (srun reads SLURM_MPI_TYPE).
+    const mpi = Object.hasOwn(env, 'SLURM_MPI_TYPE') ? undefined : slurm.mpi;
     const args = [
       `--job-name=${task.uid}`,
       // Explicit: the batch job's SLURM_NNODES is inherited. No --nodelist: it overrides the
@@ -66,6 +68,7 @@ export const srun: LaunchMethodPlugin = {
       // --mem=0: the job's memory without reserving it, so steps share a node as forks do.
       memMb > 0 ? `--mem-per-cpu=${Math.ceil(memMb / cpusPerTask)}` : '--mem=0',
       ...(gres && gpusPerTask > 0 ? [`--gpus-per-task=${gpusPerTask}`] : []),
+      ...(mpi !== undefined ? [`--mpi=${mpi}`] : []),
       '--kill-on-bad-exit=1',
       // A pilot submitted with --export=NONE would otherwise give the ranks an empty env.
       '--export=ALL',

@@ -23,4 +23,18 @@ describe('launchOptionsFor', () => {
       true,
     );
   });
+
+  it("carries the pilot's CPU map, and under Slurm its PMI plug-in", () => {
+    const cpuIds = new Map([['n1', [0, 1]]]);
+    const where = { resource: 'slurm', uid: 1000, nodeName: 'n1', env: {}, cpuIds, mpi: 'pmix' };
+    const opts = launchOptionsFor(where);
+    expect(opts.cpuIds).toBe(cpuIds);
+    expect(opts.slurm?.mpi).toBe('pmix');
+    expect(launchOptionsFor({ ...where, mpi: undefined }).slurm).not.toHaveProperty('mpi');
+    expect(launchOptionsFor({ ...where, resource: 'local' })).toEqual({
+      mpirun: 'mpirun',
+      asRoot: false,
+      cpuIds,
+    });
+  });
 });

@@ -156,4 +156,24 @@ describe('buildLaunch with srun', () => {
     const r = buildLaunch(task({ ranks: 2 }, slots), GRES);
     expect(r.ok ? undefined : r.reason.code).toBe('E_LAUNCH_SLOTS');
   });
+
+  it("adds the pilot's PMI plug-in, unless the task's environment names one", () => {
+    const MPI: BuildLaunchOptions = { ...SLURM, slurm: { ...SLURM.slurm!, mpi: 'pmix' } };
+    const slots = [slot('n1', [0]), slot('n2', [0])];
+    const l = launched(task({ ranks: 2 }, slots), MPI);
+    expect(launcherOptions(l)).toContain('--mpi=pmix');
+    expect(launcherOptions(l).indexOf('--mpi=pmix')).toBeLessThan(
+      launcherOptions(l).indexOf('--kill-on-bad-exit=1'),
+    );
+    // srun reads SLURM_MPI_TYPE itself: the task's choice wins
+    const own = launched(task({ ranks: 2, environment: { SLURM_MPI_TYPE: 'none' } }, slots), MPI);
+    expect(launcherOptions(own).some((a) => a.startsWith('--mpi'))).toBe(false);
+    expect(own.env.SLURM_MPI_TYPE).toBe('none');
+    // no choice (Slurm's MpiDefault): no option
+    expect(
+      launcherOptions(launched(task({ ranks: 2 }, slots), SLURM)).some((a) =>
+        a.startsWith('--mpi'),
+      ),
+    ).toBe(false);
+  });
 });
