@@ -73,6 +73,10 @@ export class PilotManager {
     rt.control.on((msg) => {
       if (msg.type === 'agent_ready') {
         this.launcher.core.onAgentReady(msg.pilot);
+        // said once per agent start: a pilot declaring more cores or GPUs than its machine has
+        for (const warning of msg.warnings ?? []) {
+          this.log.warn('pilot resources', { pilot: msg.pilot, warning });
+        }
         const pilot = this.pilots.get(msg.pilot);
         if (pilot !== undefined && !pilot.final) {
           // a batch pilot's real size is known only now: tasks are placed against it
