@@ -5,6 +5,7 @@ import { withTimeout } from '../lib/deferred';
 import type { Logger } from '../lib/logger';
 import { parseControlMessage } from '../lib/validate';
 import type { ClientSecurity } from './curve';
+import type { Decoded } from './frames';
 import { Publisher, Subscriber } from './pubsub';
 import { BadMessages } from '../lib/bad-messages';
 
@@ -101,18 +102,10 @@ export class ControlBus {
   private async run(): Promise<void> {
     try {
       for await (const m of this.sub.messages()) {
-        if (!m.ok) {
-          this.bad.report('undecodable control message rejected', errorMeta(m.error));
-          continue;
-        }
-        let msg: ControlMessage;
-        try {
-          msg = parseControlMessage(m.value);
-        } catch (e) {
-          const issues = e instanceof ValidationError ? e.issues : [];
-          this.bad.report('invalid control message rejected', { issues });
-          continue;
-        }
+        const msg = controlMessageOf(m, 'rejected', {}, (kind, meta) =>
+          this.bad.report(kind, meta),
+        );
+        if (msg === undefined) continue;
         if (msg.type === 'probe') {
           this.probes.get(msg.nonce)?.resolve();
           continue;
@@ -132,5 +125,28 @@ export class ControlBus {
     } catch (e) {
       this.log.error('control bus stopped', errorMeta(e));
     }
+  }
+}
+
+/**
+ * The control message in a received frame, or undefined after `refuse` was told why not
+ * ("undecodable control message <verb>", "invalid control message <verb>", with `meta`).
+ */
+export function controlMessageOf(
+  m: Decoded,
+  verb: string,
+  meta: Record<string, unknown>,
+  refuse: (kind: string, meta: Record<string, unknown>) => void,
+): ControlMessage | undefined {
+  if (!m.ok) {
+    refuse(`undecodable control message ${verb}`, { ...meta, ...errorMeta(m.error) });
+    return undefined;
+  }
+  try {
+    return parseControlMessage(m.value);
+  } catch (e) {
+    const issues = e instanceof ValidationError ? e.issues : [];
+    refuse(`invalid control message ${verb}`, { ...meta, issues });
+    return undefined;
   }
 }

@@ -1,10 +1,9 @@
 import * as zmq from 'zeromq';
 import type { ControlMessage } from '../generated';
-import { ValidationError, errorMeta } from '../errors';
+import { errorMeta } from '../errors';
 import { BadMessages } from '../lib/bad-messages';
 import type { Logger } from '../lib/logger';
-import { parseControlMessage } from '../lib/validate';
-import type { ControlBus } from './control-bus';
+import { controlMessageOf, type ControlBus } from './control-bus';
 import { serverOptions, type ServerSecurity } from './curve';
 import { MAX_MESSAGE_BYTES, decodedMessages } from './frames';
 
@@ -62,18 +61,10 @@ export class ControlUplinks {
   private async run(pilot: string, sock: zmq.Subscriber): Promise<void> {
     try {
       for await (const m of decodedMessages(sock)) {
-        if (!m.ok) {
-          this.refuse('undecodable control message refused', { pilot, ...errorMeta(m.error) });
-          continue;
-        }
-        let msg: ControlMessage;
-        try {
-          msg = parseControlMessage(m.value);
-        } catch (e) {
-          const issues = e instanceof ValidationError ? e.issues : [];
-          this.refuse('invalid control message refused', { pilot, issues });
-          continue;
-        }
+        const msg = controlMessageOf(m, 'refused', { pilot }, (kind, meta) =>
+          this.refuse(kind, meta),
+        );
+        if (msg === undefined) continue;
         if (msg.type === 'probe') {
           void this.bus.echo(msg).catch(() => undefined); // the agent probes again
           continue;
