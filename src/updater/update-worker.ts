@@ -48,6 +48,8 @@ interface Unacked {
   frame: Buffer;
   count: number;
   timer: NodeJS.Timeout;
+  /** Times it was sent again. */
+  resent: number;
 }
 
 /**
@@ -228,6 +230,7 @@ export class UpdateWorker {
       frame,
       count: notifications.length,
       timer: this.armResend(request.batch),
+      resent: 0,
     });
     this.transmit(frame);
   }
@@ -237,7 +240,9 @@ export class UpdateWorker {
       const u = this.unacked.get(batch);
       if (u === undefined) return;
       this.counts.resent++;
-      this.log.warn('store ack timed out, re-sending batch', { batch, count: u.count });
+      // A store that cannot write (a full disk) holds batches for long: said once per batch.
+      const level = u.resent++ === 0 ? 'warn' : 'debug';
+      this.log[level]('store ack timed out, re-sending batch', { batch, count: u.count });
       u.timer = this.armResend(batch);
       this.transmit(u.frame);
     }, this.opts.ackTimeoutMs);

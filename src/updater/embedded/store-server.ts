@@ -21,6 +21,8 @@ export interface StoreServerOptions {
  */
 export class StoreServer {
   private readonly inFlight = new Set<Promise<void>>();
+  /** Appends under way by batch id. */
+  private readonly appending = new Map<string, Promise<StoreReply>>();
   private sendChain: Promise<void> = Promise.resolve();
   private closing: Promise<void> | undefined;
   private readonly receiving: Promise<void>;
@@ -56,7 +58,10 @@ export class StoreServer {
     return new StoreServer(sock, endpoint, store, log);
   }
 
-  /** Stops taking requests, lets the appends under way finish and reply, then closes. */
+  /**
+   * Stops taking requests, lets the appends under way finish and reply, then closes. Appends
+   * a store holds because it cannot write end only when it gives them up: close it too.
+   */
   close(): Promise<void> {
     this.closing ??= (async () => {
       while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
@@ -105,14 +110,29 @@ export class StoreServer {
       const issues = e instanceof ValidationError ? e.issues : [];
       return this.invalid(batchOf(value), coerceError(e).message, issues);
     }
+    // A worker re-sends a batch whose ack is late (a store that cannot write holds it): the
+    // re-send waits for the same append rather than holding the batch twice.
+    let appending = this.appending.get(request.batch);
+    if (appending === undefined) {
+      appending = this.append(request);
+      this.appending.set(request.batch, appending);
+      const batch = request.batch;
+      void appending.finally(() => this.appending.delete(batch));
+    }
+    return appending;
+  }
+
+  private async append(request: StoreRequest): Promise<StoreReply> {
     try {
       const accepted = await this.store.append(request.notifications);
       this.log.debug('batch appended', { batch: request.batch, accepted });
       return { batch: request.batch, ok: true, accepted };
     } catch (e) {
       const err = coerceError(e);
-      this.log.error('append failed', { batch: request.batch, ...errorMeta(err) });
       const code = (err as { code?: unknown }).code;
+      // The store reports its own condition (a full disk) once; each batch it refuses is routine.
+      const level = code === 'E_STORE_UNWRITABLE' ? 'warn' : 'error';
+      this.log[level]('append failed', { batch: request.batch, ...errorMeta(err) });
       return {
         batch: request.batch,
         ok: false,
