@@ -23,6 +23,7 @@ import { ManagerPipeline } from './manager-pipeline';
 import { MemoryTrimmer } from './memory-trimmer';
 import type { SessionOptions } from './session';
 import { teeLogger } from './tee-logger';
+import { closeStore, StoreHealth } from './store-health';
 import type { FinalPilotState } from '../states/pilot-model';
 import { TASK_RECOVERY_OWNER } from '../states/task-model';
 import { reason } from '../components/shared/reasons';
@@ -70,6 +71,8 @@ export class ClientRuntime {
   control!: ControlBus;
   pipeline!: ManagerPipeline;
   store!: EmbeddedStore;
+  /** Whether the store and the files beside it can be written (a full disk: Session.onStoreError). */
+  readonly health: StoreHealth;
 
   private constructor(
     readonly uid: string,
@@ -80,6 +83,7 @@ export class ClientRuntime {
   ) {
     this.resumed = resumed ?? [];
     this.resuming = resumed !== undefined;
+    this.health = new StoreHealth(log);
     const memory = nativeMemory();
     if (memory !== undefined) this.trimmer = new MemoryTrimmer(memory, this.clock);
     else log.info('memory is not given back at rest', { why: nativeMemoryMissing() });
@@ -105,7 +109,9 @@ export class ClientRuntime {
       makePrivateDir(dir);
       journal = Journal.create(dir);
     }
-    const file = fileLogger(dir, 'client', opts.logLevel ?? 'info');
+    const file = fileLogger(dir, 'client', opts.logLevel ?? 'info', (f) =>
+      logger?.warn('client.log cannot be written: its lines are dropped', { ...f }),
+    );
     const log = logger !== undefined ? teeLogger(file, logger) : file;
     const s = new ClientRuntime(uid, dir, log, file, resumed);
     s.journal = journal;
@@ -130,6 +136,7 @@ export class ClientRuntime {
     before: SessionAddresses | undefined,
   ): Promise<void> {
     this.store = await EmbeddedStore.open(this.dir);
+    for (const s of [this.store, this.journal, this.delivered]) this.health.watch(s);
     this.storeServer = await StoreServer.start(this.store, {
       address: before?.store ?? listenAt,
       logger: this.log.child({ component: 'StoreServer' }),
@@ -276,6 +283,8 @@ export class ClientRuntime {
    * now is delivered. A no-op for a new session or a second call.
    */
   replay(): Promise<void> {
+    const unwritable = this.health.error;
+    if (unwritable !== undefined) return Promise.reject(unwritable); // waits start with a replay
     this.replaying ??= this.doReplay();
     return this.replaying;
   }
@@ -344,15 +353,19 @@ export class ClientRuntime {
     this.closers.push(fn);
   }
 
+  /** Refuses new work when the session is closed or its store cannot write (StoreHealth). */
   assertOpen(): void {
     if (this.closed) throw new UsageError(`session ${this.uid} is closed`);
+    this.health.check();
   }
 
   /** Shuts down every pilot of the session, flushes the store and releases every socket. */
   async close(): Promise<void> {
     if (this.closed) return;
     // a resumed session closed before it delivered anything: take its pilots back to end them
-    await this.replay().catch((e: unknown) => this.log.error('replay failed', errorMeta(e)));
+    await (this.replaying ??= this.doReplay()).catch((e: unknown) =>
+      this.log.error('replay failed', errorMeta(e)),
+    );
     this.closed = true;
     clearInterval(this.heartbeat);
     this.trimmer?.close();
@@ -363,15 +376,14 @@ export class ClientRuntime {
     this.notes?.flush();
     await this.updates?.close();
     await Promise.all(this.workers.map((w) => w.close()));
-    await this.storeServer?.close();
-    await this.watchIterator?.return?.();
-    await this.store?.close();
+    await closeStore(this.storeServer, this.store, async () => this.watchIterator?.return?.());
     await this.watchLoop;
     await this.control?.close();
     await Promise.all(this.bridges.map((b) => b.close()));
     for (const c of this.caughtUp.splice(0)) c.resolve();
     this.delivered?.close();
     await this.fileLog.close();
+    this.health.throwIfLost(this.store);
   }
 
   private async follow(): Promise<void> {

@@ -1,3 +1,4 @@
+import { getSystemErrorMap } from 'node:util';
 import type { Notification } from '../generated';
 import { PilotfishError } from '../errors';
 
@@ -66,11 +67,14 @@ export class StoreUnwritableError extends PilotfishError {
 
   constructor(u: Unwritable, options?: ErrorOptions) {
     const lost = u.lost ?? 0;
+    const why = errnoMessage(u.errno);
     super(
-      `session store cannot write ${u.path}: ${u.errno}` +
+      `session store cannot write ${u.path}: ${u.errno}${why === undefined ? '' : ` (${why})`}` +
         (lost > 0
           ? `; ${lost} notifications were lost (given up at close)`
-          : `; ${u.held} notifications are held and will be written once it can`),
+          : u.held > 0
+            ? `; ${u.held} notifications are held and will be written once it can`
+            : ''),
       options,
     );
     this.errno = u.errno;
@@ -85,4 +89,10 @@ export class StoreUnwritableError extends PilotfishError {
 export function errnoOf(e: unknown): string {
   const code = (e as { code?: unknown } | undefined)?.code;
   return typeof code === 'string' ? code : 'EIO';
+}
+
+/** The system's words for an errno name ('no space left on device' for ENOSPC). */
+function errnoMessage(errno: string): string | undefined {
+  for (const [name, message] of getSystemErrorMap().values()) if (name === errno) return message;
+  return undefined;
 }
