@@ -1,6 +1,7 @@
 import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
 import { PRIVATE_FILE } from '../lib/private-files';
+import { errnoOf, StoreUnwritableError } from '../updater/state-store';
 
 /**
  * How many callback events each manager of a session has delivered, in
@@ -9,11 +10,20 @@ import { PRIVATE_FILE } from '../lib/private-files';
  * StateTracker), so a resumed session replays the store and stays silent for the first
  * `count` events of each manager: none is delivered twice. The window is one event: a crash
  * inside a callback (before its count is written) delivers that one again.
+ *
+ * A count that cannot be written (a full disk) stays in memory and the callbacks go on; the
+ * next write of that manager's slot, or `retry()`, writes it. Meanwhile `unwritable` says so
+ * (a crash then would deliver again what was delivered since).
  */
 export class DeliveredCounters {
   private readonly buf = Buffer.alloc(8);
+  /** Slots whose count is not written. */
+  private readonly unwritten = new Set<number>();
+  private failure: StoreUnwritableError | undefined;
+  private readonly listeners = new Set<(e: StoreUnwritableError | undefined) => void>();
 
   private constructor(
+    private readonly file: string,
     private readonly fd: number,
     private readonly counts: number[],
   ) {}
@@ -27,7 +37,8 @@ export class DeliveredCounters {
     for (let off = 0; off < bytes.length; off += 8) counts.push(bytes.readDoubleLE(off));
     // 'a+' appends on Linux whatever the position: reopen for positioned writes
     closeSync(fd);
-    return new DeliveredCounters(openSync(path.join(dir, 'delivered'), 'r+'), counts);
+    const file = path.join(dir, 'delivered');
+    return new DeliveredCounters(file, openSync(file, 'r+'), counts);
   }
 
   /** Events manager `slot` delivered before (0 for a new session or a new manager). */
@@ -37,12 +48,58 @@ export class DeliveredCounters {
 
   set(slot: number, count: number): void {
     this.counts[slot] = count;
-    this.buf.writeDoubleLE(count, 0);
-    writeSync(this.fd, this.buf, 0, 8, slot * 8);
+    this.unwritten.add(slot);
+    this.retry();
   }
 
+  /** While counts cannot be written: the condition. */
+  get unwritable(): StoreUnwritableError | undefined {
+    return this.failure;
+  }
+
+  /** Listens for counts that cannot be written (the error) and for their being written (undefined). */
+  onUnwritable(listener: (e: StoreUnwritableError | undefined) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Writes the counts not written yet; true once all are. */
+  retry(): boolean {
+    try {
+      for (const slot of this.unwritten) {
+        this.buf.writeDoubleLE(this.counts[slot] ?? 0, 0);
+        writeSync(this.fd, this.buf, 0, 8, slot * 8);
+        this.unwritten.delete(slot);
+      }
+    } catch (e) {
+      if (this.failure === undefined) {
+        this.failure = new StoreUnwritableError(
+          { errno: errnoOf(e), path: this.file, since: Date.now(), held: 0 },
+          { cause: e },
+        );
+        this.tell(this.failure);
+      }
+      return false;
+    }
+    if (this.failure !== undefined) {
+      this.failure = undefined;
+      this.tell(undefined);
+    }
+    return true;
+  }
+
+  /** Writes what it can, then closes (never throws: counts are a resume's aid, not its truth). */
   close(): void {
-    closeSync(this.fd);
+    this.retry();
+    try {
+      closeSync(this.fd);
+    } catch {
+      // nothing left to release
+    }
+  }
+
+  private tell(e: StoreUnwritableError | undefined): void {
+    for (const l of this.listeners) l(e);
   }
 }
 

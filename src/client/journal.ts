@@ -4,12 +4,14 @@ import {
   existsSync,
   openSync,
   readFileSync,
+  statSync,
   truncateSync,
 } from 'node:fs';
 import * as path from 'node:path';
 import type { PilotDescription, TaskDescription } from '../generated';
 import { UsageError } from '../errors';
 import { PRIVATE_FILE } from '../lib/private-files';
+import { errnoOf, StoreUnwritableError } from '../updater/state-store';
 import type { PilotLink } from './pilot-links';
 
 /** Addresses a session listens on; a resumed session binds the same ones, so agents reconnect. */
@@ -48,15 +50,31 @@ export type JournalEntry =
 /**
  * The session's journal, `<session dir>/journal.jsonl`: written synchronously before the
  * notifications it explains reach the store, so whatever the store holds after a crash, the
- * journal holds too. A torn last line (a crash mid-write) is cut off on reading.
+ * journal holds too. A torn last line (a crash mid-write) is cut off on reading, and a write
+ * that fails (a full disk) is cut back at once, so no torn line is ever followed by others.
+ *
+ * When the file cannot be written, what the user asks for (a session, pilots, tasks) is
+ * refused: `append` throws a StoreUnwritableError and the call that asked fails whole. What
+ * happened without asking (an agent's pid and size, `t: 'agent'`) cannot be refused: it is held
+ * and written, in order, before the next entry or at `retry()`; `unwritable` says so meanwhile.
  */
 export class Journal {
-  private constructor(readonly file: string) {}
+  private held: JournalEntry[] = [];
+  private failure: StoreUnwritableError | undefined;
+  /** A failed write left part of a line that a cut did not remove yet: cut before writing. */
+  private torn = false;
+  private readonly listeners = new Set<(e: StoreUnwritableError | undefined) => void>();
+
+  private constructor(
+    readonly file: string,
+    /** Length of the file's whole lines: a failed write is cut back to it. */
+    private size: number,
+  ) {}
 
   static create(dir: string): Journal {
     const file = path.join(dir, 'journal.jsonl');
     closeSync(openSync(file, 'a', PRIVATE_FILE));
-    return new Journal(file);
+    return new Journal(file, statSync(file).size);
   }
 
   /** Reads a session's journal; throws a UsageError naming the file when there is none. */
@@ -83,10 +101,65 @@ export class Journal {
           );
         }
       });
-    return { journal: new Journal(file), entries };
+    return { journal: new Journal(file, Buffer.byteLength(text.slice(0, whole))), entries };
+  }
+
+  /** While entries are held because the file cannot be written: the condition. */
+  get unwritable(): StoreUnwritableError | undefined {
+    return this.held.length > 0 ? this.failure : undefined;
+  }
+
+  /** Listens for held entries (the error) and for their being written (undefined). */
+  onUnwritable(listener: (e: StoreUnwritableError | undefined) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   append(entry: JournalEntry): void {
-    appendFileSync(this.file, JSON.stringify(entry) + '\n', { mode: PRIVATE_FILE });
+    const held = entry.t === 'agent';
+    if (this.write([...this.held, entry])) return;
+    if (!held) throw this.failure!;
+    this.held.push(entry);
+    if (this.held.length === 1) this.tell(this.failure);
+  }
+
+  /** Writes the held entries, if any; true once none is held. */
+  retry(): boolean {
+    if (this.held.length === 0) return true;
+    return this.write(this.held);
+  }
+
+  /** Appends `entries` as one write; on failure the file is cut back and `failure` set. */
+  private write(entries: JournalEntry[]): boolean {
+    const text = entries.map((e) => JSON.stringify(e) + '\n').join('');
+    try {
+      if (this.torn) truncateSync(this.file, this.size);
+      this.torn = false;
+      appendFileSync(this.file, text, { mode: PRIVATE_FILE });
+    } catch (e) {
+      this.torn = true;
+      try {
+        truncateSync(this.file, this.size);
+        this.torn = false;
+      } catch {
+        // cut before the next write
+      }
+      const since = this.failure?.since ?? Date.now();
+      this.failure = new StoreUnwritableError(
+        { errno: errnoOf(e), path: this.file, since, held: 0 },
+        { cause: e },
+      );
+      return false;
+    }
+    this.size += Buffer.byteLength(text);
+    const wasHeld = this.held.length > 0;
+    this.held = [];
+    this.failure = undefined;
+    if (wasHeld) this.tell(undefined);
+    return true;
+  }
+
+  private tell(e: StoreUnwritableError | undefined): void {
+    for (const l of this.listeners) l(e);
   }
 }

@@ -23,10 +23,10 @@ import { ManagerPipeline } from './manager-pipeline';
 import { MemoryTrimmer } from './memory-trimmer';
 import type { SessionOptions } from './session';
 import { teeLogger } from './tee-logger';
+import { closeStore, StoreHealth } from './store-health';
 import type { FinalPilotState } from '../states/pilot-model';
-import { TASK_RECOVERY_OWNER } from '../states/task-model';
-import { reason } from '../components/shared/reasons';
 import { makePrivateDir } from '../lib/private-files';
+import { recoveryNotes } from './pilot-recovery';
 import { PilotLinks, type PilotLink } from './pilot-links';
 import { SessionSecurity } from './session-security';
 import { heartbeats, openSessionControl } from './session-control';
@@ -78,6 +78,8 @@ export class ClientRuntime {
   security: SessionSecurity | undefined;
   pipeline!: ManagerPipeline;
   store!: EmbeddedStore;
+  /** Whether the store and the files beside it can be written (a full disk: Session.onStoreError). */
+  readonly health: StoreHealth;
 
   private constructor(
     readonly uid: string,
@@ -88,6 +90,7 @@ export class ClientRuntime {
   ) {
     this.resumed = resumed ?? [];
     this.resuming = resumed !== undefined;
+    this.health = new StoreHealth(log);
     const memory = nativeMemory();
     if (memory !== undefined) this.trimmer = new MemoryTrimmer(memory, this.clock);
     else log.info('memory is not given back at rest', { why: nativeMemoryMissing() });
@@ -113,7 +116,9 @@ export class ClientRuntime {
       makePrivateDir(dir);
       journal = Journal.create(dir);
     }
-    const file = fileLogger(dir, 'client', opts.logLevel ?? 'info');
+    const file = fileLogger(dir, 'client', opts.logLevel ?? 'info', (f) =>
+      logger?.warn('client.log cannot be written: its lines are dropped', { ...f }),
+    );
     const log = logger !== undefined ? teeLogger(file, logger) : file;
     const s = new ClientRuntime(uid, dir, log, file, resumed);
     s.journal = journal;
@@ -148,6 +153,7 @@ export class ClientRuntime {
     if (insecure) this.log.warn('session opened insecure: its ports admit anyone who reaches them');
     else this.security = await SessionSecurity.open(this.uid, this.dir, this.log);
     this.store = await EmbeddedStore.open(this.dir);
+    for (const s of [this.store, this.journal, this.delivered]) this.health.watch(s);
     // only this process's workers use this socket; agents get one per pilot (PilotLinks)
     this.storeServer = await StoreServer.start(this.store, {
       address: `inproc://${this.uid}/store`,
@@ -239,22 +245,8 @@ export class ClientRuntime {
   private async recover(pilot: string, state: FinalPilotState, why?: Reason): Promise<void> {
     try {
       await this.drained();
-      const now = this.clock.now();
-      const final = state === 'CANCELED' ? 'CANCELED' : 'FAILED';
-      const r = reason(
-        final === 'CANCELED' ? 'E_CANCELED' : 'E_PILOT_ENDED',
-        `pilot ${pilot} ended (${state}${why !== undefined ? `: ${why.message}` : ''}) before the task finished`,
-        TASK_RECOVERY_OWNER,
-      );
-      const notes: Notification[] = this.pipeline.unreturned(pilot).map((t) => ({
-        kind: 'task',
-        uid: t.uid,
-        attempt: t.attempt,
-        state: final,
-        ts: now,
-        component: TASK_RECOVERY_OWNER,
-        detail: { pilot, reason: r },
-      }));
+      const unreturned = this.pipeline.unreturned(pilot);
+      const notes = recoveryNotes(pilot, state, why, unreturned, this.clock.now());
       if (notes.length === 0) return;
       this.log.warn('finalizing tasks of an ended pilot', { pilot, count: notes.length });
       this.notify(notes);
@@ -296,6 +288,8 @@ export class ClientRuntime {
    * now is delivered. A no-op for a new session or a second call.
    */
   replay(): Promise<void> {
+    const unwritable = this.health.error;
+    if (unwritable !== undefined) return Promise.reject(unwritable); // waits start with a replay
     this.replaying ??= this.doReplay();
     return this.replaying;
   }
@@ -366,15 +360,19 @@ export class ClientRuntime {
     this.closers.push(fn);
   }
 
+  /** Refuses new work when the session is closed or its store cannot write (StoreHealth). */
   assertOpen(): void {
     if (this.closed) throw new UsageError(`session ${this.uid} is closed`);
+    this.health.check();
   }
 
   /** Shuts down every pilot of the session, flushes the store and releases every socket. */
   async close(): Promise<void> {
     if (this.closed) return;
     // a resumed session closed before it delivered anything: take its pilots back to end them
-    await this.replay().catch((e: unknown) => this.log.error('replay failed', errorMeta(e)));
+    await (this.replaying ??= this.doReplay()).catch((e: unknown) =>
+      this.log.error('replay failed', errorMeta(e)),
+    );
     this.closed = true;
     clearInterval(this.heartbeat);
     const refused = this.pipeline !== undefined ? this.refusals() : undefined;
@@ -389,9 +387,7 @@ export class ClientRuntime {
     this.notes?.flush();
     await this.updates?.close();
     await Promise.all(this.workers.map((w) => w.close()));
-    await this.storeServer?.close();
-    await this.watchIterator?.return?.();
-    await this.store?.close();
+    await closeStore(this.storeServer, this.store, async () => this.watchIterator?.return?.());
     await this.watchLoop;
     await this.control?.close();
     await this.uplinks?.close();
@@ -400,6 +396,7 @@ export class ClientRuntime {
     for (const c of this.caughtUp.splice(0)) c.resolve();
     this.delivered?.close();
     await this.fileLog.close();
+    this.health.throwIfLost(this.store);
   }
 
   private async follow(): Promise<void> {

@@ -10,6 +10,7 @@ import {
   type ServerSecurity,
 } from '../transport/curve';
 import { ZapHandler } from '../transport/zap';
+import { errnoOf, StoreUnwritableError } from '../updater/state-store';
 
 /**
  * The session's keys and who may connect where. Every socket the session binds on TCP is a
@@ -36,7 +37,15 @@ export class SessionSecurity {
       server = parseKeyFile(file);
     } else {
       server = newKeyPair();
-      writeFileSync(file, JSON.stringify(server), { mode: PRIVATE_FILE, flag: 'wx' });
+      try {
+        writeFileSync(file, JSON.stringify(server), { mode: PRIVATE_FILE, flag: 'wx' });
+      } catch (e) {
+        // a full disk at open: said like every other file of the session that cannot be written
+        throw new StoreUnwritableError(
+          { errno: errnoOf(e), path: file, since: Date.now(), held: 0 },
+          { cause: e },
+        );
+      }
     }
     return new SessionSecurity(session, server, await ZapHandler.shared(), log);
   }

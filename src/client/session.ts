@@ -1,4 +1,5 @@
 import type { Logger } from '../lib/logger';
+import type { StoreUnwritableError } from '../updater/state-store';
 import { ClientRuntime, bindRuntime, runtimeOf } from './runtime';
 
 export interface SessionOptions {
@@ -60,7 +61,28 @@ export class Session {
     return runtimeOf(this).replay();
   }
 
-  /** Shuts down every pilot of the session, flushes the store and releases every socket. */
+  /**
+   * Listens for the session's store becoming unable to write its files (a full disk, a quota,
+   * an I/O error: the error names the file and errno) and able again (`undefined`). While it
+   * lasts, tasks go on and nothing is lost: their states are held and delivered, in order,
+   * once space is back; submitTasks, submitPilots and new waits reject with that error
+   * (`code` 'E_STORE_UNWRITABLE'); a wait already under way goes on waiting. Also called, at
+   * close, with the error that counts notifications given up (`lost`). Returns the unsubscribe.
+   */
+  onStoreError(listener: (error: StoreUnwritableError | undefined) => void): () => void {
+    return runtimeOf(this).health.onChange(listener);
+  }
+
+  /** The store's condition now: the error while it cannot write, else undefined. */
+  get storeError(): StoreUnwritableError | undefined {
+    return runtimeOf(this).health.error;
+  }
+
+  /**
+   * Shuts down every pilot of the session, flushes the store and releases every socket. Always
+   * finishes: a store that still cannot write gives up what it holds, and close then rejects
+   * with a StoreUnwritableError whose `lost` counts those notifications.
+   */
   close(): Promise<void> {
     return runtimeOf(this).close();
   }

@@ -1,3 +1,4 @@
+import { getSystemErrorMap } from 'node:util';
 import type { Notification } from '../generated';
 import { PilotfishError } from '../errors';
 
@@ -34,4 +35,64 @@ export interface StateStore {
 /** Thrown when a store can no longer accept appends (its file could not be repaired). */
 export class StoreError extends PilotfishError {
   readonly code = 'E_STORE';
+}
+
+/** What a StoreUnwritableError reports. */
+export interface Unwritable {
+  /** The errno of the failed call: ENOSPC, EDQUOT, EIO, ... */
+  errno: string;
+  /** The file that could not be written. */
+  path: string;
+  /** When the condition began (epoch ms). */
+  since: number;
+  /** Notifications held in memory, to be written once the file can be written again. */
+  held: number;
+  /** Notifications given up (the store closed while it still could not write). */
+  lost?: number;
+}
+
+/**
+ * Thrown (and reported to `Session.onStoreError` listeners) when a file of the session's store
+ * cannot be written, a full disk most often. Nothing is lost while it lasts: what cannot be
+ * written is held and written, in order, once space is back; only `lost` notifications, given
+ * up at close, are gone.
+ */
+export class StoreUnwritableError extends PilotfishError {
+  readonly code = 'E_STORE_UNWRITABLE';
+  readonly errno: string;
+  readonly path: string;
+  readonly since: number;
+  readonly held: number;
+  readonly lost: number;
+
+  constructor(u: Unwritable, options?: ErrorOptions) {
+    const lost = u.lost ?? 0;
+    const why = errnoMessage(u.errno);
+    super(
+      `session store cannot write ${u.path}: ${u.errno}${why === undefined ? '' : ` (${why})`}` +
+        (lost > 0
+          ? `; ${lost} notifications were lost (given up at close)`
+          : u.held > 0
+            ? `; ${u.held} notifications are held and will be written once it can`
+            : ''),
+      options,
+    );
+    this.errno = u.errno;
+    this.path = u.path;
+    this.since = u.since;
+    this.held = u.held;
+    this.lost = lost;
+  }
+}
+
+/** The errno of a failed file call ('EIO' when it carries none). */
+export function errnoOf(e: unknown): string {
+  const code = (e as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? code : 'EIO';
+}
+
+/** The system's words for an errno name ('no space left on device' for ENOSPC). */
+function errnoMessage(errno: string): string | undefined {
+  for (const [name, message] of getSystemErrorMap().values()) if (name === errno) return message;
+  return undefined;
 }

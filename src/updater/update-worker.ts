@@ -55,6 +55,8 @@ interface Unacked {
   frame: Buffer;
   count: number;
   timer: NodeJS.Timeout;
+  /** Times it was sent again. */
+  resent: number;
 }
 
 /**
@@ -251,6 +253,7 @@ export class UpdateWorker {
       frame,
       count: notifications.length,
       timer: this.armResend(request.batch),
+      resent: 0,
     });
     this.transmit(frame);
   }
@@ -260,7 +263,9 @@ export class UpdateWorker {
       const u = this.unacked.get(batch);
       if (u === undefined) return;
       this.counts.resent++;
-      this.log.warn('store ack timed out, re-sending batch', { batch, count: u.count });
+      // A store that cannot write (a full disk) holds batches for long: said once per batch.
+      const level = u.resent++ === 0 ? 'warn' : 'debug';
+      this.log[level]('store ack timed out, re-sending batch', { batch, count: u.count });
       u.timer = this.armResend(batch);
       this.transmit(u.frame);
     }, this.opts.ackTimeoutMs);

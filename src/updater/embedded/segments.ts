@@ -51,9 +51,13 @@ export async function writeFileAtomically(dir: string, name: string, data: Buffe
       off += (await fh.write(data, off)).bytesWritten;
     }
     await fh.sync();
-  } finally {
+  } catch (e) {
+    // A full disk: the part written would keep its space until the next open.
     await fh.close();
+    await fs.rm(temp, { force: true });
+    throw e;
   }
+  await fh.close();
   await fs.rename(temp, final);
   await syncDir(dir);
 }

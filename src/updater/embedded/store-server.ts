@@ -27,6 +27,8 @@ export type PilotScope = (kind: 'task' | 'pilot', uid: string) => boolean;
  */
 export class StoreServer {
   private readonly inFlight = new Set<Promise<void>>();
+  /** Appends under way by batch id. */
+  private readonly appending = new Map<string, Promise<StoreReply>>();
   private closing: Promise<void> | undefined;
   /** The socket the client's own workers use, then one per pilot (see `listen`). */
   private readonly sockets: {
@@ -93,7 +95,10 @@ export class StoreServer {
     return new StoreServer(sock, endpoint, store, opts.session, log);
   }
 
-  /** Stops taking requests, lets the appends under way finish and reply, then closes. */
+  /**
+   * Stops taking requests, lets the appends under way finish and reply, then closes. Appends
+   * a store holds because it cannot write end only when it gives them up: close it too.
+   */
   close(): Promise<void> {
     this.closing ??= (async () => {
       while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
@@ -151,18 +156,36 @@ export class StoreServer {
     }
     const refused = this.refusal(request, from);
     if (refused !== undefined) return refused;
-    const notifications =
-      from === undefined ? request.notifications : this.inScope(request, from.pilot, from.scope);
+    // A worker re-sends a batch whose ack is late (a store that cannot write holds it): the
+    // re-send waits for the same append rather than holding the batch twice.
+    let appending = this.appending.get(request.batch);
+    if (appending === undefined) {
+      const notifications =
+        from === undefined ? request.notifications : this.inScope(request, from.pilot, from.scope);
+      appending = this.append(request.batch, notifications);
+      this.appending.set(request.batch, appending);
+      const batch = request.batch;
+      void appending.finally(() => this.appending.delete(batch));
+    }
+    return appending;
+  }
+
+  private async append(
+    batch: string,
+    notifications: StoreRequest['notifications'],
+  ): Promise<StoreReply> {
     try {
       const accepted = await this.store.append(notifications);
-      this.log.debug('batch appended', { batch: request.batch, accepted });
-      return { batch: request.batch, ok: true, accepted };
+      this.log.debug('batch appended', { batch: batch, accepted });
+      return { batch: batch, ok: true, accepted };
     } catch (e) {
       const err = coerceError(e);
-      this.log.error('append failed', { batch: request.batch, ...errorMeta(err) });
       const code = (err as { code?: unknown }).code;
+      // The store reports its own condition (a full disk) once; each batch it refuses is routine.
+      const level = code === 'E_STORE_UNWRITABLE' ? 'warn' : 'error';
+      this.log[level]('append failed', { batch: batch, ...errorMeta(err) });
       return {
-        batch: request.batch,
+        batch: batch,
         ok: false,
         error: { code: typeof code === 'string' ? code : 'E_INTERNAL', message: err.message },
       };

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import type { Notification } from '../../generated';
 import { coerceError, errorMeta, UsageError } from '../../errors';
 import { deferred, type Deferred } from '../../lib/deferred';
+import { systemClock, type Clock } from '../../lib/clock';
 import { silentLogger, type Logger } from '../../lib/logger';
 import { parseNotification, parseNotificationBulk } from '../../lib/validate';
 import { decode, encode } from '../../transport/codec';
@@ -28,7 +29,13 @@ import {
   syncDir,
   writeFileAtomically,
 } from './segments';
-import { StoreError, type StateStore, type WatchBulk } from '../state-store';
+import {
+  StoreError,
+  type StoreUnwritableError,
+  type StateStore,
+  type WatchBulk,
+} from '../state-store';
+import { WriteRetry, type UnwritableListener } from './write-retry';
 import { MAX_POSITION, UidIndex } from './uid-index';
 import { PRIVATE_FILE, makePrivateDirAsync } from '../../lib/private-files';
 
@@ -39,6 +46,18 @@ export interface EmbeddedStoreOptions {
    * bytes. Default 32 MiB; at most 2^31 - 1 (Node's readFile limit). Small values are for tests.
    */
   segmentBytes?: number;
+  /**
+   * While the file cannot be written (a full disk), appends are held and the write is tried
+   * again after firstMs, then twice as long each time up to maxMs. Default 50 ms to 1 s.
+   */
+  retryMs?: { first?: number; max?: number };
+  /**
+   * Notifications held while the file cannot be written beyond which appends are refused at
+   * once (their UpdateWorkers keep them and send them again). Default 131072.
+   */
+  maxHeld?: number;
+  /** Times the retries (default: the system clock). */
+  clock?: Clock;
 }
 
 export const DEFAULT_SEGMENT_BYTES = 32 * 2 ** 20;
@@ -47,6 +66,8 @@ const MAX_SEGMENT_BYTES = 2 ** 31 - 1;
 interface CompiledEmbeddedStoreOptions {
   logger: Logger;
   segmentBytes: number;
+  retry: WriteRetry;
+  maxHeld: number;
 }
 
 function compileOptions(opts: EmbeddedStoreOptions): CompiledEmbeddedStoreOptions {
@@ -57,10 +78,15 @@ function compileOptions(opts: EmbeddedStoreOptions): CompiledEmbeddedStoreOption
         `got ${String(segmentBytes)}`,
     );
   }
-  return {
-    logger: (opts.logger ?? silentLogger).child({ component: 'embedded-store' }),
-    segmentBytes,
-  };
+  const logger = (opts.logger ?? silentLogger).child({ component: 'embedded-store' });
+  const first = opts.retryMs?.first ?? 50;
+  const retry = new WriteRetry(
+    opts.clock ?? systemClock,
+    first,
+    opts.retryMs?.max ?? 1_000,
+    logger,
+  );
+  return { logger, segmentBytes, retry, maxHeld: opts.maxHeld ?? 131_072 };
 }
 
 /** What open() found in the files. */
@@ -84,6 +110,16 @@ interface PendingAppend {
   done: Deferred<number>;
 }
 
+type Outcome = 'written' | 'settled' | 'held';
+
+/** A group's new notifications (with their uid and state numbers), and per append its count. */
+interface Claimed {
+  fresh: Notification[];
+  uids: number[];
+  states: number[];
+  counts: number[];
+}
+
 /** The segment appends go to. */
 interface Tail {
   n: number;
@@ -91,6 +127,8 @@ interface Tail {
   fh: fs.FileHandle;
   /** Length of the intact file: a failed write is cut back to it. */
   bytes: number;
+  /** A failed write left bytes past `bytes` that a cut did not remove yet. */
+  torn: boolean;
   /** Collects the segment's summary; undefined once a record could not be kept byte for byte. */
   builder: SummaryBuilder | undefined;
   /**
@@ -134,9 +172,12 @@ export class EmbeddedStore implements StateStore {
   private readonly feed = new NotificationFeed(decodeChunk);
   private tail!: Tail;
   private queue: PendingAppend[] = [];
+  /** Notifications in the queue and in the group being committed. */
+  private queued = 0;
   private flushing: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
-  private broken: StoreError | undefined;
+  /** Notifications given up at close because the file could still not be written. */
+  private lostCount = 0;
   private readonly summaryWrites = new Set<Promise<void>>();
   private recovered: RecoveryReport = {
     records: 0,
@@ -183,13 +224,34 @@ export class EmbeddedStore implements StateStore {
     return this.feed.length;
   }
 
+  /**
+   * While the file cannot be written, the store is unwritable: this is the condition (held
+   * appends are written, in order, once a retry succeeds); undefined while it writes.
+   */
+  get unwritable(): StoreUnwritableError | undefined {
+    return this.opts.retry.error(this.queued);
+  }
+
+  /** Listens for the store becoming unwritable (the error) and writable again (undefined). */
+  onUnwritable(listener: UnwritableListener): () => void {
+    return this.opts.retry.onChange(listener);
+  }
+
+  /** Notifications given up at close because the file could still not be written. */
+  get lost(): number {
+    return this.lostCount;
+  }
+
   append(batch: Notification[]): Promise<number> {
     if (this.closing !== undefined) {
       return Promise.reject(new UsageError('append on a closed store'));
     }
-    if (this.broken !== undefined) return Promise.reject(this.broken);
+    if (this.opts.retry.failing && this.queued + batch.length > this.opts.maxHeld) {
+      return Promise.reject(this.unwritable!);
+    }
     const done = deferred<number>();
     this.queue.push({ batch, done });
+    this.queued += batch.length;
     this.flushing ??= this.drain();
     return done.promise;
   }
@@ -209,8 +271,10 @@ export class EmbeddedStore implements StateStore {
     }
   }
 
+  /** Held appends get one last try; what still cannot be written is given up (`lost`). */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      this.opts.retry.wake();
       while (this.flushing !== undefined) await this.flushing;
       this.feed.end();
       await this.tail.fh.close();
@@ -479,68 +543,78 @@ export class EmbeddedStore implements StateStore {
 
   // ---- appends ----
 
-  /** Group commit: whatever queued up during one write+fsync goes into the next single one. */
+  /**
+   * Group commit: whatever queued up during one write+fsync goes into the next single one.
+   * While the file cannot be written, the oldest append is tried alone after each pause (a
+   * small record fits first when a little space comes back); once it is written, grouping
+   * resumes. When closing, a failed try gives up what is held.
+   */
   private async drain(): Promise<void> {
+    const retry = this.opts.retry;
     try {
       while (this.queue.length > 0) {
-        const group = this.queue;
-        this.queue = [];
-        await this.commitGroup(group);
+        if (!retry.failing) {
+          const group = this.queue;
+          this.queue = [];
+          await this.commitGroup(group);
+          continue;
+        }
+        if (this.closing === undefined) await retry.pause();
+        // Appends with nothing new settle without a write: they prove nothing.
+        let outcome: Outcome;
+        do outcome = await this.commitGroup(this.queue.splice(0, 1));
+        while (outcome === 'settled' && this.queue.length > 0);
+        if (outcome === 'written') retry.succeeded(this.queued);
+        else if (outcome === 'held' && this.closing !== undefined) this.giveUp();
       }
     } finally {
       this.flushing = undefined;
     }
   }
 
-  private async commitGroup(group: PendingAppend[]): Promise<void> {
+  /**
+   * Writes one group as one record and settles its appends ('written', or 'settled' when
+   * nothing in it was new or it was refused); 'held' if the file could not be written: the
+   * group is then back at the front of the queue for the next try.
+   */
+  private async commitGroup(group: PendingAppend[]): Promise<Outcome> {
     // Groups run one after another, so every key held is durable or in this group.
-    const fresh: Notification[] = [];
-    /** Per fresh notification: its uid's number and its state's. */
-    const freshUids: number[] = [];
-    const freshStates: number[] = [];
-    let counts: number[] = [];
+    let claimed: Claimed;
     let payload: Buffer | undefined;
     /** Where the record lies once written (table, record), when the tail's summary has it. */
     let stored: [RecordTable, number] | undefined;
     try {
-      if (this.broken !== undefined) throw this.broken;
-      counts = group.map(({ batch }) => {
-        let count = 0;
-        for (const n of batch) {
-          const state = this.stateNumber(n.state);
-          const uid = this.claim(n, state, this.feed.length + fresh.length);
-          if (uid < 0) continue;
-          fresh.push(n);
-          freshUids.push(uid);
-          freshStates.push(state);
-          count++;
-        }
-        return count;
-      });
-      if (fresh.length > 0) {
-        payload = encode(fresh);
-        const record = frameRecord(payload);
-        const tail = this.tail;
-        if (tail.bytes > 0 && tail.bytes + record.length > this.opts.segmentBytes) {
+      claimed = this.claimAll(group);
+    } catch (e) {
+      this.settle(group, coerceError(e));
+      return 'settled';
+    }
+    const { fresh, uids, states, counts } = claimed;
+    if (fresh.length > 0) {
+      payload = encode(fresh);
+      const record = frameRecord(payload);
+      try {
+        await this.cutTorn();
+        if (this.tail.bytes > 0 && this.tail.bytes + record.length > this.opts.segmentBytes) {
           await this.roll(true);
         }
-        const offset = this.tail.bytes;
         await this.writeDurably(record);
-        const builder = this.tail.builder;
-        if (builder !== undefined) {
-          const crc = record.readUInt32LE(4);
-          builder.addRecord(offset, payload.length, fresh.length, crc);
-          fresh.forEach((n, i) => this.summarize(builder, freshUids[i]!, n, freshStates[i]!));
-          const table = this.tail.table;
-          fillTable(table, builder);
-          stored = [table, table.length - 1];
-        }
+      } catch (e) {
+        this.unclaimAll(fresh);
+        this.queue = group.concat(this.queue);
+        const file = (e as { path?: unknown }).path;
+        this.opts.retry.failed(e, typeof file === 'string' ? file : this.tail.file, this.queued);
+        return 'held';
       }
-    } catch (e) {
-      for (let i = fresh.length - 1; i >= 0; i--) this.unclaim(fresh[i]!);
-      const err = coerceError(e);
-      for (const p of group) p.done.reject(err);
-      return;
+      const builder = this.tail.builder;
+      if (builder !== undefined) {
+        const offset = this.tail.bytes - record.length;
+        builder.addRecord(offset, payload.length, fresh.length, record.readUInt32LE(4));
+        fresh.forEach((n, i) => this.summarize(builder, uids[i]!, n, states[i]!));
+        const table = this.tail.table;
+        fillTable(table, builder);
+        stored = [table, table.length - 1];
+      }
     }
     // The feed reads the record back from the file once it is no longer hot: holding the
     // encodings of a whole tail segment would cost up to twice its size (payloads are slices of
@@ -549,7 +623,75 @@ export class EmbeddedStore implements StateStore {
     else if (payload !== undefined) {
       this.feed.pushEncoded(Buffer.from(payload), fresh.length, fresh);
     }
-    group.forEach((p, i) => p.done.resolve(counts[i] ?? 0));
+    this.settle(group, undefined, counts);
+    return fresh.length > 0 ? 'written' : 'settled';
+  }
+
+  /** Resolves each append of `group` with its count of new notifications, or rejects all. */
+  private settle(group: PendingAppend[], err: Error | undefined, counts: number[] = []): void {
+    for (const [i, p] of group.entries()) {
+      this.queued -= p.batch.length;
+      if (err === undefined) p.done.resolve(counts[i] ?? 0);
+      else p.done.reject(err);
+    }
+  }
+
+  /** Closing while the file still cannot be written: what is held is given up, and counted. */
+  private giveUp(): void {
+    const group = this.queue;
+    this.queue = [];
+    let lost: number;
+    try {
+      const { fresh } = this.claimAll(group);
+      this.unclaimAll(fresh);
+      lost = fresh.length;
+    } catch {
+      lost = group.reduce((n, p) => n + p.batch.length, 0);
+    }
+    this.lostCount += lost;
+    const err = this.opts.retry.error(0, lost)!;
+    this.opts.logger.error('store closed with notifications it could not write', {
+      path: err.path,
+      errno: err.errno,
+      lost,
+    });
+    this.settle(group, err);
+  }
+
+  /** Claims the keys of a group's notifications; per append, how many were new. */
+  private claimAll(group: PendingAppend[]): Claimed {
+    const c: Claimed = { fresh: [], uids: [], states: [], counts: [] };
+    try {
+      for (const { batch } of group) {
+        let count = 0;
+        for (const n of batch) {
+          const state = this.stateNumber(n.state);
+          const uid = this.claim(n, state, this.feed.length + c.fresh.length);
+          if (uid < 0) continue;
+          c.fresh.push(n);
+          c.uids.push(uid);
+          c.states.push(state);
+          count++;
+        }
+        c.counts.push(count);
+      }
+    } catch (e) {
+      this.unclaimAll(c.fresh);
+      throw e;
+    }
+    return c;
+  }
+
+  private unclaimAll(fresh: Notification[]): void {
+    for (let i = fresh.length - 1; i >= 0; i--) this.unclaim(fresh[i]!);
+  }
+
+  /** A failed write whose cut failed too left bytes past the intact file: cut them first. */
+  private async cutTorn(): Promise<void> {
+    const tail = this.tail;
+    if (!tail.torn) return;
+    await tail.fh.truncate(tail.bytes);
+    tail.torn = false;
   }
 
   private async writeDurably(record: Buffer): Promise<void> {
@@ -561,15 +703,10 @@ export class EmbeddedStore implements StateStore {
       await tail.fh.datasync();
       tail.bytes += record.length;
     } catch (e) {
-      // A partial record would hide every later one on reopen: cut back to the last good one.
-      try {
-        await tail.fh.truncate(tail.bytes);
-      } catch (cut) {
-        this.broken = new StoreError(
-          `store file ${tail.file} could not be repaired after a failed write`,
-          { cause: cut },
-        );
-      }
+      // A partial record would hide every later one on reopen (and after a failed fsync the
+      // written bytes cannot be trusted): cut back to the last good one, or before the next try.
+      tail.torn = true;
+      await this.cutTorn().catch(() => undefined);
       throw e;
     }
   }
@@ -695,7 +832,7 @@ function tailOf(
   bytes: number,
   builder: SummaryBuilder | undefined,
 ): Tail {
-  return { n, file, fh, bytes, builder, table: new RecordTable(file) };
+  return { n, file, fh, bytes, torn: false, builder, table: new RecordTable(file) };
 }
 
 /** Adds to `table` the records of `builder` it lacks (it holds the builder's first ones). */

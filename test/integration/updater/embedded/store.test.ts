@@ -4,7 +4,8 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import type { Notification } from '../../../../src/generated';
 import { decode, encode } from '../../../../src/transport/codec';
-import { EmbeddedStore, type WatchBulk } from '../../../../src/updater';
+import { deferred } from '../../../../src/lib/deferred';
+import { EmbeddedStore, type StoreUnwritableError, type WatchBulk } from '../../../../src/updater';
 import { frameRecord, HEADER_BYTES, scanRecords } from '../../../../src/updater/embedded/record';
 import { decodeSummary } from '../../../../src/updater/embedded/segment-summary';
 import { makeNotes, prng } from '../helpers';
@@ -172,17 +173,21 @@ describe('EmbeddedStore', () => {
     expect(await store.history(n!.uid)).toEqual(variants);
   });
 
-  it('forgets the keys of a group whose write failed, and keeps the ones before it', async () => {
+  it('forgets the keys of a group whose write failed, holds it, and writes it at a retry', async () => {
     const store = await open(tempDir());
     const notes = makeNotes(30);
     await expect(store.append(notes.slice(0, 10))).resolves.toBe(10);
     type Writable = { write: (...args: unknown[]) => Promise<unknown> };
     const fh = (store as unknown as { tail: { fh: Writable } }).tail.fh;
     const write = fh.write.bind(fh);
-    fh.write = () => Promise.reject(new Error('disk full'));
-    await expect(store.append(notes.slice(5, 20))).rejects.toThrow('disk full');
+    fh.write = () => Promise.reject(Object.assign(new Error('disk full'), { code: 'EIO' }));
+    const failed = deferred<StoreUnwritableError | undefined>();
+    const off = store.onUnwritable((e) => failed.resolve(e));
+    const held = store.append(notes.slice(5, 20));
+    await expect(failed.promise).resolves.toMatchObject({ errno: 'EIO', held: 15 });
+    off();
     fh.write = write;
-    await expect(store.append(notes.slice(5, 20))).resolves.toBe(10);
+    await expect(held).resolves.toBe(10);
     await expect(store.append(notes)).resolves.toBe(10);
     expect(await store.history()).toEqual([...notes.slice(0, 20), ...notes.slice(20)]);
     expect(await store.history(notes[12]!.uid)).toEqual(

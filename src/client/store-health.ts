@@ -1,0 +1,115 @@
+import { errorMeta } from '../errors';
+import type { Logger } from '../lib/logger';
+import type { EmbeddedStore } from '../updater/embedded/store';
+import type { StoreServer } from '../updater/embedded/store-server';
+import { StoreUnwritableError } from '../updater/state-store';
+import { Listeners } from './listeners';
+
+/** A file of the session that can fail to be written, seen from the session. */
+export interface WritableSource {
+  /** The condition now (undefined while it writes). */
+  readonly unwritable: StoreUnwritableError | undefined;
+  onUnwritable(listener: (e: StoreUnwritableError | undefined) => void): () => void;
+  /** Writes what it holds, if it writes synchronously (journal, counters). */
+  retry?(): boolean;
+}
+
+/**
+ * Whether the session can write its files: the store first (its notifications), then the
+ * journal and the delivered counters, which live beside it and fail with it on a full disk.
+ * Listeners (`Session.onStoreError`) hear the condition begin (the error) and end (undefined);
+ * while it lasts, `check()` throws it to calls that need the store. The store retries on its
+ * own; the others are retried at each check and when the store writes again.
+ */
+export class StoreHealth {
+  private readonly sources: WritableSource[] = [];
+  private readonly listeners: Listeners<[StoreUnwritableError | undefined]>;
+  private reported: StoreUnwritableError | undefined;
+
+  constructor(private readonly log: Logger) {
+    this.listeners = new Listeners(log);
+  }
+
+  /** Follows `source`; the first one added is the store. */
+  watch(source: WritableSource): void {
+    this.sources.push(source);
+    source.onUnwritable((e) => {
+      // the disk is back: what the others hold can be written now too
+      if (e === undefined && source === this.sources[0]) this.retryOthers();
+      this.update();
+    });
+  }
+
+  /** The condition now: the first source's that cannot write, or undefined. */
+  get error(): StoreUnwritableError | undefined {
+    for (const s of this.sources) {
+      const e = s.unwritable;
+      if (e !== undefined) return e;
+    }
+    return undefined;
+  }
+
+  onChange(listener: (e: StoreUnwritableError | undefined) => void): () => void {
+    return this.listeners.add(listener);
+  }
+
+  /** Throws the condition, if there is one once the journal and counters are retried. */
+  check(): void {
+    if (this.error === undefined) return;
+    this.retryOthers();
+    this.update();
+    const e = this.error;
+    if (e !== undefined) throw e;
+  }
+
+  /**
+   * At the end of close: if the store gave up notifications it could not write, tells
+   * listeners and throws the error that counts them.
+   */
+  throwIfLost(store: EmbeddedStore | undefined): void {
+    const lost = store?.lost ?? 0;
+    if (lost === 0) return;
+    const last = store?.unwritable;
+    const e = new StoreUnwritableError({
+      errno: last?.errno ?? 'EIO',
+      path: last?.path ?? store!.file,
+      since: last?.since ?? Date.now(),
+      held: 0,
+      lost,
+    });
+    this.log.error('session closed with notifications it could not write', errorMeta(e));
+    this.listeners.fire(e);
+    throw e;
+  }
+
+  private retryOthers(): void {
+    for (const s of this.sources.slice(1)) s.retry?.();
+  }
+
+  /** Tells listeners when the session goes from writing to not writing, or back. */
+  private update(): void {
+    const e = this.error;
+    if ((e === undefined) === (this.reported === undefined)) return;
+    this.reported = e;
+    if (e !== undefined) this.log.warn('session store cannot write', errorMeta(e));
+    else this.log.info('session store writes again');
+    this.listeners.fire(e);
+  }
+}
+
+/**
+ * Closes the store server and the store together: the server waits for the appends under way,
+ * and a store that cannot write (a full disk) ends those only as it closes (one last try, then
+ * what it holds is given up and counted in `lost`). `stopWatch` ends the session's following.
+ */
+export async function closeStore(
+  server: StoreServer | undefined,
+  store: EmbeddedStore | undefined,
+  stopWatch: () => Promise<unknown>,
+): Promise<void> {
+  const served = server?.close();
+  const closed = store?.close();
+  await served;
+  await stopWatch();
+  await closed;
+}
