@@ -117,16 +117,18 @@ export class ManagerPipeline {
   /**
    * A resumed session takes its tasks back where they were: `agent` ones are held by the
    * pilot's agent (the owner of last resort remembers them), `toAgent` ones may have been lost
-   * on the way and are sent again (the agent drops ones it already has), `output` ones may
-   * have been lost on their way back and are staged out again (a second copy that arrives
-   * from the agent later repeats only notifications the store already has).
+   * on the way and are sent again (the agent drops ones it already has).
    */
-  adopt(
-    pilot: string,
-    tasks: { agent: Given[]; toAgent: TaskRecord[]; output: TaskRecord[] },
-  ): void {
+  adopt(pilot: string, tasks: { agent: Given[]; toAgent: TaskRecord[] }): void {
     this.inputShell.adopt(pilot, tasks.agent, tasks.toAgent);
-    if (tasks.output.length > 0) this.outputStager.onTasks(tasks.output);
+  }
+
+  /**
+   * A resumed session's tasks that may have been lost on their way back and whose exit the
+   * store told: staged out again (a copy that comes from the agent later is dropped).
+   */
+  stageOutAgain(tasks: TaskRecord[]): void {
+    if (tasks.length > 0) this.outputStager.onTasks(tasks);
   }
 
   /**

@@ -169,7 +169,7 @@ export class TaskManager {
   }
 
   private async pickUp(): Promise<void> {
-    const { unsent, byPilot, awaiting } = planPickUp(this.tasks.values(), this.rt.uid);
+    const { unsent, byPilot, output, awaiting } = planPickUp(this.tasks.values(), this.rt.uid);
     const active = this.rt.pipeline;
     // at once, in this turn: a hand-back notification delivered after this plan is acted on
     active.awaitHandBacks(awaiting);
@@ -178,13 +178,12 @@ export class TaskManager {
       if (pilot !== undefined) active.addPilot(pilot);
     }
     for (const [pilot, tasks] of byPilot) active.adopt(pilot, tasks);
+    active.stageOutAgain(output);
     this.log.info('resumed', {
       tasks: this.tasks.size,
       rescheduled: unsent.length,
-      withPilots: [...byPilot.values()].reduce(
-        (n, p) => n + p.agent.length + p.toAgent.length + p.output.length,
-        0,
-      ),
+      withPilots: [...byPilot.values()].reduce((n, p) => n + p.agent.length + p.toAgent.length, 0),
+      stagedOut: output.length,
     });
     await this.schedule(unsent);
   }

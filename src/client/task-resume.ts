@@ -15,24 +15,29 @@ export interface PilotPickUp {
   agent: Given[];
   /** Maybe lost on the way to the agent: sent again (the agent drops ones it already has). */
   toAgent: TaskRecord[];
-  /** Maybe lost on the way back: staged out again. */
+}
+
+/** A resumed session's plan for its unfinished tasks (see planPickUp). */
+export interface PickUpPlan {
+  /** Never left the client (or no pilot is known): scheduled again. */
+  unsent: Task[];
+  /** Taken back with their pilots. */
+  byPilot: Map<string, PilotPickUp>;
+  /** Handed back, maybe lost on the way, and the store told how they exited: staged out. */
   output: TaskRecord[];
+  /**
+   * Every task not staged out now: its hand-back may have gone to the dead client, so its
+   * hand-back notification, whenever it comes, stands for it (ManagerPipeline.awaitHandBacks).
+   */
+  awaiting: Given[];
 }
 
 /**
  * Decides, from the states the replay rebuilt, where each unfinished task of a dead client is
- * picked up: with its pilot (see PilotPickUp), or scheduled again when it never left the
- * client. `awaiting`: every task not staged out now, whose hand-back the old client may have
- * lost on the wire: its hand-back notification, whenever it comes, stands for it (see
- * ManagerPipeline.awaitHandBacks). Pure: the caller hands the plan to the pipeline.
+ * picked up. Pure: the caller hands the plan to the pipeline.
  */
-export function planPickUp(
-  tasks: Iterable<Task>,
-  session: string,
-): { unsent: Task[]; byPilot: Map<string, PilotPickUp>; awaiting: Given[] } {
-  const unsent: Task[] = [];
-  const byPilot = new Map<string, PilotPickUp>();
-  const awaiting: Given[] = [];
+export function planPickUp(tasks: Iterable<Task>, session: string): PickUpPlan {
+  const plan: PickUpPlan = { unsent: [], byPilot: new Map(), output: [], awaiting: [] };
   for (const task of tasks) {
     if (task.final) continue;
     let where = holderAtResume(task.state);
@@ -41,20 +46,21 @@ export function planPickUp(
     if (where === 'output' && task.exitCode === undefined && task.signal === undefined) {
       where = 'agent';
     }
-    if (where !== 'output') awaiting.push({ uid: task.uid, attempt: task.attempt });
-    if (where === undefined || task.pilot === undefined) {
-      unsent.push(task);
+    if (where === 'output') {
+      plan.output.push(recordOf(task, HANDED_BACK, session));
       continue;
     }
-    let p = byPilot.get(task.pilot);
-    if (p === undefined) byPilot.set(task.pilot, (p = { agent: [], toAgent: [], output: [] }));
-    if (where === 'agent') p.agent.push({ uid: task.uid, attempt: task.attempt });
-    else {
-      const to = where === 'toAgent' ? COMPONENTS.agentInputStager : COMPONENTS.managerOutputStager;
-      p[where].push(recordOf(task, hopOf(to).arrives, session));
+    plan.awaiting.push({ uid: task.uid, attempt: task.attempt });
+    if (where === undefined || task.pilot === undefined) {
+      plan.unsent.push(task);
+      continue;
     }
+    let p = plan.byPilot.get(task.pilot);
+    if (p === undefined) plan.byPilot.set(task.pilot, (p = { agent: [], toAgent: [] }));
+    if (where === 'agent') p.agent.push({ uid: task.uid, attempt: task.attempt });
+    else p.toAgent.push(recordOf(task, hopOf(COMPONENTS.agentInputStager).arrives, session));
   }
-  return { unsent, byPilot, awaiting };
+  return plan;
 }
 
 /**

@@ -27,6 +27,7 @@ describe('planPickUp', () => {
         task('sent', 'AGENT_STAGING_INPUT_PENDING'),
         task('running', 'AGENT_EXECUTING', { attempt: 2 }),
         task('back', 'TMGR_STAGING_OUTPUT_PENDING', { exitCode: 0, stdout: 'hi' }),
+        task('nopilot', 'TMGR_STAGING_OUTPUT_PENDING', { pilot: null, exitCode: 1 }),
         task('coming', 'TMGR_STAGING_OUTPUT'), // no exit told yet: the agent's copy is awaited
         task('lost', 'AGENT_SCHEDULING', { pilot: null }),
         task('done', 'DONE'),
@@ -42,8 +43,10 @@ describe('planPickUp', () => {
     expect(p.toAgent.map((r) => [r.uid, r.state, r.session])).toEqual([
       ['sent', 'AGENT_STAGING_INPUT_PENDING', 'sess'],
     ]);
-    expect(p.output.map((r) => [r.uid, r.state, r.exitCode, r.stdout])).toEqual([
+    expect(plan.output.map((r) => [r.uid, r.state, r.exitCode, r.stdout])).toEqual([
       ['back', 'TMGR_STAGING_OUTPUT_PENDING', 0, 'hi'],
+      // its pilot unknown (the dead client's notification naming it was lost): staged out all the same
+      ['nopilot', 'TMGR_STAGING_OUTPUT_PENDING', 1, undefined],
     ]);
     expect([...plan.byPilot.keys()]).toEqual(['pilot.0000']);
     // every unfinished task not staged out now: its hand-back may have gone to the dead client
@@ -100,7 +103,7 @@ describe('hand-backs', () => {
     // a task sent to its agent again carries no reason
     expect(recordOf(t, 'AGENT_STAGING_INPUT_PENDING', 'sess').reason).toBeUndefined();
     const planned = planPickUp([t], 'sess');
-    expect(planned.byPilot.get('pilot.0000')?.output.map((r) => r.reason)).toEqual([TIMEOUT]);
+    expect(planned.output.map((r) => r.reason)).toEqual([TIMEOUT]);
     expect(planned.awaiting).toEqual([]);
   });
 });
