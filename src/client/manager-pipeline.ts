@@ -71,6 +71,7 @@ export class ManagerPipeline {
       ManagerScheduler: (ts) => this.scheduler.onTasks(ts),
       ManagerInputStager: (ts) => this.inputStager.onTasks(ts),
       ManagerOutputStager: (ts) => {
+        if (this.awaiting.size > 0) for (const t of ts) this.awaiting.delete(t.uid);
         this.inputShell.returned(ts);
         this.outputStager.onTasks(ts);
       },
@@ -127,6 +128,11 @@ export class ManagerPipeline {
     return { agentInput, managerOutput: output.endpoints.in };
   }
 
+  /** A resumed session: these tasks were given to `pilot` before. */
+  own(pilot: string, uids: readonly string[]): void {
+    this.inputShell.own(pilot, uids);
+  }
+
   /** Was `uid` ever given to `pilot`? (What its agent may speak of.) */
   owns(pilot: string, uid: string): boolean {
     return this.inputShell.owns(pilot, uid);
@@ -158,21 +164,54 @@ export class ManagerPipeline {
   /**
    * A resumed session takes its tasks back where they were: `agent` ones are held by the
    * pilot's agent (the owner of last resort remembers them), `toAgent` ones may have been lost
-   * on the way and are sent again (the agent drops ones it already has), `output` ones may
-   * have been lost on their way back and are staged out again (a second copy that arrives
-   * from the agent later repeats only notifications the store already has).
+   * on the way and are sent again (the agent drops ones it already has).
    */
-  adopt(
-    pilot: string,
-    tasks: { agent: Given[]; toAgent: TaskRecord[]; output: TaskRecord[] },
-  ): void {
-    this.inputShell.own(
-      pilot,
-      tasks.output.map((t) => t.uid),
-    );
+  adopt(pilot: string, tasks: { agent: Given[]; toAgent: TaskRecord[] }): void {
     this.inputShell.adopt(pilot, tasks.agent, tasks.toAgent);
-    if (tasks.output.length > 0) this.outputStager.onTasks(tasks.output);
   }
+
+  /**
+   * A resumed session's tasks that may have been lost on their way back and whose exit the
+   * store told: staged out again (a copy that comes from the agent later is dropped).
+   */
+  stageOutAgain(tasks: TaskRecord[]): void {
+    if (tasks.length > 0) this.outputStager.onTasks(tasks);
+  }
+
+  /**
+   * A resumed session: tasks whose hand-back its agent may have pushed to the dead client,
+   * lost with that process's sockets (uid and attempt). Until the agent's copy comes, the
+   * hand-back notification the store gets stands for it (handedBackInStore), whenever it
+   * arrives: the agent notifies every hand-back and its UpdateWorkers retry until the store
+   * has it.
+   */
+  awaitHandBacks(tasks: readonly Given[]): void {
+    for (const t of tasks) this.awaiting.set(t.uid, t.attempt);
+  }
+
+  /** Whether a hand-back notification of this task is to be staged out (see awaitHandBacks). */
+  awaitsHandBack(uid: string, attempt: number): boolean {
+    return this.awaiting.get(uid) === attempt;
+  }
+
+  /**
+   * Tasks awaited by a resumed session that the store says their agents handed back (records
+   * rebuilt from their hand-back notifications): staged out as if their agent's copy had come.
+   * A copy that comes later anyway is dropped by the output stager.
+   */
+  handedBackInStore(tasks: TaskRecord[]): void {
+    const fresh = tasks.filter((t) => this.awaiting.get(t.uid) === t.attempt);
+    if (fresh.length === 0) return;
+    for (const t of fresh) this.awaiting.delete(t.uid);
+    this.log.info('staging out tasks whose hand-back the store told of', {
+      count: fresh.length,
+    });
+    this.inputShell.returned(fresh);
+    this.outputStager.onTasks(fresh);
+  }
+
+  /** Awaited by a resumed session (uid -> attempt): see awaitHandBacks. */
+  private readonly awaiting = new Map<string, number>();
 
   addPilot(p: PilotCapacity): void {
     this.scheduler.onPilotAdded(p);
@@ -210,6 +249,7 @@ export class ManagerPipeline {
     this.inputStager.onTasksFinal(finals);
     this.outputStager.onTasksFinal(finals);
     this.inputShell.returned(finals);
+    if (this.awaiting.size > 0) for (const f of finals) this.awaiting.delete(f.uid);
     for (const l of this.finalListeners) l(finals);
   }
 

@@ -2,6 +2,7 @@ import type { AgentConfig } from '../generated';
 import type { KeyPair } from '../transport/curve';
 import type { ControlUplinks } from '../transport/control-uplinks';
 import type { StoreServer } from '../updater/embedded/store-server';
+import type { StateStore } from '../updater/state-store';
 import type { ManagerPipeline } from './manager-pipeline';
 import type { SessionSecurity } from './session-security';
 
@@ -44,6 +45,8 @@ export class PilotLinks {
       listenAt: string;
       /** The control socket every agent subscribes to. */
       controlDown: string;
+      /** A resumed session: which tasks the store says were given to each pilot. */
+      given: () => Promise<ReadonlyMap<string, readonly string[]>>;
     },
   ) {}
 
@@ -61,6 +64,9 @@ export class PilotLinks {
         publicKey = keys.publicKey;
       }
     }
+    // a resumed session's agents speak of the tasks they were given before: known before they
+    // reconnect, or their hand-backs and notifications would be refused
+    if (before !== undefined) pipeline.own(pilot, (await this.deps.given()).get(pilot) ?? []);
     const server = security?.forPilot(pilot);
     const at = before?.ports;
     const queues = await pipeline.addPilotQueues(pilot, server, {
@@ -97,4 +103,19 @@ export class PilotLinks {
     if (keys === undefined) throw new Error(`pilot ${pilot} was issued its keys by another client`);
     return { addresses, curve: security.client(keys) };
   }
+}
+
+/** Pilot -> the tasks given to it, from the store (TMGR_STAGING_INPUT_PENDING names the pilot). */
+export async function givenInStore(
+  store: StateStore,
+): Promise<ReadonlyMap<string, readonly string[]>> {
+  const given = new Map<string, string[]>();
+  for (const n of await store.history()) {
+    const pilot = n.kind === 'task' ? n.detail?.pilot : undefined;
+    if (typeof pilot !== 'string') continue;
+    let uids = given.get(pilot);
+    if (uids === undefined) given.set(pilot, (uids = []));
+    uids.push(n.uid);
+  }
+  return given;
 }

@@ -27,7 +27,7 @@ import { closeStore, StoreHealth } from './store-health';
 import type { FinalPilotState } from '../states/pilot-model';
 import { makePrivateDir } from '../lib/private-files';
 import { recoveryNotes } from './pilot-recovery';
-import { PilotLinks, type PilotLink } from './pilot-links';
+import { givenInStore, PilotLinks, type PilotLink } from './pilot-links';
 import { SessionSecurity } from './session-security';
 import { heartbeats, openSessionControl } from './session-control';
 
@@ -74,6 +74,7 @@ export class ClientRuntime {
   /** Each pilot's own sockets (see PilotLinks). */
   links!: PilotLinks;
   private uplinks: ControlUplinks | undefined;
+  private given: Promise<ReadonlyMap<string, readonly string[]>> | undefined;
   /** The session's keys; undefined only for a session opened `insecure: 'trusted-network'`. */
   security: SessionSecurity | undefined;
   pipeline!: ManagerPipeline;
@@ -199,6 +200,7 @@ export class ClientRuntime {
       uplinks: this.uplinks,
       listenAt,
       controlDown: control.down,
+      given: () => (this.given ??= givenInStore(this.store)),
     });
     await this.control.ready();
     if (before === undefined) {

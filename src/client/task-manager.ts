@@ -23,7 +23,7 @@ import type { ClientRuntime } from './runtime';
 import { runtimeOf } from './runtime';
 import type { Session } from './session';
 import { Task, type StateInfo } from './task';
-import { planPickUp } from './task-resume';
+import { HANDED_BACK, handBackOf, keepHandBack, planPickUp, recordOf } from './task-resume';
 import { validateAll } from './validate-all';
 import { Waiters } from './waiters';
 import { checkSelection } from './selection';
@@ -169,20 +169,21 @@ export class TaskManager {
   }
 
   private async pickUp(): Promise<void> {
-    const { unsent, byPilot } = planPickUp(this.tasks.values(), this.rt.uid);
+    const { unsent, byPilot, output, awaiting } = planPickUp(this.tasks.values(), this.rt.uid);
     const active = this.rt.pipeline;
+    // at once, in this turn: a hand-back notification delivered after this plan is acted on
+    active.awaitHandBacks(awaiting);
     for (const uid of this.pilotsAdded) {
       const pilot = this.rt.pilotCapacity(uid);
       if (pilot !== undefined) active.addPilot(pilot);
     }
     for (const [pilot, tasks] of byPilot) active.adopt(pilot, tasks);
+    active.stageOutAgain(output);
     this.log.info('resumed', {
       tasks: this.tasks.size,
       rescheduled: unsent.length,
-      withPilots: [...byPilot.values()].reduce(
-        (n, p) => n + p.agent.length + p.toAgent.length + p.output.length,
-        0,
-      ),
+      withPilots: [...byPilot.values()].reduce((n, p) => n + p.agent.length + p.toAgent.length, 0),
+      stagedOut: output.length,
     });
     await this.schedule(unsent);
   }
@@ -230,11 +231,14 @@ export class TaskManager {
 
   private ingest(ns: Notification[]): void {
     const finals: TaskFinal[] = [];
+    const handedBack: TaskRecord[] = [];
     for (const n of ns) {
       if (n.kind !== 'task') continue;
       const task = this.tasks.get(n.uid);
       if (task === undefined) continue;
+      let delivered = false;
       for (const e of this.tracker.ingest(n, task.uid)) {
+        delivered ||= e.notification === n;
         task.state = e.state;
         task.attempt = e.attempt;
         const d = e.notification?.detail;
@@ -262,7 +266,15 @@ export class TaskManager {
         this.delivery.deliver(() => this.callbacks.fire(task, e.state, info));
         this.waiters.update(task.uid, e.state);
       }
+      const back = handBackOf(n);
+      if (back !== undefined && !task.final && n.attempt === task.attempt) {
+        if (!delivered) keepHandBack(task, back);
+        if (this.rt.pipeline.awaitsHandBack(task.uid, n.attempt)) {
+          handedBack.push(recordOf(task, HANDED_BACK, this.rt.uid));
+        }
+      }
     }
     this.rt.pipeline.tasksFinal(finals);
+    if (handedBack.length > 0) this.rt.pipeline.handedBackInStore(handedBack);
   }
 }

@@ -1,8 +1,13 @@
 import type { TaskRecord } from '../generated';
 import type { Given } from '../components/manager-input-stager/shell';
+import { ownCopy } from '../lib/strings';
+import type { Notification, NotificationDetail } from '../states/notification';
 import { hopOf, sideOf } from '../states/pipeline';
 import { COMPONENTS, TASK_MODEL, type TaskState } from '../states/task-model';
 import type { Task } from './task';
+
+/** The state a task an agent handed back to the client arrives in (TMGR_STAGING_OUTPUT_PENDING). */
+export const HANDED_BACK = hopOf(COMPONENTS.managerOutputStager).arrives;
 
 /** Where a resumed session's unfinished tasks of one pilot are taken back (ManagerPipeline.adopt). */
 export interface PilotPickUp {
@@ -10,21 +15,29 @@ export interface PilotPickUp {
   agent: Given[];
   /** Maybe lost on the way to the agent: sent again (the agent drops ones it already has). */
   toAgent: TaskRecord[];
-  /** Maybe lost on the way back: staged out again. */
+}
+
+/** A resumed session's plan for its unfinished tasks (see planPickUp). */
+export interface PickUpPlan {
+  /** Never left the client (or no pilot is known): scheduled again. */
+  unsent: Task[];
+  /** Taken back with their pilots. */
+  byPilot: Map<string, PilotPickUp>;
+  /** Handed back, maybe lost on the way, and the store told how they exited: staged out. */
   output: TaskRecord[];
+  /**
+   * Every task not staged out now: its hand-back may have gone to the dead client, so its
+   * hand-back notification, whenever it comes, stands for it (ManagerPipeline.awaitHandBacks).
+   */
+  awaiting: Given[];
 }
 
 /**
  * Decides, from the states the replay rebuilt, where each unfinished task of a dead client is
- * picked up: with its pilot (see PilotPickUp), or scheduled again when it never left the
- * client. Pure: the caller hands the plan to the pipeline.
+ * picked up. Pure: the caller hands the plan to the pipeline.
  */
-export function planPickUp(
-  tasks: Iterable<Task>,
-  session: string,
-): { unsent: Task[]; byPilot: Map<string, PilotPickUp> } {
-  const unsent: Task[] = [];
-  const byPilot = new Map<string, PilotPickUp>();
+export function planPickUp(tasks: Iterable<Task>, session: string): PickUpPlan {
+  const plan: PickUpPlan = { unsent: [], byPilot: new Map(), output: [], awaiting: [] };
   for (const task of tasks) {
     if (task.final) continue;
     let where = holderAtResume(task.state);
@@ -33,19 +46,21 @@ export function planPickUp(
     if (where === 'output' && task.exitCode === undefined && task.signal === undefined) {
       where = 'agent';
     }
-    if (where === undefined || task.pilot === undefined) {
-      unsent.push(task);
+    if (where === 'output') {
+      plan.output.push(recordOf(task, HANDED_BACK, session));
       continue;
     }
-    let p = byPilot.get(task.pilot);
-    if (p === undefined) byPilot.set(task.pilot, (p = { agent: [], toAgent: [], output: [] }));
-    if (where === 'agent') p.agent.push({ uid: task.uid, attempt: task.attempt });
-    else {
-      const to = where === 'toAgent' ? COMPONENTS.agentInputStager : COMPONENTS.managerOutputStager;
-      p[where].push(recordOf(task, hopOf(to).arrives, session));
+    plan.awaiting.push({ uid: task.uid, attempt: task.attempt });
+    if (where === undefined || task.pilot === undefined) {
+      plan.unsent.push(task);
+      continue;
     }
+    let p = plan.byPilot.get(task.pilot);
+    if (p === undefined) plan.byPilot.set(task.pilot, (p = { agent: [], toAgent: [] }));
+    if (where === 'agent') p.agent.push({ uid: task.uid, attempt: task.attempt });
+    else p.toAgent.push(recordOf(task, hopOf(COMPONENTS.agentInputStager).arrives, session));
   }
-  return { unsent, byPilot };
+  return plan;
 }
 
 /**
@@ -60,8 +75,30 @@ function holderAtResume(state: TaskState): 'agent' | 'toAgent' | 'output' | unde
   return TASK_MODEL.holders[state] === COMPONENTS.managerOutputStager ? 'output' : undefined;
 }
 
+/**
+ * What a hand-back notification tells of how its task ended (its agent puts the exit, the
+ * output tails and any reason in it: see AgentOutputStagerCore), or undefined for any other
+ * notification (or one written before hand-backs carried it).
+ */
+export function handBackOf(n: Notification): NotificationDetail | undefined {
+  if (n.state !== HANDED_BACK || n.detail?.exitCode === undefined) return undefined;
+  return n.detail;
+}
+
+/**
+ * Keeps on the task what its hand-back tells, when the tracker did not deliver the hand-back
+ * (a later state of the task came first): a resumed client stages the task out from it.
+ */
+export function keepHandBack(task: Task, d: NotificationDetail): void {
+  if (d.exitCode !== undefined) task.exitCode = d.exitCode;
+  if (d.signal !== undefined) task.signal = d.signal;
+  if (d.stdout !== undefined) task.stdout = ownCopy(d.stdout);
+  if (d.stderr !== undefined) task.stderr = ownCopy(d.stderr);
+  if (d.reason !== undefined) task.reason = d.reason;
+}
+
 /** The record a component needs to take a task back in `state`. */
-function recordOf(task: Task, state: TaskState, session: string): TaskRecord {
+export function recordOf(task: Task, state: TaskState, session: string): TaskRecord {
   const rec: TaskRecord = {
     uid: task.uid,
     attempt: task.attempt,
@@ -75,5 +112,7 @@ function recordOf(task: Task, state: TaskState, session: string): TaskRecord {
   if (task.signal !== undefined) rec.signal = task.signal;
   if (task.stdout !== undefined) rec.stdout = task.stdout;
   if (task.stderr !== undefined) rec.stderr = task.stderr;
+  // why its executor ended it (a timeout): the output stager's final word keeps it
+  if (state === HANDED_BACK && task.reason !== undefined) rec.reason = task.reason;
   return rec;
 }

@@ -1,4 +1,3 @@
-/* eslint-disable */
 // A broken peer for the wire fuzz test: `node fuzzer.js <plan.json>` sends `perKind` malformed
 // messages of each kind, spread over every port of the plan, and prints what it sent as one
 // JSON line. It holds a pilot's keys (an admitted agent gone mad), so its messages get past

@@ -1,6 +1,6 @@
 import type { Reason, TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
-import type { Notification } from '../../states/notification';
+import type { Notification, NotificationDetail } from '../../states/notification';
 import { COMPONENTS, type AbortedTaskState } from '../../states/task-model';
 import { cancelIfAsked } from '../shared/canceled';
 import { CancelSet } from '../shared/reasons';
@@ -46,15 +46,16 @@ export class AgentOutputStagerCore {
       task.stderr = r.stderr;
       if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       // the hand-back carries what the client needs to end the task, so a client that resumes
-      // after losing the task on the wire can finish it from the store alone
-      notes.push(
-        transition(task, 'TMGR_STAGING_OUTPUT_PENDING', ME, now, {
-          exitCode: task.exitCode ?? null,
-          signal: task.signal ?? null,
-          stdout: r.stdout,
-          stderr: r.stderr,
-        }),
-      );
+      // after losing the task on the wire can finish it from the store alone (with the
+      // executor's reason, e.g. a timeout, whose own notification may come later)
+      const detail: NotificationDetail = {
+        exitCode: task.exitCode ?? null,
+        signal: task.signal ?? null,
+        stdout: r.stdout,
+        stderr: r.stderr,
+      };
+      if (task.reason !== undefined) detail.reason = task.reason;
+      notes.push(transition(task, 'TMGR_STAGING_OUTPUT_PENDING', ME, now, detail));
       out.push(task);
     }
     if (notes.length > 0) this.effects.notify(notes);

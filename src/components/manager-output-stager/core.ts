@@ -16,6 +16,13 @@ const ME = COMPONENTS.managerOutputStager;
  */
 export class ManagerOutputStagerCore {
   private readonly canceled = new CancelSet();
+  /**
+   * Tasks this stager ended (uid -> attempt) whose final state it has not heard back yet. A
+   * resumed client may get a task twice (its agent's hand-back, and the one it rebuilt from
+   * the store when the hand-back seemed lost): the second copy is dropped, so the task gets one
+   * final word even if a cancel came in between.
+   */
+  private readonly ended = new Map<string, number>();
 
   constructor(
     private readonly effects: ManagerOutputStagerEffects,
@@ -27,6 +34,8 @@ export class ManagerOutputStagerCore {
     const now = this.clock.now();
     const notes: Notification[] = [];
     for (const task of tasks) {
+      if (this.ended.get(task.uid) === task.attempt) continue;
+      this.ended.set(task.uid, task.attempt);
       if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       notes.push(transition(task, 'TMGR_STAGING_OUTPUT', ME, now));
       const detail: NotificationDetail = {
@@ -47,9 +56,13 @@ export class ManagerOutputStagerCore {
     if (notes.length > 0) this.effects.notify(notes);
   }
 
-  /** Tasks ended (wherever it was decided): cancels kept for them can go. */
+  /** Tasks ended (wherever it was decided): cancels and copies kept for them can go. */
   onTasksFinal(finals: readonly TaskFinal[]): void {
     this.canceled.forget(finals);
+    for (const f of finals) {
+      const attempt = this.ended.get(f.uid);
+      if (attempt !== undefined && attempt <= f.attempt) this.ended.delete(f.uid);
+    }
   }
 
   onCancel(uids: string[]): void {

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, watch } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -7,41 +7,10 @@ import { createInterface } from 'node:readline';
 import { withTimeout } from '../../../src/lib/deferred';
 import { PILOT_STATES } from '../../../src/states/pilot-model';
 import { TASK_STATES } from '../../../src/states/task-model';
+import { clientChild, killAgents } from '../../support/client-child';
 import { describeSlurm, slurmEnv } from '../../support/slurm';
 
 const CLIENT = path.join(__dirname, '../../support/resume-client.js');
-
-/** Runs the client script; `next()` resolves with each JSON line it prints. */
-function client(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-): {
-  proc: ChildProcess;
-  next(what: string): Promise<unknown>;
-  exit: Promise<number | null>;
-} {
-  const proc = spawn(process.execPath, [CLIENT, ...args], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env,
-  });
-  const lines = createInterface({ input: proc.stdout });
-  const queue: string[] = [];
-  const waiting: ((l: string) => void)[] = [];
-  lines.on('line', (l) => (waiting.length > 0 ? waiting.shift()!(l) : queue.push(l)));
-  const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  return {
-    proc,
-    exit,
-    next: (what) =>
-      withTimeout(
-        new Promise<string>((resolve) =>
-          queue.length > 0 ? resolve(queue.shift()!) : waiting.push(resolve),
-        ),
-        120_000,
-        what,
-      ).then((l) => JSON.parse(l) as unknown),
-  };
-}
 
 /** Resolves once `dir` holds `count` entries (fs.watch events, with a deadline). */
 function entries(dir: string, count: number, timeoutMs: number): Promise<void> {
@@ -61,29 +30,6 @@ function entries(dir: string, count: number, timeoutMs: number): Promise<void> {
     timeoutMs,
     `${count} entries in ${dir}`,
   );
-}
-
-/** A failed run leaves an agent waiting for its client: kill it (pids from the journals). */
-function killAgents(root: string): void {
-  for (const d of readdirSync(root)) {
-    let text: string;
-    try {
-      text = readFileSync(path.join(root, d, 'journal.jsonl'), 'utf8');
-    } catch {
-      continue;
-    }
-    for (const line of text.split('\n')) {
-      const pid = line.includes('"t":"agent"')
-        ? (JSON.parse(line) as { pid?: number }).pid
-        : undefined;
-      if (pid === undefined) continue;
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  }
 }
 
 /**
@@ -112,7 +58,7 @@ async function killAndResume(
       10_000,
       'gate locked',
     );
-    const one = client(['first', root, log1, gate, marks, String(n), resource], env);
+    const one = clientChild(CLIENT, ['first', root, log1, gate, marks, String(n), resource], env);
     const { session } = (await one.next('session id')) as { session: string };
     expect(await one.next('first client quiet')).toEqual({ quiet: true });
     one.proc.kill('SIGKILL');
@@ -123,7 +69,7 @@ async function killAndResume(
     await holderExit;
     await entries(marks, n / 2, 60_000);
 
-    const two = client(['resume', root, log2, session], env);
+    const two = clientChild(CLIENT, ['resume', root, log2, session], env);
     expect(await two.next('resumed client summary')).toEqual({ states: { DONE: n } });
     expect(await two.exit).toBe(0);
 

@@ -57,6 +57,24 @@ describe('AgentOutputStagerCore', () => {
     rec.expectNoMore();
   });
 
+  it('puts in the hand-back notification what the client needs to end the task, the reason too', () => {
+    const { rec, notes, core } = setup();
+    const why = { code: 'E_TASK_TIMEOUT' as const, message: 'too long', component: 'Executor' };
+    const t = { ...pending('t1'), exitCode: null, signal: 'SIGTERM', reason: why };
+    core.onTasks([t, pending('t2')]);
+    rec.take();
+    core.onCollected([collected('t1', 'o\n', 'e\n'), collected('t2')]);
+    expect(rec.take()).toEqual([
+      'notify t1 TMGR_STAGING_OUTPUT_PENDING, t2 TMGR_STAGING_OUTPUT_PENDING',
+      'forward t1, t2',
+    ]);
+    expect(notes.slice(-2).map((n) => n.detail)).toEqual([
+      { exitCode: null, signal: 'SIGTERM', stdout: 'o\n', stderr: 'e\n', reason: why },
+      { exitCode: 0, signal: null, stdout: 'out of t2\n', stderr: '' },
+    ]);
+    rec.expectNoMore();
+  });
+
   it('collects a bulk in one call and hands it back in one notify and one forward', () => {
     const { rec, core } = setup();
     core.onTasks([pending('a'), pending('b'), pending('c')]);

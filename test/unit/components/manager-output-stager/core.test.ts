@@ -204,6 +204,25 @@ describe('ManagerOutputStagerCore', () => {
     rec.expectNoMore();
   });
 
+  it('drops a second copy of a task it ended (a resumed client may get it from the store and from its agent) until it hears the final', () => {
+    const { rec, core } = setup();
+    core.onCancel(['t2']);
+    core.onTasks([back('t1'), back('t2')]);
+    expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT, t1 DONE, t2 CANCELED']);
+    // the copies, even one with another exit, and one canceled meanwhile: no second word
+    core.onCancel(['t1']);
+    core.onTasks([back('t1', { exitCode: 1 }), back('t2'), back('t1')]);
+    rec.expectNoMore();
+    // a newer attempt is another task
+    core.onTasks([back('t1', { attempt: 2 })]);
+    expect(rec.take()).toEqual(['notify t1 CANCELED']);
+    // once its final is heard it is forgotten: the store keeps one notification per state
+    core.onTasksFinal([{ uid: 't2', attempt: 1, state: 'CANCELED' }]);
+    core.onTasks([back('t2')]);
+    expect(rec.take()).toEqual(['notify t2 TMGR_STAGING_OUTPUT, t2 DONE']);
+    rec.expectNoMore();
+  });
+
   describe('hand-over', () => {
     handOverTests({
       from: 'TMGR_STAGING_OUTPUT_PENDING',
