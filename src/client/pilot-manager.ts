@@ -72,6 +72,7 @@ export class PilotManager {
     });
     rt.control.on((msg) => {
       if (msg.type === 'agent_ready') {
+        this.unreported.delete(msg.pilot);
         this.launcher.core.onAgentReady(msg.pilot);
         // said once per agent start: a pilot declaring more cores or GPUs than its machine has
         for (const warning of msg.warnings ?? []) {
@@ -86,6 +87,9 @@ export class PilotManager {
         }
       } else if (msg.type === 'agent_heartbeat') {
         this.launcher.core.onAgentHeartbeat(msg.pilot);
+        // an adopted agent that beats without reporting in missed client_resumed (published
+        // while its subscription was still reconnecting): asked again
+        if (this.unreported.has(msg.pilot)) this.askToReport();
       } else if (msg.type === 'agent_final') {
         this.launcher.core.onAgentFinal(msg.pilot, msg.final, msg.message);
       }
@@ -146,13 +150,19 @@ export class PilotManager {
       },
       () => {
         for (const pilot of mine) this.follow(pilot, traces.get(pilot.uid) ?? {});
-        if (mine.some((p) => !p.final)) {
-          void this.rt.control
-            .publish({ type: 'client_resumed' })
-            .catch((e: unknown) => this.log.error('client_resumed publish failed', errorMeta(e)));
-        }
+        for (const p of mine) if (!p.final) this.unreported.add(p.uid);
+        if (this.unreported.size > 0) this.askToReport();
       },
     );
+  }
+
+  /** Adopted pilots whose agents have not reported in to this client yet. */
+  private readonly unreported = new Set<string>();
+
+  private askToReport(): void {
+    void this.rt.control
+      .publish({ type: 'client_resumed' })
+      .catch((e: unknown) => this.log.error('client_resumed publish failed', errorMeta(e)));
   }
 
   private follow(pilot: Pilot, trace: { pid?: number; jobId?: string }): void {

@@ -152,16 +152,21 @@ export class PilotLauncherCore {
     if (h === undefined || h.pilot.state !== 'PMGR_ACTIVE_PENDING') return;
     this.onJobStarted(uid); // its job runs, whether or not the launcher's poll has seen it yet
     this.effects.notify([this.move(h.pilot, 'PMGR_ACTIVE')]);
-    this.onAgentHeartbeat(uid);
-    if (h.cancelRequested) {
-      this.effects.shutdownAgent(uid, 'CANCELED', 'pilot canceled by the user');
-    }
+    this.onAgentHeartbeat(uid); // asks a canceled pilot's agent to shut down
   }
 
-  /** The agent is alive (it says so every second while it runs). */
+  /**
+   * The agent is alive (it says so every second while it runs). One that is still running
+   * after a cancel and has not said it is ending did not hear the shutdown (lost while its
+   * subscription was reconnecting, after a resume): it is asked again.
+   */
   onAgentHeartbeat(uid: string): void {
     const h = this.held.get(uid);
-    if (h !== undefined) h.lastHeard = this.clock.now();
+    if (h === undefined) return;
+    h.lastHeard = this.clock.now();
+    if (h.cancelRequested && h.agentFinal === undefined && h.pilot.state === 'PMGR_ACTIVE') {
+      this.effects.shutdownAgent(uid, 'CANCELED', 'pilot canceled by the user');
+    }
   }
 
   /** The agent says how it is about to end (runtime limit, lost client, cancel). */

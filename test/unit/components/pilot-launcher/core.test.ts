@@ -287,6 +287,20 @@ describe('PilotLauncherCore', () => {
     s.rec.expectNoMore();
   });
 
+  it('asks again on each heartbeat of a canceled agent until it says it is ending (a lost shutdown)', () => {
+    const s = setup();
+    activate(s);
+    s.core.onCancel(['p1']);
+    expect(s.rec.take()).toEqual([`shutdownAgent p1 CANCELED ${BY_USER}`]);
+    s.core.onAgentHeartbeat('p1');
+    expect(s.rec.take()).toEqual([`shutdownAgent p1 CANCELED ${BY_USER}`]);
+    s.core.onAgentFinal('p1', 'CANCELED', 'shutting down on request');
+    s.core.onAgentHeartbeat('p1');
+    s.rec.expectNoMore();
+    s.core.onAgentExited('p1', EXIT_0);
+    expect(s.rec.take()).toEqual(['notify p1 CANCELED', 'ended p1 CANCELED']);
+  });
+
   it('does not kill an agent that exits within the grace period', () => {
     const s = setup();
     activate(s);
