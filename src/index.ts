@@ -28,3 +28,4 @@ export {
   PilotError,
   type ValidationIssue,
 } from './errors';
+export { StoreUnwritableError } from './updater/state-store';

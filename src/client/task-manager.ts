@@ -102,19 +102,15 @@ export class TaskManager {
       }
       seen.add(d.uid);
     });
-    const out: Task[] = [];
-    for (const d of descs) {
-      const uid = d.uid ?? this.rt.nextTaskUid();
-      const task = new Task(uid, d);
-      this.tasks.set(uid, task);
-      out.push(task);
-    }
-    // before any notification: what the store holds after a crash, the journal holds too
+    const out = descs.map((d) => new Task(d.uid ?? this.rt.nextTaskUid(), d));
+    // before any notification: what the store holds after a crash, the journal holds too; a
+    // journal that cannot be written (a full disk) throws, and the tasks are not taken on
     this.rt.journal.append({
       t: 'tasks',
       mgr: this.name,
       tasks: out.map((t) => [t.uid, t.description]),
     });
+    for (const task of out) this.tasks.set(task.uid, task);
     await this.schedule(out);
     return out;
   }
