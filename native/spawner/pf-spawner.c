@@ -903,33 +903,83 @@ static void cg_kill(unsigned long serial) {
 
 static bool signal_pid(pid_t pid, int sig);
 
-/** SIGTERM to every process in the task's cgroup (tasks make no cgroups below theirs). */
+/**
+ * SIGTERM to every process in the cgroup open at `dir` and in those below it (a task may make
+ * cgroups of its own: an agent run as a task does). Closes `dir`.
+ */
+static void term_tree(int dir) {
+  int fd = openat(dir, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    Buf b = {0};
+    for (;;) {
+      buf_reserve(&b, 4096);
+      ssize_t n = read(fd, b.p + b.len, b.cap - b.len);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      b.len += (size_t)n;
+    }
+    close(fd);
+    buf_char(&b, '\0');
+    for (char *p = b.p, *end; *p != '\0'; p = end) {
+      long pid = strtol(p, &end, 10);
+      if (end == p) break;
+      if (pid > 0) signal_pid((pid_t)pid, SIGTERM);
+    }
+    free(b.p);
+  }
+  DIR *d = fdopendir(dir);
+  if (d == NULL) {
+    close(dir);
+    return;
+  }
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (de->d_type != DT_DIR || de->d_name[0] == '.') continue;
+    int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (sub >= 0) term_tree(sub);
+  }
+  closedir(d);
+}
+
 static void cg_term(unsigned long serial) {
-  int fd = cg_open(serial, "cgroup.procs", O_RDONLY);
-  if (fd < 0) return;
-  Buf b = {0};
-  for (;;) {
-    buf_reserve(&b, 4096);
-    ssize_t n = read(fd, b.p + b.len, b.cap - b.len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    b.len += (size_t)n;
+  char name[24];
+  snprintf(name, sizeof name, "%lu", serial);
+  int dir = openat(cg_home, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) term_tree(dir);
+}
+
+/**
+ * rmdir of the cgroup `name` under `parent`, and first of the empty ones below it (where a task
+ * made some); 0 or an errno (EBUSY: processes remain).
+ */
+static int remove_tree(int parent, const char *name) {
+  if (unlinkat(parent, name, AT_REMOVEDIR) == 0) return 0;
+  if (errno != EBUSY) return errno;
+  int dir = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return errno;
+  DIR *d = fdopendir(dir);
+  if (d == NULL) {
+    int e = errno;
+    close(dir);
+    return e;
   }
-  close(fd);
-  buf_char(&b, '\0');
-  for (char *p = b.p, *end; *p != '\0'; p = end) {
-    long pid = strtol(p, &end, 10);
-    if (end == p) break;
-    if (pid > 0) signal_pid((pid_t)pid, SIGTERM);
+  int e = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (de->d_type != DT_DIR || de->d_name[0] == '.') continue;
+    int r = remove_tree(dirfd(d), de->d_name);
+    if (r != 0) e = r;
   }
-  free(b.p);
+  closedir(d);
+  if (e != 0) return e;
+  return unlinkat(parent, name, AT_REMOVEDIR) == 0 ? 0 : errno;
 }
 
 /** rmdir of the task's cgroup: 0 or an errno (EBUSY: processes remain). */
 static int cg_remove(unsigned long serial) {
   char name[24];
   snprintf(name, sizeof name, "%lu", serial);
-  return unlinkat(cg_home, name, AT_REMOVEDIR) == 0 ? 0 : errno;
+  return remove_tree(cg_home, name);
 }
 
 /** Reads cgroup.events again (which re-arms its POLLPRI): does the cgroup hold processes? */
@@ -982,7 +1032,7 @@ static void linger_check(size_t i) {
   Linger *l = &lingers.v[i];
   if (cg_populated(l->events)) return;
   int e = cg_remove(l->serial);
-  if (e != 0 && e != ENOENT) cg_error("cannot remove the task's cgroup", l->serial, e);
+  if (e != 0 && e != ENOENT) cg_error("cannot remove", l->serial, e);
   lingers_remove(i);
 }
 
@@ -1246,11 +1296,19 @@ static void sweep(void) {
   }
 }
 
+static Task *task_by_pid(pid_t pid);
+
+/**
+ * The session an ended task's leftovers are found by: its main's pid, unless that pid already
+ * is another running task's (reused once the session emptied): then -1, and the mark alone.
+ */
+static pid_t ended_sid(pid_t sid) { return task_by_pid(sid) != NULL ? -1 : sid; }
+
 /** 'proc': the ends gathered since the first get SIGTERM; those that left something linger. */
 static void sweep_ended(void) {
   n_targets = 0;
   for (size_t i = 0; i < ended.n; i++) {
-    target_add(ended.v[i].sid, ended.v[i].serial, SIGTERM, false);
+    target_add(ended_sid(ended.v[i].sid), ended.v[i].serial, SIGTERM, false);
   }
   sweep();
   long long deadline = now_ms() + kill_grace_ms;
@@ -1271,7 +1329,7 @@ static void task_ended(unsigned long serial, pid_t pid, bool process_only, bool 
     int e = cg_remove(serial);
     if (e == 0) return; /* nothing left behind: the common case */
     if (e != EBUSY) {
-      cg_error("cannot remove the task's cgroup", serial, e);
+      cg_error("cannot remove", serial, e);
       return;
     }
     int events = cg_open(serial, "cgroup.events", O_RDONLY);
@@ -1310,7 +1368,7 @@ static void run_timers(void) {
     if (l->events >= 0) {
       cg_kill(l->serial);
     } else {
-      target_add(l->sid, l->serial, SIGKILL, false);
+      target_add(ended_sid(l->sid), l->serial, SIGKILL, false);
       lingers_remove(i);
     }
   }
@@ -1893,12 +1951,12 @@ static void stop(void) {
     if (l->events >= 0) {
       cg_kill(l->serial);
     } else {
-      target_add(l->sid, l->serial, SIGKILL, false);
+      target_add(ended_sid(l->sid), l->serial, SIGKILL, false);
       lingers_remove(i);
     }
   }
   for (size_t i = 0; i < ended.n; i++) {
-    target_add(ended.v[i].sid, ended.v[i].serial, SIGKILL, false);
+    target_add(ended_sid(ended.v[i].sid), ended.v[i].serial, SIGKILL, false);
   }
   ended.n = 0;
   sweep_at = 0;

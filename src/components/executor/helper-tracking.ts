@@ -20,7 +20,7 @@ import * as path from 'node:path';
 import type { KillSignal } from './effects';
 import { killProcesses, sweep, type SweepTarget } from './kill-session';
 import { errnoOf, errnoText } from './errno-text';
-import { cgroupProcs, killCgroup, whenEmpty } from './task-cgroup';
+import { cgroupProcs, killCgroup, removeTree, whenEmpty } from './task-cgroup';
 
 /** How the helper tracks the processes of its tasks. */
 export type TrackingKind = 'cgroup' | 'proc';
@@ -54,6 +54,8 @@ export interface TrackingOptions {
   error(message: string): void;
   /** A leftover the stopping helper waited for is gone: it may exit once idle(). */
   settled(): void;
+  /** Whether `pid` is the main process of a running task (a pid reused after an ended one). */
+  runningMain(pid: number): boolean;
 }
 
 export interface Tracking {
@@ -153,7 +155,11 @@ export class ProcTracking implements Tracking {
         return;
       }
       index[i] = targets.length;
-      targets.push({ sid: t.pid, group: running(t), mark: t.mark, signal });
+      const group = running(t);
+      // An ended task's session may be gone and its number reused by a new task's: then only
+      // its mark finds what it left.
+      const sid = group || !this.opts.runningMain(t.pid) ? t.pid : undefined;
+      targets.push({ ...(sid === undefined ? {} : { sid }), group, mark: t.mark, signal });
     });
     const { found, errors } = sweep(targets);
     for (const message of [...errors, ...killProcesses(alone, signal)]) this.opts.error(message);
@@ -250,14 +256,11 @@ export class CgroupTracking implements Tracking {
   ended(task: TrackedTask): void {
     const dir = task.cgroup;
     if (dir === undefined) return;
-    try {
-      rmdirSync(dir);
-      return; // nothing left behind: the common case
-    } catch (e) {
-      if (errnoOf(e) !== 'EBUSY') {
-        this.opts.error(`cannot remove the task's cgroup '${dir}': ${text(e)}`);
-        return;
-      }
+    const why = removeTree(dir);
+    if (why === undefined) return; // nothing left behind: the common case
+    if (!why.busy) {
+      this.opts.error(why.message);
+      return;
     }
     const entry: { timer?: NodeJS.Timeout; stop?(): void } = {};
     this.lingering.set(task, entry);
@@ -270,11 +273,8 @@ export class CgroupTracking implements Tracking {
     entry.stop = whenEmpty(dir, () => {
       if (entry.timer !== undefined) clearTimeout(entry.timer);
       this.lingering.delete(task);
-      try {
-        rmdirSync(dir);
-      } catch (e) {
-        this.opts.error(`cannot remove the task's cgroup '${dir}': ${text(e)}`);
-      }
+      const left = removeTree(dir);
+      if (left !== undefined) this.opts.error(left.message);
       if (this.stopping) this.opts.settled();
     });
   }

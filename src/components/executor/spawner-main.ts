@@ -34,8 +34,9 @@ import {
 import { MARK_VAR } from './kill-session';
 import type { HelperEvent, KillRequest, SpawnRequest } from './spawner-protocol';
 
-/** The tasks whose main process runs (or is starting). */
+/** The tasks whose main process runs (or is starting), and those processes' pids. */
 const children = new Map<string, { child: ChildProcess; task: TrackedTask }>();
+const mains = new Set<number>();
 let outbox: string[] = [];
 /** The helper's environment, read once: process.env is slow to copy on every spawn. */
 const baseEnv: Record<string, string | undefined> = { ...process.env };
@@ -152,6 +153,7 @@ function doSpawn(m: SpawnRequest): void {
 function watch(task: TrackedTask, child: ChildProcess, cwd: string): void {
   const { uid } = task;
   children.set(uid, { child, task });
+  if (task.pid !== undefined) mains.add(task.pid);
   let spawned = false;
   child.once('spawn', () => {
     spawned = true;
@@ -160,6 +162,7 @@ function watch(task: TrackedTask, child: ChildProcess, cwd: string): void {
   child.on('error', (e) => {
     if (spawned) return; // a failed kill; the exit still comes
     children.delete(uid);
+    if (task.pid !== undefined) mains.delete(task.pid);
     tracking.ended(task);
     // Node reports a bad cwd as an error of the executable: say which one it was.
     const code = errnoOf(e);
@@ -169,6 +172,7 @@ function watch(task: TrackedTask, child: ChildProcess, cwd: string): void {
   child.once('exit', (exitCode, signal) => {
     if (!spawned) return;
     children.delete(uid);
+    mains.delete(task.pid!);
     tracking.ended(task); // what it left behind: SIGTERM, then SIGKILL after the grace
     emit({ ev: 'exited', uid, exitCode, signal });
     maybeExit();
@@ -286,6 +290,7 @@ const trackingOptions: TrackingOptions = {
   killGraceMs,
   error: (message) => emit({ ev: 'error', message }),
   settled: () => maybeExit(),
+  runningMain: (pid) => mains.has(pid),
 };
 /** Why task cgroups were asked for and cannot be had; undefined when they were not asked. */
 let cgroupWhy: string | undefined;

@@ -78,13 +78,30 @@ export function killCgroup(dir: string): void {
   writeFileSync(path.join(dir, 'cgroup.kill'), '1');
 }
 
-/** The processes in the cgroup itself (not below it); [] once it is gone. */
+/**
+ * The processes in the cgroup and in those below it (a task may make cgroups of its own: an
+ * agent run as a task does); [] once it is gone.
+ */
 export function cgroupProcs(dir: string): number[] {
+  let pids: number[];
   try {
-    return readFileSync(path.join(dir, 'cgroup.procs'), 'utf8')
+    pids = readFileSync(path.join(dir, 'cgroup.procs'), 'utf8')
       .split('\n')
       .filter(Boolean)
       .map(Number);
+  } catch {
+    return [];
+  }
+  for (const sub of subgroups(dir)) pids.push(...cgroupProcs(path.join(dir, sub)));
+  return pids;
+}
+
+/** The names of the cgroups right below `dir`. */
+function subgroups(dir: string): string[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
   } catch {
     return [];
   }
@@ -144,30 +161,36 @@ export function removeCgroupTree(dir: string, timeoutMs: number): Promise<string
     }, timeoutMs);
     const stop = whenEmpty(dir, () => {
       clearTimeout(timer);
-      resolve(removeTree(dir));
+      resolve(removeTree(dir)?.message);
     });
   });
 }
 
-/** rmdir of a cgroup and, first, of those below it; what failed, if anything. */
-export function removeTree(dir: string): string | undefined {
-  let entries: string[] = [];
+/**
+ * rmdir of a cgroup, and first of the empty ones below it (where a task made some); undefined
+ * once it is gone, else why not (`busy`: processes remain).
+ */
+export function removeTree(dir: string): { busy: boolean; message: string } | undefined {
+  const fail = (e: unknown): { busy: boolean; message: string } | undefined => {
+    const code = errnoOf(e);
+    if (code === 'ENOENT') return undefined;
+    return { busy: code === 'EBUSY', message: `cannot remove '${dir}': ${errText(e)}` };
+  };
   try {
-    entries = readdirSync(dir, { withFileTypes: true })
-      .filter((d) => d.isDirectory())
-      .map((d) => d.name);
+    rmdirSync(dir);
+    return undefined; // the common case: nothing below it
   } catch (e) {
-    if (errnoOf(e) === 'ENOENT') return undefined;
+    if (errnoOf(e) !== 'EBUSY') return fail(e);
   }
-  for (const name of entries) {
-    const why = removeTree(path.join(dir, name));
+  for (const sub of subgroups(dir)) {
+    const why = removeTree(path.join(dir, sub));
     if (why !== undefined) return why;
   }
   try {
     rmdirSync(dir);
     return undefined;
   } catch (e) {
-    return errnoOf(e) === 'ENOENT' ? undefined : `cannot remove '${dir}': ${errText(e)}`;
+    return fail(e);
   }
 }
 

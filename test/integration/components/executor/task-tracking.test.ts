@@ -18,7 +18,14 @@ import {
 } from '../../../../src/components/executor/spawner-pool';
 import { withTimeout } from '../../../../src/lib/deferred';
 import { silentLogger } from '../../../../src/lib/logger';
-import { Events, WAIT_MS, describeEachHelper, procIds, sandboxSpec } from './spawner-fixtures';
+import {
+  Events,
+  WAIT_MS,
+  describeEachHelper,
+  procIds,
+  recordingLogger,
+  sandboxSpec,
+} from './spawner-fixtures';
 import {
   LEAVE_BEHIND,
   allGone,
@@ -197,6 +204,35 @@ describeEachTracking('SpawnerPool tracking', (helper: SpawnerHelper, tracking: T
       expect(dirOf).toMatch(new RegExp(`^${base(p)}/\\d+/\\d+$`));
       expect(fs.existsSync(dirOf)).toBe(false);
       expect(fs.existsSync(path.dirname(dirOf))).toBe(true); // the helper's own
+    });
+
+    it('reaches processes in cgroups a task made below its own, and removes those too', async () => {
+      const lines: string[] = [];
+      events = new Events();
+      pool = await SpawnerPool.start({
+        count: 1,
+        logger: recordingLogger(lines),
+        handlers: events.handlers,
+        helper,
+        tracking,
+        killGraceMs: LONG_GRACE_MS,
+      });
+      // An agent run as a task does this: a cgroup below the task's, with a process in it.
+      const s = spec('/bin/sh', [
+        '-c',
+        `cg=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)$(sed -n 's/^0:://p' /proc/self/cgroup)
+         mkdir "$cg/inner" || exit 1
+         sleep 1000 &
+         echo $! > "$cg/inner/cgroup.procs" && echo $! > pid`,
+      ]);
+      pool.spawn(s);
+      const sleeper = await pidWritten(s.cwd);
+      seen.push(sleeper);
+      expect(await events.exit(s.uid)).toMatchObject({ exitCode: 0 });
+      await allGone([sleeper], WAIT_MS); // SIGTERM, long before the grace
+      await pool.close();
+      pool = undefined;
+      expect(lines).toEqual(['info spawner helpers started']); // no cgroup left to complain of
     });
   }
 });

@@ -43,7 +43,7 @@ export function killAll(pids: readonly number[]): void {
 function cgroupsHere(): string | undefined {
   const made = makeCgroupBase();
   if ('why' in made) return made.why;
-  return removeTree(made.dir);
+  return removeTree(made.dir)?.message;
 }
 
 const CGROUP_WHY = cgroupsHere();
