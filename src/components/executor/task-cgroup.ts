@@ -25,27 +25,37 @@ import { errnoOf, errnoText } from './errno-text';
 
 /** The cgroup v2 directory of this process, or why there is none. */
 export function ownCgroup(): { dir: string } | { why: string } {
-  let mounts: string;
-  let cgroups: string;
+  let mountinfo: string;
+  let cgroup: string;
   try {
-    mounts = readFileSync('/proc/self/mountinfo', 'utf8');
-    cgroups = readFileSync('/proc/self/cgroup', 'utf8');
+    mountinfo = readFileSync('/proc/self/mountinfo', 'utf8');
+    cgroup = readFileSync('/proc/self/cgroup', 'utf8');
   } catch {
     return { why: 'no /proc/self/mountinfo or /proc/self/cgroup (not Linux?)' };
   }
-  // mountinfo: "id parent major:minor root mountpoint options [optional...] - fstype source ..."
-  const v2 = mounts
+  return cgroupDir(mountinfo, cgroup);
+}
+
+/**
+ * The cgroup v2 directory of a process from its /proc/<pid>/mountinfo and /proc/<pid>/cgroup, or
+ * why there is none: the mount of the v2 tree, joined with the process's path in the tree (its
+ * `0::` line) relative to the root of the tree the mount shows (a container's may show a subtree).
+ */
+export function cgroupDir(mountinfo: string, cgroup: string): { dir: string } | { why: string } {
+  // "id parent major:minor root mountpoint options [optional...] - fstype source ..."
+  const v2 = mountinfo
     .split('\n')
     .map((l) => l.split(' '))
-    .find((f) => f[f.indexOf('-') + 1] === 'cgroup2');
+    .find((f) => f.indexOf('-') > 0 && f[f.indexOf('-') + 1] === 'cgroup2');
   if (v2 === undefined) return { why: 'no cgroup v2 file system is mounted' };
-  const own = cgroups.split('\n').find((l) => l.startsWith('0::'));
+  const own = cgroup.split('\n').find((l) => l.startsWith('0::'));
   if (own === undefined) return { why: 'this process is in no cgroup v2' };
-  // The mount shows the tree from its root (field 4), the process its path from the tree's root.
   const root = unescape(v2[3]!);
-  const rel = path.relative(root, own.slice(3));
-  if (rel.startsWith('..')) return { why: `own cgroup '${own.slice(3)}' is outside the mount` };
-  return { dir: path.join(unescape(v2[4]!), rel) };
+  const rel = path.posix.relative(root, own.slice(3));
+  if (rel.startsWith('..')) {
+    return { why: `own cgroup '${own.slice(3)}' is outside the mounted tree '${root}'` };
+  }
+  return { dir: path.posix.join(unescape(v2[4]!), rel) };
 }
 
 /** mountinfo escapes space, tab, newline and backslash as octal. */
