@@ -16,7 +16,10 @@
  * A kill reaches every process a task started, and what a task leaves behind when its main
  * process exits is killed too (SIGTERM, SIGKILL after killGraceMs), by the helper: through a
  * cgroup per task where the machine offers cgroup v2 with cgroup.kill, else through /proc
- * (helper-tracking.ts; SpawnerPoolOptions.tracking or PILOTFISH_TASK_TRACKING pick one).
+ * (helper-tracking.ts; SpawnerPoolOptions.tracking or PILOTFISH_TASK_TRACKING pick one). The
+ * cgroup costs the C helper ~90 us more CPU per spawn (a mkdir, two moves of the helper, an
+ * rmdir: ~75 -> ~165 us), /proc tracking ~15-35 us (its sweeps); e2e throughput did not change
+ * out of the noise (docs/performance.md, 2026-11-24).
  *
  * Both speak the line protocol in spawner-protocol.ts.
  */
