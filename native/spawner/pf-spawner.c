@@ -767,7 +767,7 @@ static void task_remove(Task *t) {
 /* the task's, all found in one scan of /proc made before any signal.                         */
 /* When a task's main process exits, what it left behind gets SIGTERM, then SIGKILL after the */
 /* kill grace, as Slurm ends a step; the exit is reported at once. In 'proc' the task ends of */
-/* SWEEP_DELAY_MS share one scan (~0.3 ms here in C, ~2 ms in Node).                          */
+/* SWEEP_DELAY_MS share one scan.                                                             */
 
 #define SWEEP_DELAY_MS 50
 #define MARK_KEY "PF_TASK_MARK="
