@@ -7,6 +7,8 @@
  * helper (spawner-main.ts) when this binary is not built. Both speak the same protocol and have
  * the same semantics; the integration tests run against both.
  *
+ * Usage: pf-spawner [--cgroup BASE] [--kill-grace-ms N] (the pool gives both).
+ *
  * Protocol: newline-delimited JSON, one object per line, UTF-8.
  *   in (stdin):
  *     {"op":"spawn","uid":S,"executable":S,"args":[S...],"env":{K:S...},"cwd":S,
@@ -14,7 +16,7 @@
  *      "cpus"?:S}
  *     {"op":"kill","uid":S,"signal":"SIGTERM"|"SIGKILL"}
  *   out (stdout):
- *     {"ev":"ready","pid":N}                            first, once
+ *     {"ev":"ready","pid":N,"tracking":"cgroup"|"proc","markPrefix":S,"why"?:S}   first, once
  *     {"ev":"started","uid":S,"pid":N}
  *     {"ev":"exited","uid":S,"exitCode":N|null,"signal":"SIGTERM"|...|null}
  *     {"ev":"failed","uid":S,"code":"ENOENT"|...,"message":S}   the task never ran
@@ -30,24 +32,34 @@
  *   - spawn: writes `files` (O_WRONLY|O_CREAT|O_TRUNC, 0600), opens stdoutPath and stderrPath the
  *     same way, then starts `executable args` (argv[0] = executable; looked up in PATH, the task's
  *     PATH if its env sets one, when it has no '/'; a file without a #! line runs under /bin/sh,
- *     as execvp does) in `cwd`, stdin /dev/null, with the helper's environment plus `env`, in a
- *     session and process group of its own (setsid), with every signal unblocked and at its
- *     default action. posix_spawn reports a failed exec as its error, so a missing executable is
- *     a failed event (ENOENT), never an exit 127. The helper (single-threaded) changes into `cwd`
- *     itself around posix_spawn and back: a bad cwd is told apart from a bad executable ("working
- *     directory 'X' does not exist"), and no posix_spawn_file_actions_addchdir_np is needed
- *     (glibc >= 2.29). Needs glibc >= 2.26 (POSIX_SPAWN_SETSID) and Linux (signalfd, /proc).
+ *     as execvp does) in `cwd`, stdin /dev/null, with the helper's environment plus `env` plus
+ *     PF_TASK_MARK (<markPrefix><serial>, which neither may set), in a session and process group
+ *     of its own (setsid), with every signal unblocked and at its default action, and, with
+ *     'cgroup' tracking, in a cgroup of its own (see Tracking below). posix_spawn reports a
+ *     failed exec as its error, so a missing executable is a failed event (ENOENT), never an
+ *     exit 127. The helper (single-threaded) changes into `cwd` itself around posix_spawn and
+ *     back: a bad cwd is told apart from a bad executable ("working directory 'X' does not
+ *     exist"), and no posix_spawn_file_actions_addchdir_np is needed (glibc >= 2.29). Needs
+ *     glibc >= 2.26 (POSIX_SPAWN_SETSID) and Linux (signalfd, /proc; cgroup.kill: Linux 5.14).
  *     With `cpus` (a cpulist, "0-3,8") the helper pins itself around posix_spawn, so the task
  *     starts pinned; a list that cannot be set is said on the task's stderr, the task unpinned.
- *   - kill: sends the signal to the task's process group, to every other process of its session
- *     (mpirun puts ranks in groups of their own) and to their descendants (a child that called
- *     setsid), all found in one scan of /proc made before any signal; or, for a task spawned with
- *     killScope 'process' (srun), to the task's process alone. The kills of one chunk of input
- *     are sent together. A uid that is not running is ignored. kill-session.ts does the same.
+ *   - kill: sends the signal to every process of the task, tracked as the ready event says
+ *     ('cgroup': a cgroup per task, where --cgroup BASE is given and the helper can move into
+ *     BASE/<pid>, which `why` explains otherwise; 'proc': the task's process group, every other
+ *     process of its session (mpirun puts ranks in groups of their own), their descendants (a
+ *     child that called setsid) and the orphans carrying its PF_TASK_MARK (a double fork), found
+ *     in one scan of /proc made before any signal); or, for a task spawned with killScope
+ *     'process' (srun), to the task's process alone. The kills of one chunk of input are sent
+ *     together. A uid that is not running is ignored. helper-tracking.ts does the same.
+ *   - task end: when a task's main process exits, its exit is reported at once, and what it left
+ *     behind gets SIGTERM, then SIGKILL after the kill grace (default 3000 ms), as Slurm ends a
+ *     step; not for srun, whose shepherd ends its step. So a SIGKILL still comes when the main
+ *     process of a canceled task exits during the grace and the Executor forgets it.
  *   - Exits come from SIGCHLD (signalfd), reaped with waitpid(-1, WNOHANG) loops: no polling.
  *   - Every event of one loop turn goes out in one write.
  *   - End: on stdin EOF, SIGTERM or SIGHUP, or when stdout is gone (EPIPE), the helper SIGKILLs
- *     every task it runs (each with its kill scope), reports their exits, waits for them all and
+ *     every task it runs (each with its kill scope) and all that ended tasks left, reports the
+ *     exits, waits for them all (and for every task cgroup to empty), removes its cgroups and
  *     exits 0, so no task outlives the agent. SIGINT is ignored: the agent decides.
  */
 #define _GNU_SOURCE
@@ -70,6 +82,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -214,9 +227,17 @@ static void buf_json(Buf *b, const char *s, size_t n) {
   buf_char(b, '"');
 }
 
-static void emit_ready(void) {
+static void emit_ready(bool cgroup, const char *mark_prefix, const Buf *why) {
   buf_str(&out, "{\"ev\":\"ready\",\"pid\":");
   buf_long(&out, (long)getpid());
+  buf_str(&out, ",\"tracking\":");
+  buf_str(&out, cgroup ? "\"cgroup\"" : "\"proc\"");
+  buf_str(&out, ",\"markPrefix\":");
+  buf_json(&out, mark_prefix, strlen(mark_prefix));
+  if (why->len > 0) {
+    buf_str(&out, ",\"why\":");
+    buf_json(&out, why->p, why->len);
+  }
   buf_str(&out, "}\n");
 }
 
@@ -645,6 +666,10 @@ typedef struct Task {
   size_t ulen;
   pid_t pid;
   bool process_only;
+  /** Numbers the task within the helper: its cgroup's name and the end of its mark. */
+  unsigned long serial;
+  /** It runs in the cgroup <home>/<serial>. */
+  bool has_cg;
   struct Task *next_uid, *next_pid;
 } Task;
 
@@ -701,7 +726,8 @@ static Task *task_by_pid(pid_t pid) {
   return NULL;
 }
 
-static void task_add(const char *uid, size_t n, pid_t pid, bool process_only) {
+static void task_add(const char *uid, size_t n, pid_t pid, bool process_only,
+                     unsigned long serial, bool has_cg) {
   if (n_tasks >= n_buckets) tasks_grow();
   Task *t = xmalloc(sizeof *t);
   t->uid = xmalloc(n + 1);
@@ -710,6 +736,8 @@ static void task_add(const char *uid, size_t n, pid_t pid, bool process_only) {
   t->ulen = n;
   t->pid = pid;
   t->process_only = process_only;
+  t->serial = serial;
+  t->has_cg = has_cg;
   size_t i = hash_bytes(uid, n) & (n_buckets - 1), j = hash_pid(pid) & (n_buckets - 1);
   t->next_uid = by_uid[i];
   by_uid[i] = t;
@@ -731,63 +759,363 @@ static void task_remove(Task *t) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Kills, batched per chunk of input                                                           */
+/* Tracking: every process of a task (as helper-tracking.ts, kill-session.ts, task-cgroup.ts) */
+/*                                                                                            */
+/* 'cgroup' (given --cgroup BASE, and able to move into BASE/<pid>, its home): each task runs */
+/* in the cgroup <home>/<serial>; a SIGTERM goes to every process in its cgroup.procs, a      */
+/* SIGKILL through cgroup.kill (which gets forks racing it too), and the cgroup is removed    */
+/* once empty (cgroup.events wakes poll with POLLPRI when `populated` changes). srun tasks    */
+/* start outside, where the agent runs, so that no kill of a cgroup reaches srun's shepherd.  */
+/* 'proc' (otherwise): a task's group, session and descendants, and the orphans (processes    */
+/* whose parent is the helper or one of its ancestors, init included) whose PF_TASK_MARK is   */
+/* the task's, all found in one scan of /proc made before any signal.                         */
+/* When a task's main process exits, what it left behind gets SIGTERM, then SIGKILL after the */
+/* kill grace, as Slurm ends a step; the exit is reported at once. In 'proc' the task ends of */
+/* SWEEP_DELAY_MS share one scan.                                                             */
 
-typedef struct {
-  pid_t *v;
-  size_t n, cap;
-} Pids;
+#define SWEEP_DELAY_MS 50
+#define MARK_KEY "PF_TASK_MARK="
 
-static void pids_add(Pids *p, pid_t pid) {
-  if (p->n == p->cap) {
-    p->cap = p->cap == 0 ? 16 : p->cap * 2;
-    p->v = xrealloc(p->v, p->cap * sizeof *p->v);
-  }
-  p->v[p->n++] = pid;
+static long long kill_grace_ms = 3000;
+/** PF_TASK_MARK of a task: this prefix (unique on the machine), then the task's serial. */
+static char mark_prefix[64];
+static unsigned long next_serial;
+/** 'cgroup': BASE, the home directory, its cgroup.procs; cg_why: why not, when asked. */
+static const char *cg_base;
+static int cg_home = -1, cg_home_procs = -1;
+static Buf cg_why;
+static bool stopping;
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/** [0] SIGTERM, [1] SIGKILL. */
-static Pids kill_sessions[2], kill_processes[2];
-/** Other processes of the killed sessions and their descendants (negated: SIGTERM). */
-static Pids kill_members;
-
-static void queue_kill(const Task *t, int sig) {
-  int i = sig == SIGKILL ? 1 : 0;
-  pids_add(t->process_only ? &kill_processes[i] : &kill_sessions[i], t->pid);
-}
-
-static void signal_pid(pid_t pid, int sig) {
-  if (kill(pid, sig) == 0 || errno == ESRCH) return;
-  char tmp[16];
+/** An error event: `what` 'name': the errno's text. */
+static void emit_errno(const char *what, const char *name, int e) {
   Buf m = {0};
-  buf_str(&m, "kill ");
-  buf_str(&m, signal_name(sig, tmp, sizeof tmp));
-  buf_char(&m, ' ');
-  buf_long(&m, (long)pid);
-  buf_str(&m, ": ");
-  buf_str(&m, errno_name(errno));
+  buf_str(&m, what);
+  buf_str(&m, " '");
+  buf_str(&m, name);
+  buf_str(&m, "': ");
+  errno_text(&m, e);
   emit_error(m.p, m.len);
   free(m.p);
 }
+
+/** Writes our pid into a cgroup.procs: the helper moves into that cgroup. 0 or an errno. */
+static int move_self(int procs_fd) {
+  char pid[24];
+  int n = snprintf(pid, sizeof pid, "%ld", (long)getpid());
+  return write(procs_fd, pid, (size_t)n) == n ? 0 : errno;
+}
+
+/** Opens the cgroup.procs of BASE's parent, the cgroup the agent runs in; -1 with errno. */
+static int open_outer_procs(void) {
+  const char *slash = strrchr(cg_base, '/');
+  if (slash == NULL) {
+    errno = EINVAL;
+    return -1;
+  }
+  Buf p = {0};
+  buf_add(&p, cg_base, (size_t)(slash - cg_base));
+  buf_str(&p, "/cgroup.procs");
+  buf_char(&p, '\0');
+  int fd = open(p.p, O_WRONLY | O_CLOEXEC);
+  free(p.p);
+  return fd;
+}
+
+/** BASE/<pid>, NUL-terminated, in a new Buf. */
+static Buf home_path(void) {
+  Buf p = {0};
+  buf_str(&p, cg_base);
+  buf_char(&p, '/');
+  buf_long(&p, (long)getpid());
+  buf_char(&p, '\0');
+  return p;
+}
+
+/** Moves the helper into its home, BASE/<pid>; else says why in cg_why and tracks by /proc. */
+static void cgroup_setup(const char *base) {
+  cg_base = base;
+  Buf home = home_path();
+  const char *step = "cannot create";
+  int e = 0;
+  if (mkdir(home.p, 0755) != 0) {
+    e = errno;
+  } else {
+    step = "cannot move into";
+    cg_home = open(home.p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cg_home >= 0) cg_home_procs = openat(cg_home, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+    e = cg_home_procs < 0 ? errno : move_self(cg_home_procs);
+    if (e != 0) {
+      if (cg_home_procs >= 0) close(cg_home_procs);
+      if (cg_home >= 0) close(cg_home);
+      cg_home = cg_home_procs = -1;
+      rmdir(home.p);
+    }
+  }
+  if (e != 0) {
+    buf_str(&cg_why, step);
+    buf_str(&cg_why, " '");
+    buf_str(&cg_why, home.p);
+    buf_str(&cg_why, "': ");
+    errno_text(&cg_why, e);
+  }
+  free(home.p);
+}
+
+/** The helper exits: out of its home to the agent's cgroup; removes it, and the base if last. */
+static void cgroup_leave(void) {
+  if (cg_home < 0) return;
+  Buf home = home_path();
+  int outer = open_outer_procs();
+  int e = outer < 0 ? errno : move_self(outer);
+  if (outer >= 0) close(outer);
+  if (e == 0 && rmdir(home.p) != 0) e = errno;
+  if (e != 0) emit_errno("cannot remove the helper's cgroup", home.p, e);
+  free(home.p);
+  rmdir(cg_base); /* fails while other helpers are in it: the last one, or the pool, removes it */
+}
+
+static int cg_open(unsigned long serial, const char *file, int flags) {
+  char path[64];
+  snprintf(path, sizeof path, "%lu/%s", serial, file);
+  return openat(cg_home, path, flags | O_CLOEXEC);
+}
+
+/** An error event about a task's cgroup: `what` '<home>/<serial>': the errno's text. */
+static void cg_error(const char *what, unsigned long serial, int e) {
+  Buf p = home_path();
+  p.len--; /* the NUL */
+  buf_char(&p, '/');
+  buf_long(&p, (long)serial);
+  buf_char(&p, '\0');
+  emit_errno(what, p.p, e);
+  free(p.p);
+}
+
+/** SIGKILL to every process in the task's cgroup and below, forks racing it included. */
+static void cg_kill(unsigned long serial) {
+  int fd = cg_open(serial, "cgroup.kill", O_WRONLY);
+  int e = fd < 0 ? errno : write(fd, "1", 1) == 1 ? 0 : errno;
+  if (fd >= 0) close(fd);
+  if (e != 0 && e != ENOENT) cg_error("cannot kill the cgroup", serial, e);
+}
+
+static bool signal_pid(pid_t pid, int sig);
+
+/**
+ * SIGTERM to every process in the cgroup open at `dir` and in those below it (a task may make
+ * cgroups of its own: an agent run as a task does). Closes `dir`.
+ */
+static void term_tree(int dir) {
+  int fd = openat(dir, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    Buf b = {0};
+    for (;;) {
+      buf_reserve(&b, 4096);
+      ssize_t n = read(fd, b.p + b.len, b.cap - b.len);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      b.len += (size_t)n;
+    }
+    close(fd);
+    buf_char(&b, '\0');
+    for (char *p = b.p, *end; *p != '\0'; p = end) {
+      long pid = strtol(p, &end, 10);
+      if (end == p) break;
+      if (pid > 0) signal_pid((pid_t)pid, SIGTERM);
+    }
+    free(b.p);
+  }
+  DIR *d = fdopendir(dir);
+  if (d == NULL) {
+    close(dir);
+    return;
+  }
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (de->d_type != DT_DIR || de->d_name[0] == '.') continue;
+    int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (sub >= 0) term_tree(sub);
+  }
+  closedir(d);
+}
+
+static void cg_term(unsigned long serial) {
+  char name[24];
+  snprintf(name, sizeof name, "%lu", serial);
+  int dir = openat(cg_home, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) term_tree(dir);
+}
+
+/**
+ * rmdir of the cgroup `name` under `parent`, and first of the empty ones below it (where a task
+ * made some); 0 or an errno (EBUSY: processes remain).
+ */
+static int remove_tree(int parent, const char *name) {
+  if (unlinkat(parent, name, AT_REMOVEDIR) == 0) return 0;
+  if (errno != EBUSY) return errno;
+  int dir = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return errno;
+  DIR *d = fdopendir(dir);
+  if (d == NULL) {
+    int e = errno;
+    close(dir);
+    return e;
+  }
+  int e = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (de->d_type != DT_DIR || de->d_name[0] == '.') continue;
+    int r = remove_tree(dirfd(d), de->d_name);
+    if (r != 0) e = r;
+  }
+  closedir(d);
+  if (e != 0) return e;
+  return unlinkat(parent, name, AT_REMOVEDIR) == 0 ? 0 : errno;
+}
+
+/** rmdir of the task's cgroup: 0 or an errno (EBUSY: processes remain). */
+static int cg_remove(unsigned long serial) {
+  char name[24];
+  snprintf(name, sizeof name, "%lu", serial);
+  return remove_tree(cg_home, name);
+}
+
+/** Reads cgroup.events again (which re-arms its POLLPRI): does the cgroup hold processes? */
+static bool cg_populated(int events_fd) {
+  char buf[256];
+  ssize_t n = pread(events_fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  return strstr(buf, "populated 1") != NULL;
+}
+
+/* --- What ended tasks left behind ------------------------------------------------------- */
+
+typedef struct {
+  unsigned long serial;
+  /** The main process's pid: the leftovers' session. */
+  pid_t sid;
+  /** 'cgroup': its cgroup.events, polled; -1 in 'proc'. */
+  int events;
+  /** When they get SIGKILL (monotonic ms); 0: they had it ('cgroup' waits for the empty). */
+  long long deadline;
+} Linger;
+
+typedef struct {
+  Linger *v;
+  size_t n, cap;
+} Lingers;
+
+/** Leftovers under SIGTERM or SIGKILL, and ('proc') ended tasks waiting for the next sweep. */
+static Lingers lingers, ended;
+static long long sweep_at;
+
+static void lingers_add(Lingers *l, Linger x) {
+  if (l->n == l->cap) {
+    l->cap = l->cap == 0 ? 16 : l->cap * 2;
+    l->v = xrealloc(l->v, l->cap * sizeof *l->v);
+  }
+  l->v[l->n++] = x;
+}
+
+/** Forgets lingers.v[i] (its cgroup is empty and removed, or 'proc' is done with it). */
+static void lingers_remove(size_t i) {
+  if (lingers.v[i].events >= 0) close(lingers.v[i].events);
+  memmove(&lingers.v[i], &lingers.v[i + 1], (lingers.n - i - 1) * sizeof *lingers.v);
+  lingers.n--;
+}
+
+/** A lingering cgroup may have emptied: remove it (and forget it) if so. */
+static void linger_check(size_t i) {
+  Linger *l = &lingers.v[i];
+  if (cg_populated(l->events)) return;
+  int e = cg_remove(l->serial);
+  if (e != 0 && e != ENOENT) cg_error("cannot remove", l->serial, e);
+  lingers_remove(i);
+}
+
+/* --- Sweeps of /proc ('proc' tracking) -------------------------------------------------- */
+
+typedef struct {
+  pid_t sid;
+  unsigned long serial;
+  int sig;
+  /** Signal the group -sid too (the main runs). */
+  bool group;
+  size_t found;
+} Target;
+
+static Target *targets;
+static size_t n_targets, cap_targets;
+/** Indices of targets, sorted by sid and by serial. */
+static size_t *by_sid, *by_serial;
+
+static void target_add(pid_t sid, unsigned long serial, int sig, bool group) {
+  if (n_targets == cap_targets) {
+    cap_targets = cap_targets == 0 ? 64 : cap_targets * 2;
+    targets = xrealloc(targets, cap_targets * sizeof *targets);
+    by_sid = xrealloc(by_sid, cap_targets * sizeof *by_sid);
+    by_serial = xrealloc(by_serial, cap_targets * sizeof *by_serial);
+  }
+  targets[n_targets++] = (Target){sid, serial, sig, group, 0};
+}
+
+static int cmp_target_sid(const void *a, const void *b) {
+  pid_t x = targets[*(const size_t *)a].sid, y = targets[*(const size_t *)b].sid;
+  return (x > y) - (x < y);
+}
+
+static int cmp_target_serial(const void *a, const void *b) {
+  unsigned long x = targets[*(const size_t *)a].serial, y = targets[*(const size_t *)b].serial;
+  return (x > y) - (x < y);
+}
+
+static long target_by_sid(pid_t sid) {
+  size_t lo = 0, hi = n_targets;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    pid_t s = targets[by_sid[mid]].sid;
+    if (s == sid) return (long)by_sid[mid];
+    if (s < sid) lo = mid + 1;
+    else hi = mid;
+  }
+  return -1;
+}
+
+static long target_by_serial(unsigned long serial) {
+  size_t lo = 0, hi = n_targets;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    unsigned long s = targets[by_serial[mid]].serial;
+    if (s == serial) return (long)by_serial[mid];
+    if (s < serial) lo = mid + 1;
+    else hi = mid;
+  }
+  return -1;
+}
+
+typedef struct {
+  pid_t pid, ppid, pgrp, sid;
+  /** The target it belongs to: -1 none, -2 not known yet. */
+  long owner;
+} Proc;
 
 static int cmp_pid(const void *a, const void *b) {
   pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
   return (x > y) - (x < y);
 }
 
-static bool has_pid(const Pids *p, pid_t pid) {
-  return p->n > 0 && bsearch(&pid, p->v, p->n, sizeof *p->v, cmp_pid) != NULL;
-}
-
-typedef struct {
-  pid_t pid, ppid, sid;
-} Proc;
-
 static int cmp_proc(const void *a, const void *b) {
   return cmp_pid(&((const Proc *)a)->pid, &((const Proc *)b)->pid);
 }
 
-/** Reads the parent and session of process `name` (a /proc entry); false if it is gone. */
+/** Reads the parent, group and session of process `name` (a /proc entry); false if gone. */
 static bool read_proc(int procfd, const char *name, Proc *pr) {
   char path[64], stat[512];
   snprintf(path, sizeof path, "%s/stat", name);
@@ -807,7 +1135,9 @@ static bool read_proc(int procfd, const char *name, Proc *pr) {
     return false;
   }
   pr->ppid = (pid_t)ppid;
+  pr->pgrp = (pid_t)pgrp;
   pr->sid = (pid_t)session;
+  pr->owner = -2;
   return true;
 }
 
@@ -826,7 +1156,7 @@ static bool scan_procs(void) {
     char *endp;
     long pid = strtol(de->d_name, &endp, 10);
     if (*endp != '\0') continue;
-    Proc pr = {(pid_t)pid, 0, 0};
+    Proc pr = {(pid_t)pid, 0, 0, 0, -2};
     if (!read_proc(procfd, de->d_name, &pr)) continue;
     if (n_procs == cap_procs) {
       cap_procs = cap_procs == 0 ? 1024 : cap_procs * 2;
@@ -839,66 +1169,281 @@ static bool scan_procs(void) {
   return true;
 }
 
-static const Proc *find_proc(pid_t pid) {
+static Proc *find_proc(pid_t pid) {
   if (n_procs == 0) return NULL;
-  Proc key = {pid, 0, 0};
+  Proc key = {pid, 0, 0, 0, -2};
   return bsearch(&key, procs, n_procs, sizeof *procs, cmp_proc);
 }
 
-/**
- * The signal for a process that is not a leader: the strongest asked for a session it is in,
- * or that one of its ancestors is in (a child that called setsid stays a descendant); 0: none.
- */
-static int signal_for(const Proc *pr) {
-  int sig = 0;
-  for (int depth = 0; pr != NULL && pr->pid > 1 && depth < 256; depth++) {
-    if (has_pid(&kill_sessions[1], pr->sid) || has_pid(&kill_sessions[1], pr->pid)) {
-      return SIGKILL;
-    }
-    if (has_pid(&kill_sessions[0], pr->sid) || has_pid(&kill_sessions[0], pr->pid)) {
-      sig = SIGTERM;
-    }
-    pr = find_proc(pr->ppid);
+/** The helper and its ancestors, init included: where orphans of our tasks are reparented. */
+static pid_t orphan_parents[64];
+static size_t n_orphan_parents;
+
+static bool is_orphan_parent(pid_t pid) {
+  for (size_t i = 0; i < n_orphan_parents; i++) {
+    if (orphan_parents[i] == pid) return true;
   }
-  return sig;
+  return false;
+}
+
+static Buf environ_buf;
+
+/** The target whose mark process `pid` started with (PF_TASK_MARK), or -1. */
+static long mark_owner(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%ld/environ", (long)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1; /* gone, or not ours to read */
+  Buf *b = &environ_buf;
+  b->len = 0;
+  for (;;) {
+    buf_reserve(b, 16384);
+    ssize_t n = read(fd, b->p + b->len, b->cap - b->len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    b->len += (size_t)n;
+  }
+  close(fd);
+  size_t klen = strlen(MARK_KEY), plen = strlen(mark_prefix);
+  for (size_t at = 0; at < b->len;) {
+    char *nul = memchr(b->p + at, '\0', b->len - at);
+    size_t end = nul == NULL ? b->len : (size_t)(nul - b->p);
+    const char *e = b->p + at;
+    if (end - at > klen + plen && memcmp(e, MARK_KEY, klen) == 0 &&
+        memcmp(e + klen, mark_prefix, plen) == 0) {
+      unsigned long serial = 0;
+      bool digits = true;
+      for (const char *c = e + klen + plen; c < b->p + end; c++) {
+        if (*c < '0' || *c > '9') digits = false;
+        else serial = serial * 10 + (unsigned long)(*c - '0');
+      }
+      return digits ? target_by_serial(serial) : -1;
+    }
+    at = end + 1;
+  }
+  return -1;
 }
 
 /**
- * Sends the queued kills: to the processes (killScope 'process'), to the groups of the session
- * leaders and to every other process of their sessions (mpirun's ranks have groups of their own)
- * and their descendants, found in one scan of /proc made before any signal, while a killed
- * parent has not yet left its children to init.
+ * The target `pr` belongs to, or -1: the first on its way up to an orphan parent that is a
+ * target's main process or in a target's session, or, at the top of that way, an orphan (or a
+ * main) that carries a target's mark.
  */
+static long owner_of(Proc *pr) {
+  Proc *path[256];
+  size_t n = 0;
+  long res = -1;
+  for (Proc *q = pr; q != NULL && n < 256;) {
+    if (q->owner != -2) {
+      res = q->owner;
+      break;
+    }
+    if (is_orphan_parent(q->pid)) break;
+    path[n++] = q;
+    res = target_by_sid(q->pid);
+    if (res < 0) res = target_by_sid(q->sid);
+    if (res >= 0) break;
+    if (is_orphan_parent(q->ppid)) {
+      res = mark_owner(q->pid);
+      break;
+    }
+    q = find_proc(q->ppid);
+  }
+  for (size_t k = 0; k < n; k++) path[k]->owner = res;
+  return res;
+}
+
+typedef struct {
+  pid_t pid;
+  size_t target;
+} Member;
+
+static Member *members;
+static size_t n_members, cap_members;
+
+/**
+ * Signals every process of the targets, found in one scan of /proc made before any signal:
+ * once a parent is killed, its children move away. Counts what it found in each target's
+ * `found`. Leaves the targets for the caller to read and clear.
+ */
+static void sweep(void) {
+  if (n_targets == 0) return;
+  for (size_t i = 0; i < n_targets; i++) by_sid[i] = by_serial[i] = i;
+  qsort(by_sid, n_targets, sizeof *by_sid, cmp_target_sid);
+  qsort(by_serial, n_targets, sizeof *by_serial, cmp_target_serial);
+  n_members = 0;
+  if (scan_procs()) { /* no /proc: the group kills are all we can do */
+    n_orphan_parents = 0;
+    orphan_parents[n_orphan_parents++] = 1;
+    for (Proc *p = find_proc(getpid()); p != NULL && n_orphan_parents < 64;
+         p = find_proc(p->ppid)) {
+      if (is_orphan_parent(p->pid)) break;
+      orphan_parents[n_orphan_parents++] = p->pid;
+    }
+    for (size_t k = 0; k < n_procs; k++) {
+      long i = owner_of(&procs[k]);
+      if (i < 0) continue;
+      if (targets[i].group && procs[k].pgrp == targets[i].sid) continue; /* by its group */
+      if (n_members == cap_members) {
+        cap_members = cap_members == 0 ? 64 : cap_members * 2;
+        members = xrealloc(members, cap_members * sizeof *members);
+      }
+      members[n_members++] = (Member){procs[k].pid, (size_t)i};
+    }
+  }
+  for (size_t i = 0; i < n_targets; i++) {
+    if (targets[i].group && signal_pid(-targets[i].sid, targets[i].sig)) targets[i].found++;
+  }
+  for (size_t k = 0; k < n_members; k++) {
+    Target *t = &targets[members[k].target];
+    if (signal_pid(members[k].pid, t->sig)) t->found++;
+  }
+}
+
+static Task *task_by_pid(pid_t pid);
+
+/**
+ * The session an ended task's leftovers are found by: its main's pid, unless that pid already
+ * is another running task's (reused once the session emptied): then -1, and the mark alone.
+ */
+static pid_t ended_sid(pid_t sid) { return task_by_pid(sid) != NULL ? -1 : sid; }
+
+/** 'proc': the ends gathered since the first get SIGTERM; those that left something linger. */
+static void sweep_ended(void) {
+  n_targets = 0;
+  for (size_t i = 0; i < ended.n; i++) {
+    target_add(ended_sid(ended.v[i].sid), ended.v[i].serial, SIGTERM, false);
+  }
+  sweep();
+  long long deadline = now_ms() + kill_grace_ms;
+  for (size_t i = 0; i < ended.n; i++) {
+    if (targets[i].found == 0) continue;
+    Linger l = ended.v[i];
+    l.deadline = deadline;
+    lingers_add(&lingers, l);
+  }
+  ended.n = 0;
+  n_targets = 0;
+}
+
+/** A task's main process has exited (or never started: pid 0): end what it left behind. */
+static void task_ended(unsigned long serial, pid_t pid, bool process_only, bool has_cg) {
+  if (process_only) return; /* srun ends its own step */
+  if (has_cg) {
+    int e = cg_remove(serial);
+    if (e == 0) return; /* nothing left behind: the common case */
+    if (e != EBUSY) {
+      cg_error("cannot remove", serial, e);
+      return;
+    }
+    int events = cg_open(serial, "cgroup.events", O_RDONLY);
+    if (events < 0) {
+      cg_error("cannot watch the task's cgroup", serial, errno);
+      return;
+    }
+    Linger l = {serial, pid, events, 0};
+    if (stopping) {
+      cg_kill(serial);
+    } else {
+      cg_term(serial);
+      l.deadline = now_ms() + kill_grace_ms;
+    }
+    lingers_add(&lingers, l);
+    linger_check(lingers.n - 1); /* it may have emptied before the watch began */
+    return;
+  }
+  if (stopping || pid <= 0) return; /* stop() SIGKILLed them all */
+  lingers_add(&ended, (Linger){serial, pid, -1, 0});
+  if (sweep_at == 0) sweep_at = now_ms() + SWEEP_DELAY_MS;
+}
+
+/** Due SIGKILLs and sweeps. */
+static void run_timers(void) {
+  long long now = now_ms();
+  if (sweep_at != 0 && now >= sweep_at) {
+    sweep_at = 0;
+    sweep_ended();
+  }
+  n_targets = 0;
+  for (size_t i = lingers.n; i-- > 0;) {
+    Linger *l = &lingers.v[i];
+    if (l->deadline == 0 || now < l->deadline) continue;
+    l->deadline = 0;
+    if (l->events >= 0) {
+      cg_kill(l->serial);
+    } else {
+      target_add(ended_sid(l->sid), l->serial, SIGKILL, false);
+      lingers_remove(i);
+    }
+  }
+  sweep();
+  n_targets = 0;
+}
+
+/** Milliseconds until the next timer, or -1. */
+static int poll_timeout(void) {
+  long long next = sweep_at;
+  for (size_t i = 0; i < lingers.n; i++) {
+    long long d = lingers.v[i].deadline;
+    if (d != 0 && (next == 0 || d < next)) next = d;
+  }
+  if (next == 0) return -1;
+  long long left = next - now_ms();
+  return left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Kills, batched per chunk of input                                                           */
+
+typedef struct {
+  pid_t *v;
+  size_t n, cap;
+} Pids;
+
+static void pids_add(Pids *p, pid_t pid) {
+  if (p->n == p->cap) {
+    p->cap = p->cap == 0 ? 16 : p->cap * 2;
+    p->v = xrealloc(p->v, p->cap * sizeof *p->v);
+  }
+  p->v[p->n++] = pid;
+}
+
+/** srun tasks, signaled alone: [0] SIGTERM, [1] SIGKILL. */
+static Pids kill_processes[2];
+
+/** Sends a signal; true if it was delivered. A process already gone is no error. */
+static bool signal_pid(pid_t pid, int sig) {
+  if (kill(pid, sig) == 0) return true;
+  if (errno == ESRCH) return false;
+  char tmp[16];
+  Buf m = {0};
+  buf_str(&m, "kill ");
+  buf_str(&m, signal_name(sig, tmp, sizeof tmp));
+  buf_char(&m, ' ');
+  buf_long(&m, (long)pid);
+  buf_str(&m, ": ");
+  buf_str(&m, errno_name(errno));
+  emit_error(m.p, m.len);
+  free(m.p);
+  return false;
+}
+
+/** A kill of a running task: through its cgroup now, else queued for the chunk's sweep. */
+static void queue_kill(const Task *t, int sig) {
+  if (t->process_only) pids_add(&kill_processes[sig == SIGKILL ? 1 : 0], t->pid);
+  else if (!t->has_cg) target_add(t->pid, t->serial, sig, true);
+  else if (sig == SIGKILL) cg_kill(t->serial);
+  else cg_term(t->serial);
+}
+
+/** Sends the queued kills: one sweep of /proc for the tasks tracked there, then srun tasks. */
 static void flush_kills(void) {
   static const int sigs[2] = {SIGTERM, SIGKILL};
-  bool scanned_procs = false;
-  if (kill_sessions[0].n + kill_sessions[1].n > 0) {
-    for (int i = 0; i < 2; i++) {
-      if (kill_sessions[i].n > 1) {
-        qsort(kill_sessions[i].v, kill_sessions[i].n, sizeof(pid_t), cmp_pid);
-      }
-    }
-    scanned_procs = scan_procs(); /* no /proc: the group kills are all we can do */
-  }
-  Pids *members = &kill_members;
-  members->n = 0;
-  for (size_t k = 0; scanned_procs && k < n_procs; k++) {
-    pid_t pid = procs[k].pid;
-    if (has_pid(&kill_sessions[0], pid) || has_pid(&kill_sessions[1], pid)) {
-      continue; /* a leader: its group is signaled */
-    }
-    int sig = signal_for(&procs[k]);
-    if (sig != 0) pids_add(members, sig == SIGKILL ? pid : -pid); /* sign: which signal */
-  }
+  sweep();
+  n_targets = 0;
   for (int i = 0; i < 2; i++) {
     for (size_t k = 0; k < kill_processes[i].n; k++) signal_pid(kill_processes[i].v[k], sigs[i]);
-    for (size_t k = 0; k < kill_sessions[i].n; k++) signal_pid(-kill_sessions[i].v[k], sigs[i]);
     kill_processes[i].n = 0;
-    kill_sessions[i].n = 0;
-  }
-  for (size_t k = 0; k < members->n; k++) {
-    pid_t v = members->v[k];
-    signal_pid(v > 0 ? v : -v, v > 0 ? SIGKILL : SIGTERM);
   }
 }
 
@@ -912,7 +1457,6 @@ static int home_dir = -1;
 /** The helper's own CPU affinity, restored after each pinned spawn. */
 static cpu_set_t home_cpus;
 static const char *default_path;
-static bool stopping;
 
 /** Fails a spawn: `what` and a quoted path, then ": " and the errno text. */
 static void fail_path(const JVal *uid, int e, const char *what, const char *path, size_t plen,
@@ -1010,23 +1554,27 @@ static const char *search_path(const char *exe, const char *path, int *err) {
   return NULL;
 }
 
-/** The helper's environment without the keys `env` sets, then `env` (last duplicate wins). */
-static char **build_envp(const JVal *env) {
+/**
+ * The helper's environment without the keys `env` sets, then `env` (last duplicate wins), then
+ * PF_TASK_MARK=<mark prefix><serial>, which neither may set.
+ */
+static char **build_envp(const JVal *env, unsigned long serial) {
   size_t n_env = 0;
   while (environ[n_env] != NULL) n_env++;
-  char **envp = arena_alloc((n_env + env->count + 1) * sizeof *envp);
+  char **envp = arena_alloc((n_env + env->count + 2) * sizeof *envp);
   size_t k = 0;
+  size_t mlen = strlen(MARK_KEY) - 1; /* without the '=' */
   for (size_t i = 0; i < n_env; i++) {
     const char *e = environ[i], *eq = strchr(e, '=');
     size_t klen = eq != NULL ? (size_t)(eq - e) : strlen(e);
-    bool overridden = false;
+    bool overridden = klen == mlen && memcmp(e, MARK_KEY, mlen) == 0;
     for (const JVal *m = env->kid; m != NULL && !overridden; m = m->next) {
       overridden = m->klen == klen && memcmp(m->key, e, klen) == 0;
     }
     if (!overridden) envp[k++] = environ[i];
   }
   for (const JVal *m = env->kid; m != NULL; m = m->next) {
-    bool later = false;
+    bool later = m->klen == mlen && memcmp(m->key, MARK_KEY, mlen) == 0;
     for (const JVal *l = m->next; l != NULL && !later; l = l->next) {
       later = l->klen == m->klen && memcmp(l->key, m->key, m->klen) == 0;
     }
@@ -1037,6 +1585,9 @@ static char **build_envp(const JVal *env) {
     memcpy(kv + m->klen + 1, m->str, m->len + 1);
     envp[k++] = kv;
   }
+  char *mark = arena_alloc(strlen(MARK_KEY) + strlen(mark_prefix) + 24);
+  sprintf(mark, "%s%s%lu", MARK_KEY, mark_prefix, serial);
+  envp[k++] = mark;
   envp[k] = NULL;
   return envp;
 }
@@ -1061,14 +1612,15 @@ static int spawn_with(pid_t *pid, const char *file, char **argv, char **envp, in
  * is single-threaded): portable to C libraries without posix_spawn_file_actions_addchdir_np, and
  * a bad cwd is told apart from a bad executable. 0, or an errno with *cwd_failed set.
  */
-static int spawn_task(pid_t *pid, const JVal *exe, char **argv, const JVal *env, const char *cwd,
-                      int out_fd, int err_fd, bool *cwd_failed) {
+static int spawn_task(pid_t *pid, const JVal *exe, char **argv, const JVal *env,
+                      unsigned long serial, const char *cwd, int out_fd, int err_fd,
+                      bool *cwd_failed) {
   *cwd_failed = false;
   if (chdir(cwd) != 0) {
     *cwd_failed = true;
     return errno;
   }
-  char **envp = build_envp(env);
+  char **envp = build_envp(env, serial);
   const char *file = exe->str;
   int e = 0;
   if (strchr(file, '/') == NULL) {
@@ -1133,6 +1685,50 @@ static void fail_cwd(const JVal *uid, int e, const char *cwd, size_t cwdlen) {
   }
 }
 
+/**
+ * 'cgroup': moves the helper to where the task must start, so that the child starts there before
+ * it can run anything: the task's new cgroup <home>/<serial>, or, for srun, the agent's. Returns
+ * that cgroup's open cgroup.procs, -1 without task cgroups, or -2 once the failure is emitted.
+ */
+static int enter_for_spawn(const JVal *uid, unsigned long serial, bool process_only) {
+  if (cg_home < 0) return -1;
+  int fd, e;
+  const char *what;
+  if (process_only) {
+    what = "cannot start the task outside the task cgroups";
+    fd = open_outer_procs();
+  } else {
+    char name[24];
+    snprintf(name, sizeof name, "%lu", serial);
+    what = "cannot create the task's cgroup";
+    fd = mkdirat(cg_home, name, 0755) == 0 ? -1 : -3;
+    if (fd == -1) {
+      what = "cannot enter the task's cgroup";
+      fd = cg_open(serial, "cgroup.procs", O_WRONLY);
+    }
+  }
+  e = fd < 0 ? errno : move_self(fd);
+  if (e == 0) return fd;
+  if (fd >= 0) close(fd);
+  Buf m = {0};
+  buf_str(&m, what);
+  if (!process_only) {
+    if (fd != -3) cg_remove(serial);
+    Buf home = home_path();
+    buf_str(&m, " '");
+    buf_add(&m, home.p, home.len - 1);
+    buf_char(&m, '/');
+    buf_long(&m, (long)serial);
+    buf_char(&m, '\'');
+    free(home.p);
+  }
+  buf_str(&m, ": ");
+  errno_text(&m, e);
+  emit_failed(uid->str, uid->len, errno_name(e), &m);
+  free(m.p);
+  return -2;
+}
+
 static void do_spawn(const JVal *req) {
   const JVal *uid = member(req, "uid"), *exe = member(req, "executable"),
              *args = member(req, "args"), *env = member(req, "env"), *cwd = member(req, "cwd"),
@@ -1194,7 +1790,14 @@ static void do_spawn(const JVal *req) {
   for (const JVal *a = args->kid; a != NULL; a = a->next) argv[i++] = a->str;
   argv[i] = NULL;
   pid_t pid = -1;
-  bool cwd_failed;
+  bool cwd_failed, process_only = str_is(scope, "process");
+  unsigned long serial = ++next_serial;
+  int moved = enter_for_spawn(uid, serial, process_only);
+  if (moved == -2) {
+    close(fds[0]);
+    close(fds[1]);
+    return;
+  }
   /* `cpus` (fork): the helper pins itself around posix_spawn and the child inherits the mask */
   const JVal *cpus = member(req, "cpus");
   cpu_set_t pin;
@@ -1203,11 +1806,16 @@ static void do_spawn(const JVal *req) {
     pinned = parse_cpulist(cpus, &pin) && sched_setaffinity(0, sizeof pin, &pin) == 0;
     if (!pinned) dprintf(fds[1], "pf-spawner: runs unpinned: cannot pin to CPUs %s\n", cpus->str);
   }
-  int e = spawn_task(&pid, exe, argv, env, cwd->str, fds[0], fds[1], &cwd_failed);
+  int e = spawn_task(&pid, exe, argv, env, serial, cwd->str, fds[0], fds[1], &cwd_failed);
   if (pinned && sched_setaffinity(0, sizeof home_cpus, &home_cpus) != 0) die("sched_setaffinity");
+  if (moved >= 0) {
+    if (move_self(cg_home_procs) != 0) die("cannot move back into the helper's cgroup");
+    close(moved);
+  }
   close(fds[0]);
   close(fds[1]);
   if (e != 0) {
+    task_ended(serial, 0, process_only, moved >= 0 && !process_only); /* removes its cgroup */
     if (cwd_failed) {
       fail_cwd(uid, e, cwd->str, cwd->len);
     } else {
@@ -1218,7 +1826,7 @@ static void do_spawn(const JVal *req) {
     }
     return;
   }
-  task_add(uid->str, uid->len, pid, str_is(scope, "process"));
+  task_add(uid->str, uid->len, pid, process_only, serial, moved >= 0 && !process_only);
   emit_started(uid->str, uid->len, pid);
 }
 
@@ -1362,17 +1970,37 @@ static void reap(void) {
     } else {
       emit_exited(t->uid, t->ulen, WEXITSTATUS(st), NULL);
     }
+    task_ended(t->serial, t->pid, t->process_only, t->has_cg); /* SIGTERM what it left */
     task_remove(t);
   }
 }
 
-/** Kills every task (each with its kill scope) and stops reading; main exits once all exited. */
+/**
+ * SIGKILLs every task (each with its kill scope) and everything ended tasks left, and stops
+ * reading; main exits once every task has exited and every task cgroup is gone.
+ */
 static void stop(void) {
   if (stopping) return;
   stopping = true;
+  n_targets = 0;
   for (size_t i = 0; i < n_buckets; i++) {
     for (Task *t = by_uid[i]; t != NULL; t = t->next_uid) queue_kill(t, SIGKILL);
   }
+  for (size_t i = lingers.n; i-- > 0;) {
+    Linger *l = &lingers.v[i];
+    l->deadline = 0;
+    if (l->events >= 0) {
+      cg_kill(l->serial);
+    } else {
+      target_add(ended_sid(l->sid), l->serial, SIGKILL, false);
+      lingers_remove(i);
+    }
+  }
+  for (size_t i = 0; i < ended.n; i++) {
+    target_add(ended_sid(ended.v[i].sid), ended.v[i].serial, SIGKILL, false);
+  }
+  ended.n = 0;
+  sweep_at = 0;
   flush_kills();
 }
 
@@ -1388,8 +2016,42 @@ static void ensure_std_fds(void) {
   }
 }
 
-int main(void) {
+/** Base 36 of `v` into `buf` (as JavaScript's toString(36)). */
+static void base36(char *buf, size_t n, unsigned long long v) {
+  char tmp[32];
+  size_t k = 0;
+  do tmp[k++] = "0123456789abcdefghijklmnopqrstuvwxyz"[v % 36];
+  while ((v /= 36) != 0 && k < sizeof tmp);
+  size_t i = 0;
+  while (k > 0 && i + 1 < n) buf[i++] = tmp[--k];
+  buf[i] = '\0';
+}
+
+/** --cgroup BASE, --kill-grace-ms N; anything else stops the helper (exit 64). */
+static void parse_args(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    char *end = NULL;
+    if (strcmp(argv[i], "--cgroup") == 0 && i + 1 < argc) {
+      cgroup_setup(argv[++i]);
+    } else if (strcmp(argv[i], "--kill-grace-ms") == 0 && i + 1 < argc &&
+               (kill_grace_ms = strtoll(argv[++i], &end, 10)) >= 0 && *end == '\0') {
+      continue;
+    } else {
+      fprintf(stderr, "pf-spawner: bad arguments (usage: pf-spawner [--cgroup BASE] "
+                      "[--kill-grace-ms N])\n");
+      exit(64);
+    }
+  }
+}
+
+int main(int argc, char **argv) {
   ensure_std_fds();
+  struct timespec start;
+  clock_gettime(CLOCK_REALTIME, &start);
+  char when[32];
+  base36(when, sizeof when, (unsigned long long)start.tv_sec * 1000 + start.tv_nsec / 1000000);
+  snprintf(mark_prefix, sizeof mark_prefix, "pf.%ld.%s.", (long)getpid(), when);
+  parse_args(argc, argv);
   default_path = getenv("PATH");
   if (default_path == NULL) default_path = "/bin:/usr/bin";
 
@@ -1430,15 +2092,30 @@ int main(void) {
   if (home_dir < 0) die("cannot open the working directory");
   if (sched_getaffinity(0, sizeof home_cpus, &home_cpus) != 0) die("sched_getaffinity");
 
-  emit_ready();
+  emit_ready(cg_home >= 0, mark_prefix, &cg_why);
   flush_output();
 
-  while (!(stopping && n_tasks == 0)) {
-    struct pollfd fds[2] = {{sigfd, POLLIN, 0}, {STDIN_FILENO, POLLIN, 0}};
-    int r = poll(fds, stopping ? 1 : 2, -1);
+  struct pollfd *fds = NULL;
+  size_t cap_fds = 0;
+  while (!(stopping && n_tasks == 0 && lingers.n == 0)) {
+    /* signals, stdin (until stopping), and the cgroup.events of each lingering cgroup */
+    if (2 + lingers.n > cap_fds) {
+      cap_fds = 2 * (2 + lingers.n);
+      fds = xrealloc(fds, cap_fds * sizeof *fds);
+    }
+    fds[0] = (struct pollfd){sigfd, POLLIN, 0};
+    fds[1] = (struct pollfd){stopping ? -1 : STDIN_FILENO, POLLIN, 0};
+    size_t polled = lingers.n;
+    for (size_t i = 0; i < polled; i++) {
+      fds[2 + i] = (struct pollfd){lingers.v[i].events, POLLPRI, 0};
+    }
+    int r = poll(fds, 2 + polled, poll_timeout());
     if (r < 0) {
       if (errno == EINTR) continue;
       die("poll");
+    }
+    for (size_t i = polled; i-- > 0;) {
+      if (fds[2 + i].revents != 0 && lingers.v[i].events >= 0) linger_check(i);
     }
     if (fds[0].revents != 0) {
       struct signalfd_siginfo si[16];
@@ -1453,8 +2130,10 @@ int main(void) {
       if (child) reap();
     }
     if (!stopping && fds[1].revents != 0) handle_input();
+    run_timers();
     flush_output();
   }
+  cgroup_leave();
   flush_output();
   return 0;
 }

@@ -238,7 +238,11 @@ export class ExecutorCore {
     this.terminate(h);
   }
 
-  /** 'term' now, 'kill' after the grace period unless the task has ended by then. */
+  /**
+   * 'term' now, 'kill' after the grace period unless the task has ended by then. Once its main
+   * process has exited, what it left behind is the spawner helper's to end, with the same grace
+   * (helper-tracking.ts): the SIGKILL is not lost with this timer.
+   */
   private terminate(h: Held): void {
     if (h.terminating) return;
     h.terminating = true;

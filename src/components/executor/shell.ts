@@ -62,6 +62,7 @@ export class ExecutorShell implements ExecutorEffects {
     const poolOpts: SpawnerPoolOptions = {
       count: opts.spawners,
       logger: opts.logger,
+      killGraceMs: opts.killGraceMs,
       handlers: {
         started: (evs) => shell.started(evs),
         exited: (evs) => shell.exited(evs),

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { UsageError } from '../../errors';
 import { builtNative } from '../../lib/dist-path';
+import type { TrackingKind } from './helper-tracking';
 
 // Which spawner helper the pool runs, and where its program is.
 
@@ -65,4 +66,23 @@ export function requestedHelper(opts: { helper?: SpawnerHelper }): SpawnerHelper
     throw new UsageError(`${SPAWNER_ENV} must be one of ${HELPERS.join(', ')}, got '${fromEnv}'`);
   }
   return fromEnv as SpawnerHelper;
+}
+
+const TRACKINGS: readonly TrackingKind[] = ['cgroup', 'proc'];
+
+/** Names the variable that picks the task tracking when SpawnerPoolOptions.tracking is unset. */
+export const TRACKING_ENV = 'PILOTFISH_TASK_TRACKING';
+
+/**
+ * The task tracking asked for (option, else PILOTFISH_TASK_TRACKING), or undefined for task
+ * cgroups where the machine offers them, else /proc.
+ */
+export function requestedTracking(opts: { tracking?: TrackingKind }): TrackingKind | undefined {
+  const asked = opts.tracking ?? process.env[TRACKING_ENV];
+  if (asked === undefined || asked === '') return undefined;
+  if (!(TRACKINGS as readonly string[]).includes(asked)) {
+    const where = opts.tracking === undefined ? TRACKING_ENV : 'SpawnerPool tracking';
+    throw new UsageError(`${where} must be one of ${TRACKINGS.join(', ')}, got '${asked}'`);
+  }
+  return asked as TrackingKind;
 }

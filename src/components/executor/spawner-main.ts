@@ -3,11 +3,15 @@
  * forking from the agent's big heap is slow (DESIGN.md §6). It imports node built-ins only, so
  * it starts fast and stays small. It speaks the line protocol of spawner-protocol.ts on
  * stdin/stdout (types only: erased at run time).
- * `files` ({path, content}[], e.g. mpirun's hostfile) are written before the task starts. A kill
- * signals the task's process group and every other process of its session and their descendants
- * (kill-session.ts), or, for a spawn with `killScope: 'process'` (srun), the task's process alone.
+ *
+ * Arguments: `--cgroup BASE` (task cgroups under BASE, made by the pool) and `--kill-grace-ms N`
+ * (between the SIGTERM and the SIGKILL of what a task leaves behind; default 3000).
+ * `files` ({path, content}[], e.g. mpirun's hostfile) are written before the task starts. Every
+ * task gets PF_TASK_MARK in its environment. A kill reaches every process of the task, or, for a
+ * spawn with `killScope: 'process'` (srun), the task's process alone; when a task's main process
+ * exits, what it left behind gets SIGTERM, then SIGKILL after the grace (helper-tracking.ts).
  * When stdin ends (the agent closed it or died), or on SIGTERM or SIGHUP, it SIGKILLs every task
- * it still runs, waits for them and exits, so no task outlives the agent.
+ * it still runs and all they left, waits for them and exits, so no task outlives the agent.
  *
  * This is the fallback of the C helper (native/spawner/pf-spawner.c), which has the same protocol
  * and semantics and needs ~1/9 of the CPU per spawn: keep the two in step (the integration tests
@@ -18,12 +22,21 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, closeSync, constants, openSync, statSync, writeFileSync } from 'node:fs';
 import type { KillSignal } from './effects';
-import { killProcesses, killSessions } from './kill-session';
+import { errnoOf, errnoText } from './errno-text';
+import {
+  CgroupTracking,
+  ProcTracking,
+  TrackingError,
+  type TrackedTask,
+  type Tracking,
+  type TrackingOptions,
+} from './helper-tracking';
+import { MARK_VAR } from './kill-session';
 import type { HelperEvent, KillRequest, SpawnRequest } from './spawner-protocol';
 
-const children = new Map<string, ChildProcess>();
-/** Tasks whose kills signal their process alone (killScope 'process'). */
-const processOnly = new Set<string>();
+/** The tasks whose main process runs (or is starting), and those processes' pids. */
+const children = new Map<string, { child: ChildProcess; task: TrackedTask }>();
+const mains = new Set<number>();
 let outbox: string[] = [];
 /** The helper's environment, read once: process.env is slow to copy on every spawn. */
 const baseEnv: Record<string, string | undefined> = { ...process.env };
@@ -31,19 +44,19 @@ const baseEnv: Record<string, string | undefined> = { ...process.env };
 /** The task's files are its owner's alone (as every file of a session). */
 const FILE_MODE = 0o600;
 let stopping = false;
+let left = false;
 let stdoutBroken = false;
 
-const ERRNO_TEXT: Record<string, string> = {
-  ENOENT: 'no such file or directory',
-  EACCES: 'permission denied',
-  ENOEXEC: 'not an executable format',
-  ENOTDIR: 'a path component is not a directory',
-  EISDIR: 'is a directory',
-  E2BIG: 'argument list too long',
-  EMFILE: 'too many open files',
-  EAGAIN: 'too many processes',
-  ENOMEM: 'out of memory',
-};
+/** The value after `--name` on the command line. */
+function option(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : undefined;
+}
+
+const killGraceMs = Number(option('kill-grace-ms') ?? 3000);
+/** Marks are unique on the machine: this helper's pid, its start time, then the task's serial. */
+const markPrefix = `pf.${process.pid}.${Date.now().toString(36)}.`;
+let serial = 0;
 
 /** Queues an event; all events of one loop turn go out in a single write. */
 function emit(ev: HelperEvent): void {
@@ -57,15 +70,6 @@ function flush(): void {
   const text = outbox.join('\n') + '\n';
   outbox = [];
   process.stdout.write(text);
-}
-
-function errnoOf(e: unknown): string {
-  const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : 'EIO';
-}
-
-function describe(code: string, e: unknown): string {
-  return ERRNO_TEXT[code] ?? (e instanceof Error ? e.message : String(e));
 }
 
 /** The first string the kernel would get that holds a NUL byte, named as pf-spawner names it. */
@@ -84,6 +88,13 @@ function nulField(m: SpawnRequest): string | undefined {
 
 function doSpawn(m: SpawnRequest): void {
   const { uid } = m;
+  serial += 1;
+  const task: TrackedTask = {
+    uid,
+    serial,
+    mark: `${markPrefix}${serial}`,
+    processOnly: m.killScope === 'process',
+  };
   if (children.has(uid)) {
     emit({ ev: 'failed', uid, code: 'EEXIST', message: `task '${uid}' is already running` });
     return;
@@ -98,7 +109,7 @@ function doSpawn(m: SpawnRequest): void {
       writeFileSync(f.path, f.content, { mode: FILE_MODE });
     } catch (e) {
       const code = errnoOf(e);
-      emit({ ev: 'failed', uid, code, message: `cannot write '${f.path}': ${describe(code, e)}` });
+      emit({ ev: 'failed', uid, code, message: `cannot write '${f.path}': ${errnoText(code, e)}` });
       return;
     }
   }
@@ -109,34 +120,43 @@ function doSpawn(m: SpawnRequest): void {
         fds.push(openSync(path, 'w', FILE_MODE));
       } catch (e) {
         const code = errnoOf(e);
-        const message = `cannot open '${path}' for writing: ${describe(code, e)}`;
+        const message = `cannot open '${path}' for writing: ${errnoText(code, e)}`;
         emit({ ev: 'failed', uid, code, message });
         return;
       }
     }
-    const env = { ...baseEnv, ...m.env };
+    const env: Record<string, string> = { ...baseEnv, ...m.env, [MARK_VAR]: task.mark };
     // Node cannot set a CPU affinity: a task asking `cpus` runs unpinned, and PF_CPUS says so.
     if (m.cpus !== undefined) env.PF_CPUS = '';
-    const child = spawn(m.executable, m.args, {
-      cwd: m.cwd,
-      env,
-      detached: true, // own process group, so kill reaches the task's children too
-      stdio: ['ignore', fds[0], fds[1]],
-    });
-    if (m.killScope === 'process') processOnly.add(uid);
-    watch(uid, child, m.cwd);
+    const child = tracking.start(task, () =>
+      spawn(m.executable, m.args, {
+        cwd: m.cwd,
+        env,
+        detached: true, // own session and process group, so kill reaches the task's children
+        stdio: ['ignore', fds[0], fds[1]],
+      }),
+    );
+    if (child.pid !== undefined) task.pid = child.pid;
+    watch(task, child, m.cwd);
   } catch (e) {
+    tracking.ended(task); // removes its cgroup if it got one
+    if (e instanceof TrackingError) {
+      emit({ ev: 'failed', uid, code: e.code, message: e.message });
+      return;
+    }
     // spawn throws synchronously on bad arguments, and on exec errors other than EACCES,
     // EAGAIN, EMFILE, ENFILE and ENOENT (e.g. ENOTDIR for a cwd that is a file)
     const code = errnoOf(e);
-    emit({ ev: 'failed', uid, ...(cwdProblem(m.cwd) ?? { code, message: describe(code, e) }) });
+    emit({ ev: 'failed', uid, ...(cwdProblem(m.cwd) ?? { code, message: errnoText(code, e) }) });
   } finally {
     for (const fd of fds) closeSync(fd);
   }
 }
 
-function watch(uid: string, child: ChildProcess, cwd: string): void {
-  children.set(uid, child);
+function watch(task: TrackedTask, child: ChildProcess, cwd: string): void {
+  const { uid } = task;
+  children.set(uid, { child, task });
+  if (task.pid !== undefined) mains.add(task.pid);
   let spawned = false;
   child.once('spawn', () => {
     spawned = true;
@@ -145,16 +165,18 @@ function watch(uid: string, child: ChildProcess, cwd: string): void {
   child.on('error', (e) => {
     if (spawned) return; // a failed kill; the exit still comes
     children.delete(uid);
-    processOnly.delete(uid);
+    if (task.pid !== undefined) mains.delete(task.pid);
+    tracking.ended(task);
     // Node reports a bad cwd as an error of the executable: say which one it was.
     const code = errnoOf(e);
-    emit({ ev: 'failed', uid, ...(cwdProblem(cwd) ?? { code, message: describe(code, e) }) });
+    emit({ ev: 'failed', uid, ...(cwdProblem(cwd) ?? { code, message: errnoText(code, e) }) });
     maybeExit();
   });
   child.once('exit', (exitCode, signal) => {
     if (!spawned) return;
     children.delete(uid);
-    processOnly.delete(uid);
+    mains.delete(task.pid!);
+    tracking.ended(task); // what it left behind: SIGTERM, then SIGKILL after the grace
     emit({ ev: 'exited', uid, exitCode, signal });
     maybeExit();
   });
@@ -166,7 +188,7 @@ function cwdProblem(cwd: string): { code: string; message: string } | undefined 
     if (!statSync(cwd).isDirectory()) {
       return {
         code: 'ENOTDIR',
-        message: `cannot enter the working directory '${cwd}': ${ERRNO_TEXT.ENOTDIR}`,
+        message: `cannot enter the working directory '${cwd}': ${errnoText('ENOTDIR', undefined)}`,
       };
     }
     accessSync(cwd, constants.X_OK);
@@ -178,29 +200,25 @@ function cwdProblem(cwd: string): { code: string; message: string } | undefined 
     }
     return {
       code,
-      message: `cannot enter the working directory '${cwd}': ${describe(code, e)}`,
+      message: `cannot enter the working directory '${cwd}': ${errnoText(code, e)}`,
     };
   }
 }
 
 /** Kills asked for in one chunk of input, sent together so /proc is read once per chunk. */
-const kills: Record<KillSignal, { sessions: number[]; processes: number[] }> = {
-  SIGTERM: { sessions: [], processes: [] },
-  SIGKILL: { sessions: [], processes: [] },
-};
+const kills: Record<KillSignal, TrackedTask[]> = { SIGTERM: [], SIGKILL: [] };
 
 function doKill(uid: string, signal: KillSignal): void {
-  const pid = children.get(uid)?.pid;
-  if (pid === undefined) return; // already exited or never started
-  kills[signal][processOnly.has(uid) ? 'processes' : 'sessions'].push(pid);
+  const task = children.get(uid)?.task;
+  if (task?.pid === undefined) return; // already exited or never started
+  kills[signal].push(task);
 }
 
 function flushKills(): void {
   for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
-    const { sessions, processes } = kills[signal];
-    kills[signal] = { sessions: [], processes: [] };
-    const errors = [...killSessions(sessions, signal), ...killProcesses(processes, signal)];
-    for (const message of errors) emit({ ev: 'error', message });
+    const tasks = kills[signal];
+    kills[signal] = [];
+    if (tasks.length > 0) tracking.kill(tasks, signal);
   }
 }
 
@@ -252,22 +270,44 @@ function isKillRequest(m: unknown): m is KillRequest {
   return typeof k.uid === 'string' && (k.signal === 'SIGTERM' || k.signal === 'SIGKILL');
 }
 
-/** Stop: kill every task still running; the loop empties and the process exits on its own. */
+/** Stop: kill every task and leftover; the loop empties and the process exits on its own. */
 function stop(): void {
   if (stopping) return;
   stopping = true;
-  for (const uid of children.keys()) doKill(uid, 'SIGKILL');
-  flushKills();
+  kills.SIGTERM = [];
+  kills.SIGKILL = [];
+  tracking.stop([...children.values()].map((c) => c.task));
   process.stdin.destroy();
   maybeExit();
 }
 
 function maybeExit(): void {
-  if (stopping && children.size === 0) {
+  if (stopping && !left && children.size === 0 && tracking.idle()) {
+    left = true;
+    tracking.leave();
     flush();
     process.exitCode = 0;
   }
 }
+
+const trackingOptions: TrackingOptions = {
+  killGraceMs,
+  error: (message) => emit({ ev: 'error', message }),
+  settled: () => maybeExit(),
+  runningMain: (pid) => mains.has(pid),
+};
+/** Why task cgroups were asked for and cannot be had; undefined when they were not asked. */
+let cgroupWhy: string | undefined;
+const tracking: Tracking = ((): Tracking => {
+  const base = option('cgroup');
+  if (base === undefined) return new ProcTracking(trackingOptions);
+  try {
+    return new CgroupTracking(base, trackingOptions);
+  } catch (e) {
+    cgroupWhy = e instanceof TrackingError ? e.message : String(e);
+    return new ProcTracking(trackingOptions);
+  }
+})();
 
 let pending = '';
 process.stdin.setEncoding('utf8');
@@ -289,4 +329,10 @@ process.on('SIGINT', () => undefined);
 process.on('SIGTERM', stop);
 process.on('SIGHUP', stop);
 
-emit({ ev: 'ready', pid: process.pid });
+emit({
+  ev: 'ready',
+  pid: process.pid,
+  tracking: tracking.kind,
+  markPrefix,
+  ...(cgroupWhy === undefined ? {} : { why: cgroupWhy }),
+});

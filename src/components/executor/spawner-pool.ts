@@ -13,6 +13,14 @@
  *     native/spawner/spawn-rate.js).
  * SpawnerPoolOptions.helper, else the PILOTFISH_SPAWNER variable ('native' | 'node'), picks one.
  *
+ * A kill reaches every process a task started, and what a task leaves behind when its main
+ * process exits is killed too (SIGTERM, SIGKILL after killGraceMs), by the helper: through a
+ * cgroup per task where the machine offers cgroup v2 with cgroup.kill, else through /proc
+ * (helper-tracking.ts; SpawnerPoolOptions.tracking or PILOTFISH_TASK_TRACKING pick one). The
+ * cgroup costs the C helper ~90 us more CPU per spawn (a mkdir, two moves of the helper, an
+ * rmdir: ~75 -> ~165 us), /proc tracking ~15-35 us (its sweeps); e2e throughput did not change
+ * out of the noise (docs/performance.md, 2026-11-24).
+ *
  * Both speak the line protocol in spawner-protocol.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -20,7 +28,8 @@ import { UsageError, errorMeta } from '../../errors';
 import { deferred, withTimeout, type Deferred } from '../../lib/deferred';
 import type { Logger } from '../../lib/logger';
 import type { ExitedEvent, FailedEvent, KillSignal, SpawnSpec, StartedEvent } from './effects';
-import { killProcesses, killSessions } from './kill-session';
+import type { TrackingKind } from './helper-tracking';
+import { PoolTracking, type HelperTracking } from './pool-tracking';
 import {
   requestedHelper,
   nativeSpawner,
@@ -31,6 +40,7 @@ import type { HelperEvent, HelperRequest } from './spawner-protocol';
 
 export {
   SPAWNER_ENV,
+  TRACKING_ENV,
   nativeSpawner,
   spawnerCommand,
   spawnerScript,
@@ -78,6 +88,18 @@ export interface SpawnerPoolOptions {
    * fails start().
    */
   helper?: SpawnerHelper;
+  /**
+   * How the helpers keep hold of every process of a task: 'cgroup' (a cgroup per task; start()
+   * fails where the machine has none) or 'proc' (sessions, descendants and PF_TASK_MARK, in
+   * /proc). Default: the PILOTFISH_TASK_TRACKING variable if set, else 'cgroup' where the
+   * machine offers it, else 'proc'.
+   */
+  tracking?: TrackingKind;
+  /**
+   * Between the SIGTERM and the SIGKILL of what a task leaves behind when its main process exits
+   * (the helpers do it on their own). Default 3000.
+   */
+  killGraceMs?: number;
 }
 
 interface Helper {
@@ -88,6 +110,8 @@ interface Helper {
   outbox: string[];
   partial: string;
   alive: boolean;
+  /** From its ready event. */
+  tracking?: HelperTracking;
   ready: Deferred<void>;
   closed: Deferred<void>;
 }
@@ -115,6 +139,7 @@ export class SpawnerPool {
     /** The kind of helper this pool runs. */
     readonly helper: SpawnerHelper,
     private readonly command: { file: string; args: string[] },
+    private readonly track: PoolTracking,
   ) {
     this.log = opts.logger;
   }
@@ -134,7 +159,8 @@ export class SpawnerPool {
       }
     }
     const command = spawnerCommand(helper);
-    const pool = new SpawnerPool(opts, helper, command);
+    const track = PoolTracking.choose(opts, opts.logger);
+    const pool = new SpawnerPool(opts, helper, command, track);
     for (let i = 0; i < opts.count; i++) pool.launch();
     const ready = Promise.all(pool.helpers.map((h) => h.ready.promise));
     try {
@@ -148,8 +174,15 @@ export class SpawnerPool {
       command: command.file,
       count: opts.count,
       pids: pool.helpers.map((h) => h.pid),
+      tracking: pool.tracking,
+      ...(track.base === undefined ? {} : { cgroup: track.base }),
     });
     return pool;
+  }
+
+  /** How the helpers track the processes of tasks: 'cgroup' only if every one does. */
+  get tracking(): TrackingKind {
+    return this.helpers.every((h) => h.tracking?.kind === 'cgroup') ? 'cgroup' : 'proc';
   }
 
   spawn(spec: SpawnSpec): void {
@@ -171,7 +204,7 @@ export class SpawnerPool {
     this.send(h, { op: 'spawn', ...spec });
   }
 
-  /** Signals the task's process group; a uid that already exited is ignored. */
+  /** Signals every process of the task (srun: srun alone); a uid that already exited is ignored. */
   kill(uid: string, signal: KillSignal): void {
     const h = this.owner.get(uid);
     if (h !== undefined) this.send(h, { op: 'kill', uid, signal });
@@ -205,13 +238,15 @@ export class SpawnerPool {
       for (const h of this.helpers) if (h.alive) h.proc.kill('SIGKILL');
       await all;
     }
+    await this.track.close();
   }
 
   private launch(): void {
     const command = this.command;
     // No execArgv: a Node helper must not inherit the agent's (or jest's) flags.
     const env = this.opts.env === undefined ? process.env : { ...process.env, ...this.opts.env };
-    const proc = spawn(command.file, command.args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const args = [...command.args, ...this.track.args(this.opts.killGraceMs ?? 3_000)];
+    const proc = spawn(command.file, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     const h: Helper = {
       proc,
       pid: proc.pid ?? -1,
@@ -281,9 +316,13 @@ export class SpawnerPool {
         continue;
       }
       switch (ev.ev) {
-        case 'ready':
-          h.ready.resolve();
+        case 'ready': {
+          h.tracking = { kind: ev.tracking, markPrefix: ev.markPrefix };
+          const refused = ev.why === undefined ? undefined : this.track.refused(h.pid, ev.why);
+          if (refused === undefined) h.ready.resolve();
+          else h.ready.reject(refused);
           break;
+        }
         case 'started':
           if (h.tasks.has(ev.uid)) h.tasks.set(ev.uid, ev.pid);
           started.push({ uid: ev.uid, pid: ev.pid });
@@ -310,17 +349,10 @@ export class SpawnerPool {
   private onClose(h: Helper, code: number | null, signal: string | null): void {
     h.alive = false;
     const lost = [...h.tasks];
-    // Its tasks run in their own sessions and would outlive it: stop them.
-    const sessions: number[] = [];
-    const processes: number[] = [];
-    for (const [uid, pid] of lost) {
-      if (pid !== undefined) (this.processOnly.has(uid) ? processes : sessions).push(pid);
-      this.forget(h, uid);
-    }
-    const errors = [...killSessions(sessions, 'SIGKILL'), ...killProcesses(processes, 'SIGKILL')];
-    for (const message of errors) {
-      this.log.warn('cannot kill a task of a dead spawner helper', { pid: h.pid, message });
-    }
+    // Its tasks run in their own sessions and would outlive it: stop them and their leftovers.
+    const tasks = lost.map(([uid, pid]) => ({ pid, processOnly: this.processOnly.has(uid) }));
+    for (const [uid] of lost) this.forget(h, uid);
+    this.track.helperDied(h.pid, h.tracking, tasks);
     if (this.closing === undefined || lost.length > 0) {
       this.log.error('spawner helper died', {
         pid: h.pid,

@@ -275,7 +275,12 @@ describeEachHelper('spawner helper', (helper: SpawnerHelper) => {
     await h.of('failed', 'u1');
     expect(await h.end()).toEqual({ code: 0, signal: null });
     expect(h.events).toEqual([
-      { ev: 'ready', pid: h.proc.pid },
+      {
+        ev: 'ready',
+        pid: h.proc.pid,
+        tracking: 'proc', // no --cgroup given
+        markPrefix: expect.stringMatching(/^pf\.\d+\.[0-9a-z]+\.$/),
+      },
       { ev: 'error', message: 'not JSON: not json' },
       { ev: 'error', message: 'bad request: {"op":"explode"}' },
       { ev: 'failed', uid: 'u1', code: 'ENOENT', message: 'no such file or directory' },
