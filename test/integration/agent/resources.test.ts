@@ -54,7 +54,9 @@ describe("a local pilot and its machine's CPUs and GPUs", () => {
     expect(warnings[0]!.warning).toContain(`the pilot declares ${cores} cores on `);
     expect(warnings[0]!.warning).toContain(`but the agent may use ${CPUS.length} CPU`);
     expect(warnings[1]!.warning).toContain('the pilot declares 64 GPUs on ');
-    // the pilot runs nonetheless: oversubscribing on purpose is allowed
+    // the pilot runs nonetheless: oversubscribing on purpose is allowed (its PMGR_ACTIVE goes
+    // through the client's own UpdateWorker: it may be delivered after the task's DONE)
+    await fx.pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 10_000 });
     expect(fx.pilot.state).toBe('PMGR_ACTIVE');
   }, 30_000);
 });
