@@ -12,7 +12,7 @@ const plan = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 let seed = plan.seed >>> 0;
 const rnd = () => (seed = (seed * 1664525 + 1013904223) >>> 0) / 2 ** 32;
 const bytes = (n) => Buffer.from(Array.from({ length: n }, () => Math.floor(rnd() * 256)));
-const sent = { random: 0, raw: 0, shape: 0, truncated: 0, oversize: 0 };
+const sent = { random: 0, raw: 0, shape: 0, truncated: 0, oversize: 0, oversizeHeaders: 0 };
 
 // the socket type each port's bound socket pairs with and takes messages from (agentInput is a
 // PUSH: nothing can send to it over ZeroMQ, so it gets the raw TCP kind only); an XSUB sends
@@ -22,6 +22,14 @@ const peerType = {
   controlUp: zmq.Publisher,
   store: zmq.Dealer,
   controlDown: zmq.XSubscriber,
+};
+/** The socket type each port pairs with, as a ZMTP READY names it. */
+const PAIRS = {
+  agentInput: 'PULL',
+  managerOutput: 'PUSH',
+  controlUp: 'PUB',
+  store: 'DEALER',
+  controlDown: 'SUB',
 };
 const opts = { linger: 0, sendTimeout: 2000, ...plan.curve };
 const sockets = Object.entries(plan.ports)
@@ -58,9 +66,14 @@ const shapes = [
   () => encode('x'.repeat(Math.floor(rnd() * 1000))),
 ];
 
+const only = process.env.PF_FUZZ_KINDS?.split(',');
+const wanted = (kind) => only === undefined || only.includes(kind);
+
 async function spread(kind, make) {
+  if (!wanted(kind)) return;
   process.stderr.write(`fuzz ${kind} start\n`);
-  for (let i = 0; i < plan.perKind; i++) {
+  // perKind at each port
+  for (let i = 0; i < plan.perKind * sockets.length; i++) {
     const s = sockets[i % sockets.length];
     try {
       await s.send(make(i));
@@ -73,6 +86,7 @@ async function spread(kind, make) {
 }
 
 function raw(address, count) {
+  if (!wanted('raw')) return Promise.resolve();
   const [, host, port] = /^tcp:\/\/(.+):(\d+)$/.exec(address);
   return new Promise((resolve) => {
     let left = count;
@@ -98,9 +112,54 @@ function raw(address, count) {
   });
 }
 
+/**
+ * ZMTP 3.0 by hand, NULL mechanism (an insecure session's ports take it): greeting, READY with
+ * the socket type the port pairs with, then the header of one frame of `size` bytes (long
+ * form) and only a few of them. libzmq drops the connection on the header; no body is sent, so
+ * thousands cost nothing to send.
+ */
+function oversizeHeader(address, socketType, size) {
+  const [, host, port] = /^tcp:\/\/(.+):(\d+)$/.exec(address);
+  const greeting = Buffer.alloc(64);
+  greeting[0] = 0xff;
+  greeting[9] = 0x7f;
+  greeting[10] = 3; // version 3.0
+  greeting.write('NULL', 12);
+  const prop = (name, value) =>
+    Buffer.concat([
+      Buffer.from([name.length]),
+      Buffer.from(name),
+      u32(value.length),
+      Buffer.from(value),
+    ]);
+  const body = Buffer.concat([
+    Buffer.from([5]),
+    Buffer.from('READY'),
+    prop('Socket-Type', socketType),
+  ]);
+  const ready = Buffer.concat([Buffer.from([0x04, body.length]), body]);
+  const header = Buffer.alloc(9);
+  header[0] = 0x02; // a message frame, long size
+  header.writeBigUInt64BE(BigInt(size), 1);
+  return new Promise((resolve) => {
+    const c = net.connect(Number(port), host, () => {
+      c.end(Buffer.concat([greeting, ready, header, bytes(16)]), () => c.destroy());
+      sent.oversizeHeaders++;
+    });
+    c.on('error', () => undefined);
+    c.on('close', resolve);
+  });
+}
+
+function u32(n) {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n);
+  return b;
+}
+
 (async () => {
   const addresses = Object.values(plan.ports);
-  const rawEach = Math.ceil(plan.perKind / addresses.length);
+  const rawEach = plan.perKind;
   // zeromq.js takes one send at a time per socket: the kinds that share sockets go in turn
   const messages = (async () => {
     await spread('random', () => bytes(1 + Math.floor(rnd() * 512)));
@@ -114,13 +173,23 @@ function raw(address, count) {
   // frames over the 64 MiB limit: libzmq drops the connection on the size header, before
   // holding the body (a few: each costs the sender a 64 MiB encryption)
   const big = Buffer.alloc(64 * 2 ** 20 + 1, 0xc1);
-  for (let i = 0; i < plan.oversize; i++) {
+  for (let i = 0; wanted('oversize') && i < plan.oversize; i++) {
     try {
       await sockets[i % sockets.length].send(big);
       sent.oversize++;
     } catch {
       // dropped
     }
+  }
+  // the same limit, by header alone, at each port of the insecure session: 10 at a time
+  const plain = wanted('oversize') ? Object.entries(plan.plainPorts ?? {}) : [];
+  for (let i = 0; plain.length > 0 && i < plan.oversizeHeaders; i += 10) {
+    await Promise.all(
+      Array.from({ length: 10 }, (_, j) => {
+        const [kind, address] = plain[(i + j) % plain.length];
+        return oversizeHeader(address, PAIRS[kind], 64 * 2 ** 20 + 1);
+      }),
+    );
   }
   process.stdout.write(JSON.stringify(sent) + '\n');
   for (const s of sockets) s.close();
