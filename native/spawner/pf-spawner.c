@@ -1357,6 +1357,18 @@ static void task_ended(unsigned long serial, pid_t pid, bool process_only, bool 
   if (sweep_at == 0) sweep_at = now_ms() + SWEEP_DELAY_MS;
 }
 
+/** SIGKILLs what a lingering task left: its cgroup at once, or its leftovers in the next scan. */
+static void linger_kill(size_t i) {
+  Linger *l = &lingers.v[i];
+  l->deadline = 0;
+  if (l->events >= 0) {
+    cg_kill(l->serial);
+  } else {
+    target_add(ended_sid(l->sid), l->serial, SIGKILL, false);
+    lingers_remove(i);
+  }
+}
+
 /** Due SIGKILLs and sweeps. */
 static void run_timers(void) {
   long long now = now_ms();
@@ -1368,13 +1380,7 @@ static void run_timers(void) {
   for (size_t i = lingers.n; i-- > 0;) {
     Linger *l = &lingers.v[i];
     if (l->deadline == 0 || now < l->deadline) continue;
-    l->deadline = 0;
-    if (l->events >= 0) {
-      cg_kill(l->serial);
-    } else {
-      target_add(ended_sid(l->sid), l->serial, SIGKILL, false);
-      lingers_remove(i);
-    }
+    linger_kill(i);
   }
   sweep();
   n_targets = 0;
@@ -1987,14 +1993,7 @@ static void stop(void) {
     for (Task *t = by_uid[i]; t != NULL; t = t->next_uid) queue_kill(t, SIGKILL);
   }
   for (size_t i = lingers.n; i-- > 0;) {
-    Linger *l = &lingers.v[i];
-    l->deadline = 0;
-    if (l->events >= 0) {
-      cg_kill(l->serial);
-    } else {
-      target_add(ended_sid(l->sid), l->serial, SIGKILL, false);
-      lingers_remove(i);
-    }
+    linger_kill(i);
   }
   for (size_t i = 0; i < ended.n; i++) {
     target_add(ended_sid(ended.v[i].sid), ended.v[i].serial, SIGKILL, false);

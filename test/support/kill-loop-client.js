@@ -9,24 +9,17 @@
 //   node kill-loop-client.js resume DIR LOG SESSION WAIT_MS
 //     resumes SESSION, waits up to WAIT_MS for every task to end, prints
 //     {"tasks": {uid: [state, reason code or null]}}, closes the session, prints {"closed": true}.
-const { appendFileSync } = require('node:fs');
-const { Session, PilotManager, TaskManager } = require('../../dist/src');
+const { Session } = require('../../dist/src');
+const { record } = require('./client-record');
 
 const [mode, dir, log, arg, waitMs] = process.argv.slice(2);
 const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 
-function record(session) {
-  const pmgr = new PilotManager(session);
-  const tmgr = new TaskManager(session);
-  tmgr.onState((t, s, i) => appendFileSync(log, `task ${t.uid} ${s} ${i.attempt}\n`));
-  pmgr.onState((p, s, i) => appendFileSync(log, `pilot ${p.uid} ${s} ${i.attempt}\n`));
-  return { pmgr, tmgr };
-}
 
 async function first(n) {
   const session = await Session.open({ dir });
   say({ session: session.uid });
-  const { pmgr, tmgr } = record(session);
+  const { pmgr, tmgr } = record(session, log);
   const [pilot] = await pmgr.submitPilots([
     { resource: 'local', cores: 2, runtimeMin: 10, agent: { clientTimeoutS: 60 } },
   ]);
@@ -45,7 +38,7 @@ async function first(n) {
 
 async function resume(uid) {
   const session = await Session.open({ dir, resume: uid });
-  const { tmgr } = record(session);
+  const { tmgr } = record(session, log);
   await tmgr
     .waitTasks({ timeoutMs: Number(waitMs) })
     .catch((e) => process.stderr.write(`${e.message}\n`));

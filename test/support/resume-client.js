@@ -8,24 +8,17 @@
 //     run a gated task (nothing moves until GATE opens), then waits to be killed.
 //   node resume-client.js resume DIR LOG SESSION
 //     resumes SESSION, waits for every task to end, prints {"states": {...}}, closes.
-const { appendFileSync } = require('node:fs');
-const { Session, PilotManager, TaskManager } = require('../../dist/src');
+const { Session } = require('../../dist/src');
+const { record } = require('./client-record');
 
 const [mode, dir, log] = process.argv.slice(2);
 const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 
-function record(session) {
-  const pmgr = new PilotManager(session);
-  const tmgr = new TaskManager(session);
-  tmgr.onState((t, s, i) => appendFileSync(log, `task ${t.uid} ${s} ${i.attempt}\n`));
-  pmgr.onState((p, s, i) => appendFileSync(log, `pilot ${p.uid} ${s} ${i.attempt}\n`));
-  return { pmgr, tmgr };
-}
 
 async function first(gate, marks, n, resource) {
   const session = await Session.open({ dir });
   say({ session: session.uid });
-  const { pmgr, tmgr } = record(session);
+  const { pmgr, tmgr } = record(session, log);
   const size = resource === 'slurm' ? { nodes: 1 } : { cores: 2 };
   const [pilot] = await pmgr.submitPilots([
     { resource, ...size, runtimeMin: 10, agent: { clientTimeoutS: 120 } },
@@ -59,7 +52,7 @@ async function first(gate, marks, n, resource) {
 
 async function resume(uid) {
   const session = await Session.open({ dir, resume: uid });
-  const { tmgr } = record(session);
+  const { tmgr } = record(session, log);
   await tmgr.waitTasks({ timeoutMs: 120_000 });
   const states = {};
   for (const t of tmgr.list()) {

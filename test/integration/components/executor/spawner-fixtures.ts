@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe } from '@jest/globals';
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type {
@@ -132,6 +133,27 @@ export function sandboxSpec(
   const stdoutPath = path.join(sandbox, 'stdout');
   const stderrPath = path.join(sandbox, 'stderr');
   return { uid, executable, args, env, cwd: sandbox, stdoutPath, stderrPath };
+}
+
+/**
+ * For a test file: a temp dir made before its tests and removed after them, and `spec()`, a
+ * sandboxSpec with a fresh uid in it. `dir()` names the dir (once the tests run).
+ */
+export function tempSandboxes(prefix: string): {
+  dir: () => string;
+  spec: (executable: string, args?: string[], env?: Record<string, string>) => SpawnSpec;
+} {
+  let dir = '';
+  let n = 0;
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return {
+    dir: () => dir,
+    spec: (executable, args = [], env = {}) =>
+      sandboxSpec(dir, `task.${++n}`, executable, args, env),
+  };
 }
 
 export function errnoOf(fn: () => void): string | undefined {

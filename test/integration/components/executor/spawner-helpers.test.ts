@@ -4,9 +4,8 @@
  * The C helper (pf-spawner) and the Node helper (spawner-main.ts) must behave the same, so every
  * case runs against both, except those about the C helper's own JSON reader.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { UsageError } from '../../../../src/errors';
 import type { SpawnSpec } from '../../../../src/components/executor/effects';
@@ -23,26 +22,11 @@ import {
   describeEachHelper,
   procIds,
   recordingLogger,
-  sandboxSpec,
+  tempSandboxes,
 } from './spawner-fixtures';
 import { cleanupFifos, fifo } from '../../../support/fifo';
 
-let dir: string;
-let n = 0;
-
-beforeAll(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-helpers-'));
-});
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
-
-/** A spec with a fresh uid and sandbox (its cwd). */
-function spec(
-  executable: string,
-  args: string[] = [],
-  env: Record<string, string> = {},
-): SpawnSpec {
-  return sandboxSpec(dir, `task.${++n}`, executable, args, env);
-}
+const { dir: tempDir, spec } = tempSandboxes('pf-helpers-');
 
 /** The spawn request a pool sends for `s`. */
 function request(s: SpawnSpec): object {
@@ -223,7 +207,7 @@ describeEachHelper('a spawner helper run by SpawnerPool', (helper: SpawnerHelper
 
   it("looks the executable up in the task's PATH and runs a script without #! under sh", async () => {
     const p = await start();
-    const bin = path.join(dir, `bin-${helper}`);
+    const bin = path.join(tempDir(), `bin-${helper}`);
     fs.mkdirSync(bin);
     fs.writeFileSync(path.join(bin, 'pf-hello'), 'echo "hello $1 from $0"\n', { mode: 0o755 });
     const s = spec('pf-hello', ['there'], { PATH: `/nonexistent:${bin}:/usr/bin:/bin` });
@@ -546,6 +530,6 @@ describe('SpawnerPool helper choice', () => {
   });
 
   it('finds no C helper where none was built', () => {
-    expect(nativeSpawner(path.join(dir, 'a', 'b', 'c'))).toBeUndefined();
+    expect(nativeSpawner(path.join(tempDir(), 'a', 'b', 'c'))).toBeUndefined();
   });
 });

@@ -4,10 +4,9 @@
  * double-forked included, with each helper (C and Node) and each tracking (a cgroup per task,
  * or /proc) this machine offers.
  */
-import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
+import { afterEach, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import type { SpawnSpec } from '../../../../src/components/executor/effects';
 import type { TrackingKind } from '../../../../src/components/executor/helper-tracking';
@@ -24,7 +23,7 @@ import {
   describeEachHelper,
   procIds,
   recordingLogger,
-  sandboxSpec,
+  tempSandboxes,
 } from './spawner-fixtures';
 import {
   LEAVE_BEHIND,
@@ -39,23 +38,10 @@ import { pidWritten } from '../../../support/pid-file';
 const GRACE_MS = 300;
 const LONG_GRACE_MS = 600_000;
 
-let dir: string;
-let n = 0;
 /** Pids a test saw, killed after it in case it failed before they were gone. */
 const seen: number[] = [];
 
-beforeAll(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-tracking-'));
-});
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
-
-function spec(
-  executable: string,
-  args: string[] = [],
-  env: Record<string, string> = {},
-): SpawnSpec {
-  return sandboxSpec(dir, `task.${++n}`, executable, args, env);
-}
+const { spec } = tempSandboxes('pf-tracking-');
 
 /** The task of fixtures/leave-behind.sh: `exit` once its four are running, or `run` on. */
 function leaving(mode: 'exit' | 'run'): SpawnSpec {
