@@ -15,7 +15,6 @@ const { record } = require('./client-record');
 const [mode, dir, log, arg, waitMs] = process.argv.slice(2);
 const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 
-
 async function first(n) {
   const session = await Session.open({ dir });
   say({ session: session.uid });

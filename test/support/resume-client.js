@@ -14,7 +14,6 @@ const { record } = require('./client-record');
 const [mode, dir, log] = process.argv.slice(2);
 const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 
-
 async function first(gate, marks, n, resource) {
   const session = await Session.open({ dir });
   say({ session: session.uid });
