@@ -46,7 +46,8 @@ function intrude(uid: number, gid: number, planFile: string): Promise<Got> {
  * (/proc/net/tcp), tries each attack the trust issue measured against a live session on TCP,
  * with a local and (when the lab cluster is up) a Slurm pilot running tasks meanwhile.
  */
-(asRoot ? describe : describe.skip)('an intruder on the same machine (another Unix user)', () => {
+const title = `an intruder on the same machine (another Unix user)${asRoot ? '' : ' (skipped: creating a user needs root)'}`;
+(asRoot ? describe : describe.skip)(title, () => {
   const user = `pfx${process.pid}`;
   let uid = 0;
   let gid = 0;
