@@ -1,3 +1,4 @@
+import { afterEach } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -82,4 +83,20 @@ export class Tmpfs {
     }
     fs.rmdirSync(this.dir);
   }
+}
+
+/**
+ * For a describe block: `mount()` gives a tmpfs of `size` that is unmounted after each test,
+ * so a test that fails midway leaves no mount behind.
+ */
+export function tmpfsPerTest(size: string): () => Tmpfs {
+  const mounts: Tmpfs[] = [];
+  afterEach(() => {
+    for (const m of mounts.splice(0)) m.unmount();
+  });
+  return () => {
+    const m = Tmpfs.mount(size);
+    mounts.push(m);
+    return m;
+  };
 }

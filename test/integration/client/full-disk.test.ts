@@ -12,7 +12,7 @@ import { deferred, withTimeout } from '../../../src/lib/deferred';
 import { TASK_STATES } from '../../../src/states/task-model';
 import type { StoreUnwritableError } from '../../../src/updater/state-store';
 import { waitForExit } from '../../support/processes';
-import { Tmpfs, tmpfsUnavailable } from '../../support/tmpfs';
+import { Tmpfs, tmpfsPerTest, tmpfsUnavailable } from '../../support/tmpfs';
 
 const ORDER = TASK_STATES.slice(0, TASK_STATES.indexOf('DONE') + 1);
 const TASKS = 20;
@@ -261,15 +261,7 @@ d(title, () => {
 });
 
 d(`${title}: the journal and the delivered counters`, () => {
-  const mounts: Tmpfs[] = [];
-  afterEach(() => {
-    for (const m of mounts.splice(0)) m.unmount();
-  });
-  const mount = (): Tmpfs => {
-    const m = Tmpfs.mount('256k');
-    mounts.push(m);
-    return m;
-  };
+  const mount = tmpfsPerTest('256k');
 
   it('refuses what the user asks, holds what happened, and leaves no torn line', () => {
     const fsys = mount();

@@ -1,9 +1,9 @@
 import * as fs from 'node:fs';
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { withTimeout } from '../../../src/lib/deferred';
 import { fileLogger, type LogFileFailure } from '../../../src/lib/log';
 import { LogFile } from '../../../src/lib/log-file';
-import { Tmpfs, tmpfsUnavailable } from '../../support/tmpfs';
+import { tmpfsPerTest, tmpfsUnavailable } from '../../support/tmpfs';
 
 const title =
   tmpfsUnavailable === undefined
@@ -26,15 +26,7 @@ const write = (file: LogFile, line: string): Promise<void> =>
   new Promise((resolve) => file.write(line, () => resolve()));
 
 d(title, () => {
-  const mounts: Tmpfs[] = [];
-  afterEach(() => {
-    for (const m of mounts.splice(0)) m.unmount();
-  });
-  const mount = (): Tmpfs => {
-    const m = Tmpfs.mount('256k');
-    mounts.push(m);
-    return m;
-  };
+  const mount = tmpfsPerTest('256k');
 
   it('drops and counts the lines a full disk refuses, tells once, and still closes', async () => {
     const fsys = mount();

@@ -121,14 +121,20 @@ describeEachTracking('SpawnerPool tracking', (helper: SpawnerHelper, tracking: T
     await allGone([...pids, sleeper], WAIT_MS);
   });
 
-  it('closing the pool kills what running tasks started and what ended ones left', async () => {
-    const p = await start(LONG_GRACE_MS);
+  /** One task that ended and one that runs, each with its four leftovers running: their pids. */
+  async function endedAndRunning(p: SpawnerPool): Promise<{ running: SpawnSpec; pids: number[] }> {
     const ended = leaving('exit');
     const running = leaving('run');
     p.spawn(ended);
     p.spawn(running);
     const pids = [...(await left(ended)), ...(await left(running))];
     await events.exit(ended.uid);
+    return { running, pids };
+  }
+
+  it('closing the pool kills what running tasks started and what ended ones left', async () => {
+    const p = await start(LONG_GRACE_MS);
+    const { running, pids } = await endedAndRunning(p);
     const cgroups = tracking === 'cgroup' ? base(p) : undefined;
     await p.close();
     expect(events.exited.get(running.uid)).toMatchObject({ signal: 'SIGKILL' });
@@ -138,12 +144,7 @@ describeEachTracking('SpawnerPool tracking', (helper: SpawnerHelper, tracking: T
 
   it('a helper that dies: the pool kills what its tasks started and left', async () => {
     const p = await start(LONG_GRACE_MS);
-    const ended = leaving('exit');
-    const running = leaving('run');
-    p.spawn(ended);
-    p.spawn(running);
-    const pids = [...(await left(ended)), ...(await left(running))];
-    await events.exit(ended.uid);
+    const { running, pids } = await endedAndRunning(p);
     const helperPid = procIds(await events.pid(running.uid)).ppid;
     process.kill(helperPid, 'SIGKILL');
     expect(await events.failure(running.uid)).toMatchObject({ code: 'E_SPAWNER_DIED' });
