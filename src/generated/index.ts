@@ -7,6 +7,7 @@ export type { PilotDescription } from './pilot-description';
 export type { PilotState } from './pilot-state';
 export type { Reason } from './reason';
 export type { SessionOptionsInput } from './session-options';
+export type { StagingDirective } from './staging-directive';
 export type { StoreReply } from './store-reply';
 export type { StoreRequest } from './store-request';
 export type { TaskBulk } from './task-bulk';

@@ -1,4 +1,5 @@
 /* Generated from schemas/task-description.schema.json by scripts/gen-types.js: do not edit. */
+import type { StagingDirective } from './staging-directive';
 
 /**
  * What a user asks a pilot to run.
@@ -49,4 +50,37 @@ export interface TaskDescription {
      */
     exclusive?: string;
   };
+  /**
+   * Tasks this one waits for: a uid (waits until it is DONE) or { task, on }.
+   */
+  after?: (
+    | string
+    | {
+        task: string;
+        /**
+         * done: the task ended DONE; final: it ended in any way; failed: it ended FAILED or CANCELED; ready: a service task is ready.
+         */
+        on?: 'done' | 'final' | 'failed' | 'ready';
+      }
+  )[];
+  /**
+   * How many more attempts a task gets after a non-zero exit, a timeout or a lost pilot (a cancel never retries).
+   */
+  retries?: number;
+  /**
+   * Shell lines run in the task environment before the executable; the first that fails fails the task.
+   */
+  preExec?: string[];
+  /**
+   * Shell lines run after the executable, whatever its exit code; a failing line fails the task.
+   */
+  postExec?: string[];
+  /**
+   * Put in place before the task runs.
+   */
+  inputStaging?: StagingDirective[];
+  /**
+   * Collected after the task ran (also when it failed).
+   */
+  outputStaging?: StagingDirective[];
 }

@@ -33,4 +33,8 @@ export interface TaskRecord {
   stderr?: string;
   reason?: Reason;
   canceled?: boolean;
+  /**
+   * Submission order in the session: tasks of equal priority start in this order.
+   */
+  seq?: number;
 }

@@ -23,6 +23,7 @@ import pilotDescription from '../../schemas/pilot-description.schema.json';
 import pilotState from '../../schemas/pilot-state.schema.json';
 import reason from '../../schemas/reason.schema.json';
 import sessionOptions from '../../schemas/session-options.schema.json';
+import stagingDirective from '../../schemas/staging-directive.schema.json';
 import storeReply from '../../schemas/store-reply.schema.json';
 import storeRequest from '../../schemas/store-request.schema.json';
 import taskBulk from '../../schemas/task-bulk.schema.json';
@@ -38,6 +39,7 @@ ajv.addSchema([
   reason,
   taskState,
   pilotState,
+  stagingDirective,
   taskDescription,
   pilotDescription,
   taskRecord,

@@ -38,6 +38,11 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
     meaning: 'the task or pilot was canceled by the user, or its pilot was',
     emitters: ['any'],
   },
+  E_DEPENDENCY: {
+    meaning:
+      'a task this one waits for (`after`) ended so that its condition can never hold: the dependency and how it ended are named',
+    emitters: ['ManagerScheduler'],
+  },
   E_EXEC_FAILED: {
     meaning: 'the executable (or its launcher) could not be started, or its spawner was lost',
     emitters: ['Executor'],
@@ -108,6 +113,16 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
     meaning: "the task's pilot ended (or failed) before the task finished",
     emitters: ['Agent', 'TaskManager', 'ManagerInputStager', 'PilotLauncher'],
   },
+  E_POST_EXEC: {
+    meaning:
+      'a postExec line failed after the executable ran (the line and its exit code are named)',
+    emitters: ['ManagerOutputStager'],
+  },
+  E_PRE_EXEC: {
+    meaning:
+      'a preExec line failed, so the executable did not run (the line and its exit code are named)',
+    emitters: ['ManagerOutputStager'],
+  },
   E_RUNTIME_EXCEEDED: {
     meaning: "the agent outlived the pilot's runtime limit and was killed",
     emitters: ['PilotLauncher'],
@@ -117,8 +132,14 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
     emitters: ['ManagerOutputStager'],
   },
   E_STAGING: {
-    meaning: "the task's sandbox could not be created",
-    emitters: ['AgentInputStager'],
+    meaning:
+      "the task's sandbox could not be created, or a staging directive failed (the file is named)",
+    emitters: [
+      'AgentInputStager',
+      'AgentOutputStager',
+      'ManagerInputStager',
+      'ManagerOutputStager',
+    ],
   },
   E_TASK_TIMEOUT: {
     meaning: 'the task ran longer than its timeoutS and was killed',
