@@ -29,6 +29,7 @@ import { makePrivateDir } from '../lib/private-files';
 import { recoveryNotes } from './pilot-recovery';
 import { givenInStore, PilotLinks, type PilotLink } from './pilot-links';
 import { SessionSecurity } from './session-security';
+import { TaskRegistry } from './task-registry';
 import { heartbeats, openSessionControl } from './session-control';
 
 /** How often the session tells its agents it is alive (agents give up after 30 s by default). */
@@ -55,7 +56,8 @@ export class ClientRuntime {
     AsyncIterator<{ cursor: number; notifications: Notification[] }> | undefined;
   private readonly listeners = new Set<NotificationListener>();
   private readonly pilotEnded = new Set<PilotEndedListener>();
-  private taskCounter = 0;
+  /** The session's tasks, across its TaskManagers. */
+  readonly tasks = new TaskRegistry();
   private pilotCounter = 0;
   private readonly closers: (() => Promise<void>)[] = [];
   private deliveredCursor = 0;
@@ -255,11 +257,6 @@ export class ClientRuntime {
     } catch (e) {
       this.log.error('recovery of an ended pilot failed', { pilot, ...errorMeta(e) });
     }
-  }
-
-  /** Session-wide ids, so several managers never collide. */
-  nextTaskUid(): string {
-    return `task.${String(this.taskCounter++).padStart(6, '0')}`;
   }
 
   nextPilotUid(): string {

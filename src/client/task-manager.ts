@@ -95,14 +95,17 @@ export class TaskManager {
     const seen = new Set<string>();
     descs.forEach((d, i) => {
       if (d.uid === undefined) return;
-      if (this.tasks.has(d.uid) || seen.has(d.uid)) {
+      if (this.rt.tasks.has(d.uid) || seen.has(d.uid)) {
         throw new ValidationError(`invalid TaskDescription: /${i}/uid '${d.uid}' is already used`, [
-          { path: `/${i}/uid`, message: `must be unique ('${d.uid}' is already used)` },
+          {
+            path: `/${i}/uid`,
+            message: `must be unique in the session ('${d.uid}' is already used)`,
+          },
         ]);
       }
       seen.add(d.uid);
     });
-    const out = descs.map((d) => new Task(d.uid ?? this.rt.nextTaskUid(), d));
+    const out = descs.map((d) => new Task(d.uid ?? this.rt.tasks.nextUid((u) => seen.has(u)), d));
     // before any notification: what the store holds after a crash, the journal holds too; a
     // journal that cannot be written (a full disk) throws, and the tasks are not taken on
     this.rt.journal.append({
@@ -110,6 +113,7 @@ export class TaskManager {
       mgr: this.name,
       tasks: out.map((t) => [t.uid, t.description]),
     });
+    this.rt.tasks.add(out);
     for (const task of out) this.tasks.set(task.uid, task);
     await this.schedule(out);
     return out;
@@ -128,6 +132,7 @@ export class TaskManager {
         state: 'NEW',
         session: this.rt.uid,
         description: task.description,
+        seq: task.seq,
       };
       notes.push({
         kind: 'task',
@@ -152,7 +157,9 @@ export class TaskManager {
   private adopt(): void {
     for (const e of this.rt.resumed) {
       if (e.t === 'tasks' && e.mgr === this.name) {
-        for (const [uid, d] of e.tasks) this.tasks.set(uid, new Task(uid, d));
+        const tasks = e.tasks.map(([uid, d]) => new Task(uid, d));
+        this.rt.tasks.add(tasks);
+        for (const t of tasks) this.tasks.set(t.uid, t);
       } else if (e.t === 'pilots-added' && e.mgr === this.name) {
         for (const p of e.pilots) this.pilotsAdded.add(p);
       }

@@ -105,6 +105,7 @@ export function recordOf(task: Task, state: TaskState, session: string): TaskRec
     state,
     session,
     description: task.description,
+    seq: task.seq,
   };
   if (task.pilot !== undefined) rec.pilot = task.pilot;
   if (task.sandbox !== undefined) rec.sandbox = task.sandbox;

@@ -148,6 +148,8 @@ function compact(trail: number[]): string | undefined {
 export class Task {
   state: TaskState = 'NEW';
   attempt = 1;
+  /** Its place in the session's submission order (TaskRegistry). */
+  seq = 0;
   pilot?: string;
   exitCode?: number | null;
   signal?: string | null;

@@ -93,6 +93,7 @@ describe('hand-backs', () => {
       state: 'TMGR_STAGING_OUTPUT_PENDING',
       session: 'sess',
       description: { executable: '/bin/true' },
+      seq: 0,
       pilot: 'pilot.0000',
       exitCode: null,
       signal: 'SIGTERM',

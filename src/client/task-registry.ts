@@ -1,0 +1,36 @@
+import type { Task } from './task';
+
+/**
+ * The session's tasks by uid, across all its TaskManagers: a uid names one task in a session
+ * (the store keys on it), `after` may name any task of the session, and tasks of equal
+ * priority start in the order they were taken on (`seq`), across bulks and managers.
+ */
+export class TaskRegistry {
+  private readonly byUid = new Map<string, Task>();
+  private generated = 0;
+  private seqs = 0;
+
+  get(uid: string): Task | undefined {
+    return this.byUid.get(uid);
+  }
+
+  has(uid: string): boolean {
+    return this.byUid.has(uid);
+  }
+
+  /** A generated uid that no task has (nor `taken`, e.g. the uids of the bulk being added). */
+  nextUid(taken: (uid: string) => boolean = () => false): string {
+    for (;;) {
+      const uid = `task.${String(this.generated++).padStart(6, '0')}`;
+      if (!this.byUid.has(uid) && !taken(uid)) return uid;
+    }
+  }
+
+  /** Takes tasks on, in order: each gets the next submission number. */
+  add(tasks: Iterable<Task>): void {
+    for (const t of tasks) {
+      t.seq = this.seqs++;
+      this.byUid.set(t.uid, t);
+    }
+  }
+}
