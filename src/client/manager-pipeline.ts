@@ -5,7 +5,13 @@ import type { Logger } from '../lib/logger';
 import type { Notification } from '../states/notification';
 import { PIPELINE, type Hop } from '../states/pipeline';
 import type { TaskFinal } from '../states/task-final';
-import { COMPONENTS, type AbortedTaskState, type TaskComponent } from '../states/task-model';
+import {
+  COMPONENTS,
+  isFinalTaskState,
+  type AbortedTaskState,
+  type FinalTaskState,
+  type TaskComponent,
+} from '../states/task-model';
 import { ManagerInputStagerCore } from '../components/manager-input-stager/core';
 import { ManagerInputStagerShell, type Given } from '../components/manager-input-stager/shell';
 import { ManagerOutputStagerCore } from '../components/manager-output-stager/core';
@@ -42,6 +48,8 @@ export class ManagerPipeline {
     private readonly listenAt: string,
     /** The session task records must name. */
     private readonly session: string,
+    /** The final state a task of the session has reached, as delivered (dependencies read it). */
+    private readonly finalOf: (uid: string) => FinalTaskState | undefined,
   ) {}
 
   start(): void {
@@ -55,15 +63,29 @@ export class ManagerPipeline {
     this.scheduler = new ManagerSchedulerCore(
       new ManagerSchedulerShell(logOf(C.managerScheduler), this.notify, toStaging),
       this.clock,
+      this.finalOf,
     );
+    const retry = (ts: TaskRecord[]): void => void this.submit(ts);
     this.inputShell = new ManagerInputStagerShell(
       logOf(C.managerInputStager),
       this.notify,
       this.listenAt,
+      retry,
     );
     this.inputStager = new ManagerInputStagerCore(this.inputShell, this.clock);
+    // the final word is heard by the scheduler at once: a dependent need not wait for the store
+    const ended = (ns: Notification[]): void => {
+      this.notify(ns);
+      const finals: TaskFinal[] = [];
+      for (const n of ns) {
+        if (n.kind === 'task' && isFinalTaskState(n.state as FinalTaskState)) {
+          finals.push({ uid: n.uid, attempt: n.attempt, state: n.state as FinalTaskState });
+        }
+      }
+      if (finals.length > 0) this.scheduler.onTasksFinal(finals);
+    };
     this.outputStager = new ManagerOutputStagerCore(
-      new ManagerOutputStagerShell(this.notify),
+      new ManagerOutputStagerShell(ended, retry),
       this.clock,
     );
 
@@ -73,6 +95,7 @@ export class ManagerPipeline {
       ManagerOutputStager: (ts) => {
         if (this.awaiting.size > 0) for (const t of ts) this.awaiting.delete(t.uid);
         this.inputShell.returned(ts);
+        this.scheduler.onReturned(ts);
         this.outputStager.onTasks(ts);
       },
     };
@@ -128,14 +151,24 @@ export class ManagerPipeline {
     return { agentInput, managerOutput: output.endpoints.in };
   }
 
-  /** A resumed session: these tasks were given to `pilot` before. */
-  own(pilot: string, uids: readonly string[]): void {
-    this.inputShell.own(pilot, uids);
+  /** A resumed session: these tasks (attempts) were given to `pilot` before. */
+  own(pilot: string, tasks: readonly { uid: string; attempt?: number }[]): void {
+    this.inputShell.own(pilot, tasks);
   }
 
-  /** Was `uid` ever given to `pilot`? (What its agent may speak of.) */
-  owns(pilot: string, uid: string): boolean {
-    return this.inputShell.owns(pilot, uid);
+  /** Was this attempt of `uid` given to `pilot`, and not fenced since? (What its agent may speak of.) */
+  owns(pilot: string, uid: string, attempt?: number): boolean {
+    return this.inputShell.owns(pilot, uid, attempt);
+  }
+
+  /** These tasks start a new attempt: what `pilot` still says of the old one is refused. */
+  fence(pilot: string, uids: readonly string[]): void {
+    this.inputShell.fence(pilot, uids);
+  }
+
+  /** Next attempts (at TMGR_SCHEDULING_PENDING) decided outside the pipeline (a lost pilot). */
+  retry(tasks: TaskRecord[]): void {
+    void this.submit(tasks);
   }
 
   /** Task records the agents' queues refused so far. */
@@ -152,11 +185,17 @@ export class ManagerPipeline {
   }
 
   private problemFrom(pilot: string, session: string, item: unknown): string | undefined {
-    const t = item as { uid?: unknown; pilot?: unknown; session?: unknown } | null;
+    const t = item as {
+      uid?: unknown;
+      pilot?: unknown;
+      session?: unknown;
+      attempt?: unknown;
+    } | null;
     if (typeof t !== 'object' || t === null || typeof t.uid !== 'string') return 'names no task';
     if (t.session !== session) return `task ${t.uid} names session '${String(t.session)}'`;
-    if (t.pilot !== pilot || !this.owns(pilot, t.uid)) {
-      return `task ${t.uid} was not given to ${pilot}`;
+    const attempt = typeof t.attempt === 'number' ? t.attempt : -1;
+    if (t.pilot !== pilot || !this.owns(pilot, t.uid, attempt)) {
+      return `task ${t.uid} (attempt ${String(t.attempt)}) is not held by ${pilot}`;
     }
     return undefined;
   }
@@ -213,13 +252,14 @@ export class ManagerPipeline {
   /** Awaited by a resumed session (uid -> attempt): see awaitHandBacks. */
   private readonly awaiting = new Map<string, number>();
 
-  addPilot(p: PilotCapacity): void {
+  /** A pilot tasks may go to (`active`: its agent is up). */
+  addPilot(p: PilotCapacity & { active?: boolean }): void {
     this.scheduler.onPilotAdded(p);
   }
 
-  /** What a pilot's agent reported it holds (only for pilots added to a TaskManager). */
-  pilotCapacity(p: PilotCapacity): void {
-    this.scheduler.onPilotCapacity(p);
+  /** A pilot's agent is up and reported what it holds: tasks may be bound to it now. */
+  pilotActive(p: PilotCapacity): void {
+    this.scheduler.onPilotActive(p);
   }
 
   pilotGone(uid: string, state: string): void {

@@ -46,7 +46,7 @@ export class PilotLinks {
       /** The control socket every agent subscribes to. */
       controlDown: string;
       /** A resumed session: which tasks the store says were given to each pilot. */
-      given: () => Promise<ReadonlyMap<string, readonly string[]>>;
+      given: () => Promise<ReadonlyMap<string, readonly { uid: string; attempt: number }[]>>;
     },
   ) {}
 
@@ -73,8 +73,12 @@ export class PilotLinks {
       agentInput: at?.agentInput,
       managerOutput: at?.managerOutput,
     });
-    const storeAt = await store.listen(pilot, at?.store ?? listenAt, server, (kind, uid) =>
-      kind === 'pilot' ? uid === pilot : pipeline.owns(pilot, uid),
+    const storeAt = await store.listen(
+      pilot,
+      at?.store ?? listenAt,
+      server,
+      (kind, uid, attempt) =>
+        kind === 'pilot' ? uid === pilot : pipeline.owns(pilot, uid, attempt),
     );
     const controlUp = await uplinks.add(pilot, at?.controlUp ?? listenAt, server);
     const link: PilotLink = {
@@ -105,17 +109,33 @@ export class PilotLinks {
   }
 }
 
-/** Pilot -> the tasks given to it, from the store (TMGR_STAGING_INPUT_PENDING names the pilot). */
+/**
+ * Pilot -> the tasks given to it and the attempt, from the store (TMGR_STAGING_INPUT_PENDING
+ * names the pilot); an attempt that a later one replaced is fenced (attempt 0).
+ */
 export async function givenInStore(
   store: StateStore,
-): Promise<ReadonlyMap<string, readonly string[]>> {
-  const given = new Map<string, string[]>();
+): Promise<ReadonlyMap<string, readonly { uid: string; attempt: number }[]>> {
+  const latest = new Map<string, number>();
+  const given = new Map<string, Map<string, number>>();
   for (const n of await store.history()) {
-    const pilot = n.kind === 'task' ? n.detail?.pilot : undefined;
+    if (n.kind !== 'task') continue;
+    if ((latest.get(n.uid) ?? 0) < n.attempt) latest.set(n.uid, n.attempt);
+    const pilot = n.detail?.pilot;
     if (typeof pilot !== 'string') continue;
-    let uids = given.get(pilot);
-    if (uids === undefined) given.set(pilot, (uids = []));
-    uids.push(n.uid);
+    let tasks = given.get(pilot);
+    if (tasks === undefined) given.set(pilot, (tasks = new Map<string, number>()));
+    tasks.set(n.uid, Math.max(tasks.get(n.uid) ?? 0, n.attempt));
   }
-  return given;
+  const out = new Map<string, { uid: string; attempt: number }[]>();
+  for (const [pilot, tasks] of given) {
+    out.set(
+      pilot,
+      [...tasks].map(([uid, attempt]) => ({
+        uid,
+        attempt: attempt < (latest.get(uid) ?? 0) ? 0 : attempt,
+      })),
+    );
+  }
+  return out;
 }

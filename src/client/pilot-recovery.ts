@@ -1,34 +1,75 @@
-import type { Reason } from '../generated';
+import type { Reason, TaskRecord } from '../generated';
 import { reason } from '../components/shared/reasons';
+import { nextAttempt, retriesLeft } from '../components/shared/retry';
+import { rankOf } from '../states/model';
 import type { Notification } from '../states/notification';
 import type { FinalPilotState } from '../states/pilot-model';
-import { TASK_RECOVERY_OWNER } from '../states/task-model';
+import { TASK_MODEL, TASK_RECOVERY_OWNER } from '../states/task-model';
+import type { Task } from './task';
+
+const EXECUTING = rankOf(TASK_MODEL, 'AGENT_EXECUTING');
+
+/** What the owner of last resort does with the tasks an ended pilot never returned. */
+export interface RecoveryPlan {
+  /** Final notifications, and the first ones of next attempts. */
+  notes: Notification[];
+  /** Next attempts, for the ManagerScheduler. */
+  retry: TaskRecord[];
+}
 
 /**
- * The final notifications of the tasks a pilot's agent never returned, once the pilot ended:
- * the client, the owner of last resort, ends them (CANCELED if the pilot was canceled, else
- * FAILED naming the pilot's end).
+ * The tasks a pilot's agent never returned, once the pilot ended: the client, the owner of
+ * last resort, takes them over. One that had not started goes back to scheduling as a new
+ * attempt (not counted against its retries); one that had started is retried when it has
+ * retries left, else ends CANCELED (the pilot was canceled) or FAILED naming the pilot's end.
+ * What the client already saw move on (a final state, a later attempt) is left alone.
  */
-export function recoveryNotes(
+export function recoveryPlan(
   pilot: string,
   state: FinalPilotState,
   why: Reason | undefined,
   unreturned: readonly { uid: string; attempt: number }[],
+  taskOf: (uid: string) => Task | undefined,
+  session: string,
   now: number,
-): Notification[] {
+): RecoveryPlan {
+  const plan: RecoveryPlan = { notes: [], retry: [] };
   const final = state === 'CANCELED' ? 'CANCELED' : 'FAILED';
   const r = reason(
     final === 'CANCELED' ? 'E_CANCELED' : 'E_PILOT_ENDED',
     `pilot ${pilot} ended (${state}${why !== undefined ? `: ${why.message}` : ''}) before the task finished`,
     TASK_RECOVERY_OWNER,
+    { pilot },
   );
-  return unreturned.map((t) => ({
-    kind: 'task',
-    uid: t.uid,
-    attempt: t.attempt,
-    state: final,
-    ts: now,
-    component: TASK_RECOVERY_OWNER,
-    detail: { pilot, reason: r },
-  }));
+  const lost = reason('E_PILOT_ENDED', r.message, TASK_RECOVERY_OWNER, { pilot });
+  for (const given of unreturned) {
+    const task = taskOf(given.uid);
+    if (task === undefined || task.final || task.attempt > given.attempt) continue;
+    const rec = {
+      uid: task.uid,
+      attempt: given.attempt,
+      session,
+      description: task.description,
+      seq: task.seq,
+      retried: task.retried,
+    };
+    const started = task.attempt === given.attempt && rankOf(TASK_MODEL, task.state) >= EXECUTING;
+    if (!started || retriesLeft(rec) > 0) {
+      const next = nextAttempt(rec, lost, started, TASK_RECOVERY_OWNER, now);
+      next.note.detail!.pilot = pilot;
+      plan.notes.push(next.note);
+      plan.retry.push(next.record);
+      continue;
+    }
+    plan.notes.push({
+      kind: 'task',
+      uid: given.uid,
+      attempt: given.attempt,
+      state: final,
+      ts: now,
+      component: TASK_RECOVERY_OWNER,
+      detail: { pilot, reason: r },
+    });
+  }
+  return plan;
 }

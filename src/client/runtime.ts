@@ -25,11 +25,13 @@ import type { SessionOptions } from './session';
 import { teeLogger } from './tee-logger';
 import { closeStore, StoreHealth } from './store-health';
 import type { FinalPilotState } from '../states/pilot-model';
+import { isFinalTaskState } from '../states/task-model';
 import { makePrivateDir } from '../lib/private-files';
-import { recoveryNotes } from './pilot-recovery';
+import { recoveryPlan } from './pilot-recovery';
 import { givenInStore, PilotLinks, type PilotLink } from './pilot-links';
 import { SessionSecurity } from './session-security';
 import { TaskRegistry } from './task-registry';
+import { StoreFollower } from './store-follower';
 import { heartbeats, openSessionControl } from './session-control';
 
 /** How often the session tells its agents it is alive (agents give up after 30 s by default). */
@@ -51,17 +53,13 @@ export class ClientRuntime {
   private updates!: QueueSender;
   private notes!: CoalescingSender<Notification>;
   private storeServer!: StoreServer;
-  private watchLoop: Promise<void> | undefined;
-  private watchIterator:
-    AsyncIterator<{ cursor: number; notifications: Notification[] }> | undefined;
-  private readonly listeners = new Set<NotificationListener>();
+  /** Delivers the store's notifications to the managers. */
+  private follower!: StoreFollower;
   private readonly pilotEnded = new Set<PilotEndedListener>();
   /** The session's tasks, across its TaskManagers. */
   readonly tasks = new TaskRegistry();
   private pilotCounter = 0;
   private readonly closers: (() => Promise<void>)[] = [];
-  private deliveredCursor = 0;
-  private readonly caughtUp: { upTo: number; resolve(): void }[] = [];
   private closed = false;
   private heartbeat: NodeJS.Timeout | undefined;
   /** Gives memory back when the session goes quiet (undefined: the addon is not built). */
@@ -76,7 +74,8 @@ export class ClientRuntime {
   /** Each pilot's own sockets (see PilotLinks). */
   links!: PilotLinks;
   private uplinks: ControlUplinks | undefined;
-  private given: Promise<ReadonlyMap<string, readonly string[]>> | undefined;
+  private given:
+    Promise<ReadonlyMap<string, readonly { uid: string; attempt: number }[]>> | undefined;
   /** The session's keys; undefined only for a session opened `insecure: 'trusted-network'`. */
   security: SessionSecurity | undefined;
   pipeline!: ManagerPipeline;
@@ -156,6 +155,7 @@ export class ClientRuntime {
     if (insecure) this.log.warn('session opened insecure: its ports admit anyone who reaches them');
     else this.security = await SessionSecurity.open(this.uid, this.dir, this.log);
     this.store = await EmbeddedStore.open(this.dir);
+    this.follower = new StoreFollower(this.store, this.log, (n) => this.trimmer?.activity(n));
     for (const s of [this.store, this.journal, this.delivered]) this.health.watch(s);
     // only this process's workers use this socket; agents get one per pilot (PilotLinks)
     this.storeServer = await StoreServer.start(this.store, {
@@ -193,7 +193,10 @@ export class ClientRuntime {
       );
     }
     const notify = (ns: Notification[]): void => this.notify(ns);
-    this.pipeline = new ManagerPipeline(notify, this.clock, this.log, listenAt, this.uid);
+    this.pipeline = new ManagerPipeline(notify, this.clock, this.log, listenAt, this.uid, (u) => {
+      const t = this.tasks.get(u);
+      return t !== undefined && isFinalTaskState(t.state) ? t.state : undefined;
+    });
     this.pipeline.start();
     this.links = new PilotLinks({
       security: this.security,
@@ -212,7 +215,7 @@ export class ClientRuntime {
         addresses: { controlDown: control.down },
         ...(insecure ? { insecure: true } : {}),
       });
-      this.watchLoop = this.follow();
+      this.follower.start();
     }
     this.heartbeat = heartbeats(this.control, HEARTBEAT_MS, this.clock, this.log);
   }
@@ -224,8 +227,7 @@ export class ClientRuntime {
 
   /** Every notification the store accepts, in store order, in bulks. */
   onNotifications(listener: NotificationListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.follower.onNotifications(listener);
   }
 
   /** Listens for pilots reaching a final state. */
@@ -243,17 +245,36 @@ export class ClientRuntime {
 
   /**
    * A pilot ended: tasks its agent never returned and that never ended have lost their holder,
-   * so the client, the owner of last resort, ends them (CANCELED if the pilot was canceled).
-   * Once the store's notifications are delivered, an ended task is no longer on the list.
+   * so the client, the owner of last resort, takes them over (see recoveryPlan). Once the
+   * store's notifications are delivered, an ended task is no longer on the list.
    */
   private async recover(pilot: string, state: FinalPilotState, why?: Reason): Promise<void> {
     try {
       await this.drained();
       const unreturned = this.pipeline.unreturned(pilot);
-      const notes = recoveryNotes(pilot, state, why, unreturned, this.clock.now());
-      if (notes.length === 0) return;
-      this.log.warn('finalizing tasks of an ended pilot', { pilot, count: notes.length });
-      this.notify(notes);
+      const now = this.clock.now();
+      const plan = recoveryPlan(
+        pilot,
+        state,
+        why,
+        unreturned,
+        (u) => this.tasks.get(u),
+        this.uid,
+        now,
+      );
+      if (plan.notes.length === 0) return;
+      this.log.warn('taking over tasks of an ended pilot', {
+        pilot,
+        ended: plan.notes.length - plan.retry.length,
+        again: plan.retry.length,
+      });
+      // what a lost (not dead) agent still says of these attempts is refused from now on
+      this.pipeline.fence(
+        pilot,
+        plan.retry.map((t) => t.uid),
+      );
+      this.notify(plan.notes);
+      this.pipeline.retry(plan.retry);
     } catch (e) {
       this.log.error('recovery of an ended pilot failed', { pilot, ...errorMeta(e) });
     }
@@ -300,7 +321,7 @@ export class ClientRuntime {
     const hooks = this.replayHooks.splice(0).sort((a, b) => a.order - b.order);
     for (const h of hooks) await h.before();
     this.resuming = false;
-    this.watchLoop = this.follow();
+    this.follower.start();
     await this.drained();
     for (const h of hooks) h.after();
   }
@@ -334,10 +355,8 @@ export class ClientRuntime {
   }
 
   /** Resolves once every notification the store holds now has been delivered to listeners. */
-  async drained(): Promise<void> {
-    const upTo = this.store.size;
-    if (this.deliveredCursor >= upTo) return;
-    await new Promise<void>((resolve) => this.caughtUp.push({ upTo, resolve }));
+  drained(): Promise<void> {
+    return this.follower.drained();
   }
 
   /** Issues a pilot's keys and binds its sockets (`before`: a resumed session's). */
@@ -386,44 +405,15 @@ export class ClientRuntime {
     this.notes?.flush();
     await this.updates?.close();
     await Promise.all(this.workers.map((w) => w.close()));
-    await closeStore(this.storeServer, this.store, async () => this.watchIterator?.return?.());
-    await this.watchLoop;
+    await closeStore(this.storeServer, this.store, () => this.follower?.endWatch());
+    await this.follower?.stop();
     await this.control?.close();
     await this.uplinks?.close();
     await Promise.all(this.bridges.map((b) => b.close()));
     await this.security?.close();
-    for (const c of this.caughtUp.splice(0)) c.resolve();
     this.delivered?.close();
     await this.fileLog.close();
     this.health.throwIfLost(this.store);
-  }
-
-  private async follow(): Promise<void> {
-    const it = this.store.watch(0)[Symbol.asyncIterator]();
-    this.watchIterator = it;
-    try {
-      for (;;) {
-        const r = await it.next();
-        if (r.done === true) break;
-        const { notifications } = r.value;
-        for (const l of this.listeners) {
-          try {
-            l(notifications);
-          } catch (e) {
-            this.log.error('notification listener failed', errorMeta(e));
-          }
-        }
-        this.deliveredCursor = r.value.cursor + notifications.length;
-        this.trimmer?.activity(notifications.length);
-        for (let i = this.caughtUp.length - 1; i >= 0; i--) {
-          if (this.caughtUp[i]!.upTo <= this.deliveredCursor) {
-            this.caughtUp.splice(i, 1)[0]!.resolve();
-          }
-        }
-      }
-    } catch (e) {
-      if (!this.closed) this.log.error('store watch stopped', errorMeta(e));
-    }
   }
 }
 

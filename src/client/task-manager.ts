@@ -23,7 +23,14 @@ import type { ClientRuntime } from './runtime';
 import { runtimeOf } from './runtime';
 import type { Session } from './session';
 import { Task, type StateInfo } from './task';
-import { HANDED_BACK, handBackOf, keepHandBack, planPickUp, recordOf } from './task-resume';
+import {
+  HANDED_BACK,
+  handBackOf,
+  keepHandBack,
+  planPickUp,
+  recordOf,
+  restartAttempt,
+} from './task-resume';
 import { validateAll } from './validate-all';
 import { Waiters } from './waiters';
 import { checkSelection } from './selection';
@@ -77,7 +84,12 @@ export class TaskManager {
     });
     for (const p of fresh) {
       this.pilotsAdded.add(p.uid);
-      this.rt.pipeline.addPilot({ uid: p.uid, cores: p.cores, gpus: p.gpus });
+      this.rt.pipeline.addPilot({
+        uid: p.uid,
+        cores: p.cores,
+        gpus: p.gpus,
+        active: p.state === 'PMGR_ACTIVE',
+      });
     }
   }
 
@@ -242,10 +254,15 @@ export class TaskManager {
       let delivered = false;
       for (const e of this.tracker.ingest(n, task.uid)) {
         delivered ||= e.notification === n;
+        // a new attempt starts afresh: what the last one left (exit, output, reason) goes
+        if (e.attempt > task.attempt) restartAttempt(task);
         task.state = e.state;
         task.attempt = e.attempt;
         const d = e.notification?.detail;
-        if (d !== undefined) {
+        const retryStart = e.attempt > 1 && e.state === TASK_RETRY_STATE;
+        if (d?.retried !== undefined) task.retried = d.retried;
+        // a retry's first state tells why the last attempt ended: for callbacks, not the task
+        if (d !== undefined && !retryStart) {
           if (d.pilot !== undefined) task.pilot = this.pilotUids.get(d.pilot);
           if (d.sandbox !== undefined) task.setSandbox(d.sandbox, this.sandboxDirs);
           if (d.exitCode !== undefined) task.exitCode = d.exitCode;

@@ -97,6 +97,16 @@ export function keepHandBack(task: Task, d: NotificationDetail): void {
   if (d.reason !== undefined) task.reason = d.reason;
 }
 
+/** A task starts its next attempt: what the last one left (exit, output, reason, place) goes. */
+export function restartAttempt(task: Task): void {
+  delete task.exitCode;
+  delete task.signal;
+  delete task.stdout;
+  delete task.stderr;
+  delete task.reason;
+  delete task.pilot;
+}
+
 /** The record a component needs to take a task back in `state`. */
 export function recordOf(task: Task, state: TaskState, session: string): TaskRecord {
   const rec: TaskRecord = {
@@ -106,6 +116,7 @@ export function recordOf(task: Task, state: TaskState, session: string): TaskRec
     session,
     description: task.description,
     seq: task.seq,
+    retried: task.retried,
   };
   if (task.pilot !== undefined) rec.pilot = task.pilot;
   if (task.sandbox !== undefined) rec.sandbox = task.sandbox;

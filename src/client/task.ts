@@ -150,6 +150,8 @@ export class Task {
   attempt = 1;
   /** Its place in the session's submission order (TaskRegistry). */
   seq = 0;
+  /** Retries it has used (see `retries` in its description). */
+  retried = 0;
   pilot?: string;
   exitCode?: number | null;
   signal?: string | null;

@@ -18,5 +18,9 @@ export interface Notification {
     stdout?: string;
     stderr?: string;
     sandbox?: string;
+    /**
+     * On the first state of a new attempt: the retries used so far.
+     */
+    retried?: number;
   };
 }

@@ -58,7 +58,7 @@ export interface TaskDescription {
     | {
         task: string;
         /**
-         * done: the task ended DONE; final: it ended in any way; failed: it ended FAILED or CANCELED; ready: a service task is ready.
+         * done: the task ended DONE; final: it ended in any way; failed: it ended FAILED; ready: a service task is ready (service tasks only).
          */
         on?: 'done' | 'final' | 'failed' | 'ready';
       }

@@ -37,4 +37,8 @@ export interface TaskRecord {
    * Submission order in the session: tasks of equal priority start in this order.
    */
   seq?: number;
+  /**
+   * Retries this task has used (a new attempt after its pilot ended before it started is not counted).
+   */
+  retried?: number;
 }

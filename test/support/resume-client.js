@@ -4,8 +4,9 @@
 //   node resume-client.js first  DIR LOG GATE MARKS N RESOURCE
 //     opens a session, starts a 2-core pilot (local, or one Slurm node), submits N tasks: the first half /bin/true, the
 //     second half wait on a shared flock of GATE, then touch MARKS/<uid>. Prints
-//     {"session": uid} at once and {"quiet": true} once the first half is DONE and both cores
-//     run a gated task (nothing moves until GATE opens), then waits to be killed.
+//     {"session": uid} at once and {"quiet": true, "atAgent": K} once the first half is DONE and both cores
+//     run a gated task (nothing moves until GATE opens: gated tasks wait at the agent, or at the
+//     client for room on the pilot), then waits to be killed.
 //   node resume-client.js resume DIR LOG SESSION
 //     resumes SESSION, waits for every task to end, prints {"states": {...}}, closes.
 const { Session } = require('../../dist/src');
@@ -41,12 +42,14 @@ async function first(gate, marks, n, resource) {
   await tmgr.waitTasks({ uids: tasks.slice(0, half).map((t) => t.uid), timeoutMs: 120_000 });
   await tmgr.waitTasks({
     uids: tasks.slice(half).map((t) => t.uid),
-    states: ['AGENT_SCHEDULING', 'AGENT_EXECUTING_PENDING', 'AGENT_EXECUTING'],
+    states: ['TMGR_SCHEDULING', 'AGENT_SCHEDULING', 'AGENT_EXECUTING_PENDING', 'AGENT_EXECUTING'],
     timeoutMs: 60_000,
   });
   await running;
+  // late binding: only as many gated tasks as the pilot has room for went to its agent
+  const atAgent = tasks.slice(half).filter((t) => t.state !== 'TMGR_SCHEDULING').length;
   // a later turn: every callback so far has returned and its count is written
-  setImmediate(() => say({ quiet: true }));
+  setImmediate(() => say({ quiet: true, atAgent }));
 }
 
 async function resume(uid) {

@@ -5,6 +5,7 @@ import type { Notification } from '../../states/notification';
 import { COMPONENTS, type AbortedTaskState } from '../../states/task-model';
 import { cancelIfAsked } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
+import { nextAttempt } from '../shared/retry';
 import { checkArrivals, transition } from '../shared/transition';
 import type { ManagerInputStagerEffects } from './effects';
 
@@ -12,7 +13,8 @@ const ME = COMPONENTS.managerInputStager;
 
 /**
  * Owns TMGR_STAGING_INPUT: client-side input staging (none yet: directives come later), then
- * hands each task to its pilot's agent. A task for a pilot that has ended fails here.
+ * hands each task to its pilot's agent. A task whose pilot ended before it got there goes back
+ * to the ManagerScheduler as a new attempt (not counted against its retries: it never ran).
  */
 export class ManagerInputStagerCore {
   private readonly canceled = new CancelSet();
@@ -28,6 +30,7 @@ export class ManagerInputStagerCore {
     const now = this.clock.now();
     const notes: Notification[] = [];
     const byPilot = new Map<string, TaskRecord[]>();
+    const again: TaskRecord[] = [];
     for (const task of tasks) {
       if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       notes.push(transition(task, 'TMGR_STAGING_INPUT', ME, now));
@@ -40,8 +43,14 @@ export class ManagerInputStagerCore {
             : `pilot ${pilot} ended (${this.gone.get(pilot)}) before the task reached it`,
           ME,
         );
-        task.reason = why;
-        notes.push(transition(task, 'FAILED', ME, now, { reason: why }));
+        if (pilot === undefined) {
+          task.reason = why;
+          notes.push(transition(task, 'FAILED', ME, now, { reason: why }));
+        } else {
+          const next = nextAttempt(task, why, false, ME, now);
+          notes.push(next.note);
+          again.push(next.record);
+        }
         continue;
       }
       notes.push(transition(task, 'AGENT_STAGING_INPUT_PENDING', ME, now));
@@ -51,6 +60,7 @@ export class ManagerInputStagerCore {
     }
     if (notes.length > 0) this.effects.notify(notes);
     for (const [pilot, list] of byPilot) this.effects.forwardToPilot(pilot, list);
+    if (again.length > 0) this.effects.retry(again);
   }
 
   /** Tasks ended (wherever it was decided): cancels kept for them can go. */

@@ -5,4 +5,6 @@ export interface ManagerInputStagerEffects {
   /** Pushes tasks (in AGENT_STAGING_INPUT_PENDING) onto the pilot's agent input queue. */
   forwardToPilot(pilot: string, tasks: TaskRecord[]): void;
   notify(notifications: Notification[]): void;
+  /** Hands tasks whose pilot ended before they reached it back to the ManagerScheduler. */
+  retry(tasks: TaskRecord[]): void;
 }

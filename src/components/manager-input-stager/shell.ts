@@ -22,8 +22,12 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
   private readonly inputs = new Map<string, { bridge: Bridge; sender: QueueSender }>();
   /** Tasks handed to each pilot's agent and neither back nor ended: uid -> attempt. */
   private readonly outstanding = new Map<string, Map<string, number>>();
-  /** Every task ever given to each pilot: what its agent may speak of (see `owns`). */
-  private readonly ledger = new Map<string, Set<string>>();
+  /**
+   * Every task given to each pilot, with the attempt it was given (0: fenced, it speaks of no
+   * attempt; -1: any attempt, known from a resumed session's store): what its agent may speak
+   * of (see `owns`).
+   */
+  private readonly ledger = new Map<string, Map<string, number>>();
   private readonly closing: Promise<void>[] = [];
 
   constructor(
@@ -31,6 +35,7 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
     readonly notify: (notifications: Notification[]) => void,
     /** Where pilot queues listen, e.g. `tcp://127.0.0.1:0`. */
     private readonly listenAt: string,
+    readonly retry: (tasks: TaskRecord[]) => void,
   ) {}
 
   forwardToPilot(pilot: string, tasks: TaskRecord[]): void {
@@ -93,25 +98,36 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
     await Promise.allSettled(this.closing);
   }
 
-  /** Was `uid` ever given to `pilot`? Its agent may hand back and report on those alone. */
-  owns(pilot: string, uid: string): boolean {
-    return this.ledger.get(pilot)?.has(uid) ?? false;
+  /**
+   * Was this attempt of `uid` given to `pilot` (any attempt, when `attempt` is not given) and
+   * not fenced since? Its agent may hand back and report on those alone.
+   */
+  owns(pilot: string, uid: string, attempt?: number): boolean {
+    const given = this.ledger.get(pilot)?.get(uid);
+    if (given === undefined || given === 0) return false;
+    return attempt === undefined || given === -1 || given === attempt;
   }
 
-  /** A resumed session: tasks on their way back from `pilot` are its own too. */
-  own(pilot: string, uids: readonly string[]): void {
+  /** A resumed session: tasks (and attempts, if known) on their way back from `pilot` are its own too. */
+  own(pilot: string, tasks: readonly { uid: string; attempt?: number }[]): void {
     let mine = this.ledger.get(pilot);
-    if (mine === undefined) this.ledger.set(pilot, (mine = new Set<string>()));
-    for (const uid of uids) mine.add(uid);
+    if (mine === undefined) this.ledger.set(pilot, (mine = new Map<string, number>()));
+    for (const t of tasks) mine.set(t.uid, t.attempt ?? -1);
+  }
+
+  /**
+   * Fences what `pilot` was given of these tasks: they start a new attempt elsewhere, so what
+   * its agent still says of them (it was lost, not dead) is refused.
+   */
+  fence(pilot: string, uids: readonly string[]): void {
+    const mine = this.ledger.get(pilot);
+    if (mine !== undefined) for (const uid of uids) if (mine.has(uid)) mine.set(uid, 0);
   }
 
   private given(pilot: string, tasks: readonly Given[]): void {
     let out = this.outstanding.get(pilot);
     if (out === undefined) this.outstanding.set(pilot, (out = new Map<string, number>()));
     for (const t of tasks) out.set(t.uid, t.attempt);
-    this.own(
-      pilot,
-      tasks.map((t) => t.uid),
-    );
+    this.own(pilot, tasks);
   }
 }

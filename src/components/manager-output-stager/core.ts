@@ -5,6 +5,7 @@ import type { Notification, NotificationDetail } from '../../states/notification
 import { COMPONENTS } from '../../states/task-model';
 import { cancelIfAsked } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
+import { nextAttempt, retriesLeft, retryable } from '../shared/retry';
 import { checkArrivals, transition } from '../shared/transition';
 import type { ManagerOutputStagerEffects } from './effects';
 
@@ -13,6 +14,8 @@ const ME = COMPONENTS.managerOutputStager;
 /**
  * Owns TMGR_STAGING_OUTPUT and the final word: DONE for exit 0, FAILED with the reason
  * (a non-zero exit, a signal, a timeout, a launch failure), CANCELED if canceled meanwhile.
+ * A failure another attempt may fix, of a task with retries left, is not the last word: the
+ * task starts its next attempt at TMGR_SCHEDULING_PENDING instead (the reason goes with it).
  */
 export class ManagerOutputStagerCore {
   private readonly canceled = new CancelSet();
@@ -33,6 +36,7 @@ export class ManagerOutputStagerCore {
     checkArrivals(tasks, 'TMGR_STAGING_OUTPUT_PENDING', 'TMGR_STAGING_OUTPUT', ME);
     const now = this.clock.now();
     const notes: Notification[] = [];
+    const retries: TaskRecord[] = [];
     for (const task of tasks) {
       if (this.ended.get(task.uid) === task.attempt) continue;
       this.ended.set(task.uid, task.attempt);
@@ -49,11 +53,16 @@ export class ManagerOutputStagerCore {
       const why = task.reason ?? exitReason(task);
       if (why === undefined) {
         notes.push(transition(task, 'DONE', ME, now, detail));
+      } else if (retryable(why) && retriesLeft(task) > 0) {
+        const next = nextAttempt(task, why, true, ME, now);
+        notes.push({ ...next.note, detail: { ...detail, ...next.note.detail } });
+        retries.push(next.record);
       } else {
         notes.push(transition(task, 'FAILED', ME, now, { ...detail, reason: why }));
       }
     }
     if (notes.length > 0) this.effects.notify(notes);
+    if (retries.length > 0) this.effects.retry(retries);
   }
 
   /** Tasks ended (wherever it was decided): cancels and copies kept for them can go. */

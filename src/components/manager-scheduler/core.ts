@@ -2,11 +2,14 @@ import type { Reason, TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
 import type { TaskFinal } from '../../states/task-final';
 import type { Notification } from '../../states/notification';
-import { COMPONENTS, type AbortedTaskState } from '../../states/task-model';
+import { COMPONENTS, type AbortedTaskState, type FinalTaskState } from '../../states/task-model';
 import { cancelIfAsked, canceledBy } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
 import { checkArrivals, transition } from '../shared/transition';
+import { DependencyGate, dependenciesOf, type Unmet } from './dependencies';
 import type { ManagerSchedulerEffects } from './effects';
+import { PilotRoom, sizeOf } from './pilot-room';
+import { ReadyQueue } from './ready-queue';
 
 const ME = COMPONENTS.managerScheduler;
 
@@ -18,135 +21,285 @@ export interface PilotCapacity {
 }
 
 /**
- * Owns TMGR_SCHEDULING: picks a pilot for each task, round robin over the pilots that can
- * ever fit it (`pilot` in the description pins one). Tasks wait while no pilot is added; once
- * pilots were added and every one has ended, no pilot can ever run them: they fail.
+ * Owns TMGR_SCHEDULING. A task first waits for its dependencies (`after`, DependencyGate);
+ * one that can never be met ends it CANCELED, naming the dependency and how it ended. Then it
+ * waits in the ReadyQueue (priority, then submission order) until a pilot that is active and
+ * has room takes it (late binding, PilotRoom): the least loaded such pilot, or the one it is
+ * pinned to. An earlier task that has no pilot with room blocks later ones only on the pilots
+ * it could use; others may take later tasks. Tasks wait while no pilot is added; once pilots
+ * were added and every one has ended, no pilot can ever run them: they fail.
  */
 export class ManagerSchedulerCore {
-  private readonly pilots: PilotCapacity[] = [];
+  private readonly pilots = new Map<string, PilotRoom>();
+  /** Pilots whose agents are up (reported in), with their real size, added or not. */
+  private readonly up = new Map<string, PilotCapacity>();
   /** Pilots that have ended, with their final state. */
   private readonly gone = new Map<string, string>();
   /** Pilots that were added and have ended since (or had when added). */
   private readonly endedAdded = new Set<string>();
-  private readonly waiting: TaskRecord[] = [];
+  private readonly gate: DependencyGate;
+  private readonly ready = new ReadyQueue();
+  /** Tasks pinned to a pilot that is not active yet, by pilot. */
+  private readonly parked = new Map<string, TaskRecord[]>();
+  /** Tasks bound to a pilot and neither back nor ended: what they hold of its room. */
+  private readonly bound = new Map<string, { pilot: PilotRoom; cores: number; gpus: number }>();
   private readonly canceled = new CancelSet();
-  private next = 0;
+  private notes: Notification[] = [];
+  private out: TaskRecord[] = [];
 
   constructor(
     private readonly effects: ManagerSchedulerEffects,
     private readonly clock: Clock,
-  ) {}
+    /** The final state a task of the session has reached, if it has (the client's view). */
+    finalOf: (uid: string) => FinalTaskState | undefined = () => undefined,
+  ) {
+    this.gate = new DependencyGate(finalOf);
+  }
 
   onTasks(tasks: TaskRecord[]): void {
     checkArrivals(tasks, 'TMGR_SCHEDULING_PENDING', 'TMGR_SCHEDULING', ME);
     const now = this.clock.now();
-    const notes: Notification[] = [];
-    const out: TaskRecord[] = [];
     for (const task of tasks) {
-      if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
-      notes.push(transition(task, 'TMGR_SCHEDULING', ME, now));
-      this.place(task, now, notes, out);
+      if (cancelIfAsked(task, this.canceled, ME, now, this.notes)) {
+        this.cascade(task.uid, 'CANCELED', now);
+        continue;
+      }
+      this.notes.push(transition(task, 'TMGR_SCHEDULING', ME, now));
+      const deps = dependenciesOf(task.description);
+      const held = deps.length === 0 ? 'go' : this.gate.hold(task, deps);
+      if (held === 'go') this.admit(task, now);
+      else if (held !== 'wait') this.unmet(task, held, now);
     }
-    this.flush(notes, out);
+    this.place(now);
   }
 
-  /** Tasks ended (wherever it was decided): cancels kept for them can go. */
+  /**
+   * Tasks ended (wherever it was decided; a task may be told twice): their dependents may go
+   * or never will, the room they held is free, cancels kept for them can go.
+   */
   onTasksFinal(finals: readonly TaskFinal[]): void {
     this.canceled.forget(finals);
+    const now = this.clock.now();
+    for (const f of finals) {
+      this.unbind(f.uid);
+      this.cascade(f.uid, f.state, now);
+    }
+    this.place(now);
   }
 
-  /** A pilot tasks may go to; adding it again updates its capacity (known once its agent is up). */
-  onPilotAdded(pilot: PilotCapacity): void {
+  /** Tasks came back from their pilots (handed back): the room they held is free. */
+  onReturned(tasks: readonly { uid: string }[]): void {
+    for (const t of tasks) this.unbind(t.uid);
+    this.place(this.clock.now());
+  }
+
+  /**
+   * A pilot tasks may go to (`active`: its agent is up); adding it again updates its size.
+   * A pilot that has ended already counts as one that was added and ended.
+   */
+  onPilotAdded(pilot: PilotCapacity & { active?: boolean }): void {
+    const now = this.clock.now();
     if (this.gone.has(pilot.uid)) {
       this.endedAdded.add(pilot.uid);
-      return this.placeWaiting();
+      this.replaceReady(now);
+      return this.place(now);
     }
-    const i = this.pilots.findIndex((p) => p.uid === pilot.uid);
-    if (i >= 0) {
-      this.pilots[i] = pilot;
-      return;
+    const up = this.up.get(pilot.uid);
+    let room = this.pilots.get(pilot.uid);
+    if (room === undefined) {
+      room = new PilotRoom(pilot.uid, pilot.cores, pilot.gpus);
+      this.pilots.set(pilot.uid, room);
     }
-    this.pilots.push(pilot);
-    this.placeWaiting();
+    room.cores = up?.cores ?? pilot.cores;
+    room.gpus = up?.gpus ?? pilot.gpus;
+    if (pilot.active === true || up !== undefined) this.activate(room);
+    this.replaceReady(now);
+    this.place(now);
   }
 
-  /** A pilot's agent reported what it really holds; pilots not added here are ignored. */
-  onPilotCapacity(pilot: PilotCapacity): void {
-    const i = this.pilots.findIndex((p) => p.uid === pilot.uid);
-    if (i >= 0) this.pilots[i] = pilot;
+  /** A pilot's agent is up and reported what it really holds (added or not yet). */
+  onPilotActive(pilot: PilotCapacity): void {
+    if (this.gone.has(pilot.uid)) return;
+    this.up.set(pilot.uid, pilot);
+    const room = this.pilots.get(pilot.uid);
+    if (room === undefined) return;
+    room.cores = pilot.cores;
+    room.gpus = pilot.gpus;
+    this.activate(room);
+    const now = this.clock.now();
+    this.replaceReady(now);
+    this.place(now);
   }
 
   /** A pilot reached a final state (`state`): no task goes there any more. */
   onPilotGone(uid: string, state: string): void {
     this.gone.set(uid, state);
-    const i = this.pilots.findIndex((p) => p.uid === uid);
-    if (i >= 0) {
-      this.pilots.splice(i, 1);
+    this.up.delete(uid);
+    const room = this.pilots.get(uid);
+    if (room !== undefined) {
+      this.pilots.delete(uid);
       this.endedAdded.add(uid);
+      for (const [task, b] of this.bound) if (b.pilot === room) this.bound.delete(task);
     }
-    this.placeWaiting();
+    const now = this.clock.now();
+    const parked = this.parked.get(uid) ?? [];
+    this.parked.delete(uid);
+    for (const t of parked) this.admit(t, now);
+    this.replaceReady(now);
+    this.place(now);
   }
 
   onCancel(uids: string[]): void {
     this.canceled.add(uids);
     const now = this.clock.now();
-    const notes: Notification[] = [];
-    const keep = this.waiting.filter((t) => {
-      if (!this.canceled.has(t.uid)) return true;
-      notes.push(transition(t, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
-      return false;
-    });
-    this.waiting.splice(0, this.waiting.length, ...keep);
-    this.flush(notes, []);
+    for (const uid of uids) {
+      const task = this.gate.take(uid) ?? this.ready.take(uid) ?? this.unpark(uid);
+      if (task === undefined) continue;
+      this.end(task, 'CANCELED', canceledBy(ME), now);
+    }
+    this.place(now);
   }
 
   onShutdown(final: AbortedTaskState, why: Reason): void {
     const now = this.clock.now();
-    const notes = this.waiting.splice(0).map((t) => transition(t, final, ME, now, { reason: why }));
-    this.flush(notes, []);
+    const all = [...this.gate.takeAll(), ...this.ready.takeAll()];
+    for (const list of this.parked.values()) all.push(...list);
+    this.parked.clear();
+    for (const t of all) this.notes.push(transition(t, final, ME, now, { reason: why }));
+    this.flush();
   }
 
+  /** Tasks this scheduler holds: waiting for dependencies, for a pilot, or for room. */
   get queued(): number {
-    return this.waiting.length;
+    let parked = 0;
+    for (const list of this.parked.values()) parked += list.length;
+    return this.gate.size + this.ready.size + parked;
   }
 
-  /** The set of pilots changed: every waiting task is placed again. */
-  private placeWaiting(): void {
-    const now = this.clock.now();
-    const notes: Notification[] = [];
-    const out: TaskRecord[] = [];
-    for (const task of this.waiting.splice(0)) this.place(task, now, notes, out);
-    this.flush(notes, out);
+  private activate(room: PilotRoom): void {
+    if (room.active) return;
+    room.active = true;
+    const parked = this.parked.get(room.uid);
+    if (parked === undefined) return;
+    this.parked.delete(room.uid);
+    for (const t of parked) this.ready.add(t);
   }
 
-  private place(task: TaskRecord, now: number, notes: Notification[], out: TaskRecord[]): void {
+  /** A task whose dependencies are met: fails at once if no pilot can ever run it, else queues. */
+  private admit(task: TaskRecord, now: number): void {
     const d = task.description;
-    const cores = (d.ranks ?? 1) * (d.coresPerRank ?? 1);
-    const gpus = (d.ranks ?? 1) * (d.gpusPerRank ?? 0);
+    const { cores, gpus } = sizeOf(d);
     if (d.pilot !== undefined) {
-      const pinned = this.pilots.find((p) => p.uid === d.pilot);
+      const pinned = this.pilots.get(d.pilot);
       if (pinned === undefined) {
-        const known = this.pilots.map((p) => p.uid).join(', ') || 'none';
+        const known = [...this.pilots.keys()].join(', ') || 'none';
         const why = this.gone.has(d.pilot)
           ? `pinned pilot '${d.pilot}' has ended`
           : `pinned pilot '${d.pilot}' is not added to this task manager (pilots: ${known})`;
-        return this.fail(task, reason('E_NO_SUCH_PILOT', why, ME), now, notes);
+        return this.end(task, 'FAILED', reason('E_NO_SUCH_PILOT', why, ME), now);
       }
-      if (!fits(pinned, cores, gpus)) return this.fail(task, neverFits(task, [pinned]), now, notes);
-      return this.assign(task, pinned, now, notes, out);
-    }
-    if (this.pilots.length === 0) {
-      if (this.endedAdded.size === 0) return void this.waiting.push(task);
-      return this.fail(task, this.noPilotLeft(), now, notes);
-    }
-    for (let i = 0; i < this.pilots.length; i++) {
-      const p = this.pilots[(this.next + i) % this.pilots.length]!;
-      if (fits(p, cores, gpus)) {
-        this.next = (this.next + i + 1) % this.pilots.length;
-        return this.assign(task, p, now, notes, out);
+      if (!pinned.fitsEver(cores, gpus)) {
+        return this.end(task, 'FAILED', neverFits(task, [pinned]), now);
       }
+      if (!pinned.active) return this.park(pinned.uid, task);
+      return this.ready.add(task);
     }
-    this.fail(task, neverFits(task, this.pilots), now, notes);
+    if (this.pilots.size === 0) {
+      if (this.endedAdded.size === 0) return this.ready.add(task);
+      return this.end(task, 'FAILED', this.noPilotLeft(), now);
+    }
+    const rooms = [...this.pilots.values()];
+    if (!rooms.some((p) => p.fitsEver(cores, gpus))) {
+      return this.end(task, 'FAILED', neverFits(task, rooms), now);
+    }
+    this.ready.add(task);
+  }
+
+  /** The pilots changed: every queued task is checked again (one may fit no pilot now). */
+  private replaceReady(now: number): void {
+    for (const t of this.ready.takeAll()) this.admit(t, now);
+  }
+
+  /** Binds queued tasks, in order, to active pilots with room, until no pilot has room. */
+  private place(now: number): void {
+    const active = [...this.pilots.values()].filter((p) => p.active);
+    if (active.length > 0 && this.ready.size > 0) {
+      /** Pilots an earlier task waits for: later ones may not take their room. */
+      const blocked = new Set<PilotRoom>();
+      this.ready.visit((task) => {
+        if (blocked.size === active.length) return 'stop';
+        const d = task.description;
+        const { cores, gpus } = sizeOf(d);
+        let best: PilotRoom | undefined;
+        const usable: PilotRoom[] = [];
+        for (const p of d.pilot !== undefined ? [this.pilots.get(d.pilot)!] : active) {
+          if (!p.active || blocked.has(p) || !p.fitsEver(cores, gpus)) continue;
+          usable.push(p);
+          if (p.hasRoom(cores, gpus) && (best === undefined || p.load() < best.load())) best = p;
+        }
+        if (best === undefined) {
+          for (const p of usable) blocked.add(p);
+          return 'keep';
+        }
+        this.assign(task, best, cores, gpus, now);
+        return 'take';
+      });
+    }
+    this.flush();
+  }
+
+  private assign(task: TaskRecord, p: PilotRoom, cores: number, gpus: number, now: number): void {
+    task.pilot = p.uid;
+    p.bind(cores, gpus);
+    this.bound.set(task.uid, { pilot: p, cores, gpus });
+    this.notes.push(transition(task, 'TMGR_STAGING_INPUT_PENDING', ME, now, { pilot: p.uid }));
+    this.out.push(task);
+  }
+
+  private unbind(uid: string): void {
+    const b = this.bound.get(uid);
+    if (b === undefined) return;
+    this.bound.delete(uid);
+    b.pilot.release(b.cores, b.gpus);
+  }
+
+  private park(pilot: string, task: TaskRecord): void {
+    let list = this.parked.get(pilot);
+    if (list === undefined) this.parked.set(pilot, (list = []));
+    list.push(task);
+  }
+
+  private unpark(uid: string): TaskRecord | undefined {
+    for (const list of this.parked.values()) {
+      const i = list.findIndex((t) => t.uid === uid);
+      if (i >= 0) return list.splice(i, 1)[0];
+    }
+    return undefined;
+  }
+
+  private unmet(task: TaskRecord, u: Unmet, now: number): void {
+    const how = u.ended === 'DONE' ? 'ended DONE' : `ended ${u.ended}`;
+    const why = reason(
+      'E_DEPENDENCY',
+      `dependency ${u.dependency.task} ${how}, so its condition '${u.dependency.on}' can never hold`,
+      ME,
+      { dependency: u.dependency.task, on: u.dependency.on, ended: u.ended },
+    );
+    this.end(task, 'CANCELED', why, now);
+  }
+
+  /** Ends a task this scheduler holds; tasks waiting on it hear of it at once. */
+  private end(task: TaskRecord, final: AbortedTaskState, why: Reason, now: number): void {
+    task.reason = why;
+    this.notes.push(transition(task, final, ME, now, { reason: why }));
+    this.cascade(task.uid, final, now);
+  }
+
+  /** A task ended: its dependents go on, or end (and theirs after them). */
+  private cascade(uid: string, final: FinalTaskState, now: number): void {
+    const { go, never } = this.gate.onFinal(uid, final);
+    for (const t of go) this.admit(t, now);
+    for (const [t, u] of never) this.unmet(t, u, now);
   }
 
   private noPilotLeft(): Reason {
@@ -159,34 +312,17 @@ export class ManagerSchedulerCore {
     );
   }
 
-  private assign(
-    task: TaskRecord,
-    pilot: PilotCapacity,
-    now: number,
-    notes: Notification[],
-    out: TaskRecord[],
-  ): void {
-    task.pilot = pilot.uid;
-    notes.push(transition(task, 'TMGR_STAGING_INPUT_PENDING', ME, now, { pilot: pilot.uid }));
-    out.push(task);
-  }
-
-  private fail(task: TaskRecord, why: Reason, now: number, notes: Notification[]): void {
-    task.reason = why;
-    notes.push(transition(task, 'FAILED', ME, now, { reason: why }));
-  }
-
-  private flush(notes: Notification[], out: TaskRecord[]): void {
+  private flush(): void {
+    const notes = this.notes;
+    const out = this.out;
+    this.notes = [];
+    this.out = [];
     if (notes.length > 0) this.effects.notify(notes);
     if (out.length > 0) this.effects.forward(out);
   }
 }
 
-function fits(p: PilotCapacity, cores: number, gpus: number): boolean {
-  return cores <= p.cores && gpus <= p.gpus;
-}
-
-function neverFits(task: TaskRecord, pilots: PilotCapacity[]): Reason {
+function neverFits(task: TaskRecord, pilots: PilotRoom[]): Reason {
   const d = task.description;
   const ranks = d.ranks ?? 1;
   const have = pilots.map((p) => `${p.uid}: ${p.cores} cores, ${p.gpus} GPUs`).join('; ');

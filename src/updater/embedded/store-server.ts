@@ -18,7 +18,7 @@ export interface StoreServerOptions {
 }
 
 /** Which notifications a pilot's agent may write: those about the pilot and its own tasks. */
-export type PilotScope = (kind: 'task' | 'pilot', uid: string) => boolean;
+export type PilotScope = (kind: 'task' | 'pilot', uid: string, attempt: number) => boolean;
 
 /**
  * Serves a StateStore to UpdateWorkers over a ROUTER socket: one StoreRequest per message,
@@ -218,11 +218,11 @@ export class StoreServer {
     pilot: string,
     scope: PilotScope,
   ): StoreRequest['notifications'] {
-    const kept = request.notifications.filter((n) => scope(n.kind, n.uid));
+    const kept = request.notifications.filter((n) => scope(n.kind, n.uid, n.attempt));
     const refused = request.notifications.length - kept.length;
     if (refused > 0) {
       this.refusedCount += refused;
-      const first = request.notifications.find((n) => !scope(n.kind, n.uid))!;
+      const first = request.notifications.find((n) => !scope(n.kind, n.uid, n.attempt))!;
       this.bad.report('notifications refused: not about the pilot or its tasks', {
         pilot,
         batch: request.batch,

@@ -94,6 +94,7 @@ describe('hand-backs', () => {
       session: 'sess',
       description: { executable: '/bin/true' },
       seq: 0,
+      retried: 0,
       pilot: 'pilot.0000',
       exitCode: null,
       signal: 'SIGTERM',

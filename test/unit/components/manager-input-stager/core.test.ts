@@ -14,6 +14,8 @@ function setup() {
   const effects = {
     notify: h.notify,
     forwardToPilot: (pilot: string, ts: TaskRecord[]) => h.uids(`forwardToPilot ${pilot}:`)(ts),
+    retry: (ts: TaskRecord[]) =>
+      h.rec.record(`retry ${ts.map((t) => `${t.uid}#${t.attempt} ${t.state}`).join(', ')}`),
   };
   return Object.assign(h, { core: new ManagerInputStagerCore(effects, h.clock) });
 }
@@ -60,24 +62,27 @@ describe('ManagerInputStagerCore', () => {
     rec.expectNoMore();
   });
 
-  it('fails a task whose pilot has ended with E_PILOT_ENDED naming the pilot and its state', () => {
+  it('sends a task whose pilot has ended back to scheduling as its next attempt, not charged', () => {
     const { rec, notes, core } = setup();
     core.onPilotGone('p1', 'FAILED');
     rec.expectNoMore();
-    const t = pending('t1', 'p1');
+    const t = taskRecord('t1', 'TMGR_STAGING_INPUT_PENDING', {
+      pilot: 'p1',
+      seq: 7,
+      description: { executable: '/bin/true', retries: 1 },
+    });
     core.onTasks([t, pending('t2', 'p2')]);
     expect(rec.take()).toEqual([
-      'notify t1 TMGR_STAGING_INPUT, t1 FAILED, t2 TMGR_STAGING_INPUT, t2 AGENT_STAGING_INPUT_PENDING',
+      'notify t1 TMGR_STAGING_INPUT, t1 TMGR_SCHEDULING_PENDING, t2 TMGR_STAGING_INPUT, t2 AGENT_STAGING_INPUT_PENDING',
       'forwardToPilot p2: t2',
+      'retry t1#2 TMGR_SCHEDULING_PENDING',
     ]);
     const why = {
       code: 'E_PILOT_ENDED',
       message: 'pilot p1 ended (FAILED) before the task reached it',
       component: 'ManagerInputStager',
     };
-    expect(t.state).toBe('FAILED');
-    expect(t.reason).toEqual(why);
-    expect(notes[1]?.detail).toEqual({ reason: why });
+    expect(notes[1]).toMatchObject({ attempt: 2, detail: { reason: why, retried: 0 } });
     rec.expectNoMore();
   });
 

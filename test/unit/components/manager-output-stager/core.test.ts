@@ -12,7 +12,11 @@ import {
 
 function setup() {
   const h = new CoreHarness();
-  return Object.assign(h, { core: new ManagerOutputStagerCore({ notify: h.notify }, h.clock) });
+  const retry = (ts: TaskRecord[]): void =>
+    h.rec.record(`retry ${ts.map((t) => `${t.uid}#${t.attempt}/${t.retried}`).join(', ')}`);
+  return Object.assign(h, {
+    core: new ManagerOutputStagerCore({ notify: h.notify, retry }, h.clock),
+  });
 }
 
 /** A task back from its pilot, as the AgentOutputStager hands it on. */
@@ -192,6 +196,68 @@ describe('ManagerOutputStagerCore', () => {
     expect(ok.state).toBe('CANCELED');
     expect(notes[0]?.detail).toEqual({ reason: canceledByUser('ManagerOutputStager') });
     rec.expectNoMore();
+  });
+
+  describe('retries', () => {
+    const flaky = (uid: string, retried: number, overrides: TaskOverrides = {}): TaskRecord =>
+      back(uid, {
+        exitCode: 3,
+        stderr: 'boom\n',
+        seq: 4,
+        retried,
+        ...overrides,
+        description: { executable: '/bin/false', retries: 2 },
+      });
+
+    it('starts the next attempt of a failed task with retries left, with why and what it printed', () => {
+      const { rec, notes, core } = setup();
+      core.onTasks([flaky('t1', 0)]);
+      expect(rec.take()).toEqual([
+        'notify t1 TMGR_STAGING_OUTPUT, t1 TMGR_SCHEDULING_PENDING',
+        'retry t1#2/1',
+      ]);
+      expect(notes[1]).toMatchObject({
+        attempt: 2,
+        component: 'ManagerOutputStager',
+        detail: { exitCode: 3, stderr: 'boom\n', retried: 1, reason: { code: 'E_EXIT_CODE' } },
+      });
+      rec.expectNoMore();
+    });
+
+    it('retries timeouts and signals too, and fails once the retries are used', () => {
+      const { rec, core } = setup();
+      const timeout: Reason = {
+        code: 'E_TASK_TIMEOUT',
+        message: 'too long',
+        component: 'Executor',
+      };
+      core.onTasks([
+        flaky('a', 1, { exitCode: null, signal: 'SIGTERM', reason: timeout }),
+        flaky('b', 1, { exitCode: null, signal: 'SIGKILL' }),
+        flaky('c', 2),
+      ]);
+      expect(rec.take()).toEqual([
+        'notify a TMGR_STAGING_OUTPUT, a TMGR_SCHEDULING_PENDING, b TMGR_STAGING_OUTPUT, b TMGR_SCHEDULING_PENDING, c TMGR_STAGING_OUTPUT, c FAILED',
+        'retry a#2/2, b#2/2',
+      ]);
+      rec.expectNoMore();
+    });
+
+    it('never retries what would fail the same way (a missing executable)', () => {
+      const { rec, core } = setup();
+      const missing: Reason = { code: 'E_EXEC_NOT_FOUND', message: 'no x', component: 'Executor' };
+      core.onTasks([flaky('t1', 0, { exitCode: null, reason: missing })]);
+      expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT, t1 FAILED']);
+      rec.expectNoMore();
+    });
+
+    it('never retries a canceled task', () => {
+      const { rec, core } = setup();
+      core.onCancel(['t1']);
+      core.onTasks([flaky('t1', 0)]);
+      expect(rec.take()).toEqual(['notify t1 CANCELED']);
+      rec.expectNoMore();
+    });
   });
 
   it('makes one notify call for a bulk', () => {

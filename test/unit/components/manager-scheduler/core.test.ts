@@ -4,6 +4,7 @@ import {
   type PilotCapacity,
 } from '../../../../src/components/manager-scheduler/core';
 import type { TaskDescription, TaskRecord } from '../../../../src/generated';
+import type { FinalTaskState } from '../../../../src/states/task-model';
 import {
   canceledByUser,
   CoreHarness,
@@ -22,18 +23,19 @@ function setup(...pilots: PilotCapacity[]) {
     forward: (ts: TaskRecord[]) =>
       h.rec.record(`forward ${ts.map((t) => `${t.uid}->${t.pilot ?? '?'}`).join(', ')}`),
   });
-  const core = new ManagerSchedulerCore(effects, h.clock);
-  for (const p of pilots) core.onPilotAdded(p);
-  return Object.assign(h, { core });
+  const finals = new Map<string, FinalTaskState>();
+  const core = new ManagerSchedulerCore(effects, h.clock, (u) => finals.get(u));
+  for (const p of pilots) core.onPilotAdded({ ...p, active: true });
+  return Object.assign(h, { core, finals });
 }
 
 function pending(uid: string, description: Partial<TaskDescription> = {}): TaskRecord {
   return taskRecord(uid, 'TMGR_SCHEDULING_PENDING', { description });
 }
 
-/** Notify line of tasks placed one by one in a single onTasks call. */
+/** Notify line of tasks taken on, then placed in order, in a single onTasks call. */
 function placedLine(uids: string[]): string {
-  return `notify ${uids.map((u) => `${u} TMGR_SCHEDULING, ${u} TMGR_STAGING_INPUT_PENDING`).join(', ')}`;
+  return `notify ${[...uids.map((u) => `${u} TMGR_SCHEDULING`), ...uids.map((u) => `${u} TMGR_STAGING_INPUT_PENDING`)].join(', ')}`;
 }
 
 describe('ManagerSchedulerCore', () => {
@@ -52,18 +54,18 @@ describe('ManagerSchedulerCore', () => {
     rec.expectNoMore();
   });
 
-  it('goes round robin over the pilots', () => {
+  it('spreads tasks over the pilots, the least loaded (bound cores per core) first', () => {
     const { rec, core } = setup(SMALL, BIG, SMALL2);
     const uids = ['a', 'b', 'c', 'd', 'e', 'f', 'g'];
     core.onTasks(uids.map((u) => pending(u)));
     expect(rec.take()).toEqual([
       placedLine(uids),
-      'forward a->p1, b->p2, c->p3, d->p1, e->p2, f->p3, g->p1',
+      'forward a->p1, b->p2, c->p3, d->p2, e->p2, f->p2, g->p1',
     ]);
     rec.expectNoMore();
   });
 
-  it('goes round robin over the pilots a task can ever fit, skipping the others', () => {
+  it('spreads tasks over the pilots a task can ever fit, skipping the others', () => {
     const { rec, core } = setup(SMALL, BIG, SMALL2);
     const tasks = [
       pending('s1'),
@@ -77,7 +79,7 @@ describe('ManagerSchedulerCore', () => {
     core.onTasks(tasks);
     expect(rec.take()).toEqual([
       placedLine(tasks.map((t) => t.uid)),
-      'forward s1->p1, big1->p2, s2->p3, gpu->p2, mpi->p2, s3->p3, s4->p1',
+      'forward s1->p1, big1->p2, s2->p3, gpu->p2, mpi->p2, s3->p1, s4->p3',
     ]);
     rec.expectNoMore();
   });
@@ -89,7 +91,7 @@ describe('ManagerSchedulerCore', () => {
     expect(rec.take()).toEqual(['notify t1 TMGR_SCHEDULING, t2 TMGR_SCHEDULING']);
     expect(t.state).toBe('TMGR_SCHEDULING');
     expect(core.queued).toBe(2);
-    core.onPilotAdded(SMALL);
+    core.onPilotAdded({ ...SMALL, active: true });
     expect(rec.take()).toEqual([
       'notify t1 TMGR_STAGING_INPUT_PENDING, t2 TMGR_STAGING_INPUT_PENDING',
       'forward t1->p1, t2->p1',
@@ -102,7 +104,7 @@ describe('ManagerSchedulerCore', () => {
     const { rec, notes, core } = setup();
     core.onTasks([pending('big', { coresPerRank: 8 }), pending('ok')]);
     rec.take();
-    core.onPilotAdded(SMALL);
+    core.onPilotAdded({ ...SMALL, active: true });
     expect(rec.take()).toEqual([
       'notify big FAILED, ok TMGR_STAGING_INPUT_PENDING',
       'forward ok->p1',
@@ -115,12 +117,12 @@ describe('ManagerSchedulerCore', () => {
 
   it('does nothing when a pilot is added and nothing waits, and ignores a pilot added twice', () => {
     const { rec, core } = setup(SMALL);
-    core.onPilotAdded(SMALL);
-    core.onPilotAdded(BIG);
+    core.onPilotAdded({ ...SMALL, active: true });
+    core.onPilotAdded({ ...BIG, active: true });
     rec.expectNoMore();
     core.onTasks(['a', 'b', 'c'].map((u) => pending(u)));
-    // p1 once in the rotation, not twice
-    expect(rec.take()).toEqual([placedLine(['a', 'b', 'c']), 'forward a->p1, b->p2, c->p1']);
+    // p1 counted once, not twice
+    expect(rec.take()).toEqual([placedLine(['a', 'b', 'c']), 'forward a->p1, b->p2, c->p2']);
     rec.expectNoMore();
   });
 
@@ -135,8 +137,8 @@ describe('ManagerSchedulerCore', () => {
 
   it('takes the capacity an agent reported only for pilots it was given', () => {
     const { rec, core } = setup({ uid: 'p1', cores: 2, gpus: 0 });
-    core.onPilotCapacity({ uid: 'p1', cores: 4, gpus: 1 });
-    core.onPilotCapacity({ uid: 'stranger', cores: 64, gpus: 8 });
+    core.onPilotActive({ uid: 'p1', cores: 4, gpus: 1 });
+    core.onPilotActive({ uid: 'stranger', cores: 64, gpus: 8 });
     core.onTasks([pending('gpu', { coresPerRank: 4, gpusPerRank: 1 })]);
     expect(rec.take()).toEqual([placedLine(['gpu']), 'forward gpu->p1']);
     core.onTasks([pending('big', { coresPerRank: 64 })]);
@@ -173,7 +175,7 @@ describe('ManagerSchedulerCore', () => {
     rec.expectNoMore();
   });
 
-  it('sends a task pinned to a present pilot there, outside the rotation', () => {
+  it('sends a task pinned to a present pilot there, whatever the load', () => {
     const { rec, core } = setup(SMALL, BIG);
     core.onTasks([
       pending('pin', { pilot: 'p2' }),
@@ -238,7 +240,7 @@ describe('ManagerSchedulerCore', () => {
   it('sends no task to a pilot that has gone, nor to one re-added after it went', () => {
     const { rec, core } = setup(SMALL, BIG, SMALL2);
     core.onPilotGone('p1', 'FAILED');
-    core.onPilotAdded(SMALL);
+    core.onPilotAdded({ ...SMALL, active: true });
     rec.expectNoMore();
     const uids = ['a', 'b', 'c', 'd'];
     core.onTasks(uids.map((u) => pending(u)));
@@ -266,7 +268,7 @@ describe('ManagerSchedulerCore', () => {
     core.onPilotGone('p1', 'FAILED'); // ended before it was added (a failed launch)
     core.onPilotGone('unknown', 'DONE'); // never added: says nothing about these tasks
     rec.expectNoMore();
-    core.onPilotAdded(SMALL);
+    core.onPilotAdded({ ...SMALL, active: true });
     const failed = ['notify w FAILED'];
     expect(rec.take()).toEqual(failed);
     const t = pending('t1');
@@ -279,7 +281,7 @@ describe('ManagerSchedulerCore', () => {
       component: 'ManagerScheduler',
       detail: { pilots: ['p1'] },
     });
-    core.onPilotAdded(BIG);
+    core.onPilotAdded({ ...BIG, active: true });
     core.onTasks([pending('t2')]);
     expect(rec.take()).toEqual([
       'notify t2 TMGR_SCHEDULING, t2 TMGR_STAGING_INPUT_PENDING',
@@ -301,7 +303,7 @@ describe('ManagerSchedulerCore', () => {
     expect(a.state).toBe('CANCELED');
     expect(notes.at(-1)?.detail).toEqual({ reason: canceledByUser('ManagerScheduler') });
     expect(core.queued).toBe(1);
-    core.onPilotAdded(SMALL);
+    core.onPilotAdded({ ...SMALL, active: true });
     expect(rec.take()).toEqual(['notify b TMGR_STAGING_INPUT_PENDING', 'forward b->p1']);
     rec.expectNoMore();
   });
@@ -342,7 +344,7 @@ describe('ManagerSchedulerCore', () => {
     expect(notes.at(-1)?.detail).toEqual({ reason: SESSION_CLOSED });
     expect(core.queued).toBe(0);
     core.onShutdown(final, SESSION_CLOSED);
-    core.onPilotAdded(SMALL);
+    core.onPilotAdded({ ...SMALL, active: true });
     rec.expectNoMore();
   });
 
@@ -351,7 +353,7 @@ describe('ManagerSchedulerCore', () => {
     const tasks = Array.from({ length: 100 }, (_, i) => pending(`t${i}`));
     core.onTasks(tasks);
     expect(rec.take().map((c) => c.split(' ')[0])).toEqual(['notify']);
-    core.onPilotAdded(SMALL);
+    core.onPilotAdded({ uid: 'wide', cores: 1000, gpus: 0, active: true });
     expect(rec.take().map((c) => c.split(' ')[0])).toEqual(['notify', 'forward']);
     core.onTasks([
       ...Array.from({ length: 50 }, (_, i) => pending(`u${i}`)),
@@ -367,13 +369,13 @@ describe('ManagerSchedulerCore', () => {
       setup,
       setupOthers: () => setup(SMALL),
       pending,
-      finish: (s) => s.core.onPilotAdded(SMALL),
+      finish: (s) => s.core.onPilotAdded({ ...SMALL, active: true }),
       walk: ['TMGR_SCHEDULING', 'TMGR_STAGING_INPUT_PENDING'],
       bulk: {
         wrong: 'NEW',
         after: (s) => {
           expect(s.core.queued).toBe(0);
-          s.core.onPilotAdded(SMALL); // nothing was held back
+          s.core.onPilotAdded({ ...SMALL, active: true }); // nothing was held back
         },
       },
     });
