@@ -34,6 +34,7 @@ import {
 import { validateAll } from './validate-all';
 import { Waiters } from './waiters';
 import { checkSelection } from './selection';
+import { checkDependencies } from './check-dependencies';
 
 /**
  * Submits tasks to the session's pilots and follows them: every state reaches `onState`
@@ -118,6 +119,11 @@ export class TaskManager {
       seen.add(d.uid);
     });
     const out = descs.map((d) => new Task(d.uid ?? this.rt.tasks.nextUid((u) => seen.has(u)), d));
+    checkDependencies(
+      descs,
+      out.map((t) => t.uid),
+      (u) => this.rt.tasks.has(u),
+    );
     // before any notification: what the store holds after a crash, the journal holds too; a
     // journal that cannot be written (a full disk) throws, and the tasks are not taken on
     this.rt.journal.append({

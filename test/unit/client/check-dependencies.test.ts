@@ -1,0 +1,70 @@
+import { describe, expect, it } from '@jest/globals';
+import { ValidationError } from '../../../src/errors';
+import { checkDependencies } from '../../../src/client/check-dependencies';
+import type { TaskDescription } from '../../../src/generated';
+
+const exe = (after?: TaskDescription['after']): TaskDescription =>
+  after === undefined ? { executable: 'x' } : { executable: 'x', after };
+
+function issuesOf(fn: () => void): { path: string; message: string }[] {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(ValidationError);
+    return (e as ValidationError).issues;
+  }
+  throw new Error('expected a ValidationError');
+}
+
+describe('checkDependencies', () => {
+  it('accepts tasks of the session and of the bulk, in any order within the bulk', () => {
+    expect(() =>
+      checkDependencies(
+        [exe(['b', 'old']), exe([{ task: 'old', on: 'final' }])],
+        ['a', 'b'],
+        (u) => u === 'old',
+      ),
+    ).not.toThrow();
+  });
+
+  it('rejects an unknown uid and a ready dependency with the path of each entry', () => {
+    const issues = issuesOf(() =>
+      checkDependencies(
+        [exe(), exe(['a', 'ghost', { task: 'a', on: 'ready' }])],
+        ['a', 'b'],
+        () => false,
+      ),
+    );
+    expect(issues).toEqual([
+      { path: '/1/after/1', message: "must name a task of the session ('ghost' is none)" },
+      { path: '/1/after/2', message: "on 'ready' waits for a service task; a is not one" },
+    ]);
+  });
+
+  it('rejects a cycle, naming it, and a task that waits on itself', () => {
+    expect(
+      issuesOf(() =>
+        checkDependencies([exe(['c']), exe(['a']), exe(['b'])], ['a', 'b', 'c'], () => false),
+      ),
+    ).toEqual([
+      {
+        path: '/0/after',
+        message: 'must not wait on itself through others (cycle: a -> c -> b -> a)',
+      },
+    ]);
+    expect(issuesOf(() => checkDependencies([exe(['s'])], ['s'], () => false))).toEqual([
+      { path: '/0/after', message: 'must not wait on itself through others (cycle: s -> s)' },
+    ]);
+  });
+
+  it('finds no cycle in a long chain and a wide diamond', () => {
+    const n = 20_000;
+    const uids = Array.from({ length: n }, (_, i) => `t${i}`);
+    const chain = uids.map((_, i) => exe(i === 0 ? undefined : [`t${i - 1}`]));
+    expect(() => checkDependencies(chain, uids, () => false)).not.toThrow();
+    const diamond = uids.map((_, i) =>
+      exe(i === 0 ? undefined : i === n - 1 ? uids.slice(1, -1) : ['t0']),
+    );
+    expect(() => checkDependencies(diamond, uids, () => false)).not.toThrow();
+  });
+});
