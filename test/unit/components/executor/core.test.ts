@@ -259,6 +259,19 @@ describe('ExecutorCore', () => {
     rec.expectNoMore();
   });
 
+  it('names the shell, not the executable, when the shell of a task with preExec cannot start', () => {
+    const { core, started } = setup();
+    const t = task('t1', { preExec: ['true'] });
+    started(t);
+    core.onStartFailed('t1', { code: 'ENOENT', message: 'no such file or directory' });
+    expect(t.reason).toMatchObject({
+      code: 'E_EXEC_NOT_FOUND',
+      message:
+        "cannot execute the shell '/bin/sh' of '/bin/echo': no such file or directory (ENOENT)",
+      detail: { errno: 'ENOENT', launcher: '/bin/sh' },
+    });
+  });
+
   it('keeps a timeout as the reason of a task whose postExec then failed', () => {
     const { rec, clock, core, started } = setup();
     const t = task('t1', { postExec: ['false'], timeoutS: 1 });
