@@ -116,12 +116,12 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
   E_POST_EXEC: {
     meaning:
       'a postExec line failed after the executable ran (the line and its exit code are named)',
-    emitters: ['ManagerOutputStager'],
+    emitters: ['Executor'],
   },
   E_PRE_EXEC: {
     meaning:
       'a preExec line failed, so the executable did not run (the line and its exit code are named)',
-    emitters: ['ManagerOutputStager'],
+    emitters: ['Executor'],
   },
   E_RUNTIME_EXCEEDED: {
     meaning: "the agent outlived the pilot's runtime limit and was killed",

@@ -162,6 +162,10 @@ export class ExecutorCore {
         continue;
       }
       this.take(e.uid);
+      if (!h.canceled && h.task.reason === undefined) {
+        const why = h.kind.exitReason?.(h.task, e);
+        if (why !== undefined) h.task.reason = why;
+      }
       this.settle(h, e.exitCode, e.signal, now, b);
     }
     b.flush(this.effects);

@@ -1,6 +1,6 @@
 import type { TaskRecord } from '../../generated';
 import type { StageEffects } from '../shared/transition';
-import type { LaunchFile, LaunchMethod } from './launch';
+import type { LaunchFile, LaunchMethod, StepFailure } from './launch';
 
 export type KillSignal = 'SIGTERM' | 'SIGKILL';
 
@@ -26,6 +26,11 @@ export interface ProcessJob {
   kind: 'process';
   spec: SpawnSpec;
   method: LaunchMethod;
+  /**
+   * The task runs preExec or postExec: where its ranks' status files are (`<prefix>.<rank>`),
+   * which the shell reads when the job exits with a non-zero code (ExitedEvent.steps).
+   */
+  stepStatus?: { prefix: string; ranks: number };
 }
 
 /**
@@ -51,6 +56,8 @@ export interface ExitedEvent {
   uid: string;
   exitCode: number | null;
   signal: string | null;
+  /** What failed in which rank, read by the shell from the job's status files (stepStatus). */
+  steps?: StepFailure[];
 }
 
 /** The job never ran (or its runner was lost): `code` is an errno name or E_SPAWNER_DIED. */

@@ -1,3 +1,4 @@
+import { errorMeta } from '../../errors';
 import type { TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
 import type { Logger } from '../../lib/logger';
@@ -13,6 +14,7 @@ import type {
   StopHow,
 } from './effects';
 import type { LaunchOptions } from './launch';
+import { readStepFailures } from './step-status';
 import { SpawnerPool, type SpawnerHelper, type SpawnerPoolOptions } from './spawner-pool';
 
 export interface ExecutorShellOptions {
@@ -45,6 +47,8 @@ const SIGNAL: Record<StopHow, KillSignal> = { term: 'SIGTERM', kill: 'SIGKILL' }
 export class ExecutorShell implements ExecutorEffects {
   readonly core: ExecutorCore;
   private pool_!: SpawnerPool;
+  /** Running jobs that run preExec or postExec: where their status files are. */
+  private readonly stepStatus = new Map<string, NonNullable<ExecutorJob['stepStatus']>>();
 
   private constructor(private readonly opts: ExecutorShellOptions) {
     this.core = new ExecutorCore(this, opts.clock, {
@@ -103,6 +107,7 @@ export class ExecutorShell implements ExecutorEffects {
   start(job: ExecutorJob): void {
     switch (job.kind) {
       case 'process':
+        if (job.stepStatus !== undefined) this.stepStatus.set(job.spec.uid, job.stepStatus);
         this.pool_.spawn(job.spec);
         break;
     }
@@ -119,11 +124,34 @@ export class ExecutorShell implements ExecutorEffects {
     this.core.onStartedBulk(events);
   }
 
+  /**
+   * A job that ran preExec or postExec and exited non-zero reaches the core once its status files
+   * are read (which part failed); the others at once.
+   */
   private exited(events: ExitedEvent[]): void {
-    this.core.onExitedBulk(events);
+    if (this.stepStatus.size === 0) {
+      this.core.onExitedBulk(events);
+      return;
+    }
+    const now: ExitedEvent[] = [];
+    for (const e of events) {
+      const status = this.stepStatus.get(e.uid);
+      if (status !== undefined) this.stepStatus.delete(e.uid);
+      if (status === undefined || e.exitCode === null || e.exitCode === 0) {
+        now.push(e);
+        continue;
+      }
+      void readStepFailures(status.prefix, status.ranks)
+        .then((steps) => this.core.onExitedBulk([{ ...e, steps }]))
+        .catch((err: unknown) =>
+          this.opts.logger.error('task exit not handled', { uid: e.uid, ...errorMeta(err) }),
+        );
+    }
+    if (now.length > 0) this.core.onExitedBulk(now);
   }
 
   private failed(events: FailedEvent[]): void {
+    for (const e of events) this.stepStatus.delete(e.uid);
     this.core.onStartFailedBulk(events);
   }
 }

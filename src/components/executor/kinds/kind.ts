@@ -1,5 +1,5 @@
 import type { Reason, TaskDescription, TaskRecord } from '../../../generated';
-import type { ExecutorJob } from '../effects';
+import type { ExecutorJob, ExitedEvent } from '../effects';
 import type { LaunchOptions } from '../launch';
 
 /** A task mode (the schema's `mode` enum); the registry maps each to the kind that runs it. */
@@ -25,4 +25,9 @@ export interface ExecutorKind<J extends ExecutorJob = ExecutorJob> {
   prepare(task: TaskRecord, sandbox: string, launch: LaunchOptions): Prepared<J>;
   /** The task's reason when its job could not start, or was lost after it started (`pid`). */
   startFailure(task: TaskRecord, job: J, failure: StartFailure, pid: number | undefined): Reason;
+  /**
+   * The task's reason for an exit that says more than its code (a preExec line failed), or
+   * undefined: the ManagerOutputStager words the exit code.
+   */
+  exitReason?(task: TaskRecord, exit: ExitedEvent): Reason | undefined;
 }

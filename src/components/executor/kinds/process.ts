@@ -1,7 +1,7 @@
 import type { Reason } from '../../../generated';
 import { COMPONENTS } from '../../../states/task-model';
 import type { ProcessJob, SpawnSpec } from '../effects';
-import { buildLaunch } from '../launch';
+import { buildLaunch, stepStatusPrefix, stepsReason, taskSteps } from '../launch';
 import type { ExecutorKind } from './kind';
 
 const REASON_BY_ERRNO: Record<string, Reason['code']> = {
@@ -29,7 +29,15 @@ export const processKind: ExecutorKind<ProcessJob> = {
     if (l.files.length > 0) spec.files = l.files;
     if (l.killScope !== undefined) spec.killScope = l.killScope;
     if (l.cpus !== undefined) spec.cpus = l.cpus;
-    return { ok: true, job: { kind: 'process', spec, method: l.method } };
+    const job: ProcessJob = { kind: 'process', spec, method: l.method };
+    if (taskSteps(task.description) !== undefined) {
+      job.stepStatus = { prefix: stepStatusPrefix(sandbox), ranks: task.description.ranks ?? 1 };
+    }
+    return { ok: true, job };
+  },
+
+  exitReason(task, exit) {
+    return exit.steps === undefined ? undefined : stepsReason(task, exit.steps);
   },
 
   startFailure(task, job, f, pid): Reason {
@@ -37,13 +45,18 @@ export const processKind: ExecutorKind<ProcessJob> = {
     const { method } = job;
     const launcher = job.spec.executable;
     // Under mpirun or srun the spawner runs the launcher: a failure to start it is about that.
-    const what = method === 'fork' ? `'${exe}'` : `the launcher '${launcher}' of '${exe}'`;
+    const what =
+      method !== 'fork'
+        ? `the launcher '${launcher}' of '${exe}'`
+        : job.stepStatus !== undefined
+          ? `the shell '${launcher}' of '${exe}'`
+          : `'${exe}'`;
     const message =
       pid === undefined
         ? `cannot execute ${what}: ${f.message} (${f.code})`
         : `lost ${what} (pid ${pid}): ${f.message} (${f.code})`;
     const detail: Record<string, unknown> = { errno: f.code };
-    if (method !== 'fork') detail.launcher = launcher;
+    if (method !== 'fork' || job.stepStatus !== undefined) detail.launcher = launcher;
     return {
       code: REASON_BY_ERRNO[f.code] ?? 'E_EXEC_FAILED',
       message,

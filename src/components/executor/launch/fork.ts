@@ -1,6 +1,7 @@
 import type { TaskRecord } from '../../../generated';
 import { launchFailure, type Launch, type LaunchMethodPlugin, type LaunchOptions } from './method';
 import { gpuList, slotCpus } from './ranks';
+import { STEPS_SCRIPT, stepsArgv, taskSteps } from './steps';
 
 /** The slot's node, when the task runs inside Slurm on another node than the agent's. */
 function elsewhere(task: TaskRecord, opts: LaunchOptions): string | undefined {
@@ -10,7 +11,10 @@ function elsewhere(task: TaskRecord, opts: LaunchOptions): string | undefined {
     : undefined;
 }
 
-/** One rank on the agent's node: the task's own executable, per-rank variables set directly. */
+/**
+ * One rank on the agent's node: the task's own executable, per-rank variables set directly; a
+ * task with preExec or postExec runs under the shell that runs them (steps.ts).
+ */
 export const fork: LaunchMethodPlugin = {
   name: 'fork',
 
@@ -42,13 +46,18 @@ export const fork: LaunchMethodPlugin = {
     if (cpus !== '') env.PF_CPUS = cpus;
     else if (Object.hasOwn(env, 'PF_CPUS')) delete env.PF_CPUS;
     const d = task.description;
-    const launch: Launch = {
-      method: 'fork',
-      executable: d.executable,
-      args: d.arguments ?? [],
-      env,
-      files: [],
-    };
+    const steps = taskSteps(d);
+    const launch: Launch =
+      steps === undefined
+        ? { method: 'fork', executable: d.executable, args: d.arguments ?? [], env, files: [] }
+        : {
+            // preExec and postExec run in the shell that starts the executable (steps.ts)
+            method: 'fork',
+            executable: '/bin/sh',
+            args: ['-c', STEPS_SCRIPT, 'pf-exec', ...stepsArgv(steps, opts.workDir, d)],
+            env,
+            files: [],
+          };
     if (cpus !== '') launch.cpus = cpus;
     return { ok: true, launch };
   },

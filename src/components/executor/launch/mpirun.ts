@@ -1,14 +1,17 @@
 import { type LaunchMethodPlugin } from './method';
-import { hostfile, rankCommand, rankSlots, rankWrapper, setRankTables } from './ranks';
+import { hostfile, rankCommand, rankSlots, rankWrappers, setRankTables } from './ranks';
 
 /** Name of the hostfile written into the task sandbox for mpirun. */
 export const MPI_HOSTFILE = 'mpi-hostfile';
 
-/** The rank wrapper under mpirun: the rank is OMPI_COMM_WORLD_RANK (PMIX_RANK as a fallback). */
-export const RANK_WRAPPER = rankWrapper(
+/** The rank wrappers under mpirun: the rank is OMPI_COMM_WORLD_RANK (PMIX_RANK as a fallback). */
+export const RANK_WRAPPERS = rankWrappers(
   'r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:?no OMPI_COMM_WORLD_RANK: not started by mpirun}}',
   true,
 );
+
+/** The rank wrapper under mpirun of a task without preExec and postExec. */
+export const RANK_WRAPPER = RANK_WRAPPERS.plain;
 
 /**
  * OpenMPI's mpirun, ranks placed by a hostfile read in sequence (docs/launch-methods.md has the
@@ -42,7 +45,7 @@ export const mpirun: LaunchMethodPlugin = {
       ...Object.keys(env)
         .sort()
         .flatMap((k) => ['-x', k]),
-      ...rankCommand(RANK_WRAPPER, task),
+      ...rankCommand(RANK_WRAPPERS, task, opts.workDir),
     ];
     const content = hostfile(task, 'line i is the host of rank i (mpirun --map-by seq)', slots);
     return {

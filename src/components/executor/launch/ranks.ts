@@ -1,4 +1,5 @@
 import type { TaskRecord } from '../../../generated';
+import { STEPS_SCRIPT, stepsArgv, taskSteps } from './steps';
 import {
   launchFailure,
   type LaunchMethod,
@@ -16,8 +17,9 @@ import {
  * keeps, and sets PF_CPUS to it once pinned; then execs the task. A rank that cannot be pinned
  * (no taskset, CPUs outside the step's cpuset) says so on stderr and runs unpinned.
  * `g` and `c` are wrapped in `;` so entry r is what follows the (r+1)-th `;`.
+ * `tail` runs the task: its exec, or the preExec/postExec script (steps.ts).
  */
-export function rankWrapper(rankLine: string, cuda: boolean): string {
+export function rankWrapper(rankLine: string, cuda: boolean, tail = 'exec "$@"'): string {
   return [
     rankLine,
     'g=";${PF_RANK_GPUS-};" c=";${PF_RANK_CPUS-};"',
@@ -36,8 +38,18 @@ export function rankWrapper(rankLine: string, cuda: boolean): string {
         ]
       : ['PF_RANK=$r PF_GPUS=$g', 'export PF_RANK PF_GPUS PF_CPUS']),
     'unset PF_RANK_GPUS PF_RANK_CPUS',
-    'exec "$@"',
+    tail,
   ].join('\n');
+}
+
+/** A launcher's rank wrappers: `plain` execs the task, `steps` runs its preExec and postExec. */
+export interface RankWrappers {
+  plain: string;
+  steps: string;
+}
+
+export function rankWrappers(rankLine: string, cuda: boolean): RankWrappers {
+  return { plain: rankWrapper(rankLine, cuda), steps: rankWrapper(rankLine, cuda, STEPS_SCRIPT) };
 }
 
 /** Variables set per rank (by the wrapper under a launcher), never taken from the description. */
@@ -89,10 +101,17 @@ export function cpuList(ids: readonly number[]): string {
   return parts.join(',');
 }
 
-/** What a launcher starts on each rank: the task's command under a rank wrapper. */
-export function rankCommand(wrapper: string, task: TaskRecord): string[] {
+/**
+ * What a launcher starts on each rank: the task's command under a rank wrapper, which runs the
+ * task's preExec and postExec lines, if any, in each rank (steps.ts).
+ */
+export function rankCommand(w: RankWrappers, task: TaskRecord, workDir: string): string[] {
   const d = task.description;
-  return ['/bin/sh', '-c', wrapper, 'pf-rank', d.executable, ...(d.arguments ?? [])];
+  const steps = taskSteps(d);
+  if (steps === undefined) {
+    return ['/bin/sh', '-c', w.plain, 'pf-rank', d.executable, ...(d.arguments ?? [])];
+  }
+  return ['/bin/sh', '-c', w.steps, 'pf-rank', ...stepsArgv(steps, workDir, d)];
 }
 
 /** A hostfile with line i = the node of rank i, under a comment naming the task. */

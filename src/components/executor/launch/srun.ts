@@ -1,5 +1,5 @@
 import { launchFailure, type LaunchMethodPlugin } from './method';
-import { hostfile, rankCommand, rankSlots, rankWrapper, setRankTables } from './ranks';
+import { hostfile, rankCommand, rankSlots, rankWrappers, setRankTables } from './ranks';
 
 /** Name of the hostfile (SLURM_HOSTFILE) written into the task sandbox for srun. */
 export const SLURM_HOSTFILE = 'slurm-hostfile';
@@ -7,14 +7,16 @@ export const SLURM_HOSTFILE = 'slurm-hostfile';
 const SRUN_RANK = 'r=${SLURM_PROCID:?no SLURM_PROCID: not started by srun}';
 
 /**
- * The rank wrapper under srun: the rank is SLURM_PROCID. Only there: OMPI_COMM_WORLD_RANK or
+ * The rank wrappers under srun: the rank is SLURM_PROCID. Only there: OMPI_COMM_WORLD_RANK or
  * PMIX_RANK may be left over in the agent's environment, and the batch step has SLURM_PROCID=0,
  * which is why mpirun's wrapper never reads it.
  */
-export const SRUN_RANK_WRAPPER = rankWrapper(SRUN_RANK, true);
+const SRUN_RANK_WRAPPERS = rankWrappers(SRUN_RANK, true);
+export const SRUN_RANK_WRAPPER = SRUN_RANK_WRAPPERS.plain;
 
 /** srun with GPU GRES: Slurm sets CUDA_VISIBLE_DEVICES to the GPUs it gave the rank. */
-export const SRUN_GRES_RANK_WRAPPER = rankWrapper(SRUN_RANK, false);
+const SRUN_GRES_RANK_WRAPPERS = rankWrappers(SRUN_RANK, false);
+export const SRUN_GRES_RANK_WRAPPER = SRUN_GRES_RANK_WRAPPERS.plain;
 
 /**
  * A step of the Slurm allocation the agent runs in (LaunchOptions.slurm); docs/launch-methods.md
@@ -72,7 +74,7 @@ export const srun: LaunchMethodPlugin = {
       '--kill-on-bad-exit=1',
       // A pilot submitted with --export=NONE would otherwise give the ranks an empty env.
       '--export=ALL',
-      ...rankCommand(gres ? SRUN_GRES_RANK_WRAPPER : SRUN_RANK_WRAPPER, task),
+      ...rankCommand(gres ? SRUN_GRES_RANK_WRAPPERS : SRUN_RANK_WRAPPERS, task, opts.workDir),
     ];
     const content = hostfile(
       task,

@@ -181,6 +181,29 @@ describeSlurm('ExecutorCore + SpawnerPool + real srun in a Slurm allocation', ()
       expect(await h!.done(asked)).toBe(`rank=0 on ${agentNode} of 1 gpus=\n`);
     });
 
+    it('runs preExec and postExec in every rank, on its node, naming the rank that failed', async () => {
+      const ranks = [slot('n1', [0]), slot('n2', [0])];
+      const ok = h!.task(
+        {
+          ranks: 2,
+          executable: '/bin/sh',
+          arguments: ['-c', 'echo "$PF_RANK $FOO $*"', 'x', 'a b'],
+          preExec: ['export FOO="pre$PF_RANK-$(hostname)"'],
+          postExec: ['echo "$PF_RANK" > "post-$(hostname)"'],
+        },
+        ranks,
+      );
+      const bad = h!.task(
+        { ranks: 2, executable: '/bin/true', preExec: ['[ "$(hostname)" = n1 ] || exit 6'] },
+        ranks,
+      );
+      h!.core.onTasks([ok, bad]);
+      expect(lines(await h!.done(ok))).toEqual(['0 pre0-n1 a b', '1 pre1-n2 a b']);
+      expect(fs.readFileSync(`${ok.sandbox!}/post-n2`, 'utf8')).toBe('1\n');
+      await h!.done(bad);
+      expect(bad.reason).toMatchObject({ code: 'E_PRE_EXEC', detail: { rank: 1, exitCode: 6 } });
+    });
+
     it('hands arguments with spaces and quotes, and the task environment, to every rank', async () => {
       const args = ['a b', `it's "quoted"`, '$HOME', '*', ''];
       const t = h!.task(

@@ -3,8 +3,9 @@
  * that leaves four processes behind, each ignoring SIGTERM (in its group, under nohup, in a
  * session of its own, double-forked into one: fixtures/leave-behind.sh); on cancel, on timeout,
  * when the task itself ends (DONE) and when the pilot ends with the session, the task reaches a
- * final state with its reason and none of the four is left. Run with each helper and tracking
- * this machine offers (the agent takes both from the variables it inherits).
+ * final state with its reason and none of the four is left (on timeout also when a preExec line
+ * left them). Run with each helper and tracking this machine offers (the agent takes both from
+ * the variables it inherits).
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { SpawnerHelper } from '../../../../src/components/executor/spawner-pool';
@@ -67,6 +68,22 @@ describeEachTracking(
     it('timeout: FAILED with E_TASK_TIMEOUT, and nothing left', async () => {
       const fx = await fixture.open(pilot);
       const [t] = await fx.tmgr.submitTasks([leaving('run', 3)]);
+      await fx.tmgr.waitTasks({ states: ['AGENT_EXECUTING'], timeoutMs: 15_000 });
+      const pids = await leftPids(t!.sandbox!);
+      try {
+        await fx.tmgr.waitTasks({ timeoutMs: 15_000 });
+        expect([t!.state, t!.reason?.code]).toEqual(['FAILED', 'E_TASK_TIMEOUT']);
+        await allGone(pids, GONE_MS);
+      } finally {
+        killAll(pids);
+      }
+    }, 40_000);
+
+    it('timeout in a preExec line: FAILED with E_TASK_TIMEOUT, and nothing left', async () => {
+      const fx = await fixture.open(pilot);
+      const [t] = await fx.tmgr.submitTasks([
+        { executable: '/bin/true', preExec: [`/bin/sh ${LEAVE_BEHIND} run`], timeoutS: 3 },
+      ]);
       await fx.tmgr.waitTasks({ states: ['AGENT_EXECUTING'], timeoutMs: 15_000 });
       const pids = await leftPids(t!.sandbox!);
       try {

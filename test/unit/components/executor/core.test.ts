@@ -237,6 +237,53 @@ describe('ExecutorCore', () => {
     rec.expectNoMore();
   });
 
+  it('fails a task whose preExec line failed with the reason its status file gives', () => {
+    const { rec, notes, core, started } = setup();
+    const t = task('t1', { preExec: ['module load gcc'] });
+    started(t);
+    const steps = [{ rank: 0, step: 'pre' as const, index: 0, code: 3 }];
+    core.onExitedBulk([{ uid: 't1', exitCode: 3, signal: null, steps }]);
+    expect(rec.take()).toEqual([
+      'notify t1 AGENT_STAGING_OUTPUT_PENDING',
+      'forward t1 AGENT_STAGING_OUTPUT_PENDING',
+      'release t1',
+    ]);
+    const reason = {
+      code: 'E_PRE_EXEC',
+      message: "preExec[0] 'module load gcc' failed with exit code 3: the executable did not run",
+      component: 'Executor',
+      detail: { exitCode: 3, preExec: 0, line: 'module load gcc' },
+    };
+    expect(t.reason).toEqual(reason);
+    expect(notes.at(-1)?.detail).toEqual({ exitCode: 3, signal: null, reason });
+    rec.expectNoMore();
+  });
+
+  it('names the shell, not the executable, when the shell of a task with preExec cannot start', () => {
+    const { core, started } = setup();
+    const t = task('t1', { preExec: ['true'] });
+    started(t);
+    core.onStartFailed('t1', { code: 'ENOENT', message: 'no such file or directory' });
+    expect(t.reason).toMatchObject({
+      code: 'E_EXEC_NOT_FOUND',
+      message:
+        "cannot execute the shell '/bin/sh' of '/bin/echo': no such file or directory (ENOENT)",
+      detail: { errno: 'ENOENT', launcher: '/bin/sh' },
+    });
+  });
+
+  it('keeps a timeout as the reason of a task whose postExec then failed', () => {
+    const { rec, clock, core, started } = setup();
+    const t = task('t1', { postExec: ['false'], timeoutS: 1 });
+    started(t);
+    clock.advance(1_000);
+    expect(rec.take()).toEqual(['stop t1 term']);
+    const steps = [{ rank: 0, step: 'post' as const, index: 0, code: 1 }];
+    core.onExitedBulk([{ uid: 't1', exitCode: 1, signal: null, steps }]);
+    rec.take();
+    expect(t.reason?.code).toBe('E_TASK_TIMEOUT');
+  });
+
   it('sends SIGTERM at timeoutS and SIGKILL after the grace period, not before', () => {
     const { rec, clock, notes, core, started } = setup();
     const t = task('t1', { timeoutS: 2 });
