@@ -5,6 +5,7 @@ import { COMPONENTS, type AbortedTaskState } from '../../states/task-model';
 import { cancelIfAsked } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
 import { checkArrivals, transition } from '../shared/transition';
+import { ArrivalOrder, keepsOrder } from './arrival-order';
 import type { AgentInputStagerEffects } from './effects';
 
 const ME = COMPONENTS.agentInputStager;
@@ -13,6 +14,11 @@ const ME = COMPONENTS.agentInputStager;
 export class AgentInputStagerCore {
   private readonly staging = new Map<string, TaskRecord>();
   private readonly canceled = new CancelSet();
+  /** Staged tasks go on in arrival order (see ArrivalOrder for which, and why). */
+  private readonly order = new ArrivalOrder<{
+    uid: string;
+    error?: { code: string; message: string };
+  }>();
 
   constructor(
     private readonly effects: AgentInputStagerEffects,
@@ -33,6 +39,7 @@ export class AgentInputStagerCore {
       work.push(task);
     }
     if (notes.length > 0) this.effects.notify(notes);
+    this.order.arrive(work.filter(keepsOrder).map((t) => t.uid));
     if (work.length > 0) this.effects.stage(work);
   }
 
@@ -40,7 +47,7 @@ export class AgentInputStagerCore {
     const now = this.clock.now();
     const notes: Notification[] = [];
     const out: TaskRecord[] = [];
-    for (const r of results) {
+    for (const r of this.order.settle(results)) {
       const task = this.staging.get(r.uid);
       if (task === undefined) continue;
       this.staging.delete(r.uid);
@@ -75,6 +82,7 @@ export class AgentInputStagerCore {
       transition(t, final, ME, now, { reason: why }),
     );
     this.staging.clear();
+    this.order.clear();
     if (notes.length > 0) this.effects.notify(notes);
   }
 }

@@ -23,10 +23,19 @@ export type { NodeResources } from './node-state';
 
 const ME = COMPONENTS.agentScheduler;
 
-/** Waiting tasks that ask for exactly the same capacity, FIFO. */
+/** A waiting task and its place in the order within a priority. */
+interface Entry {
+  task: TaskRecord;
+  /** Its submission number (`seq`); without one, the highest seen when it arrived. */
+  submitted: number;
+  /** Arrival here: breaks ties (a task without `seq` comes after those it arrived behind). */
+  arrival: number;
+}
+
+/** Waiting tasks that ask for exactly the same capacity, in submission order. */
 interface Shape {
   req: Request;
-  queue: { task: TaskRecord; seq: number }[];
+  queue: Entry[];
   head: number;
   /** Its head did not fit at the last try, and capacity it could use has not come back since. */
   blocked: boolean;
@@ -36,12 +45,15 @@ interface Shape {
  * Owns AGENT_SCHEDULING: places each rank of a task on a node (cores, whole or shared GPUs,
  * memory), honouring `gpuIndices`, `colocate` and `exclusive` tags.
  *
- * Order: higher priority first, FIFO within a priority. Backfill without starvation: when the
+ * Order: higher priority first, then submission order (`seq`, numbered by the client across
+ * bulks and calls; a record without one counts as submitted right after the latest seen, so
+ * such records keep their arrival order), then arrival. Backfill without starvation: when the
  * first task in that order (the head) does not fit, nodes that can hold it are reserved for it
  * (the ones with the most free capacity); other tasks may start ahead of it only on nodes that
  * are not reserved. Reserved nodes only drain, so the head starts at the latest when the tasks
- * running there end. Only a task of higher priority can take the head's place. While the head
- * waits to open its colocate group, no other task opens that group (elsewhere).
+ * running there end. Only a task before it in the order (higher priority, or of equal priority
+ * submitted earlier and staged late) can take the head's place. While the head waits to open
+ * its colocate group, no other task opens that group (elsewhere).
  * Ranks of a colocated task all go on one node; those of an exclusive task may share a node.
  *
  * Speed: open nodes are indexed by free capacity (NodeIndex), so a placement never scans every
@@ -65,7 +77,9 @@ export class AgentSchedulerCore {
   private readonly allocated = new Map<string, { req: Request; holds: Hold[] }>();
   private readonly canceled = new CancelSet();
   private reservation: { uid: string; nodes: NodeState[] } | undefined;
-  private seq = 0;
+  private arrivals = 0;
+  /** The highest submission number seen: the place of a record that has none. */
+  private lastSeq = -1;
   /** Set when blocked shapes were released, so scheduling goes round once more. */
   private again = false;
 
@@ -95,6 +109,7 @@ export class AgentSchedulerCore {
     const now = this.clock.now();
     const notes: Notification[] = [];
     for (const task of tasks) {
+      if (task.seq !== undefined && task.seq > this.lastSeq) this.lastSeq = task.seq;
       if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       notes.push(transition(task, 'AGENT_SCHEDULING', ME, now));
       const req = requestOf(task.description);
@@ -220,7 +235,13 @@ export class AgentSchedulerCore {
       this.shapes.set(req.key, shape);
       this.ready.add(shape);
     }
-    shape.queue.push({ task, seq: this.seq++ });
+    const e: Entry = { task, submitted: task.seq ?? this.lastSeq, arrival: this.arrivals++ };
+    // in order of submission; a task staged late (or sent again) goes before later ones
+    const q = shape.queue;
+    let i = q.length;
+    while (i > shape.head && q[i - 1]!.submitted > e.submitted) i--;
+    if (i === q.length) q.push(e);
+    else q.splice(i, 0, e);
     this.waitingIn.set(task.uid, shape);
   }
 
@@ -366,13 +387,11 @@ export class AgentSchedulerCore {
    * does not fit.
    */
   private updateReservation(): void {
-    let head: { shape: Shape; seq: number; uid: string } | undefined;
+    let head: { shape: Shape; uid: string } | undefined;
     for (const s of this.shapes.values()) {
       const e = s.queue[s.head];
       if (e === undefined) continue;
-      if (head === undefined || byPriority(s, head.shape) < 0) {
-        head = { shape: s, seq: e.seq, uid: e.task.uid };
-      }
+      if (head === undefined || byPriority(s, head.shape) < 0) head = { shape: s, uid: e.task.uid };
     }
     if (this.reservation !== undefined && this.reservation.uid === head?.uid) return;
     this.dropReservation();
@@ -518,9 +537,11 @@ export class AgentSchedulerCore {
   }
 }
 
-/** Higher priority first, then older head first. */
+/** Higher priority first, then the head submitted first, then the head that arrived first. */
 function byPriority(a: Shape, b: Shape): number {
-  return b.req.priority - a.req.priority || a.queue[a.head]!.seq - b.queue[b.head]!.seq;
+  const x = a.queue[a.head]!;
+  const y = b.queue[b.head]!;
+  return b.req.priority - a.req.priority || x.submitted - y.submitted || x.arrival - y.arrival;
 }
 
 /** Inserts a shape into a list sorted by byPriority. */

@@ -142,7 +142,7 @@ describe('AgentInputStagerCore', () => {
       const a = pending('a');
       const b = pending('b');
       const done = pending('done');
-      core.onTasks([a, b, done]);
+      core.onTasks([done, a, b]);
       core.onStaged([{ uid: 'done' }]);
       rec.take();
       core.onShutdown(final, AGENT_SHUTDOWN);
@@ -155,6 +155,74 @@ describe('AgentInputStagerCore', () => {
       rec.expectNoMore();
     },
   );
+
+  describe('order', () => {
+    it('hands staged tasks on in arrival order, across bulks, whatever order they are staged in', () => {
+      const { rec, core } = setup();
+      core.onTasks([pending('a1'), pending('a2'), pending('a3')]);
+      core.onTasks([pending('b1')]);
+      rec.take();
+      // the later bulk is staged first (a bulk is staged in chunks): it waits for the earlier
+      core.onStaged([{ uid: 'b1' }]);
+      core.onStaged([{ uid: 'a1' }]);
+      expect(rec.take()).toEqual(['notify a1 AGENT_SCHEDULING_PENDING', 'forward a1']);
+      core.onStaged([{ uid: 'a3' }]);
+      rec.expectNoMore();
+      core.onStaged([{ uid: 'a2' }]);
+      expect(rec.take()).toEqual([
+        'notify a2 AGENT_SCHEDULING_PENDING, a3 AGENT_SCHEDULING_PENDING, b1 AGENT_SCHEDULING_PENDING',
+        'forward a2, a3, b1',
+      ]);
+      rec.expectNoMore();
+    });
+
+    it('reports a failure or a cancel in its turn, and lets the tasks behind it go on', () => {
+      const { rec, core } = setup();
+      core.onTasks([pending('a'), pending('b'), pending('c')]);
+      core.onCancel(['b']);
+      rec.take();
+      core.onStaged([{ uid: 'c' }, { uid: 'b' }]);
+      rec.expectNoMore();
+      core.onStaged([{ uid: 'a', error: { code: 'EACCES', message: 'permission denied' } }]);
+      expect(rec.take()).toEqual([
+        'notify a FAILED, b CANCELED, c AGENT_SCHEDULING_PENDING',
+        'forward c',
+      ]);
+      rec.expectNoMore();
+    });
+
+    it('does not hold later tasks behind a task with input staging directives, nor it behind them', () => {
+      const { rec, core } = setup();
+      const slow = pending('slow');
+      slow.description.inputStaging = [{ source: 'pilot://big.dat', target: 'task://big.dat' }];
+      core.onTasks([pending('a'), slow, pending('b')]);
+      rec.take();
+      core.onStaged([{ uid: 'a' }, { uid: 'b' }]);
+      expect(rec.take()).toEqual([
+        'notify a AGENT_SCHEDULING_PENDING, b AGENT_SCHEDULING_PENDING',
+        'forward a, b',
+      ]);
+      core.onTasks([pending('c')]);
+      rec.take();
+      core.onStaged([{ uid: 'slow' }]); // c is still being staged
+      expect(rec.take()).toEqual(['notify slow AGENT_SCHEDULING_PENDING', 'forward slow']);
+      rec.expectNoMore();
+    });
+
+    it('releases nothing held once shut down, and takes new tasks in a fresh line', () => {
+      const { rec, core } = setup();
+      core.onTasks([pending('a'), pending('b')]);
+      core.onStaged([{ uid: 'b' }]);
+      core.onShutdown('FAILED', AGENT_SHUTDOWN);
+      expect(rec.take()).toEqual([
+        'notify a AGENT_STAGING_INPUT, b AGENT_STAGING_INPUT',
+        'stage a, b',
+        'notify a FAILED, b FAILED',
+      ]);
+      core.onStaged([{ uid: 'a' }]);
+      rec.expectNoMore();
+    });
+  });
 
   describe('hand-over', () => {
     handOverTests({

@@ -54,6 +54,25 @@ function waiting(s: Setup, ...tasks: TaskRecord[]): void {
   ]);
 }
 
+/** A waiting task with its submission number `seq`. */
+function submitted(uid: string, seq: number, description: Partial<TaskDescription> = {}) {
+  return { ...pending(uid, description), seq };
+}
+
+/** On a one-core pilot running `first`: ends the running task n times, naming what starts. */
+function startsInTurn(s: Setup, first: string, n: number): string[] {
+  const order: string[] = [];
+  let last = first;
+  for (let i = 0; i < n; i++) {
+    s.core.onReleased([{ uid: last }]);
+    const calls = s.rec.take();
+    expect(calls).toHaveLength(2);
+    last = calls[1]!.replace('forward ', '');
+    order.push(last);
+  }
+  return order;
+}
+
 const nodesOf = (t: TaskRecord): string[] => (t.slots ?? []).map((sl) => sl.node);
 
 /** Free cores per node name. */
@@ -467,6 +486,59 @@ describe('AgentSchedulerCore', () => {
       s.rec.expectNoMore();
     });
 
+    it('orders tasks of equal priority by submission (seq), across bulks, not by arrival', () => {
+      const s = setup([node('n0', 1)]);
+      started(s, submitted('busy', 0));
+      // a later bulk was staged first; tasks asking different capacity are in one order too
+      waiting(s, submitted('s7', 7), submitted('s8', 8, { memPerRankMb: 1 }));
+      waiting(s, submitted('s2', 2, { memPerRankMb: 1 }), submitted('s3', 3));
+      waiting(s, submitted('s1', 1), submitted('s9', 9));
+      expect(startsInTurn(s, 'busy', 6)).toEqual(['s1', 's2', 's3', 's7', 's8', 's9']);
+      expect(s.core.queued).toBe(0);
+      s.rec.expectNoMore();
+    });
+
+    it('puts priority before submission: a later task of higher priority goes first', () => {
+      const s = setup([node('n0', 1)]);
+      started(s, submitted('busy', 0));
+      waiting(s, submitted('early', 1), submitted('late-high', 5, { priority: 1 }));
+      waiting(s, submitted('earlier', 0));
+      expect(startsInTurn(s, 'busy', 3)).toEqual(['late-high', 'earlier', 'early']);
+      s.rec.expectNoMore();
+    });
+
+    it('places a record without seq after the submissions seen before it, in arrival order', () => {
+      const s = setup([node('n0', 1)]);
+      started(s, submitted('busy', 0));
+      waiting(s, submitted('s5', 5), pending('x'), pending('y'));
+      waiting(s, submitted('s3', 3), submitted('s7', 7));
+      expect(startsInTurn(s, 'busy', 5)).toEqual(['s3', 's5', 'x', 'y', 's7']);
+      s.rec.expectNoMore();
+    });
+
+    it('a task submitted earlier that arrives late becomes the head and takes the reservation; backfill goes on', () => {
+      const s = setup([node('a', 4), node('b', 4)]);
+      started(s, submitted('w1', 0, { coresPerRank: 3 }), submitted('w2', 1, { coresPerRank: 2 }));
+      waiting(s, submitted('big', 10, { coresPerRank: 4 }));
+      expect(s.core.reservedFor).toBe('big');
+      // staged late, submitted before big: it is the head now, and holds b (the most free)
+      waiting(s, submitted('early', 5, { coresPerRank: 4 }));
+      expect(s.core.reservedFor).toBe('early');
+      // a later small task still backfills on the node not reserved
+      const small = submitted('small', 20);
+      started(s, small);
+      expect(nodesOf(small)).toEqual(['a']);
+      s.core.onReleased([{ uid: 'w2' }]);
+      expect(s.rec.take()).toEqual(['notify early AGENT_EXECUTING_PENDING', 'forward early']);
+      expect(nodesOf(s.forwarded.at(-1)!)).toEqual(['b']);
+      expect(s.core.reservedFor).toBe('big');
+      s.core.onReleased([{ uid: 'w1' }]);
+      s.rec.expectNoMore(); // small still runs on a, which is held for big now
+      s.core.onReleased([{ uid: 'small' }]);
+      expect(s.rec.take()).toEqual(['notify big AGENT_EXECUTING_PENDING', 'forward big']);
+      s.rec.expectNoMore();
+    });
+
     it('starts all fitting tasks of a release in priority order in one bulk', () => {
       const s = setup();
       started(s, pending('busy', { coresPerRank: 4 }));
@@ -861,6 +933,8 @@ interface Ask {
   colocate: string | undefined;
   exclusive: string | undefined;
   priority: number;
+  /** The submission number the order uses: `seq`, else the highest seen when it arrived. */
+  submitted: number;
   arrival: number;
 }
 
@@ -965,7 +1039,9 @@ function neverFits(a: Ask, pilot: readonly NodeResources[]): boolean {
 
 /** Whether `a` comes before `b` in the scheduling order. */
 const before = (a: Ask, b: Ask): boolean =>
-  a.priority > b.priority || (a.priority === b.priority && a.arrival < b.arrival);
+  a.priority > b.priority ||
+  (a.priority === b.priority &&
+    (a.submitted < b.submitted || (a.submitted === b.submitted && a.arrival < b.arrival)));
 
 type Call =
   | { kind: 'tasks'; uids: Set<string> }
@@ -981,6 +1057,7 @@ class Model {
   readonly released: string[] = [];
   readonly canceled = new Set<string>();
   private arrivals = 0;
+  private lastSeq = -1;
 
   constructor(
     readonly s: Setup,
@@ -991,6 +1068,7 @@ class Model {
     for (const t of tasks) {
       const d = t.description;
       const g = d.gpusPerRank ?? d.gpuIndices?.length ?? 0;
+      if (t.seq !== undefined) this.lastSeq = Math.max(this.lastSeq, t.seq);
       this.records.set(t.uid, t);
       this.asks.set(t.uid, {
         uid: t.uid,
@@ -1003,6 +1081,7 @@ class Model {
         colocate: d.tags?.colocate,
         exclusive: d.tags?.exclusive,
         priority: d.priority ?? 0,
+        submitted: t.seq ?? this.lastSeq,
         arrival: this.arrivals++,
       });
     }
@@ -1269,7 +1348,8 @@ function runProperties(): void {
     });
 
   type Op =
-    | { kind: 'submit'; tasks: Partial<TaskDescription>[] }
+    // lates[i]: task i was submitted that many tasks earlier than it arrives (-1: no seq)
+    | { kind: 'submit'; tasks: Partial<TaskDescription>[]; lates?: number[] }
     | { kind: 'release'; pick: number }
     | { kind: 'cancel'; pick: number };
   const opArb: fc.Arbitrary<Op> = fc.oneof(
@@ -1278,6 +1358,14 @@ function runProperties(): void {
       arbitrary: fc.record({
         kind: fc.constant('submit' as const),
         tasks: fc.array(taskArb, { minLength: 1, maxLength: 3 }),
+        lates: fc.array(
+          fc.oneof(
+            { weight: 6, arbitrary: fc.constant(0) },
+            { weight: 2, arbitrary: fc.integer({ min: 1, max: 6 }) },
+            { weight: 1, arbitrary: fc.constant(-1) },
+          ),
+          { minLength: 3, maxLength: 3 },
+        ),
       }),
     },
     { weight: 3, arbitrary: fc.record({ kind: fc.constant('release' as const), pick: fc.nat() }) },
@@ -1294,7 +1382,15 @@ function runProperties(): void {
     let seq = 0;
     for (const o of ops) {
       if (o.kind === 'submit') {
-        m.submit(o.tasks.map((d) => pending(`t${seq++}`, d)));
+        m.submit(
+          o.tasks.map((d, i) => {
+            const n = seq++;
+            const late = o.lates?.[i] ?? 0;
+            const t = pending(`t${n}`, d);
+            if (late >= 0) t.seq = Math.max(0, n - late);
+            return t;
+          }),
+        );
       } else if (o.kind === 'cancel') {
         // the head, a waiting task, or any: running, ended, or not arrived yet
         const queue = [...m.waiting];
