@@ -1,5 +1,6 @@
 /* Generated from schemas/task-record.schema.json by scripts/gen-types.js: do not edit. */
 import type { Reason } from './reason';
+import type { StagingDirective } from './staging-directive';
 import type { TaskDescription } from './task-description';
 import type { TaskState } from './task-state';
 
@@ -37,4 +38,20 @@ export interface TaskRecord {
    * Submission order in the session: tasks of equal priority start in this order.
    */
   seq?: number;
+  /**
+   * The task's staging directives as the client resolved them for the agent: client:// and task://<uid>/ paths made absolute, pilot:// and task:// (this task) kept, action and optional filled in. The description keeps what the user wrote.
+   */
+  staging?: {
+    input: StagingDirective[];
+    output: StagingDirective[];
+    /**
+     * Output directives that failed for a task that had failed already: its failure reason's detail names them.
+     */
+    problems?: {
+      directive: number;
+      path: string;
+      errno: string;
+      message: string;
+    }[];
+  };
 }
