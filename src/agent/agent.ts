@@ -148,7 +148,10 @@ export class Agent {
         ),
     });
     const logOut = this.log.child({ component: C.agentOutputStager });
-    this.output = new AgentOutputStagerShell({ notes, next: toClient, log: logOut, clock });
+    this.output = new AgentOutputStagerShell(
+      { notes, next: toClient, log: logOut, clock },
+      cfg.sandbox,
+    );
 
     const input = this.input.core;
     const scheduler = this.scheduler.core;

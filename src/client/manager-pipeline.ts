@@ -13,6 +13,7 @@ import {
   type TaskComponent,
 } from '../states/task-model';
 import { ManagerInputStagerCore } from '../components/manager-input-stager/core';
+import type { StagingLookup } from '../components/manager-input-stager/resolve';
 import { ManagerInputStagerShell, type Given } from '../components/manager-input-stager/shell';
 import { ManagerOutputStagerCore } from '../components/manager-output-stager/core';
 import { ManagerOutputStagerShell } from '../components/manager-output-stager/shell';
@@ -50,6 +51,8 @@ export class ManagerPipeline {
     private readonly session: string,
     /** The final state a task of the session has reached, as delivered (dependencies read it). */
     private readonly finalOf: (uid: string) => FinalTaskState | undefined,
+    /** What staging directives are resolved against (the client's cwd, other tasks' sandboxes). */
+    private readonly staging: StagingLookup,
   ) {}
 
   start(): void {
@@ -72,7 +75,7 @@ export class ManagerPipeline {
       this.listenAt,
       retry,
     );
-    this.inputStager = new ManagerInputStagerCore(this.inputShell, this.clock);
+    this.inputStager = new ManagerInputStagerCore(this.inputShell, this.clock, this.staging);
     // the final word is heard by the scheduler at once: a dependent need not wait for the store
     const ended = (ns: Notification[]): void => {
       this.notify(ns);

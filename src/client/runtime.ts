@@ -25,7 +25,7 @@ import type { SessionOptions } from './session';
 import { teeLogger } from './tee-logger';
 import { closeStore, StoreHealth } from './store-health';
 import type { FinalPilotState } from '../states/pilot-model';
-import { isFinalTaskState } from '../states/task-model';
+import { isFinalTaskState, type FinalTaskState } from '../states/task-model';
 import { makePrivateDir } from '../lib/private-files';
 import { recoveryPlan } from './pilot-recovery';
 import { givenInStore, PilotLinks, type PilotLink } from './pilot-links';
@@ -193,9 +193,14 @@ export class ClientRuntime {
       );
     }
     const notify = (ns: Notification[]): void => this.notify(ns);
-    this.pipeline = new ManagerPipeline(notify, this.clock, this.log, listenAt, this.uid, (u) => {
-      const t = this.tasks.get(u);
+    const tasks = this.tasks;
+    const finalOf = (u: string): FinalTaskState | undefined => {
+      const t = tasks.get(u);
       return t !== undefined && isFinalTaskState(t.state) ? t.state : undefined;
+    };
+    this.pipeline = new ManagerPipeline(notify, this.clock, this.log, listenAt, this.uid, finalOf, {
+      clientCwd: process.cwd(),
+      taskOf: (u) => tasks.get(u),
     });
     this.pipeline.start();
     this.links = new PilotLinks({

@@ -1,5 +1,6 @@
 /* Generated from schemas/task-record.schema.json by scripts/gen-types.js: do not edit. */
 import type { Reason } from './reason';
+import type { StagingDirective } from './staging-directive';
 import type { TaskDescription } from './task-description';
 import type { TaskState } from './task-state';
 
@@ -41,4 +42,20 @@ export interface TaskRecord {
    * Retries this task has used (a new attempt after its pilot ended before it started is not counted).
    */
   retried?: number;
+  /**
+   * The task's staging directives as the client resolved them for the agent: client:// and task://<uid>/ paths made absolute, pilot:// and task:// (this task) kept, action and optional filled in. The description keeps what the user wrote.
+   */
+  staging?: {
+    input: StagingDirective[];
+    output: StagingDirective[];
+    /**
+     * Output directives that failed for a task that had failed already: its failure reason's detail names them.
+     */
+    problems?: {
+      directive: number;
+      path: string;
+      errno: string;
+      message: string;
+    }[];
+  };
 }

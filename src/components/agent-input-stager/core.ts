@@ -4,15 +4,28 @@ import type { Notification } from '../../states/notification';
 import { COMPONENTS, type AbortedTaskState } from '../../states/task-model';
 import { cancelIfAsked } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
+import {
+  agentSteps,
+  directiveName,
+  failureMessage,
+  type StagingStep,
+  type StepFailure,
+} from '../shared/staging-paths';
 import { checkArrivals, transition } from '../shared/transition';
 import { ArrivalOrder, keepsOrder } from './arrival-order';
 import type { AgentInputStagerEffects } from './effects';
 
 const ME = COMPONENTS.agentInputStager;
 
-/** Owns AGENT_STAGING_INPUT: gives each task its sandbox inside the pilot's sandbox. */
+/**
+ * Owns AGENT_STAGING_INPUT: gives each task its sandbox inside the pilot's sandbox, then has
+ * its input directives performed (a task with none goes straight on).
+ */
 export class AgentInputStagerCore {
+  /** Tasks whose sandbox is being made. */
   private readonly staging = new Map<string, TaskRecord>();
+  /** Tasks whose input directives are being performed. */
+  private readonly directing = new Map<string, TaskRecord>();
   private readonly canceled = new CancelSet();
   /** Staged tasks go on in arrival order (see ArrivalOrder for which, and why). */
   private readonly order = new ArrivalOrder<{
@@ -47,6 +60,7 @@ export class AgentInputStagerCore {
     const now = this.clock.now();
     const notes: Notification[] = [];
     const out: TaskRecord[] = [];
+    const work: { uid: string; steps: StagingStep[] }[] = [];
     for (const r of this.order.settle(results)) {
       const task = this.staging.get(r.uid);
       if (task === undefined) continue;
@@ -54,21 +68,78 @@ export class AgentInputStagerCore {
       // canceled while its sandbox was made
       if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       if (r.error !== undefined) {
-        task.reason = reason(
+        const why = reason(
           'E_STAGING',
           `cannot create the task sandbox ${task.sandbox ?? ''}: ${r.error.message}`,
           ME,
           { errno: r.error.code },
         );
-        notes.push(transition(task, 'FAILED', ME, now, { reason: task.reason }));
-      } else {
-        const detail = task.sandbox !== undefined ? { sandbox: task.sandbox } : undefined;
-        notes.push(transition(task, 'AGENT_SCHEDULING_PENDING', ME, now, detail));
-        out.push(task);
+        this.fail(task, why, now, notes, false);
+        continue;
       }
+      if ((task.staging?.input.length ?? 0) === 0) {
+        this.done(task, now, notes, out);
+        continue;
+      }
+      const plan = agentSteps(task, 'input', this.pilotSandbox);
+      if ('error' in plan) {
+        const message = `${directiveName('input', plan.index)}: ${plan.error}`;
+        const why = reason('E_STAGING', message, ME, { directive: plan.index });
+        this.fail(task, why, now, notes, true);
+        continue;
+      }
+      this.directing.set(task.uid, task);
+      work.push({ uid: task.uid, steps: plan.steps });
     }
     if (notes.length > 0) this.effects.notify(notes);
     if (out.length > 0) this.effects.forward(out);
+    if (work.length > 0) this.effects.stageInput(work);
+  }
+
+  /** The input directives of tasks were performed: failures name the directive and file. */
+  onInputStaged(results: { uid: string; failures: StepFailure[] }[]): void {
+    const now = this.clock.now();
+    const notes: Notification[] = [];
+    const out: TaskRecord[] = [];
+    for (const r of results) {
+      const task = this.directing.get(r.uid);
+      if (task === undefined) continue;
+      this.directing.delete(r.uid);
+      // canceled while its directives were performed
+      if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
+      const f = r.failures[0];
+      if (f === undefined) {
+        this.done(task, now, notes, out);
+        continue;
+      }
+      const why = reason('E_STAGING', failureMessage(task, 'input', f), ME, {
+        directive: f.index,
+        path: f.path,
+        errno: f.errno,
+      });
+      this.fail(task, why, now, notes, true);
+    }
+    if (notes.length > 0) this.effects.notify(notes);
+    if (out.length > 0) this.effects.forward(out);
+  }
+
+  private done(task: TaskRecord, now: number, notes: Notification[], out: TaskRecord[]): void {
+    const detail = task.sandbox !== undefined ? { sandbox: task.sandbox } : undefined;
+    notes.push(transition(task, 'AGENT_SCHEDULING_PENDING', ME, now, detail));
+    out.push(task);
+  }
+
+  /** `made`: the sandbox exists, so the client learns where, to look at what is there. */
+  private fail(
+    task: TaskRecord,
+    why: Reason,
+    now: number,
+    notes: Notification[],
+    made: boolean,
+  ): void {
+    task.reason = why;
+    const detail = made && task.sandbox !== undefined ? { sandbox: task.sandbox } : {};
+    notes.push(transition(task, 'FAILED', ME, now, { ...detail, reason: why }));
   }
 
   /** Tasks being staged now are canceled when their staging ends; later arrivals on receipt. */
@@ -78,11 +149,12 @@ export class AgentInputStagerCore {
 
   onShutdown(final: AbortedTaskState, why: Reason): void {
     const now = this.clock.now();
-    const notes = [...this.staging.values()].map((t) =>
+    const notes = [...this.staging.values(), ...this.directing.values()].map((t) =>
       transition(t, final, ME, now, { reason: why }),
     );
     this.staging.clear();
     this.order.clear();
+    this.directing.clear();
     if (notes.length > 0) this.effects.notify(notes);
   }
 }

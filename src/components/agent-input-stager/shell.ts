@@ -1,18 +1,26 @@
 import type { TaskRecord } from '../../generated';
+import { Limiter } from '../../lib/limiter';
+import { errorMeta } from '../../errors';
 import { makeSandboxes } from '../shared/sandbox-io';
 import type { Notification } from '../../states/notification';
 import { sendLogged } from '../shared/shell';
 import type { ShellDeps } from '../shared/shell-deps';
+import { STAGING_CONCURRENCY, stageEach } from '../shared/staging-io';
+import type { StagingStep } from '../shared/staging-paths';
+import type { Transfers } from '../shared/transfers';
 import { AgentInputStagerCore } from './core';
 import type { AgentInputStagerEffects } from './effects';
 
-/** Runs AgentInputStagerCore: makes the sandboxes on this node's filesystem. */
+/** Runs AgentInputStagerCore: makes the sandboxes and performs input directives here. */
 export class AgentInputStagerShell implements AgentInputStagerEffects {
   readonly core: AgentInputStagerCore;
+  private readonly limiter = new Limiter(STAGING_CONCURRENCY);
 
   constructor(
     private readonly deps: ShellDeps,
     pilotSandbox: string,
+    /** The `transfer` action's way to the client; none: such directives fail the task. */
+    private readonly transfers?: Transfers,
   ) {
     this.core = new AgentInputStagerCore(this, deps.clock, pilotSandbox);
   }
@@ -27,5 +35,21 @@ export class AgentInputStagerShell implements AgentInputStagerEffects {
 
   stage(tasks: TaskRecord[]): void {
     makeSandboxes(tasks, (results) => this.core.onStaged(results));
+  }
+
+  stageInput(work: { uid: string; steps: StagingStep[] }[]): void {
+    const opts = {
+      limiter: this.limiter,
+      direction: 'input' as const,
+      transfers: this.transfers,
+      all: false,
+    };
+    stageEach(work, opts, (uid, failures) => {
+      try {
+        this.core.onInputStaged([{ uid, failures }]);
+      } catch (e) {
+        this.deps.log.error('input staging result not taken', { uid, ...errorMeta(e) });
+      }
+    });
   }
 }

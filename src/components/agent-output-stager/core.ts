@@ -3,20 +3,35 @@ import type { Clock } from '../../lib/clock';
 import type { Notification, NotificationDetail } from '../../states/notification';
 import { COMPONENTS, type AbortedTaskState } from '../../states/task-model';
 import { cancelIfAsked } from '../shared/canceled';
-import { CancelSet } from '../shared/reasons';
+import { CancelSet, reason } from '../shared/reasons';
+import {
+  agentSteps,
+  failureMessage,
+  type StagingStep,
+  type StepFailure,
+} from '../shared/staging-paths';
 import { checkArrivals, transition } from '../shared/transition';
 import type { AgentOutputStagerEffects } from './effects';
 
 const ME = COMPONENTS.agentOutputStager;
 
-/** Owns AGENT_STAGING_OUTPUT: collects stdout/stderr tails and hands the task back to the client. */
+/**
+ * Owns AGENT_STAGING_OUTPUT: collects stdout/stderr tails, has the output directives of every
+ * task that ran performed (whatever its exit code), and hands the task back to the client. A
+ * directive that fails fails a task that had succeeded, here; a task that had failed keeps its
+ * own reason, the failed directives added to its detail.
+ */
 export class AgentOutputStagerCore {
+  /** Tasks whose tails are being read. */
   private readonly collecting = new Map<string, TaskRecord>();
+  /** Tasks whose output directives are being performed. */
+  private readonly directing = new Map<string, TaskRecord>();
   private readonly canceled = new CancelSet();
 
   constructor(
     private readonly effects: AgentOutputStagerEffects,
     private readonly clock: Clock,
+    private readonly pilotSandbox: string,
   ) {}
 
   onTasks(tasks: TaskRecord[]): void {
@@ -38,28 +53,93 @@ export class AgentOutputStagerCore {
     const now = this.clock.now();
     const notes: Notification[] = [];
     const out: TaskRecord[] = [];
+    const work: { uid: string; steps: StagingStep[] }[] = [];
     for (const r of results) {
       const task = this.collecting.get(r.uid);
       if (task === undefined) continue;
       this.collecting.delete(r.uid);
       task.stdout = r.stdout;
       task.stderr = r.stderr;
-      if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
-      // the hand-back carries what the client needs to end the task, so a client that resumes
-      // after losing the task on the wire can finish it from the store alone (with the
-      // executor's reason, e.g. a timeout, whose own notification may come later)
-      const detail: NotificationDetail = {
-        exitCode: task.exitCode ?? null,
-        signal: task.signal ?? null,
-        stdout: r.stdout,
-        stderr: r.stderr,
-      };
-      if (task.reason !== undefined) detail.reason = task.reason;
-      notes.push(transition(task, 'TMGR_STAGING_OUTPUT_PENDING', ME, now, detail));
-      out.push(task);
+      const ran = task.exitCode != null || task.signal != null;
+      if (!ran || (task.staging?.output.length ?? 0) === 0) {
+        this.finish(task, [], now, notes, out);
+        continue;
+      }
+      const plan = agentSteps(task, 'output', this.pilotSandbox);
+      if ('error' in plan) {
+        const bad = { index: plan.index, path: '', errno: 'EINVAL', text: plan.error };
+        this.finish(task, [bad], now, notes, out);
+        continue;
+      }
+      this.directing.set(task.uid, task);
+      work.push({ uid: task.uid, steps: plan.steps });
     }
     if (notes.length > 0) this.effects.notify(notes);
     if (out.length > 0) this.effects.forward(out);
+    if (work.length > 0) this.effects.stageOutput(work);
+  }
+
+  /** The output directives of tasks were performed: every failure is kept. */
+  onOutputStaged(results: { uid: string; failures: StepFailure[] }[]): void {
+    const now = this.clock.now();
+    const notes: Notification[] = [];
+    const out: TaskRecord[] = [];
+    for (const r of results) {
+      const task = this.directing.get(r.uid);
+      if (task === undefined) continue;
+      this.directing.delete(r.uid);
+      this.finish(task, r.failures, now, notes, out);
+    }
+    if (notes.length > 0) this.effects.notify(notes);
+    if (out.length > 0) this.effects.forward(out);
+  }
+
+  private finish(
+    task: TaskRecord,
+    failures: StepFailure[],
+    now: number,
+    notes: Notification[],
+    out: TaskRecord[],
+  ): void {
+    if (cancelIfAsked(task, this.canceled, ME, now, notes)) return;
+    // the hand-back carries what the client needs to end the task, so a client that resumes
+    // after losing the task on the wire can finish it from the store alone (with the
+    // executor's reason, e.g. a timeout, whose own notification may come later)
+    const detail: NotificationDetail = {
+      exitCode: task.exitCode ?? null,
+      signal: task.signal ?? null,
+      stdout: task.stdout ?? '',
+      stderr: task.stderr ?? '',
+    };
+    const problems = failures.map((f) => ({
+      directive: f.index,
+      path: f.path,
+      errno: f.errno,
+      message: failureMessage(task, 'output', f),
+    }));
+    const first = problems[0];
+    const succeeded = task.exitCode === 0 && task.signal == null && task.reason === undefined;
+    if (first !== undefined && succeeded) {
+      const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
+      const { message, ...where } = first;
+      task.reason = reason('E_STAGING', `${message}${more}`, ME, {
+        ...where,
+        ...(problems.length > 1 ? { staging: problems } : {}),
+      });
+      if (task.sandbox !== undefined) detail.sandbox = task.sandbox;
+      notes.push(transition(task, 'FAILED', ME, now, { ...detail, reason: task.reason }));
+      return;
+    }
+    if (first !== undefined) {
+      // failed already: its own reason stays, the directives that failed go in its detail
+      if (task.staging !== undefined) task.staging.problems = problems;
+      if (task.reason !== undefined) {
+        task.reason = { ...task.reason, detail: { ...task.reason.detail, staging: problems } };
+      }
+    }
+    if (task.reason !== undefined) detail.reason = task.reason;
+    notes.push(transition(task, 'TMGR_STAGING_OUTPUT_PENDING', ME, now, detail));
+    out.push(task);
   }
 
   onCancel(uids: string[]): void {
@@ -68,10 +148,11 @@ export class AgentOutputStagerCore {
 
   onShutdown(final: AbortedTaskState, why: Reason): void {
     const now = this.clock.now();
-    const notes = [...this.collecting.values()].map((t) =>
+    const notes = [...this.collecting.values(), ...this.directing.values()].map((t) =>
       transition(t, final, ME, now, { reason: why }),
     );
     this.collecting.clear();
+    this.directing.clear();
     if (notes.length > 0) this.effects.notify(notes);
   }
 }

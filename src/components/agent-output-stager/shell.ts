@@ -1,17 +1,28 @@
+import { errorMeta } from '../../errors';
 import type { TaskRecord } from '../../generated';
+import { Limiter } from '../../lib/limiter';
 import { readTails } from '../shared/sandbox-io';
 import type { Notification } from '../../states/notification';
 import { sendLogged } from '../shared/shell';
 import type { ShellDeps } from '../shared/shell-deps';
+import { STAGING_CONCURRENCY, stageEach } from '../shared/staging-io';
+import type { StagingStep } from '../shared/staging-paths';
+import type { Transfers } from '../shared/transfers';
 import { AgentOutputStagerCore } from './core';
 import type { AgentOutputStagerEffects } from './effects';
 
-/** Runs AgentOutputStagerCore: reads the output tails and hands tasks back to the client. */
+/** Runs AgentOutputStagerCore: reads the output tails, performs output directives, hands back. */
 export class AgentOutputStagerShell implements AgentOutputStagerEffects {
   readonly core: AgentOutputStagerCore;
+  private readonly limiter = new Limiter(STAGING_CONCURRENCY);
 
-  constructor(private readonly deps: ShellDeps) {
-    this.core = new AgentOutputStagerCore(this, deps.clock);
+  constructor(
+    private readonly deps: ShellDeps,
+    pilotSandbox: string,
+    /** The `transfer` action's way to the client; none: such directives fail. */
+    private readonly transfers?: Transfers,
+  ) {
+    this.core = new AgentOutputStagerCore(this, deps.clock, pilotSandbox);
   }
 
   notify(notifications: Notification[]): void {
@@ -24,5 +35,21 @@ export class AgentOutputStagerShell implements AgentOutputStagerEffects {
 
   collect(tasks: TaskRecord[]): void {
     readTails(tasks, (results) => this.core.onCollected(results));
+  }
+
+  stageOutput(work: { uid: string; steps: StagingStep[] }[]): void {
+    const opts = {
+      limiter: this.limiter,
+      direction: 'output' as const,
+      transfers: this.transfers,
+      all: true,
+    };
+    stageEach(work, opts, (uid, failures) => {
+      try {
+        this.core.onOutputStaged([{ uid, failures }]);
+      } catch (e) {
+        this.deps.log.error('output staging result not taken', { uid, ...errorMeta(e) });
+      }
+    });
   }
 }

@@ -8,13 +8,16 @@ import { CancelSet, reason } from '../shared/reasons';
 import { nextAttempt } from '../shared/retry';
 import { checkArrivals, transition } from '../shared/transition';
 import type { ManagerInputStagerEffects } from './effects';
+import { cwdOnlyLookup, resolveStaging, type StagingLookup } from './resolve';
 
 const ME = COMPONENTS.managerInputStager;
 
 /**
- * Owns TMGR_STAGING_INPUT: client-side input staging (none yet: directives come later), then
- * hands each task to its pilot's agent. A task whose pilot ended before it got there goes back
- * to the ManagerScheduler as a new attempt (not counted against its retries: it never ran).
+ * Owns TMGR_STAGING_INPUT: resolves what only the client knows in the task's staging
+ * directives (`client://`, another task's `task://<uid>/`) into the record's `staging`, then
+ * hands each task to its pilot's agent, which performs them. A directive that cannot be
+ * resolved fails the task here; a task whose pilot ended before it got there goes back to the
+ * ManagerScheduler as a new attempt (not counted against its retries: it never ran).
  */
 export class ManagerInputStagerCore {
   private readonly canceled = new CancelSet();
@@ -23,6 +26,8 @@ export class ManagerInputStagerCore {
   constructor(
     private readonly effects: ManagerInputStagerEffects,
     private readonly clock: Clock,
+    /** The session gives its task registry; by default no other task is known. */
+    private readonly lookup: StagingLookup = cwdOnlyLookup(process.cwd()),
   ) {}
 
   onTasks(tasks: TaskRecord[]): void {
@@ -53,6 +58,15 @@ export class ManagerInputStagerCore {
         }
         continue;
       }
+      const resolved = resolveStaging(task, this.lookup);
+      if ('error' in resolved) {
+        task.reason = reason('E_STAGING', resolved.error, ME);
+        notes.push(transition(task, 'FAILED', ME, now, { reason: task.reason }));
+        continue;
+      }
+      // a retry resolves again: another task may have run meanwhile
+      if (resolved.staging !== undefined) task.staging = resolved.staging;
+      else delete task.staging;
       notes.push(transition(task, 'AGENT_STAGING_INPUT_PENDING', ME, now));
       let list = byPilot.get(pilot);
       if (list === undefined) byPilot.set(pilot, (list = []));

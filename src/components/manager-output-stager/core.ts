@@ -6,6 +6,7 @@ import { COMPONENTS } from '../../states/task-model';
 import { cancelIfAsked } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
 import { nextAttempt, retriesLeft, retryable } from '../shared/retry';
+import { withStagingProblems } from '../shared/staging-paths';
 import { checkArrivals, transition } from '../shared/transition';
 import type { ManagerOutputStagerEffects } from './effects';
 
@@ -50,7 +51,7 @@ export class ManagerOutputStagerCore {
       };
       if (task.pilot !== undefined) detail.pilot = task.pilot;
       if (task.sandbox !== undefined) detail.sandbox = task.sandbox;
-      const why = task.reason ?? exitReason(task);
+      const why = task.reason ?? withStagingProblems(exitReason(task), task);
       if (why === undefined) {
         notes.push(transition(task, 'DONE', ME, now, detail));
       } else if (retryable(why) && retriesLeft(task) > 0) {

@@ -67,7 +67,7 @@ describe('the agent-side component shells, on real files', () => {
     mkdirSync(sandbox);
     writeFileSync(path.join(sandbox, 'stdout'), 'hello\n');
     const { deps: d, forwarded, states } = deps();
-    const shell = new AgentOutputStagerShell(d);
+    const shell = new AgentOutputStagerShell(d, path.dirname(sandbox));
     shell.core.onTasks([taskIn('AGENT_STAGING_OUTPUT_PENDING', { uid: 't1', sandbox })]);
     const [task] = await forwarded;
     expect(task).toMatchObject({

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { AgentInputStagerCore } from '../../../../src/components/agent-input-stager/core';
+import type { StagingStep } from '../../../../src/components/shared/staging-paths';
 import type { TaskRecord } from '../../../../src/generated';
 import {
   AGENT_SHUTDOWN,
@@ -7,6 +8,7 @@ import {
   CoreHarness,
   handOverTests,
   taskRecord,
+  uidsLine,
 } from '../../../support/core-harness';
 
 const PILOT_SANDBOX = '/scratch/pilot.1';
@@ -14,8 +16,18 @@ const CANCELED = canceledByUser('AgentInputStager');
 
 function setup() {
   const h = new CoreHarness();
-  const effects = h.effects({ stage: h.uids('stage') });
-  return Object.assign(h, { core: new AgentInputStagerCore(effects, h.clock, PILOT_SANDBOX) });
+  const steps: { uid: string; steps: StagingStep[] }[] = [];
+  const effects = h.effects({
+    stage: h.uids('stage'),
+    stageInput: (work: { uid: string; steps: StagingStep[] }[]) => {
+      steps.push(...work);
+      h.rec.record(uidsLine('stageInput', work));
+    },
+  });
+  return Object.assign(h, {
+    steps,
+    core: new AgentInputStagerCore(effects, h.clock, PILOT_SANDBOX),
+  });
 }
 
 function pending(uid: string): TaskRecord {
@@ -220,6 +232,132 @@ describe('AgentInputStagerCore', () => {
         'notify a FAILED, b FAILED',
       ]);
       core.onStaged([{ uid: 'a' }]);
+      rec.expectNoMore();
+    });
+  });
+
+  describe('input directives', () => {
+    const STAGING = {
+      input: [
+        { source: '/home/u/in.txt', target: 'task://', action: 'copy' as const, optional: false },
+        { source: 'pilot://db', target: 'task://db', action: 'link' as const, optional: true },
+      ],
+      output: [],
+    };
+    function staged(uid: string): TaskRecord {
+      return taskRecord(uid, 'AGENT_STAGING_INPUT_PENDING', {
+        pilot: 'pilot.1',
+        staging: STAGING,
+        description: { inputStaging: [{ source: 'client://in.txt', target: 'task://' }] },
+      });
+    }
+    const stepsOf = (uid: string) => [
+      {
+        index: 0,
+        action: 'copy',
+        source: '/home/u/in.txt',
+        target: `/scratch/pilot.1/${uid}`,
+        optional: false,
+      },
+      {
+        index: 1,
+        action: 'link',
+        source: '/scratch/pilot.1/db',
+        target: `/scratch/pilot.1/${uid}/db`,
+        optional: true,
+      },
+    ];
+
+    it('performs them once the sandbox is made, then hands the task on', () => {
+      const { rec, notes, steps, core } = setup();
+      const t = staged('t1');
+      core.onTasks([t, pending('plain')]);
+      core.onStaged([{ uid: 't1' }, { uid: 'plain' }]);
+      expect(rec.take()).toEqual([
+        'notify t1 AGENT_STAGING_INPUT, plain AGENT_STAGING_INPUT',
+        'stage t1, plain',
+        'notify plain AGENT_SCHEDULING_PENDING',
+        'forward plain',
+        'stageInput t1',
+      ]);
+      expect(steps).toEqual([{ uid: 't1', steps: stepsOf('t1') }]);
+      expect(t.state).toBe('AGENT_STAGING_INPUT');
+      core.onStaged([{ uid: 't1' }]); // a repeat of the sandbox result: already past it
+      rec.expectNoMore();
+      core.onInputStaged([{ uid: 't1', failures: [] }]);
+      expect(rec.take()).toEqual(['notify t1 AGENT_SCHEDULING_PENDING', 'forward t1']);
+      expect(notes.at(-1)?.detail).toEqual({ sandbox: '/scratch/pilot.1/t1' });
+      core.onInputStaged([{ uid: 't1', failures: [] }]);
+      rec.expectNoMore();
+    });
+
+    it('fails the task in AGENT_STAGING_INPUT with E_STAGING naming directive, file and errno', () => {
+      const { rec, notes, core } = setup();
+      const t = staged('t1');
+      core.onTasks([t]);
+      core.onStaged([{ uid: 't1' }]);
+      rec.take();
+      const failure = {
+        index: 0,
+        path: '/home/u/in.txt',
+        errno: 'ENOENT',
+        text: 'no such file or directory',
+      };
+      core.onInputStaged([{ uid: 't1', failures: [failure] }]);
+      expect(rec.take()).toEqual(['notify t1 FAILED']);
+      const why = {
+        code: 'E_STAGING',
+        message:
+          'inputStaging[0] (copy client://in.txt -> task://): /home/u/in.txt: no such file or directory (ENOENT)',
+        component: 'AgentInputStager',
+        detail: { directive: 0, path: '/home/u/in.txt', errno: 'ENOENT' },
+      };
+      expect(t.reason).toEqual(why);
+      expect(notes.at(-1)).toMatchObject({
+        state: 'FAILED',
+        detail: { sandbox: '/scratch/pilot.1/t1', reason: why },
+      });
+      rec.expectNoMore();
+    });
+
+    it('fails a task whose record holds a directive it cannot place, without staging it', () => {
+      const { rec, core } = setup();
+      const t = taskRecord('t1', 'AGENT_STAGING_INPUT_PENDING', {
+        staging: { input: [{ source: 'client://x', target: 'task://' }], output: [] },
+      });
+      core.onTasks([t]);
+      core.onStaged([{ uid: 't1' }]);
+      expect(rec.take()).toEqual(['notify t1 AGENT_STAGING_INPUT', 'stage t1', 'notify t1 FAILED']);
+      expect(t.reason).toMatchObject({
+        code: 'E_STAGING',
+        message: "inputStaging[0]: 'client://x' was not resolved by the client",
+      });
+      rec.expectNoMore();
+    });
+
+    it('cancels a task whose cancel came while its directives ran', () => {
+      const { rec, notes, core } = setup();
+      const t = staged('t1');
+      core.onTasks([t]);
+      core.onStaged([{ uid: 't1' }]);
+      rec.take();
+      core.onCancel(['t1']);
+      rec.expectNoMore();
+      core.onInputStaged([{ uid: 't1', failures: [] }]);
+      expect(rec.take()).toEqual(['notify t1 CANCELED']);
+      expect(notes.at(-1)?.detail).toEqual({ reason: CANCELED });
+      rec.expectNoMore();
+    });
+
+    it('ends a task whose directives are running on shutdown, and ignores their late result', () => {
+      const { rec, core } = setup();
+      const t = staged('t1');
+      core.onTasks([t]);
+      core.onStaged([{ uid: 't1' }]);
+      rec.take();
+      core.onShutdown('FAILED', AGENT_SHUTDOWN);
+      expect(rec.take()).toEqual(['notify t1 FAILED']);
+      core.onInputStaged([{ uid: 't1', failures: [] }]);
       rec.expectNoMore();
     });
   });

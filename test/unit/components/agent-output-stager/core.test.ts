@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { AgentOutputStagerCore } from '../../../../src/components/agent-output-stager/core';
+import type { StagingStep } from '../../../../src/components/shared/staging-paths';
 import type { TaskRecord } from '../../../../src/generated';
 import {
   AGENT_SHUTDOWN,
@@ -7,14 +8,24 @@ import {
   CoreHarness,
   handOverTests,
   taskRecord,
+  uidsLine,
+  type TaskOverrides,
 } from '../../../support/core-harness';
 
 const CANCELED = canceledByUser('AgentOutputStager');
+const PILOT_SB = '/scratch/pilot.1';
 
 function setup() {
   const h = new CoreHarness();
-  const effects = h.effects({ collect: h.uids('collect') });
-  return Object.assign(h, { core: new AgentOutputStagerCore(effects, h.clock) });
+  const steps: { uid: string; steps: StagingStep[] }[] = [];
+  const effects = h.effects({
+    collect: h.uids('collect'),
+    stageOutput: (work: { uid: string; steps: StagingStep[] }[]) => {
+      steps.push(...work);
+      h.rec.record(uidsLine('stageOutput', work));
+    },
+  });
+  return Object.assign(h, { steps, core: new AgentOutputStagerCore(effects, h.clock, PILOT_SB) });
 }
 
 function pending(uid: string): TaskRecord {
@@ -155,6 +166,189 @@ describe('AgentOutputStagerCore', () => {
       rec.expectNoMore();
     },
   );
+
+  describe('output directives', () => {
+    const DESCRIPTION = {
+      outputStaging: [
+        { source: 'task://result.txt', target: 'client://result.txt' },
+        { source: 'task://log', target: 'pilot://logs/', action: 'move' as const },
+      ],
+    };
+    const STAGING = {
+      input: [],
+      output: [
+        {
+          source: 'task://result.txt',
+          target: '/home/u/result.txt',
+          action: 'copy' as const,
+          optional: false,
+        },
+        { source: 'task://log', target: 'pilot://logs/', action: 'move' as const, optional: false },
+      ],
+    };
+    function staged(uid: string, overrides: TaskOverrides = {}): TaskRecord {
+      return taskRecord(uid, 'AGENT_STAGING_OUTPUT_PENDING', {
+        pilot: 'pilot.1',
+        sandbox: `/sb/${uid}`,
+        exitCode: 0,
+        signal: null,
+        staging: structuredClone(STAGING),
+        description: DESCRIPTION,
+        ...overrides,
+      });
+    }
+    const missing = {
+      index: 0,
+      path: '/sb/t1/result.txt',
+      errno: 'ENOENT',
+      text: 'no such file or directory',
+    };
+    const MISSING_MESSAGE =
+      'outputStaging[0] (copy task://result.txt -> client://result.txt): /sb/t1/result.txt: no such file or directory (ENOENT)';
+
+    function through(overrides: TaskOverrides = {}) {
+      const h = setup();
+      const t = staged('t1', overrides);
+      h.core.onTasks([t]);
+      h.core.onCollected([collected('t1')]);
+      return Object.assign(h, { t });
+    }
+
+    it('performs them after the tails are read, then hands the task back', () => {
+      const { rec, steps, core, t } = through();
+      expect(rec.take()).toEqual([
+        'notify t1 AGENT_STAGING_OUTPUT',
+        'collect t1',
+        'stageOutput t1',
+      ]);
+      expect(steps).toEqual([
+        {
+          uid: 't1',
+          steps: [
+            {
+              index: 0,
+              action: 'copy',
+              source: '/sb/t1/result.txt',
+              target: '/home/u/result.txt',
+              optional: false,
+            },
+            {
+              index: 1,
+              action: 'move',
+              source: '/sb/t1/log',
+              target: '/scratch/pilot.1/logs/',
+              optional: false,
+            },
+          ],
+        },
+      ]);
+      core.onOutputStaged([{ uid: 't1', failures: [] }]);
+      expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT_PENDING', 'forward t1']);
+      expect(t.stdout).toBe('out of t1\n');
+      core.onOutputStaged([{ uid: 't1', failures: [] }]);
+      rec.expectNoMore();
+    });
+
+    it('fails a task that succeeded in AGENT_STAGING_OUTPUT, naming every failed directive', () => {
+      const { rec, notes, core, t } = through();
+      rec.take();
+      const second = { index: 1, path: '/sb/t1/log', errno: 'EACCES', text: 'permission denied' };
+      core.onOutputStaged([{ uid: 't1', failures: [missing, second] }]);
+      expect(rec.take()).toEqual(['notify t1 FAILED']);
+      const problems = [
+        { directive: 0, path: '/sb/t1/result.txt', errno: 'ENOENT', message: MISSING_MESSAGE },
+        {
+          directive: 1,
+          path: '/sb/t1/log',
+          errno: 'EACCES',
+          message:
+            'outputStaging[1] (move task://log -> pilot://logs/): /sb/t1/log: permission denied (EACCES)',
+        },
+      ];
+      const why = {
+        code: 'E_STAGING',
+        message: `${MISSING_MESSAGE} (and 1 more)`,
+        component: 'AgentOutputStager',
+        detail: { directive: 0, path: '/sb/t1/result.txt', errno: 'ENOENT', staging: problems },
+      };
+      expect(t.reason).toEqual(why);
+      expect(notes.at(-1)?.detail).toEqual({
+        exitCode: 0,
+        signal: null,
+        stdout: 'out of t1\n',
+        stderr: '',
+        sandbox: '/sb/t1',
+        reason: why,
+      });
+      rec.expectNoMore();
+    });
+
+    it('hands back a task that exited non-zero with the failed directives for its reason', () => {
+      const { rec, core, t } = through({ exitCode: 3 });
+      rec.take();
+      core.onOutputStaged([{ uid: 't1', failures: [missing] }]);
+      expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT_PENDING', 'forward t1']);
+      expect(t.reason).toBeUndefined(); // the ManagerOutputStager words the exit code
+      expect(t.staging?.problems).toEqual([
+        { directive: 0, path: '/sb/t1/result.txt', errno: 'ENOENT', message: MISSING_MESSAGE },
+      ]);
+      rec.expectNoMore();
+    });
+
+    it('keeps the reason of a task that failed with one, the failed directives in its detail', () => {
+      const timeout = {
+        code: 'E_TASK_TIMEOUT' as const,
+        message: 'task ran longer than timeoutS 1',
+        component: 'Executor',
+        detail: { timeoutS: 1 },
+      };
+      const { rec, notes, core, t } = through({
+        exitCode: null,
+        signal: 'SIGTERM',
+        reason: timeout,
+      });
+      rec.take();
+      core.onOutputStaged([{ uid: 't1', failures: [missing] }]);
+      expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT_PENDING', 'forward t1']);
+      const staging = [
+        { directive: 0, path: '/sb/t1/result.txt', errno: 'ENOENT', message: MISSING_MESSAGE },
+      ];
+      expect(t.reason).toEqual({ ...timeout, detail: { timeoutS: 1, staging } });
+      expect(notes.at(-1)?.detail?.reason).toEqual(t.reason);
+      rec.expectNoMore();
+    });
+
+    it('performs none for a task that never ran', () => {
+      const notFound = { code: 'E_EXEC_NOT_FOUND' as const, message: 'x', component: 'Executor' };
+      const { rec } = through({ exitCode: null, signal: null, reason: notFound });
+      expect(rec.take()).toEqual([
+        'notify t1 AGENT_STAGING_OUTPUT',
+        'collect t1',
+        'notify t1 TMGR_STAGING_OUTPUT_PENDING',
+        'forward t1',
+      ]);
+      rec.expectNoMore();
+    });
+
+    it('cancels a task whose cancel came while its directives ran', () => {
+      const { rec, notes, core } = through();
+      rec.take();
+      core.onCancel(['t1']);
+      core.onOutputStaged([{ uid: 't1', failures: [] }]);
+      expect(rec.take()).toEqual(['notify t1 CANCELED']);
+      expect(notes.at(-1)?.detail).toEqual({ reason: CANCELED });
+      rec.expectNoMore();
+    });
+
+    it('ends a task whose directives are running on shutdown, and ignores their late result', () => {
+      const { rec, core } = through();
+      rec.take();
+      core.onShutdown('CANCELED', AGENT_SHUTDOWN);
+      expect(rec.take()).toEqual(['notify t1 CANCELED']);
+      core.onOutputStaged([{ uid: 't1', failures: [] }]);
+      rec.expectNoMore();
+    });
+  });
 
   describe('hand-over', () => {
     handOverTests({

@@ -140,6 +140,77 @@ describe('ManagerInputStagerCore', () => {
     rec.expectNoMore();
   });
 
+  describe('staging directives', () => {
+    const taskOf = (uid: string) =>
+      uid === 'ran'
+        ? { sandbox: '/sess/p1/ran' }
+        : uid === 'waits'
+          ? { sandbox: undefined }
+          : undefined;
+    function setupWithTasks() {
+      const h = new CoreHarness();
+      const effects = {
+        notify: h.notify,
+        forwardToPilot: (pilot: string, ts: TaskRecord[]) => h.uids(`forwardToPilot ${pilot}:`)(ts),
+        retry: h.uids('retry'),
+      };
+      const core = new ManagerInputStagerCore(effects, h.clock, { clientCwd: '/home/u', taskOf });
+      return Object.assign(h, { core });
+    }
+
+    it('resolves them into the record for the agent, leaving the description as written', () => {
+      const { rec, core } = setupWithTasks();
+      const inputStaging = [
+        { source: 'client://in.txt', target: 'task://' },
+        { source: 'task://ran/out.txt', target: 'task://prev.txt', action: 'link' as const },
+      ];
+      const outputStaging = [{ source: 'task://r', target: 'client://res/' }];
+      const t = taskRecord('t1', 'TMGR_STAGING_INPUT_PENDING', {
+        pilot: 'p1',
+        description: { inputStaging, outputStaging },
+      });
+      const before = structuredClone(t.description);
+      core.onTasks([t]);
+      expect(rec.take()).toEqual([through(['t1']), 'forwardToPilot p1: t1']);
+      expect(t.staging).toEqual({
+        input: [
+          { source: '/home/u/in.txt', target: 'task://', action: 'copy', optional: false },
+          {
+            source: '/sess/p1/ran/out.txt',
+            target: 'task://prev.txt',
+            action: 'link',
+            optional: false,
+          },
+        ],
+        output: [{ source: 'task://r', target: '/home/u/res/', action: 'copy', optional: false }],
+      });
+      expect(t.description).toEqual(before);
+      rec.expectNoMore();
+    });
+
+    it('fails a task naming another task that has no sandbox yet, in TMGR_STAGING_INPUT', () => {
+      const { rec, notes, core } = setupWithTasks();
+      const t = taskRecord('t1', 'TMGR_STAGING_INPUT_PENDING', {
+        pilot: 'p1',
+        description: { inputStaging: [{ source: 'task://waits/x', target: 'task://' }] },
+      });
+      core.onTasks([t, pending('t2')]);
+      expect(rec.take()).toEqual([
+        'notify t1 TMGR_STAGING_INPUT, t1 FAILED, t2 TMGR_STAGING_INPUT, t2 AGENT_STAGING_INPUT_PENDING',
+        'forwardToPilot p1: t2',
+      ]);
+      const why = {
+        code: 'E_STAGING',
+        message:
+          "inputStaging[0]: 'task://waits/x': task waits has no sandbox yet (it has not run)",
+        component: 'ManagerInputStager',
+      };
+      expect(t.reason).toEqual(why);
+      expect(notes[1]?.detail).toEqual({ reason: why });
+      rec.expectNoMore();
+    });
+  });
+
   describe('hand-over', () => {
     handOverTests({
       from: 'TMGR_STAGING_INPUT_PENDING',

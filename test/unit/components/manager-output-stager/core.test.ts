@@ -122,6 +122,24 @@ describe('ManagerOutputStagerCore', () => {
     rec.expectNoMore();
   });
 
+  it('adds the output directives that failed at the agent to the exit code reason', () => {
+    const { rec, notes, core } = setup();
+    const problem = { directive: 0, path: '/sb/p1/t1/r', errno: 'ENOENT', message: 'gone' };
+    const t = back('t1', {
+      exitCode: 2,
+      staging: { input: [], output: [], problems: [problem] },
+    });
+    core.onTasks([t]);
+    expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT, t1 FAILED']);
+    expect(notes.at(-1)?.detail?.reason).toEqual({
+      code: 'E_EXIT_CODE',
+      message: 'task exited with code 2',
+      component: 'ManagerOutputStager',
+      detail: { exitCode: 2, staging: [problem] },
+    });
+    rec.expectNoMore();
+  });
+
   it.each<[string, TaskOverrides, Reason]>([
     [
       'a timeout',
