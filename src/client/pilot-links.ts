@@ -1,6 +1,7 @@
 import type { AgentConfig } from '../generated';
 import type { KeyPair } from '../transport/curve';
 import type { ControlUplinks } from '../transport/control-uplinks';
+import type { FileServer } from './file-server';
 import type { StoreServer } from '../updater/embedded/store-server';
 import type { StateStore } from '../updater/state-store';
 import type { ManagerPipeline } from './manager-pipeline';
@@ -16,6 +17,8 @@ export interface PilotPorts {
   controlUp: string;
   /** Its UpdateWorkers write notifications here. */
   store: string;
+  /** Its file channel (the transfer staging action); absent in journals written before it. */
+  files?: string;
 }
 
 /** What the journal keeps of a pilot's link, so that a resumed session binds it again. */
@@ -41,6 +44,7 @@ export class PilotLinks {
       pipeline: ManagerPipeline;
       store: StoreServer;
       uplinks: ControlUplinks;
+      files: FileServer;
       /** Where pilot sockets listen, e.g. `tcp://127.0.0.1:0`. */
       listenAt: string;
       /** The control socket every agent subscribes to. */
@@ -52,7 +56,7 @@ export class PilotLinks {
 
   /** Issues the pilot's keys and binds its sockets (`before`: those of a resumed session). */
   async open(pilot: string, before?: PilotLink): Promise<PilotLink> {
-    const { security, pipeline, store, uplinks, listenAt } = this.deps;
+    const { security, pipeline, store, uplinks, files, listenAt } = this.deps;
     let publicKey: string | undefined;
     if (security !== undefined) {
       if (before?.publicKey !== undefined) {
@@ -77,8 +81,9 @@ export class PilotLinks {
       kind === 'pilot' ? uid === pilot : pipeline.owns(pilot, uid),
     );
     const controlUp = await uplinks.add(pilot, at?.controlUp ?? listenAt, server);
+    const filesAt = await files.listen(pilot, at?.files ?? listenAt, server);
     const link: PilotLink = {
-      ports: { ...queues, controlUp, store: storeAt },
+      ports: { ...queues, controlUp, store: storeAt, files: filesAt },
       ...(publicKey !== undefined ? { publicKey } : {}),
     };
     this.links.set(pilot, link);
@@ -89,13 +94,14 @@ export class PilotLinks {
   agentConfig(pilot: string): Pick<AgentConfig, 'addresses' | 'curve'> {
     const link = this.links.get(pilot);
     if (link === undefined) throw new Error(`no link for pilot ${pilot}`);
-    const { agentInput, managerOutput, controlUp, store } = link.ports;
+    const { agentInput, managerOutput, controlUp, store, files } = link.ports;
     const addresses = {
       agentInput,
       managerOutput,
       controlUp,
       controlDown: this.deps.controlDown,
       store,
+      ...(files !== undefined ? { files } : {}),
     };
     const keys = this.keys.get(pilot);
     const security = this.deps.security;
