@@ -163,8 +163,15 @@ export class FileChannel implements Transfers {
       const hash = createHash('sha256');
       // chunks are read one after another, so they are hashed and sent in order
       let reading: Promise<unknown> = Promise.resolve();
+      // a chunk's buffer is used again once the client answered it (ZeroMQ sends buffers
+      // without copying; once answered, it was sent): a window of buffers, not a GC's worth
+      const spare: Buffer[] = [];
+      const inUse = new Map<number, Buffer>();
+      const chunkBytes = this.opts.chunkBytes ?? CHUNK_BYTES;
       const readThenSend = async (c: Chunk): Promise<Answer> => {
-        const buf = Buffer.allocUnsafe(c.length);
+        const whole = spare.pop() ?? Buffer.allocUnsafe(chunkBytes);
+        inUse.set(c.offset, whole);
+        const buf = whole.subarray(0, c.length);
         const read = () => localOp('read', local, () => fh.read(buf, 0, c.length, c.offset));
         const turn = reading.then(read);
         reading = turn.catch(noop);
@@ -175,7 +182,12 @@ export class FileChannel implements Transfers {
         this.opts.sentHook?.(buf);
         return ask({ op: 'write', offset: c.offset }, buf);
       };
-      await this.windowed(task, size, readThenSend, () => Promise.resolve());
+      const answered = (c: Chunk): Promise<void> => {
+        spare.push(inUse.get(c.offset)!);
+        inUse.delete(c.offset);
+        return Promise.resolve();
+      };
+      await this.windowed(task, size, readThenSend, answered);
       const after = await localOp('read', local, () => fh.stat());
       if (after.size !== size || after.mtimeMs !== before.mtimeMs) {
         throw failure(`${what}: the file changed while it was sent`);
