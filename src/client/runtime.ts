@@ -27,7 +27,6 @@ import { closeStore, StoreHealth } from './store-health';
 import type { FinalPilotState } from '../states/pilot-model';
 import { makePrivateDir } from '../lib/private-files';
 import { recoveryNotes } from './pilot-recovery';
-import { FileServer } from './file-server';
 import { givenInStore, PilotLinks, type PilotLink } from './pilot-links';
 import { SessionSecurity } from './session-security';
 import { TaskRegistry } from './task-registry';
@@ -76,8 +75,6 @@ export class ClientRuntime {
   control!: ControlBus;
   /** Each pilot's own sockets (see PilotLinks). */
   links!: PilotLinks;
-  /** The client's end of the pilots' file channels: `allow`/`forget` what tasks transfer. */
-  files: FileServer | undefined;
   private uplinks: ControlUplinks | undefined;
   private given: Promise<ReadonlyMap<string, readonly string[]>> | undefined;
   /** The session's keys; undefined only for a session opened `insecure: 'trusted-network'`. */
@@ -198,12 +195,9 @@ export class ClientRuntime {
     const notify = (ns: Notification[]): void => this.notify(ns);
     this.pipeline = new ManagerPipeline(notify, this.clock, this.log, listenAt, this.uid);
     this.pipeline.start();
-    this.files = new FileServer({
-      session: this.uid,
-      log: this.log.child({ component: 'FileServer' }),
-    });
     this.links = new PilotLinks({
-      files: this.files,
+      session: this.uid,
+      log: this.log,
       security: this.security,
       pipeline: this.pipeline,
       store: this.storeServer,
@@ -357,11 +351,7 @@ export class ClientRuntime {
   refusals(): { connections: number; messages: number } {
     return {
       connections: this.security?.refused() ?? 0,
-      messages:
-        (this.uplinks?.refused ?? 0) +
-        (this.storeServer?.refused ?? 0) +
-        (this.files?.refused ?? 0) +
-        this.pipeline.refused(),
+      messages: (this.links?.refused() ?? 0) + this.pipeline.refused(),
     };
   }
 
@@ -401,7 +391,7 @@ export class ClientRuntime {
     await this.watchLoop;
     await this.control?.close();
     await this.uplinks?.close();
-    await this.files?.close();
+    await this.links?.close();
     await Promise.all(this.bridges.map((b) => b.close()));
     await this.security?.close();
     for (const c of this.caughtUp.splice(0)) c.resolve();
