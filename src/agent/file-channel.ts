@@ -150,8 +150,8 @@ export class FileChannel implements Transfers {
     const local = path.resolve(localPath);
     const what = `send of ${local} to client file ${client}`;
     const transfer = randomBytes(16).toString('hex');
-    const ask = (body: Body, data?: Buffer): Promise<Answer> =>
-      this.request(task, transfer, body, what, data);
+    const ask = (body: Body, data?: Buffer, waitMs?: number): Promise<Answer> =>
+      this.request(task, transfer, body, what, data, waitMs);
     const fh = await localOp('read', local, () => fsp.open(local, 'r'));
     let opened = false;
     try {
@@ -194,7 +194,12 @@ export class FileChannel implements Transfers {
       }
       const sha256 = hash.digest('hex');
       opened = false; // a failed commit removes the client's temporary file itself
-      await ask({ op: 'commit', bytes: size, sha256 });
+      // the client flushes the whole file to disk before it answers: allow 10 MiB/s for that
+      await ask(
+        { op: 'commit', bytes: size, sha256 },
+        undefined,
+        this.timeoutMs + size / 10_485.76,
+      );
       return { bytes: size, sha256 };
     } catch (e) {
       if (opened) this.abort(task, transfer, what);
@@ -269,6 +274,7 @@ export class FileChannel implements Transfers {
     body: Body,
     what: string,
     data?: Buffer,
+    waitMs: number = this.timeoutMs,
   ): Promise<Answer> {
     if (this.closed) return Promise.reject(failure(`${what}: the file channel was closed`));
     const req = this.nextReq++;
@@ -278,8 +284,8 @@ export class FileChannel implements Transfers {
     return new Promise<Answer>((resolve, reject) => {
       const timer = this.clock.setTimeout(() => {
         this.pending.delete(req);
-        reject(failure(`${what}: no answer from the client within ${this.timeoutMs} ms`));
-      }, this.timeoutMs);
+        reject(failure(`${what}: no answer from the client within ${Math.round(waitMs)} ms`));
+      }, waitMs);
       this.pending.set(req, { resolve, reject, timer });
       this.sendChain = this.sendChain
         .then(() => this.sock.send(frames))

@@ -67,7 +67,8 @@ export class FileServer {
     const sock = new zmq.Router({
       linger: 0,
       maxMessageSize: MAX_FILE_MESSAGE_BYTES,
-      receiveHighWaterMark: 4 * IN_FLIGHT_PER_SOCKET,
+      // a peer that sends more than is handled waits (TCP), it is not held in memory here
+      receiveHighWaterMark: IN_FLIGHT_PER_SOCKET,
       ...serverOptions(security),
     });
     try {

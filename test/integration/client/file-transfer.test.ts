@@ -7,7 +7,11 @@ import { FileChannel, type FileChannelOptions } from '../../../src/agent/file-ch
 import { FileServer, type FileServerOptions } from '../../../src/client/file-server';
 import { SessionSecurity } from '../../../src/client/session-security';
 import { silentLogger } from '../../../src/lib/logger';
-import { newKeyPair, type ClientSecurity } from '../../../src/transport/curve';
+import * as zmq from 'zeromq';
+import { withTimeout } from '../../../src/lib/deferred';
+import { parseFileReply } from '../../../src/lib/validate';
+import { decode, encode } from '../../../src/transport/codec';
+import { clientOptions, newKeyPair, type ClientSecurity } from '../../../src/transport/curve';
 
 const SESSION = 'session.transfer';
 const PILOT = 'pilot.0000';
@@ -184,6 +188,43 @@ describe('file channel (transfer staging action)', () => {
       message: expect.stringContaining('pilot.0001'),
     });
     expect(server.refused).toBe(2);
+  });
+
+  it('answers malformed requests with an error where it can, and counts them all', async () => {
+    const src = path.join(client, 'f');
+    fs.writeFileSync(src, 'x');
+    server.allow(PILOT, TASK, { read: [src] });
+    const raw = new zmq.Dealer({ linger: 0, ...clientOptions(agentKeys) });
+    raw.connect(address);
+    try {
+      const ask = async (frames: Buffer[]) => {
+        await raw.send(frames);
+        const [h] = await withTimeout(raw.receive(), 5_000, 'file reply');
+        return parseFileReply(decode(h!));
+      };
+      const base = { session: SESSION, pilot: PILOT, task: TASK, transfer: 'x1' };
+      // garbage and a request with no number get no answer; the next one does
+      await raw.send(Buffer.from([0xc1, 0xff, 0x00]));
+      await raw.send(encode({ op: 'open_read' }));
+      await expect(ask([encode({ ...base, op: 'open_read', req: 1, path: 5 })])).resolves.toEqual({
+        req: 1,
+        ok: false,
+        error: { code: 'E_TRANSFER', message: expect.stringMatching(/\/path must be string/) },
+      });
+      await expect(
+        ask([encode({ ...base, op: 'open_read', req: 2, path: src }), Buffer.from('bytes')]),
+      ).resolves.toMatchObject({ req: 2, ok: false, error: { code: 'EACCES' } });
+      await expect(ask([encode({ ...base, op: 'open_read', req: 3, path: src })])).resolves.toEqual(
+        { req: 3, ok: true, size: 1, mode: expect.any(Number) },
+      );
+      // a chunk out of order fails the transfer (not a refusal: the request was its own)
+      await expect(
+        ask([encode({ ...base, op: 'read', req: 4, offset: 1, length: 1 })]),
+      ).resolves.toMatchObject({ ok: false, error: { code: 'E_TRANSFER' } });
+      expect(server.refused).toBe(4);
+    } finally {
+      raw.close();
+    }
   });
 
   it('admits only the pilot key: another key gets no answer, and fails in bounded time', async () => {
