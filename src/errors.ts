@@ -56,6 +56,21 @@ export class UsageError extends PilotfishError {
   readonly code = 'E_USAGE';
 }
 
+/**
+ * Thrown when a `transfer` staging action fails: `code` is the errno name of the file operation
+ * that failed (ENOENT, EACCES, ENOSPC, ... on either side) or E_TRANSFER (the channel went
+ * silent, a checksum differed, the file changed while it was copied); the message names the file.
+ */
+export class TransferError extends PilotfishError {
+  constructor(
+    readonly code: string,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
 /** Thrown on a branch that must be impossible; the tag names the place. */
 export class InternalError extends PilotfishError {
   readonly code = 'E_INTERNAL';

@@ -16,6 +16,7 @@ import { UpdateWorker } from '../updater/update-worker';
 import { FirstSight } from './first-sight';
 import type { AgentFinal } from './lifecycle/effects';
 import { AgentLifecycleShell, type AgentParts } from './lifecycle/shell';
+import { FileChannel } from './file-channel';
 import { AgentNotifications } from './notifications';
 import { launchSetup } from './resources/launch-setup';
 import { discoverNodes } from './resources/nodes';
@@ -40,6 +41,7 @@ export class Agent {
   /** What the agent found wrong with the pilot's resources at start, told to the client. */
   private warnings: string[] = [];
   private notes: AgentNotifications | undefined;
+  private files: FileChannel | undefined;
   private readonly firstSight = new FirstSight();
   private readonly lifecycle: AgentLifecycleShell;
   /** Resolves once the agent has shut down, with the pilot final state it suggests. */
@@ -55,6 +57,14 @@ export class Agent {
       runtimeMin: cfg.runtimeMin,
     });
     this.done = this.lifecycle.done;
+  }
+
+  /**
+   * The `transfer` staging action over the session's connection (the pilot's file channel),
+   * for the stagers; undefined before start() and when the client gave no file address.
+   */
+  get transfers(): FileChannel | undefined {
+    return this.files;
   }
 
   /** Builds and connects everything; a failure to start shuts the agent down (FAILED). */
@@ -114,6 +124,15 @@ export class Agent {
     }
     const notes = new AgentNotifications(toUpdates, this.log);
     this.notes = notes;
+    if (cfg.addresses.files !== undefined) {
+      this.files = new FileChannel({
+        address: cfg.addresses.files,
+        security: cfg.curve,
+        session: cfg.session,
+        pilot: cfg.pilot,
+        log: this.log.child({ component: 'FileChannel' }),
+      });
+    }
 
     const clock = systemClock;
     const logIn = this.log.child({ component: C.agentInputStager });
@@ -233,6 +252,7 @@ export class Agent {
       components: [this.input?.core, this.scheduler?.core, this.executor?.core, this.output?.core],
       pool: this.executor,
       control: this.control,
+      files: this.files,
     };
   }
 

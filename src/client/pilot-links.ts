@@ -1,6 +1,8 @@
 import type { AgentConfig } from '../generated';
 import type { KeyPair } from '../transport/curve';
 import type { ControlUplinks } from '../transport/control-uplinks';
+import type { Logger } from '../lib/logger';
+import { FileServer } from './file-server';
 import type { StoreServer } from '../updater/embedded/store-server';
 import type { StateStore } from '../updater/state-store';
 import type { ManagerPipeline } from './manager-pipeline';
@@ -16,6 +18,8 @@ export interface PilotPorts {
   controlUp: string;
   /** Its UpdateWorkers write notifications here. */
   store: string;
+  /** Its file channel (the transfer staging action); absent in journals written before it. */
+  files?: string;
 }
 
 /** What the journal keeps of a pilot's link, so that a resumed session binds it again. */
@@ -34,6 +38,8 @@ export class PilotLinks {
   private readonly links = new Map<string, PilotLink>();
   /** Key pairs issued by this client (a resumed one knows only the public halves). */
   private readonly keys = new Map<string, KeyPair>();
+  /** The client's end of the pilots' file channels: `allow`/`forget` what tasks transfer. */
+  readonly files: FileServer;
 
   constructor(
     private readonly deps: {
@@ -41,6 +47,8 @@ export class PilotLinks {
       pipeline: ManagerPipeline;
       store: StoreServer;
       uplinks: ControlUplinks;
+      session: string;
+      log: Logger;
       /** Where pilot sockets listen, e.g. `tcp://127.0.0.1:0`. */
       listenAt: string;
       /** The control socket every agent subscribes to. */
@@ -48,7 +56,12 @@ export class PilotLinks {
       /** A resumed session: which tasks the store says were given to each pilot. */
       given: () => Promise<ReadonlyMap<string, readonly { uid: string; attempt: number }[]>>;
     },
-  ) {}
+  ) {
+    this.files = new FileServer({
+      session: deps.session,
+      log: deps.log.child({ component: 'FileServer' }),
+    });
+  }
 
   /** Issues the pilot's keys and binds its sockets (`before`: those of a resumed session). */
   async open(pilot: string, before?: PilotLink): Promise<PilotLink> {
@@ -81,25 +94,37 @@ export class PilotLinks {
         kind === 'pilot' ? uid === pilot : pipeline.owns(pilot, uid, attempt),
     );
     const controlUp = await uplinks.add(pilot, at?.controlUp ?? listenAt, server);
+    const filesAt = await this.files.listen(pilot, at?.files ?? listenAt, server);
     const link: PilotLink = {
-      ports: { ...queues, controlUp, store: storeAt },
+      ports: { ...queues, controlUp, store: storeAt, files: filesAt },
       ...(publicKey !== undefined ? { publicKey } : {}),
     };
     this.links.set(pilot, link);
     return link;
   }
 
+  /** Messages refused on the pilots' sockets (and the store's), see docs/security.md. */
+  refused(): number {
+    return this.deps.uplinks.refused + this.deps.store.refused + this.files.refused;
+  }
+
+  /** Closes the file channels (the other pilot sockets close with their owners). */
+  close(): Promise<void> {
+    return this.files.close();
+  }
+
   /** The addresses and keys a new agent of `pilot` needs (its bootstrap file, mode 0600). */
   agentConfig(pilot: string): Pick<AgentConfig, 'addresses' | 'curve'> {
     const link = this.links.get(pilot);
     if (link === undefined) throw new Error(`no link for pilot ${pilot}`);
-    const { agentInput, managerOutput, controlUp, store } = link.ports;
+    const { agentInput, managerOutput, controlUp, store, files } = link.ports;
     const addresses = {
       agentInput,
       managerOutput,
       controlUp,
       controlDown: this.deps.controlDown,
       store,
+      ...(files !== undefined ? { files } : {}),
     };
     const keys = this.keys.get(pilot);
     const security = this.deps.security;

@@ -204,6 +204,8 @@ export class ClientRuntime {
     });
     this.pipeline.start();
     this.links = new PilotLinks({
+      session: this.uid,
+      log: this.log,
       security: this.security,
       pipeline: this.pipeline,
       store: this.storeServer,
@@ -373,8 +375,7 @@ export class ClientRuntime {
   refusals(): { connections: number; messages: number } {
     return {
       connections: this.security?.refused() ?? 0,
-      messages:
-        (this.uplinks?.refused ?? 0) + (this.storeServer?.refused ?? 0) + this.pipeline.refused(),
+      messages: (this.links?.refused() ?? 0) + this.pipeline.refused(),
     };
   }
 
@@ -414,6 +415,7 @@ export class ClientRuntime {
     await this.follower?.stop();
     await this.control?.close();
     await this.uplinks?.close();
+    await this.links?.close();
     await Promise.all(this.bridges.map((b) => b.close()));
     await this.security?.close();
     this.delivered?.close();

@@ -38,6 +38,10 @@ export interface AgentConfig {
      * The pilot's own socket of the state store (its UpdateWorkers).
      */
     store: string;
+    /**
+     * The pilot's own file channel (the transfer staging action; the agent's DEALER connects). Absent: transfers are unavailable.
+     */
+    files?: string;
   };
   memMb?: number;
   /**

@@ -4,6 +4,8 @@ import { ValidationError, type ValidationIssue } from '../errors';
 import type {
   AgentConfig,
   ControlMessage,
+  FileReply,
+  FileRequest,
   Notification,
   NotificationBulk,
   PilotDescription,
@@ -17,6 +19,8 @@ import type {
 } from '../generated';
 import agentConfig from '../../schemas/agent-config.schema.json';
 import controlMessage from '../../schemas/control-message.schema.json';
+import fileReply from '../../schemas/file-reply.schema.json';
+import fileRequest from '../../schemas/file-request.schema.json';
 import notification from '../../schemas/notification.schema.json';
 import notificationBulk from '../../schemas/notification-bulk.schema.json';
 import pilotDescription from '../../schemas/pilot-description.schema.json';
@@ -49,6 +53,8 @@ ajv.addSchema([
   storeRequest,
   storeReply,
   controlMessage,
+  fileRequest,
+  fileReply,
   agentConfig,
   workload,
   sessionOptions,
@@ -232,3 +238,5 @@ export const parseControlMessage = parser<ControlMessage>('ControlMessage', cont
 export const parseAgentConfig = parser<AgentConfig>('AgentConfig', agentConfig);
 export const parseWorkload = parser<Workload>('Workload', workload);
 export const parseSessionOptions = parser<SessionOptionsInput>('SessionOptions', sessionOptions);
+export const parseFileRequest = parser<FileRequest>('FileRequest', fileRequest);
+export const parseFileReply = parser<FileReply>('FileReply', fileReply);

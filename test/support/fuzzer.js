@@ -21,6 +21,7 @@ const peerType = {
   managerOutput: zmq.Push,
   controlUp: zmq.Publisher,
   store: zmq.Dealer,
+  files: zmq.Dealer,
   controlDown: zmq.XSubscriber,
 };
 /** The socket type each port pairs with, as a ZMTP READY names it. */
@@ -29,6 +30,7 @@ const PAIRS = {
   managerOutput: 'PUSH',
   controlUp: 'PUB',
   store: 'DEALER',
+  files: 'DEALER',
   controlDown: 'SUB',
 };
 const opts = { linger: 0, sendTimeout: 2000, ...plan.curve };

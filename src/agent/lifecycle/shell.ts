@@ -20,6 +20,8 @@ export interface AgentParts {
   components: readonly ({ onShutdown(final: AbortedTaskState, why: Reason): void } | undefined)[];
   pool?: { close(): Promise<void> } | undefined;
   control?: ControlBus | undefined;
+  /** The file channel: transfers still under way fail (E_TRANSFER) when it closes. */
+  files?: { close(): Promise<void> } | undefined;
 }
 
 /** Runs AgentLifecycleCore: performs each shutdown step and reports it done. */
@@ -69,7 +71,8 @@ export class AgentLifecycleShell implements AgentLifecycleEffects {
   }
 
   closeSenders(): void {
-    this.after('closeSenders', () => this.parts().queues.closeSenders());
+    const { queues, files } = this.parts();
+    this.after('closeSenders', () => Promise.all([queues.closeSenders(), files?.close()]));
   }
 
   awaitUpdates(): void {

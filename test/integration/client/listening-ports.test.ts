@@ -31,7 +31,7 @@ const portOf = (endpoint: string): number => Number(/:(\d+)$/.exec(endpoint)![1]
 describe('what a session listens on', () => {
   const fixture = fixtures();
 
-  it("is only what its agents connect to: the shared control socket and each pilot's own four", async () => {
+  it("is only what its agents connect to: the shared control socket and each pilot's own five", async () => {
     const before = listeningPorts();
     const fx = await fixture.open({ cores: 1 });
     const [pilot2] = await fx.pmgr.submitPilots([{ resource: 'local', cores: 1 }]);
@@ -43,8 +43,8 @@ describe('what a session listens on', () => {
       return Object.values(cfg.addresses);
     });
     const expected = [...new Set(agentFacing.map(portOf))].sort((a, b) => a - b);
-    // control down (shared); each pilot's tasks, hand-back, control up and store
-    expect(expected).toHaveLength(1 + 2 * 4);
+    // control down (shared); each pilot's tasks, hand-back, control up, store and files
+    expect(expected).toHaveLength(1 + 2 * 5);
     const now = listeningPorts().filter((p) => !before.includes(p));
     expect(now).toEqual(expected);
   }, 30_000);

@@ -1,0 +1,292 @@
+import * as zmq from 'zeromq';
+import type { FileReply, FileRequest } from '../generated';
+import { coerceError, errorMeta, TransferError } from '../errors';
+import { BadMessages } from '../lib/bad-messages';
+import { systemClock, type Clock, type Timer } from '../lib/clock';
+import type { Logger } from '../lib/logger';
+import { parseFileRequest } from '../lib/validate';
+import { decode, encode } from '../transport/codec';
+import { serverOptions, type ServerSecurity } from '../transport/curve';
+import { MAX_CHUNK_BYTES, MAX_FILE_MESSAGE_BYTES } from '../transport/transfer-flow';
+import { FileGrants, type FileGrant } from './file-grants';
+import { ServedFiles, type ServedChunkHook } from './served-files';
+
+export interface FileServerOptions {
+  /** The session every request must name. */
+  session: string;
+  log: Logger;
+  clock?: Clock;
+  /** A transfer no request spoke of for this long is dropped (its agent went away). */
+  idleMs?: number;
+  /** Transfers one pilot may have open at once (each holds a file handle). */
+  maxOpenPerPilot?: number;
+  /** Tests only: sees each chunk served after it was hashed (a flipped byte must be caught). */
+  servedHook?: ServedChunkHook;
+}
+
+/** Requests of one pilot's socket handled at once: what the server holds is bounded by it. */
+const IN_FLIGHT_PER_SOCKET = 16;
+const DEFAULT_IDLE_MS = 120_000;
+
+type Reply = { header: FileReply; data?: Buffer };
+
+/**
+ * The client's end of the file channel (the `transfer` staging action): one ROUTER per pilot,
+ * admitted by the pilot's key alone, which its agent's DEALER asks to read and write client
+ * files in chunks. It reads only the paths the session allowed that pilot's task to read and
+ * writes only the targets it allowed it to write (FileGrants); a request naming another
+ * session, pilot or path is refused, counted and logged at a bounded rate. Memory stays bounded:
+ * chunks stream from and to open file handles, a socket handles a few requests at a time.
+ */
+export class FileServer {
+  private readonly grants = new FileGrants();
+  private readonly served: ServedFiles;
+  private readonly sockets: { sock: zmq.Router; loop: Promise<void> }[] = [];
+  /** Each transfer's requests run one after another (the checksum is computed in order). */
+  private readonly turns = new Map<string, Promise<void>>();
+  private readonly bad: BadMessages;
+  private readonly clock: Clock;
+  private readonly idleMs: number;
+  private sweep: Timer | undefined;
+  private refusedCount = 0;
+  private closed = false;
+
+  constructor(private readonly opts: FileServerOptions) {
+    this.bad = new BadMessages(opts.log);
+    this.clock = opts.clock ?? systemClock;
+    this.idleMs = opts.idleMs ?? DEFAULT_IDLE_MS;
+    this.served = new ServedFiles(opts.servedHook);
+  }
+
+  /** Binds `pilot`'s file socket at `address` (its old one on resume); returns where it listens. */
+  async listen(
+    pilot: string,
+    address: string,
+    security: ServerSecurity | undefined,
+  ): Promise<string> {
+    const sock = new zmq.Router({
+      linger: 0,
+      maxMessageSize: MAX_FILE_MESSAGE_BYTES,
+      // a peer that sends more than is handled waits (TCP), it is not held in memory here
+      receiveHighWaterMark: IN_FLIGHT_PER_SOCKET,
+      ...serverOptions(security),
+    });
+    try {
+      await sock.bind(address);
+    } catch (e) {
+      sock.close();
+      throw e;
+    }
+    const send = new RouterSender(sock);
+    this.sockets.push({ sock, loop: this.receive(pilot, sock, send) });
+    this.armSweep();
+    return sock.lastEndpoint ?? address;
+  }
+
+  /** Lets `task` on `pilot` read and write these client paths (absolute; normalized here). */
+  allow(pilot: string, task: string, grant: FileGrant): void {
+    this.grants.allow(pilot, task, grant);
+  }
+
+  /** Takes back what `task` on `pilot` was allowed; its open transfers are dropped. */
+  forget(pilot: string, task: string): void {
+    this.grants.forget(pilot, task);
+    for (const key of this.served.keys({ pilot, task })) void this.drop(key, 'task forgotten');
+  }
+
+  /** Requests refused so far (another session or pilot, a path not allowed, malformed). */
+  get refused(): number {
+    return this.refusedCount;
+  }
+
+  /** Closes every socket; open transfers are dropped (temporary files removed). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.sweep?.cancel();
+    for (const { sock } of this.sockets) sock.close();
+    await Promise.all(this.sockets.map((s) => s.loop));
+    await Promise.all([...this.turns.values()]);
+    await this.served.close();
+  }
+
+  private async receive(pilot: string, sock: zmq.Router, send: RouterSender): Promise<void> {
+    const inFlight = new Set<Promise<void>>();
+    try {
+      for await (const [route, header, data, ...rest] of sock) {
+        if (route === undefined || header === undefined || rest.length > 0) {
+          this.refuse('malformed file request', { pilot, frames: rest.length + 3 });
+          continue;
+        }
+        const req = this.parse(pilot, header, route, send);
+        if (req === undefined) continue;
+        const problem = this.check(pilot, req, data);
+        if (problem !== undefined) {
+          this.refuse('file request refused', { pilot, task: req.task, op: req.op, problem });
+          void send.reply(route, { header: failed(req.req, 'EACCES', `refused: ${problem}`) });
+          continue;
+        }
+        const key = `${pilot}\0${req.transfer}`;
+        const work = this.inTurn(key, () => this.handle(key, req, data)).then((r) =>
+          send.reply(route, r),
+        );
+        inFlight.add(work);
+        void work.then(() => inFlight.delete(work));
+        if (inFlight.size >= IN_FLIGHT_PER_SOCKET) await Promise.race(inFlight);
+      }
+    } catch (e) {
+      if (!sock.closed) this.opts.log.error('file server stopped', { pilot, ...errorMeta(e) });
+    }
+    await Promise.all(inFlight);
+    await send.drain();
+  }
+
+  private parse(
+    pilot: string,
+    header: Buffer,
+    route: Buffer,
+    send: RouterSender,
+  ): FileRequest | undefined {
+    let value: unknown;
+    try {
+      value = decode(header);
+      return parseFileRequest(value);
+    } catch (e) {
+      const message = coerceError(e).message;
+      this.refuse('invalid file request', { pilot, message });
+      const req = (value as { req?: unknown } | null | undefined)?.req;
+      if (typeof req === 'number' && Number.isSafeInteger(req) && req >= 0) {
+        void send.reply(route, {
+          header: failed(req, 'E_TRANSFER', `invalid request: ${message}`),
+        });
+      }
+      return undefined;
+    }
+  }
+
+  /** Why `req` on `pilot`'s socket is refused, or undefined. */
+  private check(pilot: string, req: FileRequest, data: Buffer | undefined): string | undefined {
+    if (req.session !== this.opts.session) return `names session '${req.session}'`;
+    if (req.pilot !== pilot) return `names pilot '${req.pilot}' on the file socket of ${pilot}`;
+    if ((req.op === 'write') !== (data !== undefined)) {
+      return req.op === 'write' ? 'a write without bytes' : `bytes with '${req.op}'`;
+    }
+    if (data !== undefined && data.length > MAX_CHUNK_BYTES) {
+      return `a chunk of ${data.length} bytes`;
+    }
+    if (req.op === 'open_read') return this.grants.check(pilot, req.task, 'read', req.path);
+    if (req.op === 'open_write') return this.grants.check(pilot, req.task, 'write', req.path);
+    const owner = this.served.taskOf(`${pilot}\0${req.transfer}`);
+    if (owner !== undefined && owner !== req.task) {
+      return `names task ${req.task} for a transfer of task ${owner}`;
+    }
+    return undefined;
+  }
+
+  /** Never throws: every outcome becomes a reply. */
+  private async handle(key: string, req: FileRequest, data: Buffer | undefined): Promise<Reply> {
+    const now = this.clock.now();
+    const at = { pilot: req.pilot, task: req.task, now };
+    const ok = (more: Omit<FileReply, 'req' | 'ok'> = {}): Reply => ({
+      header: { req: req.req, ok: true, ...more },
+    });
+    try {
+      switch (req.op) {
+        case 'open_read':
+          this.assertRoom(req.pilot, req.path);
+          return ok(await this.served.openRead(key, at, req.path));
+        case 'read':
+          return { ...ok(), data: await this.served.read(key, now, req.offset, req.length) };
+        case 'end_read':
+          return ok(await this.served.endRead(key, now));
+        case 'open_write':
+          this.assertRoom(req.pilot, req.path);
+          await this.served.openWrite(key, at, req.path, req.size);
+          return ok();
+        case 'write':
+          await this.served.write(key, now, req.offset, data!);
+          return ok();
+        case 'commit':
+          return ok(await this.served.commit(key, now, req.bytes, req.sha256));
+        case 'abort':
+          await this.served.drop(key);
+          return ok();
+      }
+    } catch (e) {
+      const err = coerceError(e);
+      const code = err instanceof TransferError ? err.code : 'E_TRANSFER';
+      this.opts.log.info('transfer failed', { pilot: req.pilot, task: req.task, op: req.op, code });
+      // a failed step ends the transfer: its handle closed, its temporary file removed
+      if (req.op !== 'open_read' && req.op !== 'open_write') await this.served.drop(key);
+      return { header: failed(req.req, code, err.message) };
+    }
+  }
+
+  private assertRoom(pilot: string, file: string): void {
+    const max = this.opts.maxOpenPerPilot ?? 64;
+    if (this.served.count(pilot) >= max) {
+      throw new TransferError('E_TRANSFER', `cannot open ${file}: ${max} transfers are open`);
+    }
+  }
+
+  private inTurn<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const run = (this.turns.get(key) ?? Promise.resolve()).then(fn);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.turns.set(key, tail);
+    void tail.then(() => {
+      if (this.turns.get(key) === tail) this.turns.delete(key);
+    });
+    return run;
+  }
+
+  private drop(key: string, why: string): Promise<void> {
+    return this.inTurn(key, async () => {
+      if (this.served.taskOf(key) === undefined) return;
+      this.opts.log.warn('transfer dropped', { transfer: key.split('\0')[1], why });
+      await this.served.drop(key);
+    });
+  }
+
+  /** Drops transfers whose agent fell silent, so their handles and files do not leak. */
+  private armSweep(): void {
+    if (this.sweep !== undefined || this.closed) return;
+    this.sweep = this.clock.setTimeout(() => {
+      this.sweep = undefined;
+      const idleBefore = this.clock.now() - this.idleMs;
+      for (const key of this.served.keys({ idleBefore })) void this.drop(key, 'idle');
+      this.armSweep();
+    }, this.idleMs / 2);
+  }
+
+  private refuse(kind: string, meta: Record<string, unknown>): void {
+    this.refusedCount++;
+    this.bad.report(kind, meta);
+  }
+}
+
+function failed(req: number, code: string, message: string): FileReply {
+  return { req, ok: false, error: { code, message } };
+}
+
+/** zeromq.js allows one pending send per socket: replies go out one after another. */
+class RouterSender {
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(private readonly sock: zmq.Router) {}
+
+  reply(route: Buffer, r: Reply): Promise<void> {
+    const frames = [route, encode(r.header), ...(r.data !== undefined ? [r.data] : [])];
+    // a reply to an agent that went away is lost: the agent's own timeout says so
+    this.chain = this.chain
+      .then(() => (this.sock.closed ? undefined : this.sock.send(frames)))
+      .catch(() => undefined);
+    return this.chain;
+  }
+
+  drain(): Promise<void> {
+    return this.chain;
+  }
+}
