@@ -139,6 +139,7 @@ export class Agent {
     this.input = new AgentInputStagerShell(
       { notes, next: toScheduler, log: logIn, clock },
       cfg.sandbox,
+      this.files,
     );
     const logSched = this.log.child({ component: C.agentScheduler });
     this.scheduler = new AgentSchedulerShell(
@@ -170,6 +171,7 @@ export class Agent {
     this.output = new AgentOutputStagerShell(
       { notes, next: toClient, log: logOut, clock },
       cfg.sandbox,
+      this.files,
     );
 
     const input = this.input.core;

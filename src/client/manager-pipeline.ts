@@ -53,6 +53,8 @@ export class ManagerPipeline {
     private readonly finalOf: (uid: string) => FinalTaskState | undefined,
     /** What staging directives are resolved against (the client's cwd, other tasks' sandboxes). */
     private readonly staging: StagingLookup,
+    /** The pilots' file channels: what each task may transfer. */
+    private readonly files?: ConstructorParameters<typeof ManagerInputStagerShell>[4],
   ) {}
 
   start(): void {
@@ -74,6 +76,7 @@ export class ManagerPipeline {
       this.notify,
       this.listenAt,
       retry,
+      this.files,
     );
     this.inputStager = new ManagerInputStagerCore(this.inputShell, this.clock, this.staging);
     // the final word is heard by the scheduler at once: a dependent need not wait for the store

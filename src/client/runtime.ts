@@ -25,7 +25,7 @@ import type { SessionOptions } from './session';
 import { teeLogger } from './tee-logger';
 import { closeStore, StoreHealth } from './store-health';
 import type { FinalPilotState } from '../states/pilot-model';
-import { isFinalTaskState, type FinalTaskState } from '../states/task-model';
+import type { FinalTaskState } from '../states/task-model';
 import { makePrivateDir } from '../lib/private-files';
 import { recoveryPlan } from './pilot-recovery';
 import { givenInStore, PilotLinks, type PilotLink } from './pilot-links';
@@ -194,14 +194,23 @@ export class ClientRuntime {
     }
     const notify = (ns: Notification[]): void => this.notify(ns);
     const tasks = this.tasks;
-    const finalOf = (u: string): FinalTaskState | undefined => {
-      const t = tasks.get(u);
-      return t !== undefined && isFinalTaskState(t.state) ? t.state : undefined;
-    };
-    this.pipeline = new ManagerPipeline(notify, this.clock, this.log, listenAt, this.uid, finalOf, {
-      clientCwd: process.cwd(),
-      taskOf: (u) => tasks.get(u),
-    });
+    const finalOf = (u: string): FinalTaskState | undefined => tasks.finalOf(u);
+    this.pipeline = new ManagerPipeline(
+      notify,
+      this.clock,
+      this.log,
+      listenAt,
+      this.uid,
+      finalOf,
+      {
+        clientCwd: process.cwd(),
+        taskOf: (u) => tasks.get(u),
+      },
+      {
+        allow: (pilot, task, grant) => this.links.files.allow(pilot, task, grant),
+        forget: (pilot, task) => this.links.files.forget(pilot, task),
+      },
+    );
     this.pipeline.start();
     this.links = new PilotLinks({
       session: this.uid,

@@ -1,3 +1,4 @@
+import { isFinalTaskState, type FinalTaskState } from '../states/task-model';
 import type { Task } from './task';
 
 /**
@@ -12,6 +13,12 @@ export class TaskRegistry {
 
   get(uid: string): Task | undefined {
     return this.byUid.get(uid);
+  }
+
+  /** The final state a task has reached as delivered, if it has (dependencies read it). */
+  finalOf(uid: string): FinalTaskState | undefined {
+    const t = this.byUid.get(uid);
+    return t !== undefined && isFinalTaskState(t.state) ? t.state : undefined;
   }
 
   has(uid: string): boolean {

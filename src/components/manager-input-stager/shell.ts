@@ -36,6 +36,11 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
     /** Where pilot queues listen, e.g. `tcp://127.0.0.1:0`. */
     private readonly listenAt: string,
     readonly retry: (tasks: TaskRecord[]) => void,
+    /** What a pilot's agent may transfer from and to the client's files, per task. */
+    private readonly files?: {
+      allow(pilot: string, task: string, grant: { read?: string[]; write?: string[] }): void;
+      forget(pilot: string, task: string): void;
+    },
   ) {}
 
   forwardToPilot(pilot: string, tasks: TaskRecord[]): void {
@@ -45,6 +50,7 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
       return;
     }
     this.given(pilot, tasks);
+    for (const t of tasks) this.grantTransfers(pilot, t);
     sendLogged(q.sender, tasks, this.log, 'forward to agent');
   }
 
@@ -71,7 +77,24 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
 
   /** The agent handed these back, or they ended: no longer the owner of last resort's. */
   returned(tasks: readonly { uid: string; pilot?: string }[]): void {
-    for (const t of tasks) if (t.pilot !== undefined) this.outstanding.get(t.pilot)?.delete(t.uid);
+    for (const t of tasks) {
+      if (t.pilot === undefined) continue;
+      this.outstanding.get(t.pilot)?.delete(t.uid);
+      if (this.transferring.delete(t.uid)) this.files?.forget(t.pilot, t.uid);
+    }
+  }
+
+  /** Tasks allowed to transfer files now (their grants go when they come back or end). */
+  private readonly transferring = new Set<string>();
+
+  /** A task whose directives transfer files: its agent may read and write those alone. */
+  private grantTransfers(pilot: string, t: TaskRecord): void {
+    if (this.files === undefined || t.staging === undefined) return;
+    const read = t.staging.input.filter((d) => d.action === 'transfer').map((d) => d.source);
+    const write = t.staging.output.filter((d) => d.action === 'transfer').map((d) => d.target);
+    if (read.length + write.length === 0) return;
+    this.files.allow(pilot, t.uid, { read, write });
+    this.transferring.add(t.uid);
   }
 
   /** Tasks given to a pilot's agent that never came back (call once the pilot has ended). */
