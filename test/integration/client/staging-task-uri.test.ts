@@ -1,15 +1,7 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import type { Task } from '../../../src/client/task';
+import { stateBeforeFinal, tempDirs } from '../../support/temp-dirs';
 import { fixtures } from '../../support/session-fixture';
-
-/** The last state a task passed before its final one. */
-function stateBeforeFinal(t: Task): string | undefined {
-  const states = t.history.map((h) => h.state);
-  return states[states.length - 2];
-}
 
 /**
  * `task://<uid>/` names another task's sandbox: the ManagerInputStager resolves it through the
@@ -17,13 +9,9 @@ function stateBeforeFinal(t: Task): string | undefined {
  */
 describe("staging through another task's sandbox (task://<uid>/)", () => {
   const fixture = fixtures();
-  const dirs: string[] = [];
-  afterEach(() => {
-    for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-  });
+  const temp = tempDirs('pf-client-');
   function clientDir(): string {
-    const d = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-client-'));
-    dirs.push(d);
+    const d = temp.make();
     return d;
   }
 

@@ -1,26 +1,15 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import type { Task } from '../../../src/client/task';
+import { stateBeforeFinal, tempDirs } from '../../support/temp-dirs';
 import { fixtures, type Fixture } from '../../support/session-fixture';
-
-/** The last state a task passed before its final one. */
-function stateBeforeFinal(t: Task): string | undefined {
-  const states = t.history.map((h) => h.state);
-  return states[states.length - 2];
-}
 
 describe('staging directives on a local pilot, end to end', () => {
   const fixture = fixtures();
-  const dirs: string[] = [];
-  afterEach(() => {
-    for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-  });
+  const temp = tempDirs('pf-client-');
   /** A directory on the client's side, with in.txt in it. */
   function clientDir(): string {
-    const d = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-client-'));
-    dirs.push(d);
+    const d = temp.make();
     fs.writeFileSync(path.join(d, 'in.txt'), 'from the client\n');
     return d;
   }

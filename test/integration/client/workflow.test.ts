@@ -1,24 +1,17 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { ValidationError } from '../../../src/errors';
 import type { TaskState } from '../../../src/states/task-model';
 import { TASK_STATES } from '../../../src/states/task-model';
+import { tempDirs } from '../../support/temp-dirs';
 import { fixtures } from '../../support/session-fixture';
 
 /** Dependencies, staging between tasks, retries: real sessions, real processes, real files. */
 describe('workflows', () => {
   const fixture = fixtures();
-  const dirs: string[] = [];
-  afterEach(() => {
-    for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-  });
-  function tmp(): string {
-    const d = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-wf-'));
-    dirs.push(d);
-    return d;
-  }
+  const temp = tempDirs('pf-wf-');
+  const tmp = (): string => temp.make();
 
   it('runs a diamond whose tasks pass files through task:// staging', async () => {
     const fx = await fixture.open();
