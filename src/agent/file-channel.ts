@@ -11,7 +11,7 @@ import { parseFileReply } from '../lib/validate';
 import type { TransferResult, Transfers } from '../components/shared/transfers';
 import { decode, encode } from '../transport/codec';
 import { clientOptions, type ClientSecurity } from '../transport/curve';
-import { normalPath, pathProblem } from '../transport/file-paths';
+import { fileOp, normalPath, pathProblem } from '../transport/file-paths';
 import {
   CHUNK_BYTES,
   ChunkWindow,
@@ -108,7 +108,7 @@ export class FileChannel implements Transfers {
     const tmp = path.join(path.dirname(local), `.pf-${transfer}.part`);
     let fh: fsp.FileHandle | undefined;
     try {
-      fh = await localOp('write', local, () => fsp.open(tmp, 'wx', 0o600));
+      fh = await fileOp('write', local, () => fsp.open(tmp, 'wx', 0o600));
       const hash = createHash('sha256');
       await this.windowed(
         task,
@@ -119,7 +119,7 @@ export class FileChannel implements Transfers {
             throw failure(`${what}: a chunk of ${a.data?.length ?? 0} bytes, not ${c.length}`);
           }
           hash.update(a.data);
-          await localOp('write', local, () => writeAll(fh!, a.data!, c.offset));
+          await fileOp('write', local, () => writeAll(fh!, a.data!, c.offset));
         },
       );
       const end = (await ask({ op: 'end_read' })).header;
@@ -129,7 +129,7 @@ export class FileChannel implements Transfers {
       }
       // private like all the session writes; executable if the client's file was (a script)
       const mode = ((opened.header.mode ?? 0) & 0o100) !== 0 ? 0o700 : 0o600;
-      await localOp('write', local, async () => {
+      await fileOp('write', local, async () => {
         await fh!.sync();
         await fh!.chmod(mode);
         await fh!.close();
@@ -152,10 +152,10 @@ export class FileChannel implements Transfers {
     const transfer = randomBytes(16).toString('hex');
     const ask = (body: Body, data?: Buffer, waitMs?: number): Promise<Answer> =>
       this.request(task, transfer, body, what, data, waitMs);
-    const fh = await localOp('read', local, () => fsp.open(local, 'r'));
+    const fh = await fileOp('read', local, () => fsp.open(local, 'r'));
     let opened = false;
     try {
-      const before = await localOp('read', local, () => fh.stat());
+      const before = await fileOp('read', local, () => fh.stat());
       if (!before.isFile()) throw new TransferError('EISDIR', `cannot read ${local}: not a file`);
       const size = before.size;
       await ask({ op: 'open_write', path: client, size });
@@ -172,7 +172,7 @@ export class FileChannel implements Transfers {
         const whole = spare.pop() ?? Buffer.allocUnsafe(chunkBytes);
         inUse.set(c.offset, whole);
         const buf = whole.subarray(0, c.length);
-        const read = () => localOp('read', local, () => fh.read(buf, 0, c.length, c.offset));
+        const read = () => fileOp('read', local, () => fh.read(buf, 0, c.length, c.offset));
         const turn = reading.then(read);
         reading = turn.catch(noop);
         if ((await turn).bytesRead < c.length) {
@@ -188,7 +188,7 @@ export class FileChannel implements Transfers {
         return Promise.resolve();
       };
       await this.windowed(task, size, readThenSend, answered);
-      const after = await localOp('read', local, () => fh.stat());
+      const after = await fileOp('read', local, () => fh.stat());
       if (after.size !== size || after.mtimeMs !== before.mtimeMs) {
         throw failure(`${what}: the file changed while it was sent`);
       }
@@ -340,19 +340,6 @@ function clientFile(p: string): string {
   const problem = pathProblem(n);
   if (problem !== undefined) throw new TransferError('EINVAL', `client path '${p}' ${problem}`);
   return n;
-}
-
-/** Runs a local file operation; its error becomes a TransferError with the errno and the file. */
-async function localOp<T>(what: 'read' | 'write', file: string, op: () => Promise<T>): Promise<T> {
-  try {
-    return await op();
-  } catch (e) {
-    if (e instanceof TransferError) throw e;
-    const err = e as NodeJS.ErrnoException;
-    const code = typeof err.code === 'string' ? err.code : 'E_TRANSFER';
-    const text = String(err.message).split(', ')[0];
-    throw new TransferError(code, `cannot ${what} ${file}: ${text}`, { cause: e });
-  }
 }
 
 async function writeAll(fh: fsp.FileHandle, data: Buffer, at: number): Promise<void> {

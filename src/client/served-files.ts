@@ -1,3 +1,4 @@
+import { fileOp } from '../transport/file-paths';
 import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { constants, promises as fsp, type Stats } from 'node:fs';
 import * as path from 'node:path';
@@ -50,11 +51,11 @@ export class ServedFiles {
   ): Promise<{ size: number; mode: number }> {
     this.assertFree(key, file);
     // O_NONBLOCK: opening a FIFO must not block (it is then refused as not a regular file)
-    const fh = await fsOp('read', file, () =>
+    const fh = await fileOp('read', `client file ${file}`, () =>
       fsp.open(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY),
     );
     try {
-      const stat = await fsOp('read', file, () => fh.stat());
+      const stat = await fileOp('read', `client file ${file}`, () => fh.stat());
       regularFile('read', file, stat);
       this.open.set(key, {
         ...at,
@@ -78,7 +79,9 @@ export class ServedFiles {
     const problem = chunkProblem(o.next, o.size, offset, length);
     if (problem !== undefined) throw transferError(o.path, problem);
     const buf = Buffer.allocUnsafe(length);
-    const { bytesRead } = await fsOp('read', o.path, () => o.fh.read(buf, 0, length, offset));
+    const { bytesRead } = await fileOp('read', `client file ${o.path}`, () =>
+      o.fh.read(buf, 0, length, offset),
+    );
     if (bytesRead < length) throw changed(o.path, `it ended at ${offset + bytesRead} bytes`);
     o.next += length;
     o.hash.update(buf);
@@ -91,7 +94,7 @@ export class ServedFiles {
     const o = this.get(key, 'read', now);
     try {
       if (o.next !== o.size) throw transferError(o.path, `ended at ${o.next} of ${o.size} bytes`);
-      const after = await fsOp('read', o.path, () => o.fh.stat());
+      const after = await fileOp('read', `client file ${o.path}`, () => o.fh.stat());
       if (after.size !== o.size || after.mtimeMs !== o.stat!.mtimeMs) {
         throw changed(o.path, `its size or modification time is not what it was at open`);
       }
@@ -115,7 +118,9 @@ export class ServedFiles {
     }
     const tmp = path.join(path.dirname(file), `.pf-${randomBytes(8).toString('hex')}.part`);
     const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
-    const fh = await fsOp('write', file, () => fsp.open(tmp, flags, PRIVATE_FILE));
+    const fh = await fileOp('write', `client file ${file}`, () =>
+      fsp.open(tmp, flags, PRIVATE_FILE),
+    );
     const hash = createHash('sha256');
     this.open.set(key, { ...at, lastActive: at.now, path: file, fh, next: 0, size, hash, tmp });
   }
@@ -126,7 +131,7 @@ export class ServedFiles {
     if (problem !== undefined) throw transferError(o.path, problem);
     o.hash.update(data);
     for (let done = 0; done < data.length;) {
-      const { bytesWritten } = await fsOp('write', o.path, () =>
+      const { bytesWritten } = await fileOp('write', `client file ${o.path}`, () =>
         o.fh.write(data, done, data.length - done, offset + done),
       );
       done += bytesWritten;
@@ -151,7 +156,7 @@ export class ServedFiles {
       if (own !== sha256) {
         throw transferError(o.path, `checksum mismatch: sent ${sha256}, received ${own}`);
       }
-      await fsOp('write', o.path, async () => {
+      await fileOp('write', `client file ${o.path}`, async () => {
         await o.fh.sync();
         await o.fh.chmod(PRIVATE_FILE);
         await o.fh.close();
@@ -212,20 +217,6 @@ export class ServedFiles {
 async function discard(o: Open): Promise<void> {
   await o.fh.close().catch(() => undefined); // closed already after a failed rename
   if (o.tmp !== undefined) await fsp.unlink(o.tmp).catch(() => undefined);
-}
-
-/** Runs a file operation; its error becomes a TransferError with the errno and the file. */
-async function fsOp<T>(what: 'read' | 'write', file: string, op: () => Promise<T>): Promise<T> {
-  try {
-    return await op();
-  } catch (e) {
-    if (e instanceof TransferError) throw e;
-    const err = e as NodeJS.ErrnoException;
-    const code = typeof err.code === 'string' ? err.code : 'E_TRANSFER';
-    // Node's message is "ENOENT: no such file or directory, open '<path>'": keep the first part
-    const text = String(err.message).split(', ')[0];
-    throw new TransferError(code, `cannot ${what} client file ${file}: ${text}`, { cause: e });
-  }
 }
 
 function regularFile(what: string, file: string, stat: Stats): void {

@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import { TransferError } from '../errors';
 
 /**
  * Why `p` is not a client path the file channel takes, or undefined: it must be absolute and
@@ -19,4 +20,25 @@ export function pathProblem(p: string): string | undefined {
 export function normalPath(p: string): string {
   const n = path.posix.normalize(p);
   return n.length > 1 && n.endsWith('/') ? n.slice(0, -1) : n;
+}
+
+/**
+ * Runs a file operation of one end of the file channel; its error becomes a TransferError with
+ * the errno and `file` (the caller's words for it, e.g. "client file /x").
+ */
+export async function fileOp<T>(
+  what: 'read' | 'write',
+  file: string,
+  op: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await op();
+  } catch (e) {
+    if (e instanceof TransferError) throw e;
+    const err = e as NodeJS.ErrnoException;
+    const code = typeof err.code === 'string' ? err.code : 'E_TRANSFER';
+    // Node's message is "ENOENT: no such file or directory, open '<path>'": keep the first part
+    const text = String(err.message).split(', ')[0];
+    throw new TransferError(code, `cannot ${what} ${file}: ${text}`, { cause: e });
+  }
 }

@@ -24,7 +24,7 @@ export interface PilotCapacity {
  * Owns TMGR_SCHEDULING. A task first waits for its dependencies (`after`, DependencyGate);
  * one that can never be met ends it CANCELED, naming the dependency and how it ended. Then it
  * waits in the ReadyQueue (priority, then submission order) until a pilot that is active and
- * has room takes it (late binding, PilotRoom): the least loaded such pilot, or the one it is
+ * has room takes it (late placement, PilotRoom): the least loaded such pilot, or the one it is
  * pinned to. An earlier task that has no pilot with room blocks later ones only on the pilots
  * it could use; others may take later tasks. Tasks wait while no pilot is added; once pilots
  * were added and every one has ended, no pilot can ever run them: they fail.
@@ -41,8 +41,8 @@ export class ManagerSchedulerCore {
   private readonly ready = new ReadyQueue();
   /** Tasks pinned to a pilot that is not active yet, by pilot. */
   private readonly parked = new Map<string, TaskRecord[]>();
-  /** Tasks bound to a pilot and neither back nor ended: what they hold of its room. */
-  private readonly bound = new Map<string, { pilot: PilotRoom; cores: number; gpus: number }>();
+  /** Tasks given to a pilot and neither back nor ended: what they hold of its room. */
+  private readonly held = new Map<string, { pilot: PilotRoom; cores: number; gpus: number }>();
   private readonly canceled = new CancelSet();
   private notes: Notification[] = [];
   private out: TaskRecord[] = [];
@@ -81,7 +81,7 @@ export class ManagerSchedulerCore {
     this.canceled.forget(finals);
     const now = this.clock.now();
     for (const f of finals) {
-      this.unbind(f.uid);
+      this.release(f.uid);
       this.cascade(f.uid, f.state, now);
     }
     this.place(now);
@@ -89,7 +89,7 @@ export class ManagerSchedulerCore {
 
   /** Tasks came back from their pilots (handed back): the room they held is free. */
   onReturned(tasks: readonly { uid: string }[]): void {
-    for (const t of tasks) this.unbind(t.uid);
+    for (const t of tasks) this.release(t.uid);
     this.place(this.clock.now());
   }
 
@@ -139,7 +139,7 @@ export class ManagerSchedulerCore {
     if (room !== undefined) {
       this.pilots.delete(uid);
       this.endedAdded.add(uid);
-      for (const [task, b] of this.bound) if (b.pilot === room) this.bound.delete(task);
+      for (const [task, b] of this.held) if (b.pilot === room) this.held.delete(task);
     }
     const now = this.clock.now();
     const parked = this.parked.get(uid) ?? [];
@@ -220,7 +220,7 @@ export class ManagerSchedulerCore {
     for (const t of this.ready.takeAll()) this.admit(t, now);
   }
 
-  /** Binds queued tasks, in order, to active pilots with room, until no pilot has room. */
+  /** Places queued tasks, in order, to active pilots with room, until no pilot has room. */
   private place(now: number): void {
     const active = [...this.pilots.values()].filter((p) => p.active);
     if (active.length > 0 && this.ready.size > 0) {
@@ -250,17 +250,17 @@ export class ManagerSchedulerCore {
 
   private assign(task: TaskRecord, p: PilotRoom, cores: number, gpus: number, now: number): void {
     task.pilot = p.uid;
-    p.bind(cores, gpus);
-    this.bound.set(task.uid, { pilot: p, cores, gpus });
+    p.take(cores, gpus);
+    this.held.set(task.uid, { pilot: p, cores, gpus });
     this.notes.push(transition(task, 'TMGR_STAGING_INPUT_PENDING', ME, now, { pilot: p.uid }));
     this.out.push(task);
   }
 
-  private unbind(uid: string): void {
-    const b = this.bound.get(uid);
+  private release(uid: string): void {
+    const b = this.held.get(uid);
     if (b === undefined) return;
-    this.bound.delete(uid);
-    b.pilot.release(b.cores, b.gpus);
+    this.held.delete(uid);
+    b.pilot.giveBack(b.cores, b.gpus);
   }
 
   private park(pilot: string, task: TaskRecord): void {

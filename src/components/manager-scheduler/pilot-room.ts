@@ -1,14 +1,14 @@
 /**
  * A pilot as the ManagerScheduler sees it: its size, whether its agent is up, and what it was
- * given that has not come back. Late binding (as RADICAL-Pilot's backfilling scheduler does): a
+ * given that has not come back. Late placement (as RADICAL-Pilot's backfilling scheduler does): a
  * task goes to a pilot only when that pilot is active and has room for it, so a pilot still
  * queued in a batch system never holds tasks another pilot could run now.
  */
 export class PilotRoom {
   active = false;
-  /** Cores and GPUs of the tasks bound to it and not yet back or ended. */
-  boundCores = 0;
-  boundGpus = 0;
+  /** Cores and GPUs of the tasks given to it and not yet back or ended. */
+  heldCores = 0;
+  heldGpus = 0;
 
   constructor(
     readonly uid: string,
@@ -28,24 +28,24 @@ export class PilotRoom {
    */
   hasRoom(cores: number, gpus: number): boolean {
     return (
-      this.boundCores + cores <= this.cores + Math.max(this.cores, 64) &&
-      (gpus === 0 || this.boundGpus + gpus <= this.gpus + Math.max(this.gpus, 8))
+      this.heldCores + cores <= this.cores + Math.max(this.cores, 64) &&
+      (gpus === 0 || this.heldGpus + gpus <= this.gpus + Math.max(this.gpus, 8))
     );
   }
 
-  /** How full it is (0: nothing bound), to spread tasks over pilots. */
+  /** How full it is (0: nothing held), to spread tasks over pilots. */
   load(): number {
-    return this.boundCores / Math.max(1, this.cores);
+    return this.heldCores / Math.max(1, this.cores);
   }
 
-  bind(cores: number, gpus: number): void {
-    this.boundCores += cores;
-    this.boundGpus += gpus;
+  take(cores: number, gpus: number): void {
+    this.heldCores += cores;
+    this.heldGpus += gpus;
   }
 
-  release(cores: number, gpus: number): void {
-    this.boundCores = Math.max(0, this.boundCores - cores);
-    this.boundGpus = Math.max(0, this.boundGpus - gpus);
+  giveBack(cores: number, gpus: number): void {
+    this.heldCores = Math.max(0, this.heldCores - cores);
+    this.heldGpus = Math.max(0, this.heldGpus - gpus);
   }
 }
 

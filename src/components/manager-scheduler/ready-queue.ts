@@ -2,7 +2,7 @@ import type { TaskRecord } from '../../generated';
 
 interface Entry {
   task: TaskRecord;
-  /** Taken out of the middle (bound past an earlier task, canceled): skipped, then dropped. */
+  /** Taken out of the middle (placed past an earlier task, canceled): skipped, then dropped. */
   taken: boolean;
 }
 
