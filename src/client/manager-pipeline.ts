@@ -100,6 +100,7 @@ export class ManagerPipeline {
       ManagerInputStager: (ts) => this.inputStager.onTasks(ts),
       ManagerOutputStager: (ts) => {
         if (this.awaiting.size > 0) for (const t of ts) this.awaiting.delete(t.uid);
+        for (const t of ts) if (t.sandbox !== undefined) this.staging.ranIn(t.uid, t.sandbox);
         this.inputShell.returned(ts);
         this.scheduler.onReturned(ts);
         this.outputStager.onTasks(ts);

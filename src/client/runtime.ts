@@ -202,10 +202,7 @@ export class ClientRuntime {
       listenAt,
       this.uid,
       finalOf,
-      {
-        clientCwd: process.cwd(),
-        taskOf: (u) => tasks.get(u),
-      },
+      { clientCwd: process.cwd(), taskOf: (u) => tasks.get(u), ranIn: tasks.ranIn },
       {
         allow: (pilot, task, grant) => this.links.files.allow(pilot, task, grant),
         forget: (pilot, task) => this.links.files.forget(pilot, task),

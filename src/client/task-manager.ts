@@ -46,8 +46,6 @@ export class TaskManager {
   private readonly tasks = new Map<string, Task>();
   /** Every task of a pilot holds the same copy of its uid. */
   private readonly pilotUids = new Interner();
-  /** ... and the same copy of its sandbox directory. */
-  private readonly sandboxDirs = new Interner();
   private readonly tracker = new StateTracker<TaskState>(TASK_MODEL, TASK_RETRY_STATE);
   private readonly callbacks: Listeners<[Task, TaskState, StateInfo]>;
   private readonly waiters = new Waiters<TaskState>();
@@ -270,7 +268,7 @@ export class TaskManager {
         // a retry's first state tells why the last attempt ended: for callbacks, not the task
         if (d !== undefined && !retryStart) {
           if (d.pilot !== undefined) task.pilot = this.pilotUids.get(d.pilot);
-          if (d.sandbox !== undefined) task.setSandbox(d.sandbox, this.sandboxDirs);
+          if (d.sandbox !== undefined) task.setSandbox(d.sandbox, this.rt.tasks.sandboxDirs);
           if (d.exitCode !== undefined) task.exitCode = d.exitCode;
           if (d.signal !== undefined) task.signal = d.signal;
           if (d.stdout !== undefined) task.stdout = ownCopy(d.stdout);

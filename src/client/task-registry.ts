@@ -1,4 +1,5 @@
 import { isFinalTaskState, type FinalTaskState } from '../states/task-model';
+import { Interner } from '../lib/strings';
 import type { Task } from './task';
 
 /**
@@ -10,6 +11,8 @@ export class TaskRegistry {
   private readonly byUid = new Map<string, Task>();
   private generated = 0;
   private seqs = 0;
+  /** One copy of each pilot's sandbox directory, shared by its tasks. */
+  readonly sandboxDirs = new Interner();
 
   get(uid: string): Task | undefined {
     return this.byUid.get(uid);
@@ -20,6 +23,15 @@ export class TaskRegistry {
     const t = this.byUid.get(uid);
     return t !== undefined && isFinalTaskState(t.state) ? t.state : undefined;
   }
+
+  /**
+   * `uid` ran in `sandbox`, as its record says when it comes back: set now, so a dependent
+   * released at once can stage from it before the store's notification brings the same path.
+   */
+  readonly ranIn = (uid: string, sandbox: string): void => {
+    const t = this.byUid.get(uid);
+    if (t !== undefined && t.sandbox !== sandbox) t.setSandbox(sandbox, this.sandboxDirs);
+  };
 
   has(uid: string): boolean {
     return this.byUid.has(uid);

@@ -22,6 +22,8 @@ interface Domain {
  */
 export class ZapHandler {
   private static current: ZapHandler | undefined;
+  /** The release of the last handler, until its address is free again. */
+  private static releasing: Promise<void> | undefined;
 
   private readonly domains = new Map<string, Domain>();
   private readonly loop: Promise<void>;
@@ -32,6 +34,8 @@ export class ZapHandler {
 
   /** The process's handler, bound on first use. */
   static async shared(): Promise<ZapHandler> {
+    if (ZapHandler.current !== undefined) return ZapHandler.current;
+    await ZapHandler.releasing;
     if (ZapHandler.current !== undefined) return ZapHandler.current;
     const sock = new zmq.Router({ linger: 0 });
     await sock.bind(ZAP_ENDPOINT);
@@ -64,6 +68,16 @@ export class ZapHandler {
     for (const d of domains) this.domains.delete(d);
     if (this.domains.size > 0 || ZapHandler.current !== this) return;
     ZapHandler.current = undefined;
+    const released = this.unbindAndClose();
+    ZapHandler.releasing = released;
+    await released;
+    if (ZapHandler.releasing === released) ZapHandler.releasing = undefined;
+  }
+
+  private async unbindAndClose(): Promise<void> {
+    // unbinding frees the inproc address now; close alone frees it when libzmq's reaper gets to
+    // the socket, and a session opened before that could not bind the handler
+    await this.sock.unbind(ZAP_ENDPOINT);
     this.sock.close();
     await this.loop;
   }

@@ -10,11 +10,13 @@ export interface StagingLookup {
    * (the path is then this task's own), its `sandbox` undefined while it has none yet.
    */
   taskOf(uid: string): { readonly sandbox: string | undefined } | undefined;
+  /** A task's record came back saying where it ran (known here before the store tells). */
+  ranIn(uid: string, sandbox: string): void;
 }
 
 /** A lookup that knows no other task (until the session gives its registry). */
 export function cwdOnlyLookup(clientCwd: string): StagingLookup {
-  return { clientCwd, taskOf: () => undefined };
+  return { clientCwd, taskOf: () => undefined, ranIn: () => undefined };
 }
 
 type Which = 'input' | 'output';

@@ -43,7 +43,7 @@ describe('workflows', () => {
       },
     ]);
     const tasks = await fx.tmgr.waitTasks({ timeoutMs: 60_000 });
-    expect(tasks.map((t) => [t.uid, t.state])).toEqual([
+    expect(tasks.map((t) => [t.uid, t.state, t.reason?.message])).toEqual([
       ['top', 'DONE'],
       ['left', 'DONE'],
       ['right', 'DONE'],

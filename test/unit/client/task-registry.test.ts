@@ -22,4 +22,15 @@ describe('TaskRegistry', () => {
     expect(r.nextUid((u) => bulk.has(u))).toBe('task.000003');
     expect(r.nextUid()).toBe('task.000004');
   });
+
+  it('knows where a task ran as soon as its record comes back (task:// staging of dependents)', () => {
+    const r = new TaskRegistry();
+    const a = new Task('a', { executable: 'x' });
+    const b = new Task('b', { executable: 'x' });
+    r.add([a, b]);
+    r.ranIn('a', '/p/sandbox/a');
+    r.ranIn('b', '/p/sandbox/b');
+    r.ranIn('unknown', '/p/sandbox/unknown');
+    expect([a.sandbox, b.sandbox]).toEqual(['/p/sandbox/a', '/p/sandbox/b']);
+  });
 });

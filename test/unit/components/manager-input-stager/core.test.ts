@@ -154,7 +154,11 @@ describe('ManagerInputStagerCore', () => {
         forwardToPilot: (pilot: string, ts: TaskRecord[]) => h.uids(`forwardToPilot ${pilot}:`)(ts),
         retry: h.uids('retry'),
       };
-      const core = new ManagerInputStagerCore(effects, h.clock, { clientCwd: '/home/u', taskOf });
+      const core = new ManagerInputStagerCore(effects, h.clock, {
+        clientCwd: '/home/u',
+        taskOf,
+        ranIn: () => undefined,
+      });
       return Object.assign(h, { core });
     }
 

@@ -11,6 +11,7 @@ import { taskIn } from '../../../support/fixtures';
 const LOOKUP: StagingLookup = {
   clientCwd: '/home/u/work',
   taskOf: (uid) => TASKS.get(uid),
+  ranIn: () => undefined,
 };
 const TASKS = new Map([
   ['a', { sandbox: '/sess/p1/a' }],
