@@ -56,6 +56,19 @@ export function agentPids(root: string): number[] {
   return pids;
 }
 
+/** How the journal of the session in `dir` says `pilot`'s agent can be found (pid, job id). */
+export function agentTrace(dir: string, pilot: string): { pid?: number; jobId?: string } {
+  const trace: { pid?: number; jobId?: string } = {};
+  for (const line of readFileSync(path.join(dir, 'journal.jsonl'), 'utf8').split('\n')) {
+    if (!line.includes('"t":"agent"')) continue;
+    const e = JSON.parse(line) as { pilot: string; pid?: number; jobId?: string };
+    if (e.pilot !== pilot) continue;
+    if (e.pid !== undefined) trace.pid = e.pid;
+    if (e.jobId !== undefined) trace.jobId = e.jobId;
+  }
+  return trace;
+}
+
 /** A failed run leaves an agent waiting for its client: kill it (pids from the journals). */
 export function killAgents(root: string): void {
   for (const pid of agentPids(root)) {

@@ -170,6 +170,8 @@ export function baseEnv(task: TaskRecord, ranks: number, workDir: string): Recor
   env.PF_PILOT_ID = task.pilot ?? '';
   env.PF_SESSION_ID = task.session;
   env.PF_TASK_SANDBOX = workDir;
+  // a retried task can tell (resume from its checkpoint, say)
+  env.PF_TASK_ATTEMPT = String(task.attempt);
   env.PF_RANKS = String(ranks);
   // each rank's threads fill its cores, as OpenMP programs expect, unless the task says otherwise
   if (!Object.hasOwn(env, 'OMP_NUM_THREADS')) {

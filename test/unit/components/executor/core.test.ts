@@ -64,6 +64,7 @@ describe('ExecutorCore', () => {
           PF_PILOT_ID: 'pilot.1',
           PF_SESSION_ID: 'sess.1',
           PF_TASK_SANDBOX: '/sb/t1',
+          PF_TASK_ATTEMPT: '1',
           PF_RANK: '0',
           OMP_NUM_THREADS: '1',
           PF_RANKS: '1',

@@ -45,4 +45,5 @@ export const BASE_ENV = {
   PF_PILOT_ID: 'pilot.1',
   PF_SESSION_ID: 'sess.1',
   PF_TASK_SANDBOX: '/sb/t1',
+  PF_TASK_ATTEMPT: '1',
 };

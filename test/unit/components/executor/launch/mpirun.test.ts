@@ -74,6 +74,7 @@ describe('buildLaunch with mpirun', () => {
       'PF_RANKS',
       'PF_RANK_GPUS',
       'PF_SESSION_ID',
+      'PF_TASK_ATTEMPT',
       'PF_TASK_ID',
       'PF_TASK_SANDBOX',
     ]);
