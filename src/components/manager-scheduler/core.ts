@@ -192,10 +192,17 @@ export class ManagerSchedulerCore {
     if (d.pilot !== undefined) {
       const pinned = this.pilots.get(d.pilot);
       if (pinned === undefined) {
+        const ended = this.gone.get(d.pilot);
+        // as for a started task of a canceled pilot: the user's cancel, not a failure
+        if (ended === 'CANCELED') {
+          const why = `pinned pilot '${d.pilot}' was canceled before the task could run there`;
+          return this.end(task, 'CANCELED', reason('E_CANCELED', why, ME, { pilot: d.pilot }), now);
+        }
         const known = [...this.pilots.keys()].join(', ') || 'none';
-        const why = this.gone.has(d.pilot)
-          ? `pinned pilot '${d.pilot}' has ended`
-          : `pinned pilot '${d.pilot}' is not added to this task manager (pilots: ${known})`;
+        const why =
+          ended !== undefined
+            ? `pinned pilot '${d.pilot}' has ended (${ended})`
+            : `pinned pilot '${d.pilot}' is not added to this task manager (pilots: ${known})`;
         return this.end(task, 'FAILED', reason('E_NO_SUCH_PILOT', why, ME), now);
       }
       if (!pinned.fitsEver(cores, gpus)) {

@@ -231,7 +231,7 @@ describe('ManagerSchedulerCore', () => {
     expect(rec.take()).toEqual(['notify pin TMGR_SCHEDULING, pin FAILED']);
     expect(t.reason).toEqual({
       code: 'E_NO_SUCH_PILOT',
-      message: "pinned pilot 'p1' has ended",
+      message: "pinned pilot 'p1' has ended (FAILED)",
       component: 'ManagerScheduler',
     });
     rec.expectNoMore();

@@ -106,17 +106,24 @@ describe('ManagerSchedulerCore: late binding', () => {
     rec.expectNoMore();
   });
 
-  it('parks a task pinned to a pilot that is not up, and fails it if that pilot ends first', () => {
-    const { rec, notes, core } = setup();
-    core.onPilotAdded({ uid: 'q', cores: 1, gpus: 0 });
-    core.onPilotAdded({ uid: 'live', cores: 1, gpus: 0, active: true });
-    core.onTasks([pending('pin', { pilot: 'q' }), pending('free')]);
-    expect(forwards(rec.take())).toEqual(['forward free->live']);
-    core.onPilotGone('q', 'CANCELED');
-    expect(rec.take()).toEqual(['notify pin FAILED']);
-    expect(notes.at(-1)?.detail?.reason?.code).toBe('E_NO_SUCH_PILOT');
-    rec.expectNoMore();
-  });
+  it.each([
+    ['FAILED', 'FAILED', 'E_NO_SUCH_PILOT'],
+    ['CANCELED', 'CANCELED', 'E_CANCELED'],
+  ] as const)(
+    'parks a task pinned to a pilot that is not up; that pilot ending %s first ends it %s',
+    (pilotEnd, taskEnd, code) => {
+      const { rec, notes, core } = setup();
+      core.onPilotAdded({ uid: 'q', cores: 1, gpus: 0 });
+      core.onPilotAdded({ uid: 'live', cores: 1, gpus: 0, active: true });
+      core.onTasks([pending('pin', { pilot: 'q' }), pending('free')]);
+      expect(forwards(rec.take())).toEqual(['forward free->live']);
+      core.onPilotGone('q', pilotEnd);
+      expect(rec.take()).toEqual([`notify pin ${taskEnd}`]);
+      expect(notes.at(-1)?.detail?.reason?.code).toBe(code);
+      expect(notes.at(-1)?.detail?.reason?.message).toContain("pinned pilot 'q'");
+      rec.expectNoMore();
+    },
+  );
 });
 
 describe('ManagerSchedulerCore: dependencies', () => {
