@@ -32,6 +32,8 @@ interface Held {
 const DEFAULT_SILENCE_S = 30;
 /** A watchdog this late ran in a stalled client: it looks again before judging the agent. */
 const STALL_MS = 1_000;
+/** An ended pilot's agent that is still heard is told to stop at most this often. */
+const FENCE_REPEAT_MS = 5_000;
 
 /** How a pilot's batch job ended, as its launcher saw it (batch/*.ts jobState). */
 export interface JobEnd {
@@ -57,6 +59,8 @@ export interface JobEnd {
  */
 export class PilotLauncherCore {
   private readonly held = new Map<string, Held>();
+  /** Pilots that ended: an agent of one that is heard again is a stale one (see onAgentHeartbeat). */
+  private readonly ended = new Map<string, { final: Final; why: Reason; toldAt?: number }>();
 
   constructor(
     private readonly effects: PilotLauncherEffects,
@@ -149,7 +153,8 @@ export class PilotLauncherCore {
 
   onAgentReady(uid: string): void {
     const h = this.held.get(uid);
-    if (h === undefined || h.pilot.state !== 'PMGR_ACTIVE_PENDING') return;
+    if (h === undefined) return this.fence(uid);
+    if (h.pilot.state !== 'PMGR_ACTIVE_PENDING') return;
     this.onJobStarted(uid); // its job runs, whether or not the launcher's poll has seen it yet
     this.effects.notify([this.move(h.pilot, 'PMGR_ACTIVE')]);
     this.onAgentHeartbeat(uid); // asks a canceled pilot's agent to shut down
@@ -162,7 +167,7 @@ export class PilotLauncherCore {
    */
   onAgentHeartbeat(uid: string): void {
     const h = this.held.get(uid);
-    if (h === undefined) return;
+    if (h === undefined) return this.fence(uid);
     h.lastHeard = this.clock.now();
     if (h.cancelRequested && h.agentFinal === undefined && h.pilot.state === 'PMGR_ACTIVE') {
       this.effects.shutdownAgent(uid, 'CANCELED', 'pilot canceled by the user');
@@ -325,6 +330,23 @@ export class PilotLauncherCore {
     }, ms);
   }
 
+  /**
+   * An agent of a pilot that ended speaks: it was declared lost (stopped, cut off) and its
+   * kill did not reach it, and its tasks were taken over. It is told to end them and exit;
+   * whatever it still reports of them is refused (fencing). Asked again while it is heard.
+   */
+  private fence(uid: string): void {
+    const e = this.ended.get(uid);
+    const now = this.clock.now();
+    if (e === undefined || (e.toldAt !== undefined && now - e.toldAt < FENCE_REPEAT_MS)) return;
+    e.toldAt = now;
+    this.effects.shutdownAgent(
+      uid,
+      e.final,
+      `the pilot ended ${e.final} (${e.why.message}) and its tasks were taken over: ending them`,
+    );
+  }
+
   private killQueued(h: Held): void {
     h.killTimer?.cancel();
     delete h.killTimer;
@@ -348,6 +370,7 @@ export class PilotLauncherCore {
     h.runtimeTimer?.cancel();
     h.silenceTimer?.cancel();
     this.held.delete(h.pilot.uid);
+    this.ended.set(h.pilot.uid, { final, why });
     h.pilot.reason = why;
     this.effects.notify([this.move(h.pilot, final, { reason: why })]);
     this.effects.ended(h.pilot.uid, final, why);

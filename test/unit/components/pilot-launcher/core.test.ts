@@ -263,6 +263,8 @@ describe('PilotLauncherCore', () => {
     expect(s.notes.at(-1)?.detail).toEqual({ reason: why });
     s.core.onLaunched('p1');
     s.core.onAgentReady('p1');
+    // an agent of it that reports in after all is told to stop; nothing else changes
+    expect(s.rec.take()).toEqual([expect.stringMatching(/^shutdownAgent p1 FAILED/)]);
     s.core.onAgentExited('p1', EXIT_0);
     s.core.onLaunchFailed('p1', { message: 'again' });
     s.core.onCancel(['p1']);
@@ -796,6 +798,26 @@ describe('PilotLauncherCore: an agent that stops answering', () => {
     s.core.onAgentExited('p1', { exitCode: null, signal: 'SIGKILL', stderr: '' });
     expect(s.clock.pending()).toBe(0);
     s.rec.expectNoMore();
+  });
+
+  it('tells an agent heard after its pilot was declared lost to stop, every 5 s while heard', () => {
+    const s = silentAfter(3);
+    s.clock.advance(3_000);
+    expect(s.rec.take()).toEqual(['kill p1', 'notify p1 FAILED', 'ended p1 FAILED']);
+    // the kill did not reach it (a node cut off): it comes back and speaks
+    s.core.onAgentHeartbeat('p1');
+    const told = s.rec.take();
+    expect(told).toEqual([expect.stringMatching(/^shutdownAgent p1 FAILED/)]);
+    expect(told[0]).toContain('its tasks were taken over');
+    s.clock.advance(1_000);
+    s.core.onAgentHeartbeat('p1');
+    s.core.onAgentReady('p1');
+    s.rec.expectNoMore();
+    s.clock.advance(4_000);
+    s.core.onAgentReady('p1');
+    expect(s.rec.take()).toEqual([expect.stringMatching(/^shutdownAgent p1 FAILED/)]);
+    // nothing else about the pilot changes
+    expect(s.clock.pending()).toBe(0);
   });
 
   it('after a stall of the client itself, reads the heartbeats that waited before judging', () => {
