@@ -52,6 +52,31 @@ describe('workflows', () => {
     expect(fs.readFileSync(path.join(out, 'sum.txt'), 'utf8')).toBe('16\n');
   }, 90_000);
 
+  it('runs a dependency on one pilot and its dependent on another, passing a file', async () => {
+    const fx = await fixture.open({ cores: 1 });
+    const [other] = await fx.pmgr.submitPilots([{ resource: 'local', cores: 1, runtimeMin: 5 }]);
+    fx.tmgr.addPilots([other!]);
+    const [a, b] = await fx.tmgr.submitTasks([
+      { uid: 'a', pilot: fx.pilot.uid, executable: '/bin/sh', arguments: ['-c', 'echo 41 > n'] },
+      {
+        uid: 'b',
+        pilot: other!.uid,
+        after: ['a'],
+        inputStaging: [{ source: 'task://a/n', target: 'task://n' }],
+        executable: '/bin/sh',
+        arguments: ['-c', 'echo $(( $(cat n) + 1 ))'],
+      },
+    ]);
+    await fx.tmgr.waitTasks({ timeoutMs: 60_000 });
+    expect([a!.state, a!.pilot, b!.state, b!.pilot]).toEqual([
+      'DONE',
+      fx.pilot.uid,
+      'DONE',
+      other!.uid,
+    ]);
+    expect(b!.stdout).toBe('42\n');
+  }, 90_000);
+
   it('cancels the dependents of a failing task, naming it, and runs an on-failed cleanup', async () => {
     const fx = await fixture.open();
     const [, b, c, cleanup] = await fx.tmgr.submitTasks([
