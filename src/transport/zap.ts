@@ -13,6 +13,30 @@ interface Domain {
   bad: BadMessages;
 }
 
+/** How long a new handler waits for the last one's address to be freed. */
+const FREED_WITHIN_MS = 5_000;
+
+/**
+ * Binds the handler's address. A closed handler frees it only when libzmq's reaper thread gets
+ * to the socket (unbinding it first instead aborts libzmq while ZAP pipes of just-closed CURVE
+ * sockets are torn down), so a session opened right after the last one closed may find it
+ * taken for a few milliseconds: it tries again, briefly.
+ */
+async function bindWhenFree(sock: zmq.Router): Promise<void> {
+  const deadline = Date.now() + FREED_WITHIN_MS;
+  for (let waitMs = 1; ; waitMs = Math.min(waitMs * 2, 50)) {
+    try {
+      return await sock.bind(ZAP_ENDPOINT);
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'EADDRINUSE' || Date.now() > deadline) {
+        sock.close();
+        throw e;
+      }
+    }
+    await new Promise((r) => setTimeout(r, waitMs));
+  }
+}
+
 /**
  * The ZAP handler of this process: admits a CurveZMQ peer to a socket only if its public key is
  * one the session issued for that socket's domain (a pilot's own sockets admit that pilot's key
@@ -22,8 +46,6 @@ interface Domain {
  */
 export class ZapHandler {
   private static current: ZapHandler | undefined;
-  /** The release of the last handler, until its address is free again. */
-  private static releasing: Promise<void> | undefined;
 
   private readonly domains = new Map<string, Domain>();
   private readonly loop: Promise<void>;
@@ -35,10 +57,8 @@ export class ZapHandler {
   /** The process's handler, bound on first use. */
   static async shared(): Promise<ZapHandler> {
     if (ZapHandler.current !== undefined) return ZapHandler.current;
-    await ZapHandler.releasing;
-    if (ZapHandler.current !== undefined) return ZapHandler.current;
     const sock = new zmq.Router({ linger: 0 });
-    await sock.bind(ZAP_ENDPOINT);
+    await bindWhenFree(sock);
     // another caller may have bound it while we awaited: keep the first
     if (ZapHandler.current !== undefined) {
       sock.close();
@@ -68,16 +88,6 @@ export class ZapHandler {
     for (const d of domains) this.domains.delete(d);
     if (this.domains.size > 0 || ZapHandler.current !== this) return;
     ZapHandler.current = undefined;
-    const released = this.unbindAndClose();
-    ZapHandler.releasing = released;
-    await released;
-    if (ZapHandler.releasing === released) ZapHandler.releasing = undefined;
-  }
-
-  private async unbindAndClose(): Promise<void> {
-    // unbinding frees the inproc address now; close alone frees it when libzmq's reaper gets to
-    // the socket, and a session opened before that could not bind the handler
-    await this.sock.unbind(ZAP_ENDPOINT);
     this.sock.close();
     await this.loop;
   }
