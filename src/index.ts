@@ -3,6 +3,7 @@ export { Session, type SessionOptions } from './client/session';
 export { PilotManager, type PilotManagerOptions } from './client/pilot-manager';
 export { TaskManager } from './client/task-manager';
 export { Task, type StateInfo, type TaskHistoryEntry } from './client/task';
+export type { TransferProgress } from './client/transfer-progress';
 export { Pilot } from './client/pilot';
 export type { TaskDescription, PilotDescription, Reason } from './generated';
 export type { Logger } from './lib/logger';

@@ -122,20 +122,22 @@ export class FileChannel implements Transfers {
           await fileOp('write', local, () => writeAll(fh!, a.data!, c.offset));
         },
       );
-      const end = (await ask({ op: 'end_read' })).header;
       const sha256 = hash.digest('hex');
-      if (end.sha256 !== sha256 || end.bytes !== size) {
-        throw failure(`${what}: checksum mismatch: the client read ${end.sha256}, got ${sha256}`);
-      }
       // private like all the session writes; executable if the client's file was (a script)
       const mode = ((opened.header.mode ?? 0) & 0o100) !== 0 ? 0o700 : 0o600;
+      // on disk before the client checks the checksum (and tells its user the transfer is
+      // done), so that only the rename is left after
       await fileOp('write', local, async () => {
         await fh!.sync();
         await fh!.chmod(mode);
         await fh!.close();
         fh = undefined;
-        await fsp.rename(tmp, local);
       });
+      const end = (await ask({ op: 'end_read', bytes: size, sha256 })).header;
+      if (end.sha256 !== sha256 || end.bytes !== size) {
+        throw failure(`${what}: checksum mismatch: the client read ${end.sha256}, got ${sha256}`);
+      }
+      await fileOp('write', local, () => fsp.rename(tmp, local));
       return { bytes: size, sha256 };
     } catch (e) {
       await fh?.close().catch(noop);

@@ -9,7 +9,15 @@ import { decode, encode } from '../transport/codec';
 import { serverOptions, type ServerSecurity } from '../transport/curve';
 import { MAX_CHUNK_BYTES, MAX_FILE_MESSAGE_BYTES } from '../transport/transfer-flow';
 import { FileGrants, type FileGrant } from './file-grants';
+import { Listeners } from './listeners';
 import { ServedFiles, type ServedChunkHook } from './served-files';
+import {
+  TransferTracker,
+  type Direction,
+  type TransferListener,
+  type TransferProgress,
+  type TransferSubject,
+} from './transfer-progress';
 
 export interface FileServerOptions {
   /** The session every request must name. */
@@ -20,6 +28,8 @@ export interface FileServerOptions {
   idleMs?: number;
   /** Transfers one pilot may have open at once (each holds a file handle). */
   maxOpenPerPilot?: number;
+  /** The least time between two progress events of one transfer (default 250 ms). */
+  progressMs?: number;
   /** Tests only: sees each chunk served after it was hashed (a flipped byte must be caught). */
   servedHook?: ServedChunkHook;
 }
@@ -45,6 +55,9 @@ export class FileServer {
   /** Each transfer's requests run one after another (the checksum is computed in order). */
   private readonly turns = new Map<string, Promise<void>>();
   private readonly bad: BadMessages;
+  /** Progress of each transfer, told to `onProgress` listeners. */
+  private readonly tracker: TransferTracker;
+  private readonly listeners: Listeners<[TransferProgress]>;
   private readonly clock: Clock;
   private readonly idleMs: number;
   private sweep: Timer | undefined;
@@ -56,6 +69,8 @@ export class FileServer {
     this.clock = opts.clock ?? systemClock;
     this.idleMs = opts.idleMs ?? DEFAULT_IDLE_MS;
     this.served = new ServedFiles(opts.servedHook);
+    this.tracker = new TransferTracker(opts.progressMs);
+    this.listeners = new Listeners(opts.log);
   }
 
   /** Binds `pilot`'s file socket at `address` (its old one on resume); returns where it listens. */
@@ -83,15 +98,29 @@ export class FileServer {
     return sock.lastEndpoint ?? address;
   }
 
-  /** Lets `task` on `pilot` read and write these client paths (absolute; normalized here). */
-  allow(pilot: string, task: string, grant: FileGrant): void {
+  /**
+   * Lets `task` on `pilot` read and write these client paths (absolute; normalized here).
+   * `subject`: the task's record, whose transfer directives progress events name.
+   */
+  allow(pilot: string, task: string, grant: FileGrant, subject?: TransferSubject): void {
     this.grants.allow(pilot, task, grant);
+    if (subject !== undefined) this.tracker.expect(pilot, task, subject);
   }
 
   /** Takes back what `task` on `pilot` was allowed; its open transfers are dropped. */
   forget(pilot: string, task: string): void {
     this.grants.forget(pilot, task);
+    this.tracker.forget(pilot, task);
     for (const key of this.served.keys({ pilot, task })) void this.drop(key, 'task forgotten');
+  }
+
+  /**
+   * Listens for the progress of every transfer of a directive (see TransferProgress): its
+   * start, at most one event per `progressMs` while it goes, and its end. Returns how to stop.
+   * A listener that throws is logged; transfers go on.
+   */
+  onProgress(listener: TransferListener): () => void {
+    return this.listeners.add(listener);
   }
 
   /** Requests refused so far (another session or pilot, a path not allowed, malformed). */
@@ -108,6 +137,7 @@ export class FileServer {
     await Promise.all(this.sockets.map((s) => s.loop));
     await Promise.all([...this.turns.values()]);
     await this.served.close();
+    for (const key of this.tracker.keys()) this.dropped(key, 'the session closed');
   }
 
   private async receive(pilot: string, sock: zmq.Router, send: RouterSender): Promise<void> {
@@ -190,36 +220,71 @@ export class FileServer {
     const ok = (more: Omit<FileReply, 'req' | 'ok'> = {}): Reply => ({
       header: { req: req.req, ok: true, ...more },
     });
+    const t = this.tracker;
     try {
       switch (req.op) {
-        case 'open_read':
+        case 'open_read': {
           this.assertRoom(req.pilot, req.path);
-          return ok(await this.served.openRead(key, at, req.path));
-        case 'read':
-          return { ...ok(), data: await this.served.read(key, now, req.offset, req.length) };
-        case 'end_read':
-          return ok(await this.served.endRead(key, now));
+          const opened = await this.served.openRead(key, at, req.path);
+          this.tell(t.opened(key, at, 'in', req.path, opened.size));
+          return ok(opened);
+        }
+        case 'read': {
+          const chunk = await this.served.read(key, now, req.offset, req.length);
+          this.tell(t.advanced(key, req.offset + req.length, now));
+          return { ...ok(), data: chunk };
+        }
+        case 'end_read': {
+          const ended = await this.served.endRead(key, now, req);
+          this.tell(t.ended(key));
+          return ok(ended);
+        }
         case 'open_write':
           this.assertRoom(req.pilot, req.path);
           await this.served.openWrite(key, at, req.path, req.size);
+          this.tell(t.opened(key, at, 'out', req.path, req.size));
           return ok();
         case 'write':
           await this.served.write(key, now, req.offset, data!);
+          this.tell(t.advanced(key, req.offset + data!.length, now));
           return ok();
-        case 'commit':
-          return ok(await this.served.commit(key, now, req.bytes, req.sha256));
+        case 'commit': {
+          const committed = await this.served.commit(key, now, req.bytes, req.sha256);
+          this.tell(t.ended(key));
+          return ok(committed);
+        }
         case 'abort':
           await this.served.drop(key);
+          this.dropped(key, 'the agent abandoned the transfer');
           return ok();
       }
     } catch (e) {
       const err = coerceError(e);
       const code = err instanceof TransferError ? err.code : 'E_TRANSFER';
       this.opts.log.info('transfer failed', { pilot: req.pilot, task: req.task, op: req.op, code });
-      // a failed step ends the transfer: its handle closed, its temporary file removed
-      if (req.op !== 'open_read' && req.op !== 'open_write') await this.served.drop(key);
+      const error = { code, message: err.message };
+      if (req.op === 'open_read' || req.op === 'open_write') {
+        // (an open naming a transfer under way fails without ending it)
+        const direction: Direction = req.op === 'open_read' ? 'in' : 'out';
+        if (this.served.taskOf(key) === undefined) {
+          this.tell(t.openFailed(at, direction, req.path, error));
+        }
+      } else {
+        // a failed step ends the transfer: its handle closed, its temporary file removed
+        await this.served.drop(key);
+        this.tell(t.failed(key, error));
+      }
       return { header: failed(req.req, code, err.message) };
     }
+  }
+
+  private tell(progress: TransferProgress | undefined): void {
+    if (progress !== undefined) this.listeners.fire(progress);
+  }
+
+  /** The transfer `key` was ended before its end: its last progress event says why. */
+  private dropped(key: string, message: string): void {
+    this.tell(this.tracker.failed(key, { code: 'E_TRANSFER', message }));
   }
 
   private assertRoom(pilot: string, file: string): void {
@@ -247,6 +312,7 @@ export class FileServer {
       if (this.served.taskOf(key) === undefined) return;
       this.opts.log.warn('transfer dropped', { transfer: key.split('\0')[1], why });
       await this.served.drop(key);
+      this.dropped(key, `the transfer was dropped (${why})`);
     });
   }
 

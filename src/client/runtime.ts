@@ -204,7 +204,7 @@ export class ClientRuntime {
       finalOf,
       { clientCwd: process.cwd(), taskOf: (u) => tasks.get(u), ranIn: tasks.ranIn },
       {
-        allow: (pilot, task, grant) => this.links.files.allow(pilot, task, grant),
+        allow: (...a) => this.links.files.allow(...a),
         forget: (pilot, task) => this.links.files.forget(pilot, task),
       },
     );

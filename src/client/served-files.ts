@@ -89,8 +89,15 @@ export class ServedFiles {
     return buf;
   }
 
-  /** Ends a read: what was served, if the file did not change meanwhile. */
-  async endRead(key: string, now: number): Promise<{ bytes: number; sha256: string }> {
+  /**
+   * Ends a read: what was served, if the file did not change meanwhile and, when the agent says
+   * what it `received`, if that is what was served.
+   */
+  async endRead(
+    key: string,
+    now: number,
+    received: { bytes?: number; sha256?: string } = {},
+  ): Promise<{ bytes: number; sha256: string }> {
     const o = this.get(key, 'read', now);
     try {
       if (o.next !== o.size) throw transferError(o.path, `ended at ${o.next} of ${o.size} bytes`);
@@ -98,7 +105,17 @@ export class ServedFiles {
       if (after.size !== o.size || after.mtimeMs !== o.stat!.mtimeMs) {
         throw changed(o.path, `its size or modification time is not what it was at open`);
       }
-      return { bytes: o.next, sha256: o.hash.digest('hex') };
+      const sha256 = o.hash.digest('hex');
+      if (received.sha256 !== undefined && received.sha256 !== sha256) {
+        throw transferError(
+          o.path,
+          `checksum mismatch: served ${sha256}, the agent received ${received.sha256}`,
+        );
+      }
+      if (received.bytes !== undefined && received.bytes !== o.next) {
+        throw transferError(o.path, `${o.next} bytes served, the agent received ${received.bytes}`);
+      }
+      return { bytes: o.next, sha256 };
     } finally {
       await this.drop(key);
     }

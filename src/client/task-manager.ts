@@ -23,6 +23,7 @@ import type { ClientRuntime } from './runtime';
 import { runtimeOf } from './runtime';
 import type { Session } from './session';
 import { Task, type StateInfo } from './task';
+import type { TransferListener, TransferProgress } from './transfer-progress';
 import {
   HANDED_BACK,
   handBackOf,
@@ -57,6 +58,8 @@ export class TaskManager {
   /** Skips the callbacks a previous client of the session delivered. */
   private readonly delivery: DeliveryCursor;
   private readonly pilotsAdded = new Set<string>();
+  /** `onTransfer` listeners; the session's file server is followed from the first one on. */
+  private transfers: Listeners<[TransferProgress]> | undefined;
 
   constructor(session: Session) {
     const rt = (this.rt = runtimeOf(session));
@@ -94,6 +97,21 @@ export class TaskManager {
 
   onState(fn: (task: Task, state: TaskState, info: StateInfo) => void): () => void {
     return this.callbacks.add(fn);
+  }
+
+  /**
+   * Follows the bytes of this manager's tasks' `transfer` directives (docs/staging.md): each
+   * transfer's 'start', 'progress' at most every ~250 ms, then 'done' or 'failed'. Returns how
+   * to stop. A callback that throws is logged; the transfer goes on.
+   */
+  onTransfer(fn: TransferListener): () => void {
+    if (this.transfers === undefined) {
+      const transfers = (this.transfers = new Listeners(this.log));
+      this.rt.links.files.onProgress((p) => {
+        if (this.tasks.has(p.task)) transfers.fire(p);
+      });
+    }
+    return this.transfers.add(fn);
   }
 
   /**

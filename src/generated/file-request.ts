@@ -40,6 +40,8 @@ export type FileRequest =
     }
   | {
       op: 'end_read';
+      bytes?: number;
+      sha256?: string;
       session: string;
       pilot: string;
       task: string;

@@ -36,9 +36,17 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
     /** Where pilot queues listen, e.g. `tcp://127.0.0.1:0`. */
     private readonly listenAt: string,
     readonly retry: (tasks: TaskRecord[]) => void,
-    /** What a pilot's agent may transfer from and to the client's files, per task. */
+    /**
+     * What a pilot's agent may transfer from and to the client's files, per task (`record`:
+     * the attempt and directives its progress events name).
+     */
     private readonly files?: {
-      allow(pilot: string, task: string, grant: { read?: string[]; write?: string[] }): void;
+      allow(
+        pilot: string,
+        task: string,
+        grant: { read?: string[]; write?: string[] },
+        record: TaskRecord,
+      ): void;
       forget(pilot: string, task: string): void;
     },
   ) {}
@@ -93,7 +101,7 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
     const read = t.staging.input.filter((d) => d.action === 'transfer').map((d) => d.source);
     const write = t.staging.output.filter((d) => d.action === 'transfer').map((d) => d.target);
     if (read.length + write.length === 0) return;
-    this.files.allow(pilot, t.uid, { read, write });
+    this.files.allow(pilot, t.uid, { read, write }, t);
     this.transferring.add(t.uid);
   }
 

@@ -5,6 +5,9 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { FileChannel, type FileChannelOptions } from '../../../src/agent/file-channel';
 import { FileServer, type FileServerOptions } from '../../../src/client/file-server';
+import type { TransferProgress, TransferSubject } from '../../../src/client/transfer-progress';
+import type { Logger } from '../../../src/lib/logger';
+import { FakeClock } from '../../support/fake-clock';
 import { SessionSecurity } from '../../../src/client/session-security';
 import { silentLogger } from '../../../src/lib/logger';
 import * as zmq from 'zeromq';
@@ -18,6 +21,40 @@ const PILOT = 'pilot.0000';
 const TASK = 'task.000001';
 
 const sha = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
+
+/** A task record with one transfer directive each way (`in`: client -> pilot, `out` back). */
+const subject = (into: string, back: string, attempt = 1): TransferSubject => ({
+  attempt,
+  description: {
+    inputStaging: [{ source: `client://${into}`, target: 'task://', action: 'transfer' }],
+    outputStaging: [{ source: 'task://r', target: `client://${back}`, action: 'transfer' }],
+  },
+  staging: {
+    input: [{ source: into, target: 'task://', action: 'transfer' }],
+    output: [{ source: 'task://r', target: back, action: 'transfer' }],
+  },
+});
+
+/**
+ * Checks one transfer's events: a start at 0, progress rising, done at the total; and, given
+ * `everyMs`, progress events at least that far apart (as `at` says).
+ */
+function expectWellTold(
+  events: { e: TransferProgress; at: number }[],
+  total: number,
+  everyMs = 0,
+): void {
+  expect(events[0]!.e).toMatchObject({ phase: 'start', bytesDone: 0, bytesTotal: total });
+  expect(events[events.length - 1]!.e).toMatchObject({ phase: 'done', bytesDone: total });
+  for (const { e } of events.slice(1, -1)) expect(e.phase).toBe('progress');
+  for (let i = 1; i < events.length; i++) {
+    expect(events[i]!.e.bytesDone).toBeGreaterThan(events[i - 1]!.e.bytesDone);
+    expect(events[i]!.e.bytesTotal).toBe(total);
+    if (i < events.length - 1) {
+      expect(events[i]!.at - events[i - 1]!.at).toBeGreaterThanOrEqual(everyMs);
+    }
+  }
+}
 
 /** The files of `dir` whose name says they are a transfer's temporary file. */
 const temporaries = (dir: string): string[] =>
@@ -365,5 +402,170 @@ describe('file channel (transfer staging action)', () => {
       srcs.map((s, i) => files.fetch(TASK, s, path.join(node, `s${i}`))),
     );
     results.forEach((r, i) => expect(r.sha256).toBe(sha(fs.readFileSync(srcs[i]!))));
+  });
+  describe('progress told to the client', () => {
+    const MiB = 2 ** 20;
+    let clock: FakeClock;
+    let events: { e: TransferProgress; at: number }[];
+
+    /** A server on a clock that `tick` moves; every event it tells is kept with its time. */
+    const watched = async (opts: Partial<FileServerOptions> = {}): Promise<void> => {
+      await server.close();
+      clock = new FakeClock();
+      events = [];
+      await startServer({ clock, ...opts });
+      server.onProgress((e) => events.push({ e, at: clock.now() }));
+    };
+
+    it('tells each transfer of a directive: start, progress at most every 250 ms, done', async () => {
+      // each chunk served or sent moves the server's clock 100 ms: progress about every third
+      await watched({ servedHook: () => clock.advance(100) });
+      const src = path.join(client, 'big.in');
+      const back = path.join(client, 'big.out');
+      fs.writeFileSync(src, Buffer.alloc(3 * MiB, 1));
+      server.allow(PILOT, TASK, { read: [src], write: [back] }, subject(src, back, 2));
+      const files = channel({ chunkBytes: 64 * 1024, sentHook: () => clock.advance(100) });
+      const local = path.join(node, 'big');
+
+      await files.fetch(TASK, src, local);
+      const fetched = events.splice(0);
+      expectWellTold(fetched, 3 * MiB, 250);
+      // 48 chunks, told about every third: throttled, yet told as it goes
+      expect(fetched.length).toBeGreaterThanOrEqual(10);
+      expect(fetched.length).toBeLessThanOrEqual(19);
+      expect(fetched[0]!.e).toEqual({
+        task: TASK,
+        attempt: 2,
+        pilot: PILOT,
+        direction: 'in',
+        index: 0,
+        source: `client://${src}`,
+        target: 'task://',
+        phase: 'start',
+        bytesDone: 0,
+        bytesTotal: 3 * MiB,
+      });
+
+      await files.send(TASK, local, back);
+      const sent = events.splice(0);
+      // the agent moves the clock as it sends, up to a window of chunks before the server
+      // takes them: not as exact as the fetch, yet as bounded
+      expectWellTold(sent, 3 * MiB);
+      expect(sent.length).toBeGreaterThanOrEqual(3);
+      expect(sent.length).toBeLessThanOrEqual(24);
+      for (const { e } of sent) {
+        expect(e).toMatchObject({ direction: 'out', index: 0, source: 'task://r', attempt: 2 });
+        expect(e.target).toBe(`client://${back}`);
+      }
+      expect(fs.readFileSync(back).equals(fs.readFileSync(src))).toBe(true);
+    });
+
+    it('tells a transfer that cannot open its client file as failed, with the errno', async () => {
+      await watched();
+      const src = path.join(client, 'missing');
+      server.allow(PILOT, TASK, { read: [src] }, subject(src, path.join(client, 'x')));
+      await expect(channel().fetch(TASK, src, path.join(node, 'm'))).rejects.toMatchObject({
+        code: 'ENOENT',
+      });
+      expect(events.map(({ e }) => e)).toEqual([
+        expect.objectContaining({
+          phase: 'failed',
+          direction: 'in',
+          index: 0,
+          bytesDone: 0,
+          bytesTotal: 0,
+          error: { code: 'ENOENT', message: expect.stringContaining(src) },
+        }),
+      ]);
+    });
+
+    it('ends a fetch whose checksum differs on the agent with failed, not done', async () => {
+      let flipped = false;
+      await watched({
+        servedHook: (chunk) => {
+          if (!flipped) chunk.writeUInt8(chunk.readUInt8(0) ^ 0xff, 0);
+          flipped = true;
+        },
+      });
+      const src = path.join(client, 'data');
+      fs.writeFileSync(src, Buffer.alloc(100_000, 7));
+      server.allow(PILOT, TASK, { read: [src] }, subject(src, path.join(client, 'x')));
+      await expect(
+        channel({ chunkBytes: 16_384 }).fetch(TASK, src, path.join(node, 'data')),
+      ).rejects.toMatchObject({ code: 'E_TRANSFER', message: /checksum mismatch/ });
+      const phases = events.map(({ e }) => e.phase);
+      expect(phases[0]).toBe('start');
+      expect(phases.slice(1, -1).every((p) => p === 'progress')).toBe(true);
+      expect(events[events.length - 1]!.e).toMatchObject({
+        phase: 'failed',
+        bytesDone: 100_000,
+        error: { code: 'E_TRANSFER', message: expect.stringMatching(/checksum mismatch/) },
+      });
+      expect(phases).not.toContain('done');
+    });
+
+    it('ends a send whose checksum differs on the client with failed', async () => {
+      await watched();
+      const local = path.join(node, 'data');
+      const back = path.join(client, 'back');
+      fs.writeFileSync(local, Buffer.alloc(100_000, 9));
+      server.allow(PILOT, TASK, { write: [back] }, subject(path.join(client, 'x'), back));
+      let flipped = false;
+      const files = channel({
+        chunkBytes: 16_384,
+        sentHook: (chunk) => {
+          if (!flipped) chunk.writeUInt8(chunk.readUInt8(5) ^ 1, 5);
+          flipped = true;
+        },
+      });
+      await expect(files.send(TASK, local, back)).rejects.toMatchObject({ code: 'E_TRANSFER' });
+      expect(events.map(({ e }) => [e.phase, e.direction])).toEqual([
+        ['start', 'out'],
+        ['failed', 'out'],
+      ]);
+      expect(events[1]!.e.error?.message).toMatch(/checksum mismatch/);
+    });
+
+    it('ends a transfer the agent gives up, or the session drops, with failed', async () => {
+      await watched();
+      const src = path.join(client, 'f');
+      fs.writeFileSync(src, Buffer.alloc(10_000, 2));
+      server.allow(PILOT, TASK, { read: [src] }, subject(src, path.join(client, 'x')));
+      // the agent cannot write where it fetches to: it opened the client file, then aborts
+      const into = path.join(node, 'no-dir', 'f');
+      await expect(channel().fetch(TASK, src, into)).rejects.toMatchObject({ code: 'ENOENT' });
+      await withTimeout(
+        new Promise<void>((resolve) => {
+          if (events.length === 2) resolve();
+          server.onProgress(() => events.length === 2 && resolve());
+        }),
+        5_000,
+        'the failed event',
+      );
+      expect(events.map(({ e }) => [e.phase, e.error?.message])).toEqual([
+        ['start', undefined],
+        ['failed', 'the agent abandoned the transfer'],
+      ]);
+    });
+
+    it('keeps transferring when a listener throws, and logs it', async () => {
+      const logged: string[] = [];
+      const log: Logger = {
+        ...silentLogger,
+        error: (m) => void logged.push(m),
+        child: () => log,
+      };
+      await watched({ log });
+      server.onProgress(() => {
+        throw new Error('a bad listener');
+      });
+      const src = path.join(client, 'f');
+      fs.writeFileSync(src, 'bytes');
+      server.allow(PILOT, TASK, { read: [src] }, subject(src, path.join(client, 'x')));
+      await channel().fetch(TASK, src, path.join(node, 'f'));
+      expect(fs.readFileSync(path.join(node, 'f'), 'utf8')).toBe('bytes');
+      expect(events.map(({ e }) => e.phase)).toEqual(['start', 'done']);
+      expect(logged).toEqual(['user callback threw', 'user callback threw']);
+    });
   });
 });
