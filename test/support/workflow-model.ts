@@ -162,12 +162,12 @@ export function workflowArb(
 
 /**
  * Checks one task's states against the task model, in the order they came. `notified`: the
- * notifications its holders sent, each with its component: attempt n + 1 follows attempt n
- * and starts with its retry state; every other state is a step of the model made by its owner
- * (attempt 1 starts from NEW). `delivered`: the callbacks a client fired: attempts ascend
- * (an attempt whose states never reached the store may be missing) and within one each state
- * is a step of the model from the one before. Either way one final state, the last. Returns
- * the problems found, empty when there are none.
+ * notifications its holders sent, each with its component: attempt 1 starts from NEW; every
+ * state is a step of the model made by its owner; attempt n + 1 follows attempt n, starts with
+ * its retry state, and is started by the holder of the state attempt n stopped in.
+ * `delivered`: the callbacks a client fired: attempts ascend (an attempt whose states never
+ * reached the store may be missing) and within one each state is a step of the model from the
+ * one before. Either way one final state, the last. Returns the problems found (none: empty).
  */
 export function checkStates(
   uid: string,
@@ -184,11 +184,17 @@ export function checkStates(
     if (s.attempt !== attempt) {
       const next = mode === 'notified' ? s.attempt === attempt + 1 : s.attempt > attempt;
       if (!next) problems.push(`${at}: follows attempt ${attempt}`);
+      if (mode === 'notified' && s.attempt > 1) {
+        if (s.state !== TASK_RETRY_STATE) {
+          problems.push(`${at}: a new attempt starts with ${s.state}, not ${TASK_RETRY_STATE}`);
+        }
+        // only the holder of where the last attempt stopped may start the next one
+        if (s.component !== undefined && TASK_MODEL.holders[prev] !== s.component) {
+          problems.push(`${at}: started by ${s.component}, but ${prev} is not its state`);
+        }
+      }
       attempt = s.attempt;
       prev = attempt === 1 ? 'NEW' : TASK_RETRY_STATE;
-      if (mode === 'notified' && attempt > 1 && s.state !== TASK_RETRY_STATE) {
-        problems.push(`${at}: a new attempt starts with ${s.state}, not ${TASK_RETRY_STATE}`);
-      }
       if (s.state === prev) continue; // the attempt's start, not a step
     }
     const step = TASK_MODEL.transitions.find((x) => x.from === prev && x.to === s.state);

@@ -518,6 +518,111 @@ class Coverage {
   }
 }
 
+describe('workflows: the reference model and the order check', () => {
+  const task = (uid: string, over: Partial<WorkflowTask> = {}): WorkflowTask => ({
+    uid,
+    after: [],
+    retries: 0,
+    script: [],
+    ...over,
+  });
+
+  it('ends tasks by their scripts and retries, and dependents by their conditions', () => {
+    const ends = expectedEnds([
+      task('a', { script: ['exit'] }),
+      task('b', { after: [{ task: 'a', on: 'done' }] }),
+      task('c', { after: [{ task: 'a', on: 'failed' }] }),
+      task('d', {
+        after: [
+          { task: 'b', on: 'final' },
+          { task: 'c', on: 'failed' },
+        ],
+      }),
+      task('e', { retries: 2, script: ['exit', 'signal', 'ok'] }),
+      task('f', { retries: 1, script: ['timeout', 'exit', 'ok'] }),
+      task('g', { retries: 3, script: ['notFound'] }),
+      task('h', { retries: 3, script: ['exit', 'cancel'] }),
+      task('i', { script: ['ok'] }),
+    ]);
+    expect(Object.fromEntries(ends)).toEqual({
+      a: { state: 'FAILED', attempts: 1, code: 'E_EXIT_CODE' },
+      b: {
+        state: 'CANCELED',
+        attempts: 1,
+        code: 'E_DEPENDENCY',
+        blockers: [{ task: 'a', on: 'done', ended: 'FAILED' }],
+      },
+      c: { state: 'DONE', attempts: 1 },
+      d: {
+        state: 'CANCELED',
+        attempts: 1,
+        code: 'E_DEPENDENCY',
+        blockers: [{ task: 'c', on: 'failed', ended: 'DONE' }],
+      },
+      e: { state: 'DONE', attempts: 3 },
+      f: { state: 'FAILED', attempts: 2, code: 'E_EXIT_CODE' },
+      g: { state: 'FAILED', attempts: 1, code: 'E_EXEC_NOT_FOUND' },
+      h: { state: 'CANCELED', attempts: 2, code: 'E_CANCELED' },
+      i: { state: 'DONE', attempts: 1 },
+    });
+  });
+
+  it('ends a task the user canceled in that attempt, unless its agent had ended it first', () => {
+    const dag = [
+      task('a', { retries: 1, script: ['exit', 'notFound'] }),
+      task('b', { after: [{ task: 'a', on: 'final' }] }),
+    ];
+    expect(expectedEnds(dag, new Map([['a', 2]])).get('a')).toEqual({
+      state: 'CANCELED',
+      attempts: 2,
+      code: 'E_CANCELED',
+    });
+    const agentFirst = expectedEnds(dag, new Map([['a', 2]]), () => 'FAILED');
+    expect(agentFirst.get('a')?.code).toBe('E_EXEC_NOT_FOUND');
+    expect(() => expectedEnds(dag, new Map([['a', 3]]))).toThrow('never reaches');
+  });
+
+  it('finds steps the model does not have, wrong owners, and a retry by the wrong holder', () => {
+    const steps = (...ss: [string, number, string][]) =>
+      ss.map(([state, attempt, component]) => ({ state, attempt, component }));
+    const good = steps(
+      ['TMGR_SCHEDULING_PENDING', 1, 'TaskManager'],
+      ['TMGR_SCHEDULING', 1, 'ManagerScheduler'],
+      ['TMGR_STAGING_INPUT_PENDING', 1, 'ManagerScheduler'],
+      ['TMGR_STAGING_INPUT', 1, 'ManagerInputStager'],
+      ['TMGR_SCHEDULING_PENDING', 2, 'ManagerInputStager'],
+      ['TMGR_SCHEDULING', 2, 'ManagerScheduler'],
+      ['CANCELED', 2, 'ManagerScheduler'],
+    );
+    expect(checkStates('t', good, 'notified')).toEqual([]);
+    const skipped = good.filter((s) => s.state !== 'TMGR_STAGING_INPUT_PENDING');
+    expect(checkStates('t', skipped, 'notified')).toEqual([
+      't step 2 (TMGR_STAGING_INPUT, attempt 1): TMGR_SCHEDULING -> TMGR_STAGING_INPUT by ManagerInputStager is not in the model',
+    ]);
+    const byOutput = good.map((s, i) => (i === 4 ? { ...s, component: 'ManagerOutputStager' } : s));
+    expect(checkStates('t', byOutput, 'notified')).toEqual([
+      't step 4 (TMGR_SCHEDULING_PENDING, attempt 2): started by ManagerOutputStager, but TMGR_STAGING_INPUT is not its state',
+    ]);
+    const wrongOwner = good.map((s, i) =>
+      i === 1 ? { ...s, component: 'ManagerInputStager' } : s,
+    );
+    expect(checkStates('t', wrongOwner, 'notified')).toEqual([
+      't step 1 (TMGR_SCHEDULING, attempt 1): TMGR_SCHEDULING_PENDING -> TMGR_SCHEDULING by ManagerInputStager is not in the model',
+    ]);
+    const twice = [...good, { state: 'FAILED', attempt: 2, component: 'ManagerScheduler' }];
+    expect(checkStates('t', twice, 'notified')).toContain('t: 2 final states');
+    // delivered: NEW first, an attempt may be missing, no components
+    const delivered = [
+      { state: 'NEW', attempt: 1 },
+      { state: 'TMGR_SCHEDULING_PENDING', attempt: 1 },
+      { state: 'TMGR_SCHEDULING_PENDING', attempt: 3 },
+      { state: 'FAILED', attempt: 3 },
+    ];
+    expect(checkStates('t', delivered, 'delivered')).toEqual([]);
+    expect(checkStates('t', delivered, 'notified')).not.toEqual([]);
+  });
+});
+
 const RUNS = Number(process.env.PF_PROPERTY_RUNS ?? 300);
 const SEED = Number(process.env.PF_PROPERTY_SEED ?? 14_014);
 
