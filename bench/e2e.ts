@@ -43,14 +43,7 @@ import {
   type BenchOptions,
   type Figure,
 } from './harness';
-import {
-  dask,
-  gnuParallel,
-  installPeers,
-  peerAvailability,
-  spawnLimit,
-  type Reference,
-} from './references';
+import { dask, gnuParallel, peersForRun, spawnLimit, type Reference } from './references';
 
 export const name = 'e2e';
 export const description =
@@ -179,16 +172,8 @@ async function runReferences(
     await spawnLimit(n, par, 1, { sandboxes: true }),
   );
 
-  const off = ['0', 'false', 'no'].includes(process.env.PILOTFISH_BENCH_PEERS ?? '');
-  const peers = off
-    ? { parallel: 'PILOTFISH_BENCH_PEERS=0', dask: 'PILOTFISH_BENCH_PEERS=0' }
-    : quick
-      ? await peerAvailability()
-      : await installPeers(log);
-  const notHere = (reason: string): Reference => ({
-    ok: false,
-    reason: quick && !off ? `${reason} (quick runs do not install peers)` : reason,
-  });
+  const peers = await peersForRun(quick, log);
+  const notHere = (reason: string): Reference => ({ ok: false, reason });
   report(
     'gnu_parallel_tasks_per_s',
     'exec_vs_gnu_parallel',

@@ -1,6 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
+import * as path from 'node:path';
+import { PilotManager, Session, TaskManager, type Pilot, type SessionOptions } from '../src';
 
 /**
  * What a benchmark reports: one measured number. `metric` names what was measured, `unit` its
@@ -94,6 +96,20 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
+/** The value below which a fraction `q` of `xs` lies (nearest rank; `xs` need not be sorted). */
+export function percentile(xs: readonly number[], q: number): number {
+  if (xs.length === 0) throw new RangeError('percentile of no values');
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
+}
+
+export function mean(xs: readonly number[]): number {
+  if (xs.length === 0) throw new RangeError('mean of no values');
+  let sum = 0;
+  for (const x of xs) sum += x;
+  return sum / xs.length;
+}
+
 export { mulberry32 } from '../src/lib/prng';
 
 /** Rounds to `digits` significant digits, so figures do not pretend to a precision they lack. */
@@ -109,4 +125,47 @@ export function sig(x: number, digits = 3): number {
 export function removeTree(dir: string): void {
   const r = spawnSync('rm', ['-rf', '--', dir], { stdio: 'ignore' });
   if (r.status !== 0) fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/** A session with one local pilot, active and added to a TaskManager. */
+export interface LocalPilot {
+  session: Session;
+  pmgr: PilotManager;
+  tmgr: TaskManager;
+  pilot: Pilot;
+}
+
+/**
+ * Runs `fn` in a session opened in a fresh directory under TMPDIR (task sandboxes included:
+ * `TMPDIR=/dev/shm` puts them on tmpfs) with one local pilot of every core, active and added to
+ * a TaskManager; then closes the session, runs `afterClose` on the session's directory (its
+ * store complete: e.g. to read every notification) and removes the directory.
+ */
+export async function withLocalPilot<T>(
+  prefix: string,
+  fn: (p: LocalPilot) => Promise<T>,
+  opts: {
+    session?: Omit<SessionOptions, 'dir'>;
+    afterClose?: (sessionDir: string) => Promise<void>;
+  } = {},
+): Promise<T> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  try {
+    const session = await Session.open({ ...opts.session, dir });
+    let out: T;
+    try {
+      const pmgr = new PilotManager(session);
+      const tmgr = new TaskManager(session);
+      const [pilot] = await pmgr.submitPilots([{ resource: 'local', runtimeMin: 60 }]);
+      await pmgr.waitPilots({ uids: [pilot!.uid], states: ['PMGR_ACTIVE'], timeoutMs: 30_000 });
+      tmgr.addPilots([pilot!]);
+      out = await fn({ session, pmgr, tmgr, pilot: pilot! });
+    } finally {
+      await session.close();
+    }
+    await opts.afterClose?.(session.dir);
+    return out;
+  } finally {
+    removeTree(dir);
+  }
 }

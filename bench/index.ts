@@ -1,3 +1,4 @@
+import * as dag from './dag';
 import * as e2e from './e2e';
 import type { Benchmark } from './harness';
 import * as memory from './memory';
@@ -6,11 +7,12 @@ import * as store from './store';
 import * as transport from './transport';
 
 /** Every benchmark `npm run bench` knows, in the order it runs them. Add new ones here. */
-export const BENCHMARKS: readonly Benchmark[] = [e2e, scheduler, store, transport, memory];
+export const BENCHMARKS: readonly Benchmark[] = [e2e, dag, scheduler, store, transport, memory];
 
 /** Files of bench/ that are not benchmarks. */
 export const INFRASTRUCTURE = [
   'cpu-prof-preload',
+  'dag-dask',
   'harness',
   'index',
   'profile-summary',

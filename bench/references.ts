@@ -136,6 +136,28 @@ export async function peerAvailability(): Promise<PeerAvailability> {
   return { parallel, dask };
 }
 
+/** PILOTFISH_BENCH_PEERS=0 (or false, no) turns the peers off, e.g. while profiling. */
+export function peersOff(env: NodeJS.ProcessEnv = process.env): boolean {
+  return ['0', 'false', 'no'].includes(env.PILOTFISH_BENCH_PEERS ?? '');
+}
+
+/**
+ * Which peers a benchmark may run now, and why not: none when turned off; what is installed for
+ * a quick run (which never installs, and says so in its reasons); for a full run, what is there
+ * after scripts/bench-deps.sh.
+ */
+export async function peersForRun(
+  quick: boolean,
+  log: (line: string) => void,
+): Promise<PeerAvailability> {
+  if (peersOff()) return { parallel: 'PILOTFISH_BENCH_PEERS=0', dask: 'PILOTFISH_BENCH_PEERS=0' };
+  if (!quick) return installPeers(log);
+  const here = await peerAvailability();
+  const why = (r: string | undefined): string | undefined =>
+    r === undefined ? undefined : `${r} (quick runs do not install peers)`;
+  return { parallel: why(here.parallel), dask: why(here.dask) };
+}
+
 /** scripts/bench-deps.sh, from bench/ (ts-jest) or dist/bench/ (npm run bench). */
 export function benchDepsScript(dir: string = __dirname): string {
   for (const rel of ['../scripts/bench-deps.sh', '../../scripts/bench-deps.sh']) {
