@@ -28,6 +28,7 @@ import {
   HANDED_BACK,
   handBackOf,
   keepHandBack,
+  keepLateFacts,
   planPickUp,
   recordOf,
   restartAttempt,
@@ -307,6 +308,9 @@ export class TaskManager {
         }
         this.delivery.deliver(() => this.callbacks.fire(task, e.state, info));
         this.waiters.update(task.uid, e.state);
+      }
+      if (!delivered && n.detail !== undefined && n.attempt === task.attempt) {
+        keepLateFacts(task, n.detail, (p) => this.pilotUids.get(p), this.rt.tasks.sandboxDirs);
       }
       const back = handBackOf(n);
       if (back !== undefined && !task.final && n.attempt === task.attempt) {

@@ -1,6 +1,6 @@
 import type { TaskRecord } from '../generated';
 import type { Given } from '../components/manager-input-stager/shell';
-import { ownCopy } from '../lib/strings';
+import { ownCopy, type Interner } from '../lib/strings';
 import type { Notification, NotificationDetail } from '../states/notification';
 import { hopOf, sideOf } from '../states/pipeline';
 import { COMPONENTS, TASK_MODEL, type TaskState } from '../states/task-model';
@@ -95,6 +95,24 @@ export function keepHandBack(task: Task, d: NotificationDetail): void {
   if (d.stdout !== undefined) task.stdout = ownCopy(d.stdout);
   if (d.stderr !== undefined) task.stderr = ownCopy(d.stderr);
   if (d.reason !== undefined) task.reason = d.reason;
+}
+
+/**
+ * A notification of the task's current attempt that came after a later state of it (its own
+ * state was inferred, so its callback is gone): the facts it alone carries still count. The
+ * retries used come only with an attempt's first state; without them a task lost with its
+ * pilot, or resumed, would be granted retries it has used.
+ */
+export function keepLateFacts(
+  task: Task,
+  d: NotificationDetail,
+  pilotUid: (raw: string) => string,
+  sandboxDirs: Interner,
+): void {
+  if (d.retried !== undefined && d.retried > task.retried) task.retried = d.retried;
+  if (d.pilot !== undefined && task.pilot === undefined) task.pilot = pilotUid(d.pilot);
+  if (d.sandbox !== undefined && task.sandbox === undefined)
+    task.setSandbox(d.sandbox, sandboxDirs);
 }
 
 /** A task starts its next attempt: what the last one left (exit, output, reason, place) goes. */

@@ -49,8 +49,11 @@ function problemsOf(task: Task, want: ExpectedEnd, counter: string): string[] {
   const ended = `${task.state} in attempt ${task.attempt} (${task.reason?.code ?? '-'})`;
   const wanted = `${want.state} in attempt ${want.attempts} (${want.code ?? '-'})`;
   if (ended !== wanted) problems.push(`${task.uid} ended ${ended}; want ${wanted}`);
-  // task.retried is left out: the store may deliver a later state of a new attempt before its
-  // first one, which alone carries the retries used (task.retried then stays stale)
+  // every attempt after the first is a retry here (no pilot is lost); the retries used come
+  // with an attempt's first state, which the store may deliver after a later one
+  if (task.retried !== want.attempts - 1) {
+    problems.push(`${task.uid} used ${task.retried} retries; want ${want.attempts - 1}`);
+  }
   if (want.code === 'E_DEPENDENCY') {
     const d = task.reason?.detail as { dependency?: string; ended?: string } | undefined;
     if (!want.blockers!.some((b) => b.task === d?.dependency && b.ended === d?.ended)) {

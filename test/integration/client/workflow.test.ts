@@ -132,8 +132,10 @@ describe('workflows', () => {
   it('retries a flaky task: DONE on attempt 2, one callback per state per attempt, in order', async () => {
     const fx = await fixture.open();
     const flag = path.join(tmp(), 'tried');
-    const seen: [TaskState, number, string | undefined][] = [];
-    fx.tmgr.onState((_t, s, info) => seen.push([s, info.attempt, info.reason?.code]));
+    const seen: [TaskState, number, string | undefined, boolean][] = [];
+    fx.tmgr.onState((_t, s, info) =>
+      seen.push([s, info.attempt, info.reason?.code, info.inferred]),
+    );
     const [t] = await fx.tmgr.submitTasks([
       {
         executable: '/bin/sh',
@@ -148,16 +150,19 @@ describe('workflows', () => {
     expect(t!.reason).toBeUndefined();
     expect(t!.exitCode).toBe(0);
     const upTo = (s: TaskState) => TASK_STATES.slice(TASK_STATES.indexOf(s));
-    const first = TASK_STATES.slice(0, TASK_STATES.indexOf('TMGR_STAGING_OUTPUT') + 1);
-    const second = upTo('TMGR_SCHEDULING_PENDING').slice(0, -2);
-    expect(seen.map(([s, a]) => `${a} ${s}`)).toEqual([
-      ...first.map((s) => `1 ${s}`),
-      ...second.map((s) => `2 ${s}`),
-    ]);
-    // the retry tells why the first attempt ended
-    expect(seen.find(([s, a]) => a === 2 && s === 'TMGR_SCHEDULING_PENDING')?.[2]).toBe(
-      'E_EXIT_CODE',
-    );
+    // attempt 1 in order as far as it was delivered: its last states may come after attempt 2's
+    // first, and are then dropped (docs/state-model.md, rule 4); it ran, so it got that far
+    const first = seen.filter(([, a]) => a === 1).map(([s]) => s);
+    expect(first).toEqual(TASK_STATES.slice(0, first.length));
+    expect(first.length).toBeGreaterThan(TASK_STATES.indexOf('AGENT_EXECUTING'));
+    const second = seen.filter(([, a]) => a === 2);
+    expect(second.map(([s]) => s)).toEqual(upTo('TMGR_SCHEDULING_PENDING').slice(0, -2));
+    expect(seen.length).toBe(first.length + second.length);
+    // the retry tells why the first attempt ended (unless its notification came after a later
+    // one and the state was inferred); the task counts the retry either way
+    const [, , why, inferred] = second[0]!;
+    expect(inferred ? 'inferred' : why).toBe(inferred ? 'inferred' : 'E_EXIT_CODE');
+    expect(t!.retried).toBe(1);
   }, 90_000);
 
   it('transfers a file in and out over the session connection', async () => {

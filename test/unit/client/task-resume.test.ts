@@ -1,6 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
 import { Task } from '../../../src/client/task';
-import { handBackOf, keepHandBack, planPickUp, recordOf } from '../../../src/client/task-resume';
+import {
+  handBackOf,
+  keepHandBack,
+  keepLateFacts,
+  planPickUp,
+  recordOf,
+} from '../../../src/client/task-resume';
+import { Interner } from '../../../src/lib/strings';
 import type { Notification, Reason } from '../../../src/generated';
 import type { TaskState } from '../../../src/states/task-model';
 
@@ -107,5 +114,31 @@ describe('hand-backs', () => {
     const planned = planPickUp([t], 'sess');
     expect(planned.output.map((r) => r.reason)).toEqual([TIMEOUT]);
     expect(planned.awaiting).toEqual([]);
+  });
+});
+
+describe('keepLateFacts', () => {
+  it("takes an attempt's retries used, pilot and sandbox from a notification that came late", () => {
+    const t = task('x', 'AGENT_STAGING_INPUT', { pilot: null, attempt: 2 });
+    const dirs = new Interner();
+    keepLateFacts(
+      t,
+      {
+        retried: 1,
+        reason: { code: 'E_EXIT_CODE', message: 'exit 3', component: 'ManagerOutputStager' },
+      },
+      (p) => p,
+      dirs,
+    );
+    keepLateFacts(t, { pilot: 'pilot.0001', sandbox: '/s/pilot.0001/x' }, (p) => p, dirs);
+    expect([t.retried, t.pilot, t.sandbox, t.reason]).toEqual([
+      1,
+      'pilot.0001',
+      '/s/pilot.0001/x',
+      undefined, // why the last attempt ended is not this one's reason
+    ]);
+    // what the task already knows of this attempt stays; the retries used never go down
+    keepLateFacts(t, { retried: 0, pilot: 'pilot.0002', sandbox: '/elsewhere/x' }, (p) => p, dirs);
+    expect([t.retried, t.pilot, t.sandbox]).toEqual([1, 'pilot.0001', '/s/pilot.0001/x']);
   });
 });
