@@ -3,7 +3,7 @@ import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { constants, promises as fsp, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { TransferError } from '../errors';
-import { PRIVATE_FILE } from '../lib/private-files';
+import { PRIVATE_DIR, PRIVATE_FILE } from '../lib/private-files';
 import { chunkProblem } from '../transport/transfer-flow';
 
 interface Open {
@@ -133,6 +133,10 @@ export class ServedFiles {
     if (target?.isDirectory() === true) {
       throw new TransferError('EISDIR', `cannot write client file ${file}: it is a directory`);
     }
+    // as for the other staging actions: missing parent directories are made, private
+    await fileOp('write', `client folder ${path.dirname(file)}`, () =>
+      fsp.mkdir(path.dirname(file), { recursive: true, mode: PRIVATE_DIR }),
+    );
     const tmp = path.join(path.dirname(file), `.pf-${randomBytes(8).toString('hex')}.part`);
     const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
     const fh = await fileOp('write', `client file ${file}`, () =>

@@ -1,3 +1,4 @@
+import { posix } from 'node:path';
 import type { StagingDirective, TaskRecord } from '../../generated';
 import { directiveName, parseStagingPath, under } from '../shared/staging-paths';
 
@@ -72,6 +73,10 @@ function resolveDirective(
   if ('error' in source) return source;
   const target = resolvePath(task, d.target, lookup);
   if ('error' in target) return target;
+  // "into this client folder": named in full here, as the file the task is allowed to write
+  if (action === 'transfer' && which === 'output' && target.path.endsWith('/')) {
+    target.path += posix.basename(source.path);
+  }
   return { source: source.path, target: target.path, action, optional: d.optional ?? false };
 }
 

@@ -178,6 +178,8 @@ describe('workflows', () => {
         ],
         outputStaging: [
           { source: 'task://out.txt', target: `client://${d}/out.txt`, action: 'transfer' },
+          // into a client folder: the file keeps its name
+          { source: 'task://out.txt', target: `client://${d}/back/`, action: 'transfer' },
         ],
       },
     ]);
@@ -185,5 +187,6 @@ describe('workflows', () => {
     expect(t!.reason).toBeUndefined();
     expect(t!.state).toBe('DONE');
     expect(fs.readFileSync(path.join(d, 'out.txt'), 'utf8')).toBe('HELLO OVER THE WIRE\n');
+    expect(fs.readFileSync(path.join(d, 'back/out.txt'), 'utf8')).toBe('HELLO OVER THE WIRE\n');
   }, 90_000);
 });

@@ -132,6 +132,31 @@ describe('resolveStaging', () => {
     });
   });
 
+  it('names the file a transfer writes into a client folder (what the task is allowed to write)', () => {
+    expect(
+      resolve(
+        [],
+        [
+          { source: 'task://sub/out.txt', target: 'client://results/', action: 'transfer' },
+          { source: '/scratch/log', target: 'client:///res/', action: 'transfer' },
+        ],
+      ),
+    ).toEqual({
+      staging: {
+        input: [],
+        output: [
+          {
+            source: 'task://sub/out.txt',
+            target: '/home/u/work/results/out.txt',
+            action: 'transfer',
+            optional: false,
+          },
+          { source: '/scratch/log', target: '/res/log', action: 'transfer', optional: false },
+        ],
+      },
+    });
+  });
+
   it('knows no other task with the default lookup', () => {
     const task = taskIn('TMGR_STAGING_INPUT', {
       description: { inputStaging: [{ source: 'task://a/x', target: 'client://y' }] },
