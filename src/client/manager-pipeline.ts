@@ -102,8 +102,9 @@ export class ManagerPipeline {
         if (this.awaiting.size > 0) for (const t of ts) this.awaiting.delete(t.uid);
         for (const t of ts) if (t.sandbox !== undefined) this.staging.ranIn(t.uid, t.sandbox);
         this.inputShell.returned(ts);
-        this.scheduler.onReturned(ts);
+        // their ends first: the dependents they release may take the room they leave
         this.outputStager.onTasks(ts);
+        this.scheduler.onReturned(ts);
       },
     };
     const intake = (hop: Hop): Intake => ({
