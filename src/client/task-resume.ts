@@ -111,8 +111,9 @@ export function keepLateFacts(
 ): void {
   if (d.retried !== undefined && d.retried > task.retried) task.retried = d.retried;
   if (d.pilot !== undefined && task.pilot === undefined) task.pilot = pilotUid(d.pilot);
-  if (d.sandbox !== undefined && task.sandbox === undefined)
+  if (d.sandbox !== undefined && task.sandbox === undefined) {
     task.setSandbox(d.sandbox, sandboxDirs);
+  }
 }
 
 /** A task starts its next attempt: what the last one left (exit, output, reason, place) goes. */
