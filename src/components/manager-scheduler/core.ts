@@ -144,7 +144,11 @@ export class ManagerSchedulerCore {
     const now = this.clock.now();
     const parked = this.parked.get(uid) ?? [];
     this.parked.delete(uid);
-    for (const t of parked) this.admit(t, now);
+    for (const t of parked) {
+      // waiting for it when the user canceled it: canceled with it, as its started tasks are
+      if (state !== 'CANCELED') this.admit(t, now);
+      else this.end(t, 'CANCELED', pilotCanceled(uid), now);
+    }
     this.replaceReady(now);
     this.place(now);
   }
@@ -193,11 +197,6 @@ export class ManagerSchedulerCore {
       const pinned = this.pilots.get(d.pilot);
       if (pinned === undefined) {
         const ended = this.gone.get(d.pilot);
-        // as for a started task of a canceled pilot: the user's cancel, not a failure
-        if (ended === 'CANCELED') {
-          const why = `pinned pilot '${d.pilot}' was canceled before the task could run there`;
-          return this.end(task, 'CANCELED', reason('E_CANCELED', why, ME, { pilot: d.pilot }), now);
-        }
         const known = [...this.pilots.keys()].join(', ') || 'none';
         const why =
           ended !== undefined
@@ -340,4 +339,9 @@ function neverFits(task: TaskRecord, pilots: PilotRoom[]): Reason {
     ME,
     { asked: { ranks, coresPerRank: d.coresPerRank ?? 1, gpusPerRank: d.gpusPerRank ?? 0 } },
   );
+}
+
+function pilotCanceled(pilot: string): Reason {
+  const why = `pinned pilot '${pilot}' was canceled before the task could run there`;
+  return reason('E_CANCELED', why, ME, { pilot });
 }

@@ -1,11 +1,9 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createInterface } from 'node:readline';
-import { withTimeout } from '../../../src/lib/deferred';
 import { TASK_STATES, type TaskState } from '../../../src/states/task-model';
+import { closedGate } from '../../support/flock-gate';
 import { agentPids, clientChild, killAgents } from '../../support/client-child';
 import { waitForExit } from '../../support/processes';
 
@@ -19,17 +17,9 @@ describe('a client killed with SIGKILL in the middle of a DAG', () => {
     const gate = path.join(root, 'gate');
     const log1 = path.join(root, 'first.log');
     const log2 = path.join(root, 'second.log');
-    // holds GATE exclusively until its stdin closes: g1, g2 and bad wait on it
-    const holder = spawn('flock', ['-x', gate, '-c', 'echo locked; exec cat'], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    const holderExit = new Promise((resolve) => holder.once('exit', resolve));
+    // g1, g2 and bad wait on it
+    const closed = await closedGate(gate);
     try {
-      await withTimeout(
-        new Promise((resolve) => createInterface({ input: holder.stdout }).once('line', resolve)),
-        10_000,
-        'gate locked',
-      );
       const one = clientChild(CLIENT, ['first', root, log1, gate], process.env);
       const { session } = (await one.next('session id')) as { session: string };
       expect(await one.next('first client quiet')).toEqual({ quiet: true });
@@ -37,8 +27,7 @@ describe('a client killed with SIGKILL in the middle of a DAG', () => {
       expect(await one.exit).toBe(null);
 
       // the agent runs on with no client: g1, g2 and bad end once the gate opens
-      holder.stdin.end();
-      await holderExit;
+      await closed.open();
       const two = clientChild(CLIENT, ['resume', root, log2, session], process.env);
       const { tasks } = (await two.next('resumed client summary')) as {
         tasks: Record<string, [TaskState, number, string | null]>;
@@ -91,7 +80,7 @@ describe('a client killed with SIGKILL in the middle of a DAG', () => {
       for (const f of [log1, log2]) expect(readFileSync(f, 'utf8').length).toBeGreaterThan(0);
       for (const pid of agentPids(root)) await waitForExit(pid, 15_000);
     } finally {
-      if (holder.exitCode === null) holder.kill('SIGKILL');
+      closed.remove();
       killAgents(root);
     }
   }, 180_000);

@@ -1,12 +1,11 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, watch } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createInterface } from 'node:readline';
 import { withTimeout } from '../../../src/lib/deferred';
 import { PILOT_STATES } from '../../../src/states/pilot-model';
 import { TASK_STATES } from '../../../src/states/task-model';
+import { closedGate } from '../../support/flock-gate';
 import { clientChild, killAgents } from '../../support/client-child';
 import { describeSlurm, slurmEnv } from '../../support/slurm';
 
@@ -47,17 +46,9 @@ async function killAndResume(
   mkdirSync(marks);
   const log1 = path.join(root, 'first.log');
   const log2 = path.join(root, 'second.log');
-  // holds GATE exclusively until its stdin closes: the gated tasks wait on it
-  const holder = spawn('flock', ['-x', gate, '-c', 'echo locked; exec cat'], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const holderExit = new Promise((resolve) => holder.once('exit', resolve));
+  // the gated tasks wait on it
+  const closed = await closedGate(gate);
   try {
-    await withTimeout(
-      new Promise((resolve) => createInterface({ input: holder.stdout }).once('line', resolve)),
-      10_000,
-      'gate locked',
-    );
     const one = clientChild(CLIENT, ['first', root, log1, gate, marks, String(n), resource], env);
     const { session } = (await one.next('session id')) as { session: string };
     const quiet = (await one.next('first client quiet')) as { quiet: boolean; atAgent: number };
@@ -70,8 +61,7 @@ async function killAndResume(
     expect(quiet.atAgent).toBeLessThanOrEqual(Math.min(n / 2, 66));
 
     // the agent works on with no client: the gated tasks it holds run once the gate opens
-    holder.stdin.end();
-    await holderExit;
+    await closed.open();
     await entries(marks, quiet.atAgent, 60_000);
 
     const two = clientChild(CLIENT, ['resume', root, log2, session], env);
@@ -105,7 +95,7 @@ async function killAndResume(
     // both clients delivered some: the kill really was mid-run
     expect(readFileSync(log2, 'utf8').length).toBeGreaterThan(0);
   } finally {
-    if (holder.exitCode === null) holder.kill('SIGKILL');
+    closed.remove();
     killAgents(root);
   }
 }
