@@ -17,6 +17,12 @@ export interface Notification {
     signal?: string | null;
     stdout?: string;
     stderr?: string;
+    /**
+     * mode 'function', with DONE: the function's return value.
+     */
+    result?: {
+      [k: string]: unknown;
+    };
     sandbox?: string;
     /**
      * On the first state of a new attempt: the retries used so far.

@@ -4,11 +4,31 @@ import type { StagingDirective } from './staging-directive';
 /**
  * What a user asks a pilot to run.
  */
-export interface TaskDescription {
+export type TaskDescription = {
   uid?: string;
   name?: string;
-  mode?: 'executable';
-  executable: string;
+  /**
+   * 'executable': a program (executable, arguments), as a process per rank. 'function': a call of a module's exported function in one of the pilot's warm worker processes (function).
+   */
+  mode?: 'executable' | 'function';
+  /**
+   * mode 'function': the function to call. Its return value comes back as task.result.
+   */
+  function?: {
+    /**
+     * An absolute path of a module file, or a package name resolved from the task's workdir (else the pilot's working directory).
+     */
+    module: string;
+    /**
+     * The exported function to call; default: the module's default export (or the module itself when it is a function).
+     */
+    export?: string;
+    /**
+     * Arguments of the call (values msgpack can carry).
+     */
+    args?: unknown[];
+  };
+  executable?: string;
   arguments?: string[];
   environment?: {
     [k: string]: string;
@@ -83,4 +103,4 @@ export interface TaskDescription {
    * Collected after the task ran (also when it failed).
    */
   outputStaging?: StagingDirective[];
-}
+};

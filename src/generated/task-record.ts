@@ -32,6 +32,12 @@ export interface TaskRecord {
   signal?: string | null;
   stdout?: string;
   stderr?: string;
+  /**
+   * mode 'function': the function's return value (any value msgpack carries).
+   */
+  result?: {
+    [k: string]: unknown;
+  };
   reason?: Reason;
   canceled?: boolean;
   /**

@@ -87,8 +87,13 @@ export function describeErrors(
     ) {
       continue;
     }
+    // an if/then/else adds "must match 'then' schema" to the errors that say what is wrong
+    if (e.keyword === 'if') continue;
     let message = e.message ?? 'invalid';
-    if (e.keyword === 'additionalProperties') {
+    if (e.keyword === 'false schema') {
+      // a property a conditional branch rules out (TaskDescription: what a mode does not take)
+      message = "must not be given with this task's mode";
+    } else if (e.keyword === 'additionalProperties') {
       message = `must not have property '${String(p.additionalProperty)}'`;
     } else if (e.keyword === 'enum') {
       message = `must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;

@@ -64,9 +64,35 @@ describe('parseTaskDescription', () => {
     expect(err.message).toBe('invalid TaskDescription: /arguments/1 must be string');
   });
 
+  it("says what a task's mode takes and rules out (function tasks)", () => {
+    const fn = { module: '/m.js' };
+    const cases: [unknown, string[]][] = [
+      [
+        { mode: 'function', function: fn, executable: '/bin/true' },
+        ["/executable must not be given with this task's mode"],
+      ],
+      [{ mode: 'function' }, ["/ must have required property 'function'"]],
+      [
+        { function: fn, executable: '/bin/true' },
+        ["/function must not be given with this task's mode"],
+      ],
+      [{ mode: 'function', function: fn, ranks: 2 }, ['/ranks must be 1']],
+      [{}, ["/ must have required property 'executable'"]],
+      [
+        { mode: 'function', function: { module: '' } },
+        ['/function/module must NOT have fewer than 1 characters'],
+      ],
+    ];
+    for (const [d, issues] of cases)
+      expect(text(rejection(() => parseTaskDescription(d)).issues)).toEqual(issues);
+    expect(
+      parseTaskDescription({ mode: 'function', function: { ...fn, args: [1, { a: [] }] } }),
+    ).toBeDefined();
+  });
+
   it('lists the allowed values of an enum', () => {
     const err = rejection(() => parseTaskDescription({ executable: '/bin/true', mode: 'bogus' }));
-    expect(text(err.issues)).toEqual(['/mode must be one of "executable"']);
+    expect(text(err.issues)).toEqual(['/mode must be one of "executable", "function"']);
     const launch = rejection(() => parseTaskDescription({ executable: 'x', launch: 'ssh' }));
     expect(text(launch.issues)).toEqual(['/launch must be one of "fork", "mpirun", "srun"']);
   });

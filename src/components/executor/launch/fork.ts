@@ -1,7 +1,7 @@
 import type { TaskRecord } from '../../../generated';
 import { launchFailure, type Launch, type LaunchMethodPlugin, type LaunchOptions } from './method';
 import { gpuList, slotCpus } from './ranks';
-import { STEPS_SCRIPT, stepsArgv, taskSteps } from './steps';
+import { STEPS_SCRIPT, executableOf, stepsArgv, taskSteps } from './steps';
 
 /** The slot's node, when the task runs inside Slurm on another node than the agent's. */
 function elsewhere(task: TaskRecord, opts: LaunchOptions): string | undefined {
@@ -49,7 +49,7 @@ export const fork: LaunchMethodPlugin = {
     const steps = taskSteps(d);
     const launch: Launch =
       steps === undefined
-        ? { method: 'fork', executable: d.executable, args: d.arguments ?? [], env, files: [] }
+        ? { method: 'fork', executable: executableOf(d), args: d.arguments ?? [], env, files: [] }
         : {
             // preExec and postExec run in the shell that starts the executable (steps.ts)
             method: 'fork',

@@ -1,5 +1,5 @@
 import type { TaskRecord } from '../../../generated';
-import { STEPS_SCRIPT, stepsArgv, taskSteps } from './steps';
+import { STEPS_SCRIPT, executableOf, stepsArgv, taskSteps } from './steps';
 import {
   launchFailure,
   type LaunchMethod,
@@ -109,7 +109,7 @@ export function rankCommand(w: RankWrappers, task: TaskRecord, workDir: string):
   const d = task.description;
   const steps = taskSteps(d);
   if (steps === undefined) {
-    return ['/bin/sh', '-c', w.plain, 'pf-rank', d.executable, ...(d.arguments ?? [])];
+    return ['/bin/sh', '-c', w.plain, 'pf-rank', executableOf(d), ...(d.arguments ?? [])];
   }
   return ['/bin/sh', '-c', w.steps, 'pf-rank', ...stepsArgv(steps, workDir, d)];
 }

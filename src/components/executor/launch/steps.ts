@@ -106,6 +106,15 @@ export function stepStatusPrefix(workDir: string): string {
   return `${workDir}/${STEP_STATUS_FILE}`;
 }
 
+/**
+ * The program of a task run as processes. Every such task has one: the schema requires it
+ * unless the mode is 'function', whose tasks the process kind never takes.
+ */
+export function executableOf(d: TaskDescription): string {
+  if (d.executable === undefined) throw new TypeError('a process task without an executable');
+  return d.executable;
+}
+
 /** What STEPS_SCRIPT reads after $0: the status prefix, the lines, then the task's argv. */
 export function stepsArgv(steps: TaskSteps, workDir: string, d: TaskDescription): string[] {
   return [
@@ -114,7 +123,7 @@ export function stepsArgv(steps: TaskSteps, workDir: string, d: TaskDescription)
     ...steps.post,
     String(steps.pre.length),
     ...steps.pre,
-    d.executable,
+    executableOf(d),
     ...(d.arguments ?? []),
   ];
 }
