@@ -18,6 +18,9 @@ export interface Reason {
     | 'E_EXEC_NOT_FOUND'
     | 'E_EXEC_PERMISSION'
     | 'E_EXIT_CODE'
+    | 'E_FUNCTION_IMPORT'
+    | 'E_FUNCTION_RESULT'
+    | 'E_FUNCTION_THREW'
     | 'E_JOB_CANCELED'
     | 'E_JOB_FAILED'
     | 'E_LAUNCH'
@@ -38,6 +41,7 @@ export interface Reason {
     | 'E_STAGING'
     | 'E_TASK_TIMEOUT'
     | 'E_UNSUPPORTED'
+    | 'E_WORKER_DIED'
     | 'I_PILOT_DONE';
   message: string;
   component: string;

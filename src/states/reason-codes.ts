@@ -59,6 +59,20 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
     meaning: 'the task exited with a non-zero code (the last line of stderr is in the message)',
     emitters: ['ManagerOutputStager'],
   },
+  E_FUNCTION_IMPORT: {
+    meaning:
+      "the function task's module could not be imported (the import error is given; the worker imports a module once)",
+    emitters: ['Executor'],
+  },
+  E_FUNCTION_RESULT: {
+    meaning:
+      "the function's return value cannot be carried back: not msgpack-encodable (the path is named) or over the size limit",
+    emitters: ['Executor'],
+  },
+  E_FUNCTION_THREW: {
+    meaning: "the function threw: the error's name, message and stack are given",
+    emitters: ['Executor'],
+  },
   E_JOB_CANCELED: {
     meaning: "the pilot's batch job was canceled outside pilotfish (scancel, the admin)",
     emitters: ['PilotLauncher'],
@@ -148,6 +162,11 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
   E_UNSUPPORTED: {
     meaning: "no launcher for the pilot's resource on this machine (PBS, LSF: scripts only)",
     emitters: ['PilotLauncher'],
+  },
+  E_WORKER_DIED: {
+    meaning:
+      'the warm worker running the function call died (crash, abort, exit, out of memory); it was replaced',
+    emitters: ['Executor'],
   },
   I_PILOT_DONE: {
     meaning: 'the pilot ended as asked (its agent said DONE)',

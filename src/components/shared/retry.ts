@@ -16,6 +16,8 @@ const RETRYABLE: ReadonlySet<ReasonCode> = new Set<ReasonCode>([
   'E_PRE_EXEC',
   'E_POST_EXEC',
   'E_EXEC_FAILED',
+  'E_FUNCTION_THREW',
+  'E_WORKER_DIED',
   'E_PILOT_ENDED',
   'E_AGENT_SILENT',
   'E_AGENT_DIED',
