@@ -296,6 +296,7 @@ export class PilotManager {
       runtimeMin: rec.description.runtimeMin ?? 60,
       ...(rec.description.memMb !== undefined ? { memMb: rec.description.memMb } : {}),
       ...(agent.spawners !== undefined ? { spawners: agent.spawners } : {}),
+      ...(agent.functionWorkers !== undefined ? { functionWorkers: agent.functionWorkers } : {}),
       ...(agent.updateWorkers !== undefined ? { updateWorkers: agent.updateWorkers } : {}),
       ...(agent.killGraceMs !== undefined ? { killGraceMs: agent.killGraceMs } : {}),
       ...(agent.clientTimeoutS !== undefined

@@ -292,6 +292,7 @@ export class TaskManager {
           if (d.signal !== undefined) task.signal = d.signal;
           if (d.stdout !== undefined) task.stdout = ownCopy(d.stdout);
           if (d.stderr !== undefined) task.stderr = ownCopy(d.stderr);
+          if (d.result !== undefined) task.result = d.result;
           if (d.reason !== undefined) task.reason = d.reason;
         }
         const info: StateInfo = { attempt: e.attempt, inferred: e.inferred };

@@ -93,6 +93,7 @@ export function keepHandBack(task: Task, d: NotificationDetail): void {
   if (d.exitCode !== undefined) task.exitCode = d.exitCode;
   if (d.signal !== undefined) task.signal = d.signal;
   if (d.stdout !== undefined) task.stdout = ownCopy(d.stdout);
+  if (d.result !== undefined) task.result = d.result;
   if (d.stderr !== undefined) task.stderr = ownCopy(d.stderr);
   if (d.reason !== undefined) task.reason = d.reason;
 }
@@ -122,6 +123,7 @@ export function restartAttempt(task: Task): void {
   delete task.signal;
   delete task.stdout;
   delete task.stderr;
+  delete task.result;
   delete task.reason;
   delete task.pilot;
 }
@@ -143,6 +145,7 @@ export function recordOf(task: Task, state: TaskState, session: string): TaskRec
   if (task.signal !== undefined) rec.signal = task.signal;
   if (task.stdout !== undefined) rec.stdout = task.stdout;
   if (task.stderr !== undefined) rec.stderr = task.stderr;
+  if (task.result !== undefined) rec.result = task.result;
   // why its executor ended it (a timeout): the output stager's final word keeps it
   if (state === HANDED_BACK && task.reason !== undefined) rec.reason = task.reason;
   return rec;

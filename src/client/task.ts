@@ -157,6 +157,8 @@ export class Task {
   signal?: string | null;
   stdout?: string;
   stderr?: string;
+  /** mode 'function': the value the function returned (DONE). */
+  result?: unknown;
   reason?: Reason;
   /**
    * The delivered states, one number each (ts * CODES + code); an entry that does not pack

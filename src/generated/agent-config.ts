@@ -13,6 +13,7 @@ export interface AgentConfig {
   runtimeMin: number;
   executors?: number;
   spawners?: number;
+  functionWorkers?: number;
   updateWorkers?: number;
   killGraceMs?: number;
   heartbeatTimeoutMs?: number;

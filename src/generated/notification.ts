@@ -20,9 +20,7 @@ export interface Notification {
     /**
      * mode 'function', with DONE: the function's return value.
      */
-    result?: {
-      [k: string]: unknown;
-    };
+    result?: unknown;
     sandbox?: string;
     /**
      * On the first state of a new attempt: the retries used so far.

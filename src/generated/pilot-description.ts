@@ -26,6 +26,10 @@ export interface PilotDescription {
   agent?: {
     executors?: number;
     spawners?: number;
+    /**
+     * Warm worker processes for function tasks (mode 'function'), started with the first such task; default: one per core of the agent's node.
+     */
+    functionWorkers?: number;
     updateWorkers?: number;
     killGraceMs?: number;
     /**

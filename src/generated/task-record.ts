@@ -35,9 +35,7 @@ export interface TaskRecord {
   /**
    * mode 'function': the function's return value (any value msgpack carries).
    */
-  result?: {
-    [k: string]: unknown;
-  };
+  result?: unknown;
   reason?: Reason;
   canceled?: boolean;
   /**

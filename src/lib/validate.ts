@@ -39,6 +39,9 @@ import workload from '../../schemas/workload.schema.json';
 // One Ajv per process; each schema is compiled once, when it is first used.
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
 addFormats(ajv);
+// an annotation for scripts/gen-types.js (json-schema-to-typescript): the TypeScript type of a
+// value the schema leaves open (a function's result is `unknown`, not an object)
+ajv.addKeyword({ keyword: 'tsType', schemaType: 'string' });
 ajv.addSchema([
   reason,
   taskState,

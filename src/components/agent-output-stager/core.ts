@@ -111,6 +111,7 @@ export class AgentOutputStagerCore {
       stdout: task.stdout ?? '',
       stderr: task.stderr ?? '',
     };
+    if (task.result !== undefined) detail.result = task.result;
     const problems = failures.map((f) => ({
       directive: f.index,
       path: f.path,

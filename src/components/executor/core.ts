@@ -166,6 +166,7 @@ export class ExecutorCore {
         const why = h.kind.exitReason?.(h.task, e);
         if (why !== undefined) h.task.reason = why;
       }
+      if (e.value !== undefined && !h.canceled) h.task.result = e.value;
       this.settle(h, e.exitCode, e.signal, now, b);
     }
     b.flush(this.effects);

@@ -33,11 +33,39 @@ export interface ProcessJob {
   stepStatus?: { prefix: string; ranks: number };
 }
 
+/** One call of a module's exported function in a warm worker (the FunctionPool). */
+export interface FunctionCall {
+  uid: string;
+  module: string;
+  export?: string;
+  args?: unknown[];
+  /** Set in the worker's environment for the call alone (PF_*, CUDA_VISIBLE_DEVICES). */
+  env: Record<string, string>;
+  /** Where a package name is resolved from. */
+  cwd?: string;
+  /** The worker (slot) it runs on: the first core of its slot. */
+  worker: number;
+}
+
+export interface FunctionJob {
+  kind: 'function';
+  call: FunctionCall;
+}
+
 /**
  * What an executor kind asks the shell to run, one variant per runner (kinds/*.ts build them).
- * A new runner (e.g. warm function workers) adds a variant here and a route in shell.ts.
+ * A new runner adds a variant here and a route in shell.ts.
  */
-export type ExecutorJob = ProcessJob;
+export type ExecutorJob = ProcessJob | FunctionJob;
+
+/** Why a function call did not return a value: what it threw, or why its value cannot go back. */
+export interface FunctionError {
+  name: string;
+  message: string;
+  stack?: string;
+  /** import: the module did not load; call: the function threw; encode: its value cannot go back. */
+  phase: 'import' | 'call' | 'encode';
+}
 
 /** 'term': ask it to end (SIGTERM for a process); 'kill': end it now (SIGKILL). */
 export type StopHow = 'term' | 'kill';
@@ -58,6 +86,10 @@ export interface ExitedEvent {
   signal: string | null;
   /** What failed in which rank, read by the shell from the job's status files (stepStatus). */
   steps?: StepFailure[];
+  /** A function call that returned (exit code 0): its value. */
+  value?: unknown;
+  /** A function call that did not (exit code 1): why. */
+  error?: FunctionError;
 }
 
 /** The job never ran (or its runner was lost): `code` is an errno name or E_SPAWNER_DIED. */

@@ -49,6 +49,7 @@ export class ManagerOutputStagerCore {
         stdout: task.stdout ?? '',
         stderr: task.stderr ?? '',
       };
+      if (task.result !== undefined) detail.result = task.result;
       if (task.pilot !== undefined) detail.pilot = task.pilot;
       if (task.sandbox !== undefined) detail.sandbox = task.sandbox;
       const why = task.reason ?? withStagingProblems(exitReason(task), task);

@@ -1,11 +1,13 @@
 import type { Reason } from '../../../generated';
 import { COMPONENTS } from '../../../states/task-model';
 import type { ExecutorKind, TaskMode } from './kind';
+import { functionKind } from './function';
 import { processKind } from './process';
 
 /** The executor kind of each task mode. A mode the schema allows may have none yet. */
 export const EXECUTOR_KINDS: Readonly<Partial<Record<TaskMode, ExecutorKind>>> = {
   executable: processKind,
+  function: functionKind,
 };
 
 /** The kind that runs tasks of `mode` (default 'executable'), or why there is none. */

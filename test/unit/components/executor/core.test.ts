@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { ExecutorCore } from '../../../../src/components/executor/core';
 import type { ExecutorOptions } from '../../../../src/components/executor/core';
-import type { SpawnSpec } from '../../../../src/components/executor/effects';
+import type { ExecutorJob, SpawnSpec } from '../../../../src/components/executor/effects';
 import { IllegalTransitionError } from '../../../../src/errors';
 import type { TaskDescription, TaskRecord } from '../../../../src/generated';
 import { CoreHarness, taskRecord } from '../../../support/core-harness';
@@ -26,7 +26,8 @@ function setup(opts: Partial<ExecutorOptions> = {}) {
     forward: (ts: TaskRecord[]) =>
       h.rec.record(`forward ${ts.map((t) => `${t.uid} ${t.state}`).join(', ')}`),
     release: h.uids('release'),
-    start: (job: { spec: SpawnSpec }) => {
+    start: (job: ExecutorJob) => {
+      if (job.kind !== 'process') throw new Error(`a ${job.kind} job in the process tests`);
       specs.push(job.spec);
       h.rec.record(`start ${job.spec.uid}`);
     },
