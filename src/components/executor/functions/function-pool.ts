@@ -204,7 +204,7 @@ export class FunctionPool {
   /** The worker exited and its pipes are drained: settle its calls, then replace it. */
   private onClose(w: PoolWorker, exitCode: number | null, signal: string | null): void {
     this.dirty.delete(w);
-    const how = howEnded(exitCode, signal);
+    const how = `${howEnded(exitCode, signal)}${w.why === undefined ? '' : `: ${w.why}`}`;
     w.readyWait.reject(new Error(`function worker ${w.index} exited before it was ready (${how})`));
     if (this.closing !== undefined) return;
     const tail = stderrTail(w.p);

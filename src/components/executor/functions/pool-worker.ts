@@ -46,6 +46,8 @@ export class PoolWorker {
   private cancels: number[] = [];
   /** The call a stop('kill') killed it for. */
   killedFor: number | undefined;
+  /** Why the pool killed it on its own (it broke the protocol, it did not get ready). */
+  why: string | undefined;
   readonly readyWait = deferred<void>();
   readonly closed: Deferred<void> = deferred<void>();
   private readonly reader: FrameReader;
@@ -83,6 +85,7 @@ export class PoolWorker {
     });
     this.startTimer = setTimeout(() => {
       hooks.log.error('function worker did not get ready: killing it', { index, pid: p.pid });
+      this.why ??= `it did not get ready within ${startTimeoutMs} ms`;
       this.kill();
     }, startTimeoutMs);
   }
@@ -144,6 +147,7 @@ export class PoolWorker {
         pid: this.p.pid,
         ...errorMeta(e),
       });
+      this.why ??= `it broke the protocol (${e instanceof Error ? e.message : String(e)})`;
       this.kill();
     }
     if (finished.length > 0) this.hooks.finished(this, finished);

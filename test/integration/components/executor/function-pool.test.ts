@@ -8,6 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import {
   FunctionPool,
+  MAX_START_FAILURES,
   type FunctionCallJob,
   type FunctionPoolOptions,
 } from '../../../../src/components/executor/functions/function-pool';
@@ -329,6 +330,50 @@ describe('FunctionPool', () => {
     const late = job(mods['sync.js']!);
     p.call([late]);
     expect(await events.lost(late.uid)).toMatchObject({ code: 'E_POOL_CLOSED' });
+  });
+
+  it('gives an index up when its replacement keeps failing to start, and says so', async () => {
+    let launches = 0;
+    const bad = { NODE_OPTIONS: `--require ${path.join(dir, 'no-such-preload.js')}` };
+    const p = await start({ envOf: (i) => (i === 1 && ++launches > 1 ? bad : {}) });
+    const dies = job(mods['sync.js']!, 'exit3', [], { worker: 1, cwd: dir });
+    const behind = job(mods['sync.js']!, undefined, [1], { worker: 1 });
+    p.call([dies, behind]);
+    expect(await events.lost(dies.uid)).toMatchObject({ code: 'E_WORKER_DIED', exitCode: 3 });
+    const lost = await events.lost(behind.uid);
+    expect(lost.code).toBe('E_WORKER_START');
+    expect(lost.message).toContain(
+      `function worker 1 failed to start ${MAX_START_FAILURES} times, the last (exit code 1)`,
+    );
+    expect(lost.message).toContain('no-such-preload.js');
+    expect(events.unusable).toEqual([lost.message]);
+    expect(launches).toBe(1 + MAX_START_FAILURES);
+    expect(p.size).toBe(1);
+    expect(p.pids()[1]).toBe(-1);
+    const later = job(mods['sync.js']!, undefined, [1], { worker: 1 });
+    const fine = job(mods['sync.js']!, undefined, [1], { worker: 0 });
+    p.call([later, fine]);
+    expect(await events.lost(later.uid)).toMatchObject({ code: 'E_WORKER_START' });
+    expect(await events.value(fine.uid)).toBe(2);
+  });
+
+  it('kills a worker that does not get ready in time', async () => {
+    const hang = path.join(dir, 'hang-preload.js');
+    fs.writeFileSync(hang, 'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);\n');
+    events = new PoolEvents();
+    await expect(
+      FunctionPool.start({
+        workers: 1,
+        logger: silentLogger,
+        handlers: events.handlers,
+        logDir: dir,
+        killGraceMs: 1_000,
+        startTimeoutMs: 500,
+        env: { NODE_OPTIONS: `--require ${hang}` },
+      }),
+    ).rejects.toThrow(
+      'function worker 0 exited before it was ready (killed by SIGKILL: it did not get ready within 500 ms)',
+    );
   });
 
   it('fails to start, closing what it started, when a worker dies before it is ready', async () => {
