@@ -1,0 +1,76 @@
+/** The FunctionPool's public face: its jobs, options and events. */
+import type { Logger } from '../../../lib/logger';
+import type { StartedEvent } from '../effects';
+import type { CallPhase, WireError } from './protocol';
+
+export type { CallPhase } from './protocol';
+
+/** One function call to run on worker `worker` (an index below `size`). */
+export interface FunctionCallJob {
+  uid: string;
+  /** An absolute path, a file:// URL, a path relative to `cwd`, or a package name. */
+  module: string;
+  /** Default: the module's default export. */
+  export?: string;
+  args?: unknown[];
+  /** Set for the call only (PF_*, CUDA_VISIBLE_DEVICES), over the worker's environment. */
+  env: Record<string, string>;
+  /** The call's working directory, where `module` is resolved from; default the agent's. */
+  cwd?: string;
+  worker: number;
+}
+
+export type CallError = WireError;
+
+/** The function returned (`value`: the msgpack encoding of what it returned) or threw. */
+export type CallOutcome =
+  | { uid: string; ok: true; value: Uint8Array }
+  | { uid: string; ok: false; error: CallError; phase: CallPhase };
+
+/** Why a call was lost: its outcome is unknown or never came. */
+export type CallLostCode =
+  'E_WORKER_DIED' | 'E_WORKER_KILLED' | 'E_WORKER_START' | 'E_POOL_CLOSED' | 'E_NO_SUCH_WORKER';
+
+export interface CallLost {
+  uid: string;
+  code: CallLostCode;
+  message: string;
+  /** The worker that ran it, when one did. */
+  pid?: number;
+  /** How that worker ended (E_WORKER_DIED, E_WORKER_KILLED). */
+  exitCode?: number | null;
+  signal?: string | null;
+}
+
+/** Receives events in bulks: one call per kind per chunk read from a worker. */
+export interface FunctionPoolHandlers {
+  /** The calls were handed to their worker (`pid`); again with the new pid if it is replaced. */
+  started(events: StartedEvent[]): void;
+  finished(events: CallOutcome[]): void;
+  failed(events: CallLost[]): void;
+  /** Worker `index` cannot start: its calls fail from now on. */
+  unusable?(message: string, index: number): void;
+}
+
+export interface FunctionPoolOptions {
+  workers: number;
+  logger: Logger;
+  handlers: FunctionPoolHandlers;
+  /** Where `fworker.<i>.out` and `.err` (what the functions print) are appended. */
+  logDir: string;
+  /** Over this process's environment, for every worker. */
+  env?: Record<string, string>;
+  /** Worker i's own variables (its slot's CUDA_VISIBLE_DEVICES: CUDA reads it once). */
+  envOf?: (i: number) => Record<string, string>;
+  /** The cpulist worker i is pinned to (taskset); undefined or '': not pinned. */
+  cpusOf?: (i: number) => string | undefined;
+  /** Largest encoded result; default 1 MiB. */
+  maxResultBytes?: number;
+  /** At close: between the end of the request pipes and the SIGKILL of workers still there. */
+  killGraceMs: number;
+  /** For a worker to say it is ready; default 10 s. */
+  startTimeoutMs?: number;
+}
+
+/** Starts of one index that fail in a row before the pool gives the index up. */
+export const MAX_START_FAILURES = 3;

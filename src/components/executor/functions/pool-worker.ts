@@ -1,0 +1,189 @@
+/**
+ * One worker of a FunctionPool, as the pool sees it: its process, the calls waiting for it and
+ * those it was sent, and its side of the protocol (the init, the writes, the reading of replies).
+ * What to do when it is ready or has died is the pool's (hooks).
+ */
+import { errorMeta } from '../../../errors';
+import { deferred, type Deferred } from '../../../lib/deferred';
+import type { Logger } from '../../../lib/logger';
+import type { StartedEvent } from '../effects';
+import type { CallOutcome, FunctionCallJob } from './pool-types';
+import {
+  FrameReader,
+  PROTOCOL_VERSION,
+  frame,
+  maxReplyFrameBytes,
+  protocolCodec,
+  type WireCall,
+  type WorkerMessage,
+} from './protocol';
+import { killGroup, type WorkerProcess } from './worker-process';
+
+export interface Call {
+  job: FunctionCallJob;
+  /** The call's id on the wire: the pool's, so a late reply to an earlier attempt is not taken. */
+  id: number;
+  /** The worker whose pipe it went into (undefined while it waits in a `pending`). */
+  sentTo?: PoolWorker;
+}
+
+export interface WorkerHooks {
+  log: Logger;
+  ready(w: PoolWorker): void;
+  finished(w: PoolWorker, outcomes: CallOutcome[]): void;
+  closed(w: PoolWorker, exitCode: number | null, signal: string | null): void;
+}
+
+const codec = protocolCodec();
+
+export class PoolWorker {
+  ready = false;
+  alive = true;
+  /** Calls for it not yet written (it is starting, or they came this turn). */
+  pending: Call[];
+  /** Written and not answered, in the order written: the first one is running. */
+  readonly inflight = new Map<number, Call>();
+  private cancels: number[] = [];
+  /** The call a stop('kill') killed it for. */
+  killedFor: number | undefined;
+  /** Why the pool killed it on its own (it broke the protocol, it did not get ready). */
+  why: string | undefined;
+  readonly readyWait = deferred<void>();
+  readonly closed: Deferred<void> = deferred<void>();
+  private readonly reader: FrameReader;
+  private readonly startTimer: NodeJS.Timeout;
+
+  constructor(
+    readonly index: number,
+    readonly p: WorkerProcess,
+    maxResultBytes: number,
+    startTimeoutMs: number,
+    private readonly hooks: WorkerHooks,
+    pending: Call[],
+  ) {
+    this.pending = pending;
+    this.reader = new FrameReader(maxReplyFrameBytes(maxResultBytes));
+    // only the pool's start() waits for readiness: a replacement's failure is seen in `closed`
+    this.readyWait.promise.catch(() => undefined);
+    p.requests.write(
+      frame(codec.pack({ t: 'init', protocol: PROTOCOL_VERSION, worker: index, maxResultBytes })),
+    );
+    // EPIPE once it died: 'close' tells the pool
+    p.requests.on('error', (e) =>
+      hooks.log.debug('function worker request pipe error', { pid: p.pid, ...errorMeta(e) }),
+    );
+    p.replies.on('data', (chunk: Buffer) => this.onReplies(chunk));
+    p.proc.on('error', (e) =>
+      hooks.log.error('function worker process error', { index, pid: p.pid, ...errorMeta(e) }),
+    );
+    p.proc.on('close', (code, signal) => {
+      this.alive = false;
+      clearTimeout(this.startTimer);
+      killGroup(p.pid); // what it started in its group goes with it
+      hooks.closed(this, code, signal);
+      this.closed.resolve();
+    });
+    this.startTimer = setTimeout(() => {
+      hooks.log.error('function worker did not get ready: killing it', { index, pid: p.pid });
+      this.why ??= `it did not get ready within ${startTimeoutMs} ms`;
+      this.kill();
+    }, startTimeoutMs);
+  }
+
+  /** The call it runs now, if it was sent any. */
+  get running(): Call | undefined {
+    return this.inflight.values().next().value;
+  }
+
+  cancel(id: number): void {
+    this.cancels.push(id);
+  }
+
+  kill(): void {
+    killGroup(this.p.pid);
+  }
+
+  /** Ends its request pipe: it exits once it reads the end. */
+  end(): void {
+    clearTimeout(this.startTimer);
+    this.p.requests.end();
+  }
+
+  /** Writes its cancels and waiting calls in one write; the calls started by it. */
+  flush(started: StartedEvent[]): void {
+    if (!this.alive || !this.ready) return;
+    const frames: Buffer[] = [];
+    if (this.cancels.length > 0) {
+      frames.push(frame(codec.pack({ t: 'cancel', ids: this.cancels })));
+      this.cancels = [];
+    }
+    if (this.pending.length > 0) {
+      const calls: WireCall[] = [];
+      for (const c of this.pending) {
+        calls.push(wireCall(c));
+        c.sentTo = this;
+        this.inflight.set(c.id, c);
+        started.push({ uid: c.job.uid, pid: this.p.pid });
+      }
+      this.pending = [];
+      frames.push(frame(codec.pack({ t: 'calls', calls })));
+    }
+    if (frames.length > 0) this.p.requests.write(Buffer.concat(frames));
+  }
+
+  private onReplies(chunk: Buffer): void {
+    const finished: CallOutcome[] = [];
+    try {
+      for (const payload of this.reader.push(chunk)) {
+        const m = codec.unpack(payload) as WorkerMessage;
+        if (m.t === 'done') this.onResults(m.results, finished);
+        else if (m.t === 'ready') this.onReady(m);
+        else throw new Error(`unknown message ${JSON.stringify(m)}`);
+      }
+    } catch (e) {
+      // the stream cannot be followed any more: replaced, as a worker that died
+      this.hooks.log.error('function worker broke the protocol: killing it', {
+        index: this.index,
+        pid: this.p.pid,
+        ...errorMeta(e),
+      });
+      this.why ??= `it broke the protocol (${e instanceof Error ? e.message : String(e)})`;
+      this.kill();
+    }
+    if (finished.length > 0) this.hooks.finished(this, finished);
+  }
+
+  private onReady(m: Extract<WorkerMessage, { t: 'ready' }>): void {
+    if (m.protocol !== PROTOCOL_VERSION) {
+      throw new Error(`worker speaks protocol ${m.protocol}, the pool ${PROTOCOL_VERSION}`);
+    }
+    clearTimeout(this.startTimer);
+    this.ready = true;
+    this.readyWait.resolve();
+    this.hooks.log.debug('function worker ready', { index: this.index, ...m });
+    this.hooks.ready(this);
+  }
+
+  private onResults(results: Extract<WorkerMessage, { t: 'done' }>['results'], out: CallOutcome[]) {
+    for (const r of results) {
+      const call = this.inflight.get(r.id);
+      if (call === undefined) continue; // taken back, or answered already
+      this.inflight.delete(r.id);
+      const uid = call.job.uid;
+      out.push(
+        r.ok
+          ? { uid, ok: true, value: r.value }
+          : { uid, ok: false, error: r.error, phase: r.phase },
+      );
+    }
+  }
+}
+
+function wireCall(c: Call): WireCall {
+  const { job } = c;
+  const w: WireCall = { id: c.id, module: job.module, env: job.env };
+  if (job.export !== undefined) w.export = job.export;
+  if (job.args !== undefined) w.args = job.args;
+  if (job.cwd !== undefined) w.cwd = job.cwd;
+  return w;
+}
