@@ -149,6 +149,9 @@ export class Agent {
     const logExec = this.log.child({ component: C.executor });
     const { launch, warnings } = await setup;
     this.warnings = warnings;
+    // function tasks run in warm workers on the agent's own node, one per core by default
+    const home = this.nodes.find((n) => n.name === launch.slurm?.node) ?? this.nodes[0];
+    const homeCpus = home === undefined ? undefined : launch.cpuIds?.get(home.name);
     this.executor = await ExecutorShell.start({
       spawners: cfg.spawners ?? Math.max(1, Math.min(os.cpus().length, cfg.cores)),
       logger: logExec,
@@ -157,6 +160,11 @@ export class Agent {
       launch,
       onUnusable: (message) =>
         this.lifecycle.core.onShutdownRequested('FAILED', `cannot start tasks: ${message}`),
+      functions: {
+        workers: cfg.functionWorkers ?? Math.max(1, home?.cores ?? 1),
+        logDir: cfg.sandbox,
+        cpusOf: (i) => (homeCpus?.[i] === undefined ? undefined : String(homeCpus[i])),
+      },
       notify: (ns) => notes.send(ns),
       forward: (ts) => sendLogged(toOutput, ts, logExec, 'forward'),
       release: (tasks) =>

@@ -14,6 +14,7 @@ import type {
   StopHow,
 } from './effects';
 import type { LaunchOptions } from './launch';
+import { FunctionRunner } from './function-runner';
 import { readStepFailures } from './step-status';
 import { SpawnerPool, type SpawnerHelper, type SpawnerPoolOptions } from './spawner-pool';
 
@@ -32,6 +33,8 @@ export interface ExecutorShellOptions {
   helper?: SpawnerHelper;
   /** The runners cannot start tasks any more (spawner helpers keep dying): the pilot should end. */
   onUnusable?(message: string): void;
+  /** Function tasks: warm workers (default: one per core of the agent's node), their logs' dir. */
+  functions?: { workers: number; logDir: string; cpusOf?: (i: number) => string | undefined };
   /** Where the core's notifications, forwarded tasks and released slots go. */
   notify(notifications: Notification[]): void;
   forward(tasks: TaskRecord[]): void;
@@ -47,8 +50,11 @@ const SIGNAL: Record<StopHow, KillSignal> = { term: 'SIGTERM', kill: 'SIGKILL' }
 export class ExecutorShell implements ExecutorEffects {
   readonly core: ExecutorCore;
   private pool_!: SpawnerPool;
+  private functions: FunctionRunner | undefined;
+  /** Function calls under way (stop goes to their runner). */
+  private readonly calls = new Set<string>();
   /** Running jobs that run preExec or postExec: where their status files are. */
-  private readonly stepStatus = new Map<string, NonNullable<ExecutorJob['stepStatus']>>();
+  private readonly stepStatus = new Map<string, { prefix: string; ranks: number }>();
 
   private constructor(private readonly opts: ExecutorShellOptions) {
     this.core = new ExecutorCore(this, opts.clock, {
@@ -86,8 +92,8 @@ export class ExecutorShell implements ExecutorEffects {
   }
 
   /** Stops the runners: each kills what it still runs. */
-  close(): Promise<void> {
-    return this.pool_.close();
+  async close(): Promise<void> {
+    await Promise.all([this.pool_.close(), this.functions?.close()]);
   }
 
   // ExecutorEffects
@@ -110,12 +116,40 @@ export class ExecutorShell implements ExecutorEffects {
         if (job.stepStatus !== undefined) this.stepStatus.set(job.spec.uid, job.stepStatus);
         this.pool_.spawn(job.spec);
         break;
+      case 'function':
+        this.calls.add(job.call.uid);
+        (this.functions ??= this.functionRunner()).call(job.call);
+        break;
     }
   }
 
-  /** Every job is a process today; a second runner would need the runner of each uid here. */
   stop(uid: string, how: StopHow): void {
-    this.pool_.kill(uid, SIGNAL[how]);
+    if (this.calls.has(uid)) this.functions?.stop(uid, how);
+    else this.pool_.kill(uid, SIGNAL[how]);
+  }
+
+  private functionRunner(): FunctionRunner {
+    const f = this.opts.functions;
+    const done = (events: { uid: string }[]): void => {
+      for (const e of events) this.calls.delete(e.uid);
+    };
+    return new FunctionRunner({
+      workers: f?.workers ?? 1,
+      logDir: f?.logDir ?? '.',
+      ...(f?.cpusOf !== undefined ? { cpusOf: f.cpusOf } : {}),
+      logger: this.opts.logger,
+      killGraceMs: this.opts.killGraceMs,
+      started: (evs) => this.started(evs),
+      exited: (evs) => {
+        done(evs);
+        this.core.onExitedBulk(evs);
+      },
+      failed: (evs) => {
+        done(evs);
+        this.core.onStartFailedBulk(evs);
+      },
+      unusable: (message) => this.opts.logger.error('function worker given up', { message }),
+    });
   }
 
   // Runner events into the core

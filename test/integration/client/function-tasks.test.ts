@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { fixtures } from '../../support/session-fixture';
+import { fixtures, openFixture } from '../../support/session-fixture';
 import { tempDirs } from '../../support/temp-dirs';
 
 /** Function tasks: calls in the pilot's warm workers, real worker processes, real modules. */
@@ -16,14 +16,16 @@ describe('function tasks', () => {
     return file;
   };
 
-  /** The pids of the pilot's function workers (their command line names the worker's script). */
+  /** The pids of function workers (their command line names the worker's script). */
   const workerPids = (): number[] =>
     fs
       .readdirSync('/proc')
       .filter((d) => /^\d+$/.test(d))
       .filter((d) => {
         try {
-          return fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('function-worker');
+          return fs
+            .readFileSync(`/proc/${d}/cmdline`, 'utf8')
+            .includes('executor/functions/worker-main');
         } catch {
           return false;
         }
@@ -118,7 +120,7 @@ describe('function tasks', () => {
         return Number(process.env.PF_TASK_ATTEMPT);
       };
     `);
-    const fx = await fixture.open();
+    const fx = await openFixture();
     const [t] = await fx.tmgr.submitTasks([
       { mode: 'function', function: { module: mod, export: 'flaky', args: [flag] }, retries: 1 },
     ]);

@@ -83,8 +83,9 @@ describe('parseTaskDescription', () => {
         ['/function/module must NOT have fewer than 1 characters'],
       ],
     ];
-    for (const [d, issues] of cases)
+    for (const [d, issues] of cases) {
       expect(text(rejection(() => parseTaskDescription(d)).issues)).toEqual(issues);
+    }
     expect(
       parseTaskDescription({ mode: 'function', function: { ...fn, args: [1, { a: [] }] } }),
     ).toBeDefined();

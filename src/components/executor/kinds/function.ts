@@ -75,12 +75,12 @@ export const functionKind: ExecutorKind<FunctionJob> = {
 
   startFailure(task, _job, f, pid): Reason {
     const what = task.description.function?.module ?? '?';
-    const worker = pid === undefined ? 'its worker' : `its worker (pid ${pid})`;
-    return reason(
-      'E_WORKER_DIED',
-      `the call of ${what} was lost: ${worker} ${f.message} (${f.code}); the worker was replaced`,
-      { errno: f.code, ...(pid !== undefined ? { pid } : {}) },
-    );
+    // a worker died under the call (replaced since), or none could start, or the pilot closed
+    const code = f.code === 'E_WORKER_DIED' ? 'E_WORKER_DIED' : 'E_EXEC_FAILED';
+    return reason(code, `the call of ${what} was lost: ${f.message}`, {
+      cause: f.code,
+      ...(pid !== undefined ? { pid } : {}),
+    });
   },
 };
 

@@ -514,14 +514,14 @@ describe('ExecutorCore', () => {
   it('fails a task whose mode has no executor kind, naming the modes it runs', () => {
     const { rec, core } = setup();
     const t = task('t1');
-    (t.description as { mode?: string }).mode = 'function'; // allowed by a newer schema
+    (t.description as { mode?: string }).mode = 'service'; // allowed by a newer schema
     core.onTasks([t]);
     expect(rec.take()).toEqual(['notify t1 FAILED', 'release t1']);
     expect(t.reason).toEqual({
       code: 'E_MODE_UNSUPPORTED',
-      message: "this agent cannot run tasks of mode 'function': it runs 'executable'",
+      message: "this agent cannot run tasks of mode 'service': it runs 'executable', 'function'",
       component: 'Executor',
-      detail: { mode: 'function', modes: ['executable'] },
+      detail: { mode: 'service', modes: ['executable', 'function'] },
     });
     rec.expectNoMore();
   });
