@@ -96,9 +96,9 @@ export class FunctionRunner {
     const failures: FailedEvent[] = [];
     for (const e of events) {
       // killed on the Executor's word (timeout, cancel): its reason is the Executor's
-      if (e.code === 'E_WORKER_KILLED')
+      if (e.code === 'E_WORKER_KILLED') {
         exits.push({ uid: e.uid, exitCode: null, signal: 'SIGKILL' });
-      else failures.push({ uid: e.uid, code: e.code, message: e.message });
+      } else failures.push({ uid: e.uid, code: e.code, message: e.message });
     }
     if (exits.length > 0) this.opts.exited(exits);
     if (failures.length > 0) this.opts.failed(failures);
