@@ -1,5 +1,6 @@
 import * as dag from './dag';
 import * as e2e from './e2e';
+import * as functions from './functions';
 import type { Benchmark } from './harness';
 import * as memory from './memory';
 import * as scheduler from './scheduler';
@@ -7,12 +8,21 @@ import * as store from './store';
 import * as transport from './transport';
 
 /** Every benchmark `npm run bench` knows, in the order it runs them. Add new ones here. */
-export const BENCHMARKS: readonly Benchmark[] = [e2e, dag, scheduler, store, transport, memory];
+export const BENCHMARKS: readonly Benchmark[] = [
+  e2e,
+  dag,
+  functions,
+  scheduler,
+  store,
+  transport,
+  memory,
+];
 
 /** Files of bench/ that are not benchmarks. */
 export const INFRASTRUCTURE = [
   'cpu-prof-preload',
   'dag-dask',
+  'functions-dask',
   'harness',
   'index',
   'profile-summary',

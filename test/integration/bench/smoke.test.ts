@@ -36,6 +36,7 @@ const METRICS: Record<string, string[]> = {
     'dag_tasks_per_s',
     'dag_vs_independent',
   ],
+  functions: ['function_tasks_per_s', 'function_round_trip_ms_p50', 'function_round_trip_ms_p99'],
   store: ['notifications_per_s', 'open_10m_ms'],
   transport: ['bulk100_tasks_per_s', 'single_msgs_per_s'],
   memory: ['client_rss_mb_per_100k_tasks'],
@@ -50,6 +51,14 @@ const PEER_METRICS: Record<string, Partial<Record<keyof PeerAvailability, string
   e2e: {
     parallel: ['gnu_parallel_tasks_per_s', 'exec_vs_gnu_parallel'],
     dask: ['dask_tasks_per_s', 'exec_vs_dask'],
+  },
+  functions: {
+    dask: [
+      'dask_function_tasks_per_s',
+      'dask_round_trip_ms_p50',
+      'dask_round_trip_ms_p99',
+      'functions_vs_dask',
+    ],
   },
   dag: {
     dask: [
@@ -68,7 +77,12 @@ const C_HELPER_METRICS = ['sandbox_spawn_limit_per_s', 'exec_vs_sandbox_spawn_li
 const hasCompiler = ['cc', 'gcc', 'clang'].some((c) => which(c) !== undefined);
 
 /** Benchmarks that start pilots, peers or child processes get more than the default 10 s. */
-const TIMEOUT_MS: Record<string, number> = { e2e: 60_000, dag: 60_000, memory: 60_000 };
+const TIMEOUT_MS: Record<string, number> = {
+  e2e: 60_000,
+  dag: 60_000,
+  functions: 60_000,
+  memory: 60_000,
+};
 
 describe('bench/', () => {
   it('registers every benchmark module of bench/ and no other', () => {
@@ -135,7 +149,7 @@ describe('bench/', () => {
     expect(code).toBe(2);
     expect(out).toEqual([]);
     expect(err.join('\n')).toContain(
-      `unknown benchmark 'nope'; known: e2e, dag, scheduler, store, transport, memory`,
+      `unknown benchmark 'nope'; known: e2e, dag, functions, scheduler, store, transport, memory`,
     );
   });
 

@@ -1,0 +1,144 @@
+/**
+ * Function tasks (`mode: 'function'`) on a local pilot with every core, embedded store: N calls
+ * of a no-op exported function (default 100,000; `--quick` 500; PILOTFISH_BENCH_FUNCTION_TASKS=N
+ * for a run in between) in the pilot's warm workers.
+ *
+ * Figures:
+ * - `function_tasks_per_s`: N calls submitted at once, first submit to the last final callback
+ *   (validation, scheduling, staging, the store, every callback included), after a warm-up that
+ *   started the workers.
+ * - `function_round_trip_ms_p50` / `_p99`: one call at a time (200; 10 when quick), submit to
+ *   its DONE callback, on the client's monotonic clock.
+ *
+ * Peer, in the same run after the pilot is gone: Dask distributed from Debian, a LocalCluster of
+ * one single-threaded worker process per core, a no-op Python function: `dask_function_tasks_per_s`
+ * (`client.map` of N calls to the last `gather`ed result), `dask_round_trip_ms_p50` / `_p99`
+ * (`client.submit(...).result()`, one at a time), and `functions_vs_dask`. Without Dask (quick
+ * runs do not install it) or with PILOTFISH_BENCH_PEERS=0: no Dask figure, a `skipped` line on
+ * stderr instead.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { TaskDescription, TaskManager } from '../src';
+import { daskFunctions } from './functions-dask';
+import {
+  nowNs,
+  percentile,
+  secondsBetween,
+  sig,
+  withLocalPilot,
+  type BenchOptions,
+  type Figure,
+} from './harness';
+import { peersForRun } from './references';
+
+export const name = 'functions';
+export const description =
+  'no-op function calls in warm workers on a local pilot: calls per second end to end and round trip, against Dask';
+
+const log = (line: string): void => void process.stderr.write(`bench functions: ${line}\n`);
+
+export async function run({ quick, emit }: BenchOptions): Promise<void> {
+  const n = callCount(quick);
+  const alone = quick ? 10 : 200;
+  const ours = await withLocalPilot('pf-bench-fn-', async ({ tmgr, pilot, session }) => {
+    const mod = path.join(session.dir, 'noop.js');
+    fs.writeFileSync(mod, 'exports.noop = () => null;\n');
+    const calls = (k: number): TaskDescription[] =>
+      Array.from({ length: k }, () => ({
+        mode: 'function',
+        function: { module: mod, export: 'noop' },
+      }));
+    await runAll(tmgr, calls(pilot.cores * 4)); // starts the workers
+    const trips: number[] = [];
+    for (let i = 0; i < alone; i++) {
+      const t0 = nowNs();
+      await runAll(tmgr, calls(1));
+      trips.push(secondsBetween(t0, nowNs()) * 1000);
+    }
+    const secs = await runAll(tmgr, calls(n));
+    return { cores: pilot.cores, trips, rate: n / secs };
+  });
+  const context = { tasks: n, cores: ours.cores };
+  emit({ metric: 'function_tasks_per_s', value: sig(ours.rate), unit: '1/s', ...context });
+  emit({
+    metric: 'function_round_trip_ms_p50',
+    value: sig(percentile(ours.trips, 0.5)),
+    unit: 'ms',
+    calls: alone,
+    timed: 'submit to DONE callback, one call at a time',
+  });
+  emit({
+    metric: 'function_round_trip_ms_p99',
+    value: sig(percentile(ours.trips, 0.99)),
+    unit: 'ms',
+    calls: alone,
+  });
+  await peer(quick, n, ours.cores, alone, ours.rate, emit);
+}
+
+/** N calls: 100,000, 500 when quick, or PILOTFISH_BENCH_FUNCTION_TASKS. */
+function callCount(quick: boolean): number {
+  const env = process.env.PILOTFISH_BENCH_FUNCTION_TASKS;
+  if (env === undefined || env === '') return quick ? 500 : 100_000;
+  const n = Number(env);
+  if (!Number.isInteger(n) || n < 1) {
+    throw new Error(`PILOTFISH_BENCH_FUNCTION_TASKS must be a positive integer, not '${env}'`);
+  }
+  return n;
+}
+
+/** Submits all at once and waits for all: seconds from the first submit to the last final. */
+async function runAll(tmgr: TaskManager, descs: TaskDescription[]): Promise<number> {
+  const t0 = nowNs();
+  const tasks = await tmgr.submitTasks(descs);
+  await tmgr.waitTasks({ uids: tasks.map((t) => t.uid), timeoutMs: 1_200_000 });
+  const secs = secondsBetween(t0, nowNs());
+  const failed = tasks.filter((t) => t.state !== 'DONE');
+  if (failed.length > 0) {
+    const t = failed[0]!;
+    const why = t.reason === undefined ? '' : `, ${t.reason.code}: ${t.reason.message}`;
+    throw new Error(
+      `functions: ${failed.length} of ${tasks.length} calls did not end DONE (${t.uid}: ${t.state}${why})`,
+    );
+  }
+  return secs;
+}
+
+async function peer(
+  quick: boolean,
+  n: number,
+  workers: number,
+  alone: number,
+  ours: number,
+  emit: (f: Figure) => void,
+): Promise<void> {
+  const skip = (why: string): void => log(`skipped dask figures: ${why}`);
+  const peers = await peersForRun(quick, log);
+  if (peers.dask !== undefined) return skip(peers.dask);
+  const r = await daskFunctions({ n, workers, alone });
+  if (!r.ok) return skip(r.reason);
+  const d = r.result;
+  const context = {
+    tasks: n,
+    workers,
+    version: d.version,
+    cluster_start_ms: sig(d.cluster_start_s * 1000),
+  };
+  const rate = n / d.map_s;
+  const trips = d.single_s.map((s) => s * 1000);
+  emit({ metric: 'dask_function_tasks_per_s', value: sig(rate), unit: '1/s', ...context });
+  emit({
+    metric: 'dask_round_trip_ms_p50',
+    value: sig(percentile(trips, 0.5)),
+    unit: 'ms',
+    ...context,
+  });
+  emit({
+    metric: 'dask_round_trip_ms_p99',
+    value: sig(percentile(trips, 0.99)),
+    unit: 'ms',
+    ...context,
+  });
+  emit({ metric: 'functions_vs_dask', value: sig(ours / rate), unit: 'x', tasks: n });
+}
