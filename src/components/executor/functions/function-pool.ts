@@ -179,6 +179,7 @@ export class FunctionPool {
     const p = spawnWorker(this.command, {
       index,
       logDir: this.opts.logDir,
+      logName: this.opts.language === 'python' ? 'fworker-python' : 'fworker',
       env: { ...process.env, ...this.opts.env, ...this.opts.envOf?.(index) },
       ...(cpus === undefined ? {} : { cpus }),
     });

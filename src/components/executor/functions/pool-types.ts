@@ -63,7 +63,8 @@ export interface FunctionPoolOptions {
   python?: string;
   logger: Logger;
   handlers: FunctionPoolHandlers;
-  /** Where `fworker.<i>.out` and `.err` (what the functions print) are appended. */
+  /** Where `fworker.<i>.out` and `.err` (`fworker-python.<i>.*` for Python workers: what
+   * the functions print) are appended. */
   logDir: string;
   /** Over this process's environment, for every worker. */
   env?: Record<string, string>;

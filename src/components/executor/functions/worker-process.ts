@@ -107,6 +107,8 @@ export function workerCommand(
 export interface WorkerSpawn {
   index: number;
   logDir: string;
+  /** Its log files are `<logDir>/<logName>.<index>.out|.err`. */
+  logName: string;
   env: NodeJS.ProcessEnv;
   /** The cpulist (`0-3,8`) to pin the worker to; none: not pinned. */
   cpus?: string;
@@ -125,11 +127,11 @@ export interface WorkerProcess {
 
 /**
  * Starts worker `index`: its own process group (a kill reaches what it started), fds 3 and 4
- * as pipes, stdout and stderr appended to `<logDir>/fworker.<index>.out|.err` after a line that
+ * as pipes, stdout and stderr appended to `<logDir>/<logName>.<index>.out|.err` after a line that
  * tells this process's part from its predecessors'.
  */
 export function spawnWorker(cmd: WorkerCommand, w: WorkerSpawn): WorkerProcess {
-  const base = path.join(w.logDir, `fworker.${w.index}`);
+  const base = path.join(w.logDir, `${w.logName}.${w.index}`);
   const header = `--- pilotfish function worker ${w.index} starts at ${new Date().toISOString()}\n`;
   const out = fs.openSync(`${base}.out`, 'a', 0o600);
   const err = fs.openSync(`${base}.err`, 'a', 0o600);

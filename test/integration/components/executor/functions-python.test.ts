@@ -389,8 +389,12 @@ raise RuntimeError('broken at the top')
     const c = job('prints');
     pool!.call([c]);
     expect(await events.value(c.uid)).toBe(1);
-    expect(fs.readFileSync(path.join(dir, 'fworker.0.out'), 'utf8')).toContain('to stdout\n');
-    expect(fs.readFileSync(path.join(dir, 'fworker.0.err'), 'utf8')).toContain('to stderr\n');
+    expect(fs.readFileSync(path.join(dir, 'fworker-python.0.out'), 'utf8')).toContain(
+      'to stdout\n',
+    );
+    expect(fs.readFileSync(path.join(dir, 'fworker-python.0.err'), 'utf8')).toContain(
+      'to stderr\n',
+    );
   });
 
   (without === undefined ? it.skip : it)(
