@@ -4,12 +4,13 @@ worker, src/components/executor/functions/worker-main.ts, is the reference). Req
 replies on fd 4, both frames of a 4-byte big-endian length and one msgpack map; what the
 functions print goes to fds 1 and 2 (the pool's log files), never to 3 and 4.
 
-Calls run one at a time, in the order received, in one asyncio loop: a sync function runs in
-the loop (it blocks it, as a Node function that never awaits), a coroutine is a task of the
-loop, awaited while the loop still reads fd 3 (a cancel cancels the task). A module is imported
-once per worker and kept, or its import error is kept (phase 'import'). A call's `env` is set in
-os.environ and its `cwd` made the working directory while it runs; once no call is left, the
-worker's own environment and directory are back.
+Calls run one at a time, in the order received. A sync function runs outside the asyncio loop
+(it may call asyncio.run itself); a coroutine runs in the worker's loop, which meanwhile still
+reads fd 3, so a cancel cancels it and is answered at once. A function that never returns
+cannot see a cancel: the pool kills the worker. A module is imported once per worker and kept,
+or its import error is kept (phase 'import'). A call's `env` is set in os.environ and its `cwd`
+made the working directory while it runs; once no call is left, the worker's own environment
+and directory are back.
 
 Run as `python3 -u python_worker.py`; it needs the `msgpack` package and nothing else.
 """
@@ -59,9 +60,9 @@ modules = {}
 queue = collections.deque()
 waiting = set()  # ids queued and not started
 dropped = set()  # ids canceled while waiting
-current = None  # the call whose coroutine runs now: {'id', 'task', 'abandoned'}
+current = None  # the call whose coroutine runs now: {'id', 'task', 'waiter', 'abandoned'}
 outbox = []
-flush_queued = False
+idle = False  # the loop runs only to wait for requests
 set_keys = []
 saved_env = {}
 cwd_now = home_dir
@@ -128,49 +129,63 @@ def on_message(m):
         for c in m["calls"]:
             waiting.add(c["id"])
             queue.append(c)
-        drain()
+        if idle:
+            loop.stop()
     elif t == "cancel":
         cancel(m["ids"])
+        flush()  # at once, even while a coroutine runs
     else:
         die(f"unknown message {t!r}")
 
 
 def cancel(ids):
-    global current
     for i in ids:
         if current is not None and current["id"] == i:
-            current["abandoned"] = True
-            current["task"].cancel()
-            current = None
+            abandon(current)
             reply(failure(i, canceled("while it ran"), "call"))
         elif i in waiting:
             waiting.discard(i)
             dropped.add(i)
             reply(failure(i, canceled("before it started"), "call"))
-    drain()
 
 
 def canceled(when):
     return {"name": "Canceled", "message": f"the call was canceled {when}"}
 
 
+def abandon(me):
+    """Stops waiting for a coroutine: cancelled, and left to the loop if it ignores that."""
+    global current
+    me["abandoned"] = True
+    me["task"].cancel()
+    if not me["waiter"].done():
+        me["waiter"].set_result(None)
+    current = None
+
+
 # ---- running calls ------------------------------------------------------------------------
 
 
-def drain():
-    while current is None and queue:
+def serve():
+    """Runs queued calls; idle, runs the loop (reading fd 3) until calls come."""
+    global idle
+    while True:
+        if not queue:
+            flush()
+            restore()
+            idle = True
+            loop.run_forever()  # on_message stops it when calls come
+            idle = False
+            continue
         c = queue.popleft()
         if c["id"] in dropped:
             dropped.discard(c["id"])
             continue
         waiting.discard(c["id"])
         run(c)
-    if current is None and not queue:
-        restore()
 
 
 def run(c):
-    global current
     target = find_target(c)
     if "error" in target:
         reply(failure(c["id"], target["error"], target["phase"]))
@@ -181,13 +196,22 @@ def run(c):
     except Exception as e:  # noqa: BLE001 - what the function raised is the call's outcome
         reply(failure(c["id"], wire_error(e), "call"))
         return
-    if not inspect.isawaitable(value):
+    if inspect.isawaitable(value):
+        await_call(c["id"], value)
+    else:
         reply(success(c["id"], value))
-        return
-    task = asyncio.ensure_future(value)
-    me = {"id": c["id"], "task": task, "abandoned": False}
+
+
+def await_call(i, awaitable):
+    """Runs the loop until the coroutine ends or is canceled; results so far go out first."""
+    global current
+    flush()
+    task = asyncio.ensure_future(awaitable, loop=loop)
+    waiter = loop.create_future()
+    me = {"id": i, "task": task, "waiter": waiter, "abandoned": False}
     current = me
     task.add_done_callback(lambda t: settle(me, t))
+    loop.run_until_complete(waiter)
 
 
 def settle(me, task):
@@ -205,7 +229,7 @@ def settle(me, task):
             reply(success(me["id"], task.result()))
         else:
             reply(failure(me["id"], wire_error(e), "call"))
-    drain()
+    me["waiter"].set_result(None)
 
 
 def is_path(module):
@@ -432,17 +456,14 @@ def wire_error(e):
 
 
 def reply(r):
-    global flush_queued
     outbox.append(r)
-    if not flush_queued:
-        flush_queued = True
-        loop.call_soon(flush)
 
 
 def flush():
-    """The results of this turn of the loop, in frames of about REPLY_FRAME_TARGET_BYTES."""
-    global outbox, flush_queued
-    flush_queued = False
+    """The results not yet sent, in frames of about REPLY_FRAME_TARGET_BYTES."""
+    global outbox
+    if not outbox:
+        return
     results, outbox = outbox, []
     batch = []
     size = 0
@@ -481,7 +502,7 @@ def main():
             "version": platform.python_version(),
         }
     )
-    loop.run_forever()
+    serve()
 
 
 if __name__ == "__main__":

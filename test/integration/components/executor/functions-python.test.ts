@@ -15,6 +15,7 @@ import {
 } from '../../../../src/components/executor/functions/function-pool';
 import { onPath } from '../../../../src/components/executor/functions/worker-process';
 import { silentLogger } from '../../../../src/lib/logger';
+import { cleanupFifos, fifo } from '../../../support/fifo';
 import { waitForExit } from '../../../support/processes';
 import { PoolEvents } from './function-pool-fixtures';
 
@@ -94,8 +95,24 @@ def spin():
     while True:
         pass
 
-def hang():
-    return asyncio.get_running_loop().create_future()
+def started(fifo):
+    with open(fifo, 'w') as f:
+        f.write('started\\n')
+
+async def hang(fifo):
+    started(fifo)
+    await asyncio.Event().wait()
+
+async def stubborn(fifo):
+    started(fifo)
+    while True:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            pass
+
+def runs_a_loop(x):
+    return asyncio.run(adouble(x))
 
 def exit3():
     sys.stderr.write('leaving with 3\\n')
@@ -132,6 +149,7 @@ raise RuntimeError('broken at the top')
   });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
   afterEach(async () => {
+    cleanupFifos();
     await pool?.close();
     pool = undefined;
   });
@@ -324,11 +342,13 @@ raise RuntimeError('broken at the top')
 
   it('cancels a running coroutine at once and a waiting call; the worker goes on', async () => {
     await start();
-    const hang = job('hang');
+    const f = fifo(path.join(dir, `fifo.${++n}`));
+    const hang = job('hang', [path.join(dir, `fifo.${n}`)]);
     const queued = job('double', [1]);
     const next = job('double', [21]);
     pool!.call([hang, queued]);
     const pid = await events.pid(queued.uid);
+    await f.lines(1); // it runs
     pool!.stop(queued.uid, 'term');
     pool!.stop(hang.uid, 'term');
     expect(await events.outcome(hang.uid)).toEqual({
@@ -344,6 +364,32 @@ raise RuntimeError('broken at the top')
     pool!.call([next]);
     expect(await events.value(next.uid)).toBe(42);
     expect(await events.pid(next.uid)).toBe(pid);
+  });
+
+  it('runs a sync function that runs its own asyncio loop', async () => {
+    await start();
+    const c = job('runs_a_loop', [5]);
+    const after = job('adouble', [6]);
+    pool!.call([c, after]);
+    expect(await events.value(c.uid)).toBe(10);
+    expect(await events.value(after.uid)).toBe(12);
+  });
+
+  it('goes on after a canceled coroutine that ignores the cancel', async () => {
+    await start();
+    const f = fifo(path.join(dir, `fifo.${++n}`));
+    const stubborn = job('stubborn', [path.join(dir, `fifo.${n}`)]);
+    pool!.call([stubborn]);
+    await f.lines(1); // it runs
+    pool!.stop(stubborn.uid, 'term');
+    expect(await events.outcome(stubborn.uid)).toMatchObject({
+      ok: false,
+      error: { name: 'Canceled', message: 'the call was canceled while it ran' },
+    });
+    const next = [job('double', [1]), job('adouble', [2])];
+    pool!.call(next);
+    expect(await events.value(next[0]!.uid)).toBe(2);
+    expect(await events.value(next[1]!.uid)).toBe(4);
   });
 
   it('ends `while True: pass` on stop kill; the worker is replaced, the pool keeps its size', async () => {
