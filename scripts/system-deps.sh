@@ -6,6 +6,8 @@
 #     libpmix-dev, whose unversioned libpmix.so is what Slurm's mpi/pmix plugin loads (libpmix2
 #     alone: "pmi/pmix: can not load PMIx library"); scripts/slurm-up.sh restarts its slurmd
 #     daemons when that changes under them.
+#   - python3-msgpack: the msgpack package of the system's python3, which Python function workers
+#     (workers/python_worker.py) need; the tests run them with /usr/bin/python3.
 # Idempotent and a fast no-op when everything is present. Without root it only prints what
 # to install and exits 0: the tests that need a missing tool then report themselves skipped.
 set -euo pipefail
@@ -19,6 +21,10 @@ if ! command -v mpicc >/dev/null 2>&1 ||
 fi
 command -v "${CC:-cc}" >/dev/null 2>&1 || missing+=(gcc libc6-dev) # native/spawner
 command -v "${CXX:-c++}" >/dev/null 2>&1 || missing+=(g++)        # native/memory
+# Python function workers; a system without python3 has no Python functions to test
+if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import msgpack' >/dev/null 2>&1; then
+  missing+=(python3-msgpack)
+fi
 
 if [ "${#missing[@]}" -eq 0 ]; then
   exit 0

@@ -164,6 +164,7 @@ export class Agent {
         workers: cfg.functionWorkers ?? Math.max(1, home?.cores ?? 1),
         logDir: cfg.sandbox,
         cpusOf: (i) => (homeCpus?.[i] === undefined ? undefined : String(homeCpus[i])),
+        ...(cfg.python !== undefined ? { python: cfg.python } : {}),
       },
       notify: (ns) => notes.send(ns),
       forward: (ts) => sendLogged(toOutput, ts, logExec, 'forward'),

@@ -297,6 +297,7 @@ export class PilotManager {
       ...(rec.description.memMb !== undefined ? { memMb: rec.description.memMb } : {}),
       ...(agent.spawners !== undefined ? { spawners: agent.spawners } : {}),
       ...(agent.functionWorkers !== undefined ? { functionWorkers: agent.functionWorkers } : {}),
+      ...(agent.python !== undefined ? { python: agent.python } : {}),
       ...(agent.updateWorkers !== undefined ? { updateWorkers: agent.updateWorkers } : {}),
       ...(agent.killGraceMs !== undefined ? { killGraceMs: agent.killGraceMs } : {}),
       ...(agent.clientTimeoutS !== undefined

@@ -14,6 +14,7 @@ export interface AgentConfig {
   executors?: number;
   spawners?: number;
   functionWorkers?: number;
+  python?: string;
   updateWorkers?: number;
   killGraceMs?: number;
   heartbeatTimeoutMs?: number;

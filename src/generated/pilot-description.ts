@@ -30,6 +30,10 @@ export interface PilotDescription {
      * Warm worker processes for function tasks (mode 'function'), started with the first such task; default: one per core of the agent's node.
      */
     functionWorkers?: number;
+    /**
+     * The Python interpreter of function workers for tasks of function.language 'python': a path, or a name looked up on the agent's PATH; default 'python3'. It needs the msgpack package (pip install msgpack; Debian: python3-msgpack).
+     */
+    python?: string;
     updateWorkers?: number;
     killGraceMs?: number;
     /**

@@ -16,11 +16,15 @@ export type TaskDescription = {
    */
   function?: {
     /**
-     * An absolute path of a module file, or a package name resolved from the task's workdir (else the pilot's working directory).
+     * The language of the function: its calls run in warm workers of that language. 'python': in the interpreter of the pilot's agent.python (default python3), which needs the msgpack package.
+     */
+    language?: 'node' | 'python';
+    /**
+     * node: an absolute path of a module file, or a package name resolved from the task's workdir (else its sandbox). python: a module name (pkg.mod) imported from the task's workdir (else its sandbox), then PYTHONPATH of its environment, then the interpreter's path; or the path of a .py file (absolute, or relative to the workdir).
      */
     module: string;
     /**
-     * The exported function to call; default: the module's default export (or the module itself when it is a function).
+     * The function to call. node: default the module's default export (or the module itself when it is a function). python: required (a module has no default function).
      */
     export?: string;
     /**

@@ -45,6 +45,8 @@ export interface FunctionCall {
   cwd?: string;
   /** The worker (slot) it runs on: the first core of its slot. */
   worker: number;
+  /** The language of the function, so of the workers that run it; absent: 'node'. */
+  language?: 'node' | 'python';
 }
 
 export interface FunctionJob {

@@ -12,6 +12,8 @@ export interface FunctionRunnerOptions {
   logDir: string;
   killGraceMs: number;
   cpusOf?: (i: number) => string | undefined;
+  /** The interpreter of Python workers (agent.python); default python3. */
+  python?: string;
   /** What the Executor hears: the same events as from the process runner. */
   started(events: StartedEvent[]): void;
   exited(events: ExitedEvent[]): void;
@@ -19,17 +21,25 @@ export interface FunctionRunnerOptions {
   unusable?(message: string): void;
 }
 
+/** The pool of one language: started with its first call. */
+interface LanguagePool {
+  pool: FunctionPool | undefined;
+  starting: Promise<void> | undefined;
+  /** Calls given before the pool was up. */
+  waiting: FunctionCall[];
+}
+
 /**
- * Runs function calls in the warm workers of a FunctionPool, started with the first call (a
- * pilot that runs only executables starts none), and words the pool's events as the Executor's:
- * a returned or thrown call is an exit (code 0 with its value, 1 with its error), a worker the
- * Executor killed (timeout, cancel) an exit by SIGKILL, a worker lost under the call a failure.
+ * Runs function calls in the warm workers of a FunctionPool per language (Node, Python), each
+ * started with the first call of its language (a pilot that runs only executables starts none),
+ * with the same number of workers and the same pinning; and words the pools' events as the
+ * Executor's: a returned or thrown call is an exit (code 0 with its value, 1 with its error), a
+ * worker the Executor killed (timeout, cancel) an exit by SIGKILL, a worker lost under the call
+ * a failure.
  */
 export class FunctionRunner {
-  private pool: FunctionPool | undefined;
-  private starting: Promise<void> | undefined;
-  /** Calls given before the pool was up, and stops asked for them meanwhile. */
-  private waiting: FunctionCall[] = [];
+  private readonly node: LanguagePool = { pool: undefined, starting: undefined, waiting: [] };
+  private readonly python: LanguagePool = { pool: undefined, starting: undefined, waiting: [] };
   private closed = false;
 
   constructor(private readonly opts: FunctionRunnerOptions) {}
@@ -37,31 +47,41 @@ export class FunctionRunner {
   call(job: FunctionCall): void {
     // the worker of the slot's first core; fewer workers than cores share them round
     const call = { ...job, worker: job.worker % this.opts.workers };
-    if (this.pool !== undefined) return this.pool.call([call]);
-    this.waiting.push(call);
-    this.starting ??= this.start();
+    const lang = job.language === 'python' ? this.python : this.node;
+    if (lang.pool !== undefined) return lang.pool.call([call]);
+    lang.waiting.push(call);
+    lang.starting ??= this.start(lang, job.language ?? 'node');
   }
 
   stop(uid: string, how: StopHow): void {
-    if (this.pool !== undefined) return this.pool.stop(uid, how);
-    // not handed to a worker yet: it ends as a stopped call would
-    const i = this.waiting.findIndex((c) => c.uid === uid);
-    if (i < 0) return;
-    this.waiting.splice(i, 1);
-    const signal = how === 'kill' ? 'SIGKILL' : 'SIGTERM';
-    queueMicrotask(() => this.opts.exited([{ uid, exitCode: null, signal }]));
+    // a pool ignores a uid it does not run
+    this.node.pool?.stop(uid, how);
+    this.python.pool?.stop(uid, how);
+    for (const lang of [this.node, this.python]) {
+      // not handed to a worker yet: it ends as a stopped call would
+      const i = lang.waiting.findIndex((c) => c.uid === uid);
+      if (i < 0) continue;
+      lang.waiting.splice(i, 1);
+      const signal = how === 'kill' ? 'SIGKILL' : 'SIGTERM';
+      queueMicrotask(() => this.opts.exited([{ uid, exitCode: null, signal }]));
+    }
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    await this.starting;
-    await this.pool?.close();
+    await Promise.all(
+      [this.node, this.python].map(async (lang) => {
+        await lang.starting;
+        await lang.pool?.close();
+      }),
+    );
   }
 
-  private async start(): Promise<void> {
+  private async start(lang: LanguagePool, language: 'node' | 'python'): Promise<void> {
     const o = this.opts;
     const pool: FunctionPoolOptions = {
       workers: o.workers,
+      language,
       logger: o.logger,
       logDir: o.logDir,
       killGraceMs: o.killGraceMs,
@@ -69,26 +89,28 @@ export class FunctionRunner {
         started: (evs) => o.started(evs),
         finished: (evs) => o.exited(evs.map(exitOf)),
         failed: (evs) => this.lost(evs),
-        unusable: (message, index) => o.unusable?.(`function worker ${index}: ${message}`),
+        unusable: (message, index) =>
+          o.unusable?.(`${language} function worker ${index}: ${message}`),
       },
     };
     if (o.cpusOf !== undefined) pool.cpusOf = o.cpusOf;
+    if (o.python !== undefined) pool.python = o.python;
     try {
-      this.pool = await FunctionPool.start(pool);
+      lang.pool = await FunctionPool.start(pool);
     } catch (e) {
-      o.logger.error('function workers did not start', errorMeta(e));
-      const message = `function workers did not start: ${(e as Error).message}`;
+      o.logger.error('function workers did not start', { language, ...errorMeta(e) });
+      const message = `${language} function workers did not start: ${(e as Error).message}`;
       o.failed(
-        this.waiting.splice(0).map((c) => ({ uid: c.uid, code: 'E_WORKER_START', message })),
+        lang.waiting.splice(0).map((c) => ({ uid: c.uid, code: 'E_WORKER_START', message })),
       );
-      this.starting = undefined; // the next call tries again
+      lang.starting = undefined; // the next call tries again
       return;
     }
     if (this.closed) {
-      await this.pool.close();
+      await lang.pool.close();
       return;
     }
-    this.pool.call(this.waiting.splice(0));
+    lang.pool.call(lang.waiting.splice(0));
   }
 
   private lost(events: CallLost[]): void {

@@ -34,7 +34,13 @@ export interface ExecutorShellOptions {
   /** The runners cannot start tasks any more (spawner helpers keep dying): the pilot should end. */
   onUnusable?(message: string): void;
   /** Function tasks: warm workers (default: one per core of the agent's node), their logs' dir. */
-  functions?: { workers: number; logDir: string; cpusOf?: (i: number) => string | undefined };
+  functions?: {
+    workers: number;
+    logDir: string;
+    cpusOf?: (i: number) => string | undefined;
+    /** The interpreter of Python function workers (agent.python). */
+    python?: string;
+  };
   /** Where the core's notifications, forwarded tasks and released slots go. */
   notify(notifications: Notification[]): void;
   forward(tasks: TaskRecord[]): void;
@@ -137,6 +143,7 @@ export class ExecutorShell implements ExecutorEffects {
       workers: f?.workers ?? 1,
       logDir: f?.logDir ?? '.',
       ...(f?.cpusOf !== undefined ? { cpusOf: f.cpusOf } : {}),
+      ...(f?.python !== undefined ? { python: f.python } : {}),
       logger: this.opts.logger,
       killGraceMs: this.opts.killGraceMs,
       started: (evs) => this.started(evs),

@@ -69,7 +69,7 @@ export class FunctionPool {
     if (!Number.isInteger(opts.workers) || opts.workers < 1) {
       throw new UsageError(`FunctionPool workers must be an integer >= 1, got ${opts.workers}`);
     }
-    const pool = new FunctionPool(opts, workerCommand());
+    const pool = new FunctionPool(opts, workerCommand(opts.language, opts.python));
     if (opts.cpusOf !== undefined && pool.command.taskset === undefined) {
       opts.logger.warn('function workers not pinned to their cores: taskset not found', {
         fix: 'install util-linux',
@@ -85,6 +85,7 @@ export class FunctionPool {
     }
     pool.log.info('function workers started', {
       count: opts.workers,
+      language: opts.language ?? 'node',
       pids: pool.pids(),
       script: pool.command.script,
     });
@@ -178,6 +179,7 @@ export class FunctionPool {
     const p = spawnWorker(this.command, {
       index,
       logDir: this.opts.logDir,
+      logName: this.opts.language === 'python' ? 'fworker-python' : 'fworker',
       env: { ...process.env, ...this.opts.env, ...this.opts.envOf?.(index) },
       ...(cpus === undefined ? {} : { cpus }),
     });
@@ -205,10 +207,11 @@ export class FunctionPool {
   private onClose(w: PoolWorker, exitCode: number | null, signal: string | null): void {
     this.dirty.delete(w);
     const how = `${howEnded(exitCode, signal)}${w.why === undefined ? '' : `: ${w.why}`}`;
-    w.readyWait.reject(new Error(`function worker ${w.index} exited before it was ready (${how})`));
-    if (this.closing !== undefined) return;
-    const tail = stderrTail(w.p);
+    const tail = w.ready && this.closing !== undefined ? '' : stderrTail(w.p);
     const said = `(${how})${tail === '' ? '' : `; its stderr ends:\n${tail}`}`;
+    // why it did not start (a Python without msgpack says so on stderr) reaches the task
+    w.readyWait.reject(new Error(`function worker ${w.index} exited before it was ready ${said}`));
+    if (this.closing !== undefined) return;
     const failed: CallLost[] = [];
     const unstarted = [...w.inflight.values()];
     const first = unstarted.shift();

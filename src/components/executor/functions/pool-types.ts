@@ -2,6 +2,9 @@
 import type { Logger } from '../../../lib/logger';
 import type { StartedEvent } from '../effects';
 import type { CallPhase, WireError } from './protocol';
+import type { WorkerLanguage } from './worker-process';
+
+export type { WorkerLanguage } from './worker-process';
 
 export type { CallPhase } from './protocol';
 
@@ -54,9 +57,14 @@ export interface FunctionPoolHandlers {
 
 export interface FunctionPoolOptions {
   workers: number;
+  /** The language of its workers (all of one pool speak the same); default 'node'. */
+  language?: WorkerLanguage;
+  /** The interpreter of Python workers: a path, or a name on PATH; default 'python3'. */
+  python?: string;
   logger: Logger;
   handlers: FunctionPoolHandlers;
-  /** Where `fworker.<i>.out` and `.err` (what the functions print) are appended. */
+  /** Where `fworker.<i>.out` and `.err` (`fworker-python.<i>.*` for Python workers: what
+   * the functions print) are appended. */
   logDir: string;
   /** Over this process's environment, for every worker. */
   env?: Record<string, string>;

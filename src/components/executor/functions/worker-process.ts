@@ -33,17 +33,70 @@ export function onPath(name: string): string | undefined {
   return undefined;
 }
 
+/** The languages a worker can be started in. */
+export type WorkerLanguage = 'node' | 'python';
+
+/**
+ * The Python worker, shipped beside dist/ (package.json `files`): `<root>/workers/`, where root
+ * is the package (from dist/src/...) or the repository (from src/ under ts-jest).
+ */
+export function pythonWorkerScript(): string {
+  const rel = ['workers', 'python_worker.py'];
+  const candidates = [
+    path.resolve(__dirname, '..', '..', '..', '..', '..', ...rel),
+    path.resolve(__dirname, '..', '..', '..', '..', ...rel),
+  ];
+  const script = candidates.find((c) => fs.existsSync(c));
+  if (script === undefined) {
+    throw new UsageError(`Python function worker not found at '${candidates[0]}'`);
+  }
+  return script;
+}
+
+/** `python` (a path, or a name looked up on PATH) as an executable path; UsageError if none. */
+export function pythonInterpreter(python: string): string {
+  const file = python.includes('/') ? path.resolve(python) : onPath(python);
+  try {
+    if (file !== undefined) {
+      fs.accessSync(file, fs.constants.X_OK);
+      return file;
+    }
+  } catch {
+    // not executable: said below
+  }
+  throw new UsageError(
+    `Python interpreter '${python}' for function workers not found` +
+      `${python.includes('/') ? ' or not executable' : ' on PATH'} (set agent.python)`,
+  );
+}
+
 /** How workers are started: found once per pool. */
 export interface WorkerCommand {
+  /** The worker's script (for the log). */
   script: string;
+  /** The program and its arguments: the interpreter and the script. */
+  argv: string[];
   /** util-linux setpriv: the worker gets SIGKILL when the agent dies (PR_SET_PDEATHSIG). */
   setpriv?: string;
   /** util-linux taskset: pins a worker to its cores. */
   taskset?: string;
 }
 
-export function workerCommand(): WorkerCommand {
-  const cmd: WorkerCommand = { script: workerScript() };
+/** The command of `language` workers; `python`: the interpreter of Python ones (python3). */
+export function workerCommand(
+  language: WorkerLanguage = 'node',
+  python = 'python3',
+): WorkerCommand {
+  let cmd: WorkerCommand;
+  if (language === 'python') {
+    const script = pythonWorkerScript();
+    // -u: what functions print reaches the log file as it is printed (and survives a crash)
+    cmd = { script, argv: [pythonInterpreter(python), '-u', script] };
+  } else {
+    const script = workerScript();
+    // No execArgv: the worker must not inherit the agent's (or jest's) flags.
+    cmd = { script, argv: [process.execPath, script] };
+  }
   const setpriv = onPath('setpriv');
   const taskset = onPath('taskset');
   if (setpriv !== undefined) cmd.setpriv = setpriv;
@@ -54,6 +107,8 @@ export function workerCommand(): WorkerCommand {
 export interface WorkerSpawn {
   index: number;
   logDir: string;
+  /** Its log files are `<logDir>/<logName>.<index>.out|.err`. */
+  logName: string;
   env: NodeJS.ProcessEnv;
   /** The cpulist (`0-3,8`) to pin the worker to; none: not pinned. */
   cpus?: string;
@@ -72,11 +127,11 @@ export interface WorkerProcess {
 
 /**
  * Starts worker `index`: its own process group (a kill reaches what it started), fds 3 and 4
- * as pipes, stdout and stderr appended to `<logDir>/fworker.<index>.out|.err` after a line that
+ * as pipes, stdout and stderr appended to `<logDir>/<logName>.<index>.out|.err` after a line that
  * tells this process's part from its predecessors'.
  */
 export function spawnWorker(cmd: WorkerCommand, w: WorkerSpawn): WorkerProcess {
-  const base = path.join(w.logDir, `fworker.${w.index}`);
+  const base = path.join(w.logDir, `${w.logName}.${w.index}`);
   const header = `--- pilotfish function worker ${w.index} starts at ${new Date().toISOString()}\n`;
   const out = fs.openSync(`${base}.out`, 'a', 0o600);
   const err = fs.openSync(`${base}.err`, 'a', 0o600);
@@ -86,12 +141,11 @@ export function spawnWorker(cmd: WorkerCommand, w: WorkerSpawn): WorkerProcess {
     fs.writeSync(out, header);
     fs.writeSync(err, header);
     errStart = fs.fstatSync(err).size;
-    const argv = [process.execPath, cmd.script];
+    const argv = [...cmd.argv];
     if (w.cpus !== undefined && w.cpus !== '' && cmd.taskset !== undefined) {
       argv.unshift(cmd.taskset, '-c', w.cpus);
     }
     if (cmd.setpriv !== undefined) argv.unshift(cmd.setpriv, '--pdeathsig', 'KILL');
-    // No execArgv: the worker must not inherit the agent's (or jest's) flags.
     proc = spawn(argv[0]!, argv.slice(1), {
       env: w.env,
       stdio: ['ignore', out, err, 'pipe', 'pipe'],

@@ -52,6 +52,7 @@ export const functionKind: ExecutorKind<FunctionJob> = {
       env,
       worker: slot?.cores[0] ?? 0,
     };
+    if (f.language === 'python') call.language = 'python';
     if (f.export !== undefined) call.export = f.export;
     if (f.args !== undefined) call.args = f.args;
     call.cwd = task.description.workdir ?? sandbox;

@@ -1,0 +1,509 @@
+"""The Python function worker of pilotfish: a warm process that runs function tasks of
+`language: 'python'` for a FunctionPool, in the protocol of docs/function-workers.md (the Node
+worker, src/components/executor/functions/worker-main.ts, is the reference). Requests on fd 3,
+replies on fd 4, both frames of a 4-byte big-endian length and one msgpack map; what the
+functions print goes to fds 1 and 2 (the pool's log files), never to 3 and 4.
+
+Calls run one at a time, in the order received. A sync function runs outside the asyncio loop
+(it may call asyncio.run itself); a coroutine runs in the worker's loop, which meanwhile still
+reads fd 3, so a cancel cancels it and is answered at once. A function that never returns
+cannot see a cancel: the pool kills the worker. A module is imported once per worker and kept,
+or its import error is kept (phase 'import'). A call's `env` is set in os.environ and its `cwd`
+made the working directory while it runs; once no call is left, the worker's own environment
+and directory are back.
+
+Run as `python3 -u python_worker.py`; it needs the `msgpack` package and nothing else.
+"""
+
+import sys
+
+try:
+    import msgpack
+except ImportError as _e:
+    sys.stderr.write(
+        "pilotfish function worker: the Python package 'msgpack' cannot be imported by "
+        f"{sys.executable} (Python {sys.version.split()[0]}): {_e}. Install it "
+        "('pip install msgpack', or 'apt-get install python3-msgpack' for the system's "
+        "python3), or name an interpreter that has it in the pilot's agent.python\n"
+    )
+    sys.exit(70)
+
+# Everything the worker uses is imported before '' (the call's directory) is on sys.path, so
+# a user's file named like a standard module cannot replace it.
+import asyncio
+import collections
+import datetime
+import errno
+import importlib
+import importlib.util
+import inspect
+import os
+import platform
+import traceback
+
+PROTOCOL_VERSION = 1
+MAX_ERROR_TEXT = 16 * 1024
+REPLY_FRAME_TARGET_BYTES = 4 * 1024 * 1024
+MAX_DEPTH = 512
+INT64_MIN = -(2**63)
+UINT64_MAX = 2**64 - 1
+
+# Modules are found from the call's working directory (it is the cwd while the call runs), not
+# from this script's folder.
+sys.path[0] = ""
+
+max_result_bytes = 1024 * 1024
+home_dir = os.getcwd()
+
+# module key -> ('ok', module) or ('error', wire error)
+modules = {}
+queue = collections.deque()
+waiting = set()  # ids queued and not started
+dropped = set()  # ids canceled while waiting
+current = None  # the call whose coroutine runs now: {'id', 'task', 'waiter', 'abandoned'}
+outbox = []
+idle = False  # the loop runs only to wait for requests
+set_keys = []
+saved_env = {}
+cwd_now = home_dir
+loop = None
+
+
+def die(why):
+    sys.stderr.write(f"pilotfish function worker: {why}\n")
+    sys.stderr.flush()
+    os._exit(70)
+
+
+def write_all(data):
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(4, view)
+        except BrokenPipeError:
+            os._exit(0)  # the parent is gone: nobody to answer
+        view = view[n:]
+
+
+def send(msg):
+    payload = msgpack.packb(msg, use_bin_type=True)
+    write_all(len(payload).to_bytes(4, "big") + payload)
+
+
+# ---- reading fd 3 -------------------------------------------------------------------------
+
+inbuf = bytearray()
+
+
+def on_readable():
+    try:
+        chunk = os.read(3, 1 << 20)
+    except BlockingIOError:
+        return
+    except OSError as e:
+        die(f"fd 3: {e}")
+    if not chunk:
+        os._exit(0)  # the parent closed the requests or died
+    inbuf.extend(chunk)
+    while len(inbuf) >= 4:
+        need = int.from_bytes(inbuf[:4], "big")
+        if len(inbuf) < 4 + need:
+            break
+        payload = bytes(inbuf[4 : 4 + need])
+        del inbuf[: 4 + need]
+        try:
+            m = msgpack.unpackb(payload, raw=False, timestamp=3, strict_map_key=False)
+        except Exception as e:  # noqa: BLE001 - any unreadable frame ends the stream
+            die(f"unreadable frame: {e}")
+        on_message(m)
+
+
+def on_message(m):
+    global max_result_bytes
+    t = m.get("t") if isinstance(m, dict) else None
+    if t == "init":
+        if m.get("protocol") != PROTOCOL_VERSION:
+            die(f"protocol {m.get('protocol')} asked, {PROTOCOL_VERSION} spoken")
+        max_result_bytes = m.get("maxResultBytes", max_result_bytes)
+    elif t == "calls":
+        for c in m["calls"]:
+            waiting.add(c["id"])
+            queue.append(c)
+        if idle:
+            loop.stop()
+    elif t == "cancel":
+        cancel(m["ids"])
+        flush()  # at once, even while a coroutine runs
+    else:
+        die(f"unknown message {t!r}")
+
+
+def cancel(ids):
+    for i in ids:
+        if current is not None and current["id"] == i:
+            abandon(current)
+            reply(failure(i, canceled("while it ran"), "call"))
+        elif i in waiting:
+            waiting.discard(i)
+            dropped.add(i)
+            reply(failure(i, canceled("before it started"), "call"))
+
+
+def canceled(when):
+    return {"name": "Canceled", "message": f"the call was canceled {when}"}
+
+
+def abandon(me):
+    """Stops waiting for a coroutine: cancelled, and left to the loop if it ignores that."""
+    global current
+    me["abandoned"] = True
+    me["task"].cancel()
+    if not me["waiter"].done():
+        me["waiter"].set_result(None)
+    current = None
+
+
+# ---- running calls ------------------------------------------------------------------------
+
+
+def serve():
+    """Runs queued calls; idle, runs the loop (reading fd 3) until calls come."""
+    global idle
+    while True:
+        if not queue:
+            flush()
+            restore()
+            idle = True
+            loop.run_forever()  # on_message stops it when calls come
+            idle = False
+            continue
+        c = queue.popleft()
+        if c["id"] in dropped:
+            dropped.discard(c["id"])
+            continue
+        waiting.discard(c["id"])
+        run(c)
+
+
+def run(c):
+    target = find_target(c)
+    if "error" in target:
+        reply(failure(c["id"], target["error"], target["phase"]))
+        return
+    try:
+        enter(c)
+        value = target["fn"](*c.get("args", []))
+    except Exception as e:  # noqa: BLE001 - what the function raised is the call's outcome
+        reply(failure(c["id"], wire_error(e), "call"))
+        return
+    if inspect.isawaitable(value):
+        await_call(c["id"], value)
+    else:
+        reply(success(c["id"], value))
+
+
+def await_call(i, awaitable):
+    """Runs the loop until the coroutine ends or is canceled; results so far go out first."""
+    global current
+    flush()
+    task = asyncio.ensure_future(awaitable, loop=loop)
+    waiter = loop.create_future()
+    me = {"id": i, "task": task, "waiter": waiter, "abandoned": False}
+    current = me
+    task.add_done_callback(lambda t: settle(me, t))
+    loop.run_until_complete(waiter)
+
+
+def settle(me, task):
+    global current
+    if me["abandoned"]:
+        if not task.cancelled():
+            task.exception()  # retrieved: asyncio would log it as never retrieved
+        return
+    current = None
+    if task.cancelled():
+        reply(failure(me["id"], canceled("while it ran"), "call"))
+    else:
+        e = task.exception()
+        if e is None:
+            reply(success(me["id"], task.result()))
+        else:
+            reply(failure(me["id"], wire_error(e), "call"))
+    me["waiter"].set_result(None)
+
+
+def is_path(module):
+    return module.endswith(".py") or "/" in module
+
+
+def find_target(c):
+    module = c["module"]
+    base = c.get("cwd") or home_dir
+    # a file is one module whatever the cwd; a dotted name is one module per worker (sys.modules)
+    key = os.path.normpath(os.path.join(base, module)) if is_path(module) else module
+    loaded = modules.get(key)
+    if loaded is None:
+        loaded = load(module, key, base, (c.get("env") or {}).get("PYTHONPATH"))
+        modules[key] = loaded
+    if loaded[0] == "error":
+        return {"error": loaded[1], "phase": "import"}
+    return pick(loaded[1], c)
+
+
+def load(module, key, base, pythonpath):
+    """Imports a module once: a dotted name from sys.path (the call's cwd first), or a file."""
+    saved = os.getcwd()
+    try:
+        os.chdir(base)  # a dotted name is found from the call's directory ('' on sys.path)
+        if pythonpath:
+            # the task's PYTHONPATH: kept on sys.path, for the imports its functions make later
+            for entry in reversed(pythonpath.split(os.pathsep)):
+                entry = os.path.join(base, entry) if entry else ""
+                if entry and entry not in sys.path:
+                    sys.path.insert(1, entry)
+        importlib.invalidate_caches()  # files written since the last import are seen
+        if not is_path(module):
+            return ("ok", importlib.import_module(module))
+        if not os.path.isfile(key):
+            return ("error", {"name": "ModuleNotFoundError", "message": f"no file '{key}'"})
+        name = "pf_fn_" + "".join(ch if ch.isalnum() else "_" for ch in key)
+        spec = importlib.util.spec_from_file_location(name, key)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        try:
+            spec.loader.exec_module(mod)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return ("ok", mod)
+    except Exception as e:  # noqa: BLE001 - a module that does not import fails its calls
+        return ("error", wire_error(e))
+    finally:
+        os.chdir(saved)
+
+
+def pick(mod, c):
+    name = c.get("export")
+    fn = getattr(mod, name, None) if name is not None else None
+    if callable(fn):
+        return {"fn": fn}
+    names = sorted(
+        k for k, v in vars(mod).items() if not k.startswith("_") and inspect.isfunction(v)
+    )
+    listed = ", ".join(names) if names else "none"
+    if name is None:
+        message = (
+            f"module '{c['module']}': name the function to call in function.export "
+            f"(Python modules have no default export); its functions: {listed}"
+        )
+    else:
+        message = f"module '{c['module']}' has no function '{name}'; its functions: {listed}"
+    return {"error": {"name": "TypeError", "message": message}, "phase": "call"}
+
+
+def enter(c):
+    """Sets the call's environment and directory, changing only what differs from the last call."""
+    global set_keys, cwd_now
+    env = c.get("env") or {}
+    for k in set_keys:
+        if k not in env:
+            restore_key(k)
+    set_keys = []
+    for k, v in env.items():
+        if k not in saved_env:
+            saved_env[k] = os.environ.get(k)
+        if os.environ.get(k) != v:
+            os.environ[k] = v
+        set_keys.append(k)
+    want = c.get("cwd") or home_dir
+    if want != cwd_now:
+        cwd_now = home_dir  # if chdir raises, the worker is still where it started
+        os.chdir(want)
+        cwd_now = want
+
+
+def restore_key(k):
+    before = saved_env.pop(k, None)
+    if before is None:
+        os.environ.pop(k, None)
+    else:
+        os.environ[k] = before
+
+
+def restore():
+    """No call left: the worker's own environment and directory again."""
+    global set_keys, cwd_now
+    for k in set_keys:
+        restore_key(k)
+    set_keys = []
+    if cwd_now != home_dir:
+        cwd_now = home_dir
+        os.chdir(home_dir)
+
+
+# ---- results and errors -------------------------------------------------------------------
+
+
+def success(i, value):
+    bad = unencodable(value)
+    if bad is not None:
+        return failure(i, {"name": "EncodeError", "message": bad}, "encode")
+    try:
+        packed = msgpack.packb(value, use_bin_type=True, datetime=True)
+    except Exception as e:  # noqa: BLE001 - the checks above should have caught it
+        return failure(i, {"name": "EncodeError", "message": f"result: {e}"}, "encode")
+    if len(packed) > max_result_bytes:
+        message = (
+            f"result is {size_text(len(packed))} encoded, over the limit of "
+            f"{size_text(max_result_bytes)}: return less, or write it to a file and return its path"
+        )
+        return failure(i, {"name": "ResultTooLarge", "message": message}, "encode")
+    return {"id": i, "ok": True, "value": packed}
+
+
+def unencodable(value):
+    """Why `value` cannot be encoded (`path: what`), or None: plain data only, as the Node worker."""
+    bad = check(value, [], 0)
+    if bad is None:
+        return None
+    what, steps = bad
+    steps.reverse()  # collected on the way back up
+    if isinstance(what, int):  # a cycle back to the container at that depth
+        what = f"a cycle (it is the value at {'result' + ''.join(steps[:what])})"
+    return f"result{''.join(steps)}: {what}"
+
+
+def check(value, parents, depth):
+    """None, or (what is wrong, the path's steps from the value up): no path built on success."""
+    if value is None or isinstance(value, (bool, str, float, bytes, bytearray)):
+        return None
+    if isinstance(value, int):
+        if INT64_MIN <= value <= UINT64_MAX:
+            return None
+        return (f"an int beyond 64 bits cannot be encoded ({value})", [])
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            return ("a datetime without tzinfo cannot be encoded (give it a timezone)", [])
+        return None
+    if not isinstance(value, (list, tuple, dict)):
+        return (f"{describe(value)} cannot be encoded (return dicts, lists and plain values)", [])
+    for n, parent in enumerate(parents):
+        if parent is value:
+            return (n, [])
+    if depth >= MAX_DEPTH:
+        return (f"nested deeper than {MAX_DEPTH} levels", [])
+    parents.append(value)
+    try:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    what = f"a key of type {type(k).__name__} cannot be encoded (keys are strings)"
+                    return (what, [f"[{k!r}]"])
+                bad = check(v, parents, depth + 1)
+                if bad is not None:
+                    bad[1].append(f"[{k!r}]")
+                    return bad
+        else:
+            for n, v in enumerate(value):
+                bad = check(v, parents, depth + 1)
+                if bad is not None:
+                    bad[1].append(f"[{n}]")
+                    return bad
+        return None
+    finally:
+        parents.pop()
+
+
+def describe(value):
+    t = type(value)
+    if t in (set, frozenset, complex):
+        return f"a {t.__name__}"
+    if inspect.isroutine(value):
+        return "a function"
+    name = t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+    return f"an instance of class {name}"
+
+
+def size_text(n):
+    if n < 1024:
+        return f"{n} bytes"
+    unit, scale = ("KiB", 1024) if n < 1024 * 1024 else ("MiB", 1024 * 1024)
+    return f"{n} bytes ({n / scale:.1f} {unit})"
+
+
+def failure(i, error, phase):
+    return {"id": i, "ok": False, "error": error, "phase": phase}
+
+
+def cut(text):
+    return text if len(text) <= MAX_ERROR_TEXT else text[:MAX_ERROR_TEXT] + "... (cut)"
+
+
+def wire_error(e):
+    """An exception as the protocol carries it: class name, str(e), its traceback, its code."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next  # the worker's own frames above the function's
+    out = {"name": type(e).__name__, "message": cut(str(e))}
+    stack = "".join(traceback.format_exception(type(e), e, tb))
+    out["stack"] = cut(stack.rstrip("\n"))
+    code = getattr(e, "errno", None)
+    if isinstance(code, int) and code in errno.errorcode:
+        out["code"] = errno.errorcode[code]
+    elif isinstance(code, str):
+        out["code"] = code
+    return out
+
+
+def reply(r):
+    outbox.append(r)
+
+
+def flush():
+    """The results not yet sent, in frames of about REPLY_FRAME_TARGET_BYTES."""
+    global outbox
+    if not outbox:
+        return
+    results, outbox = outbox, []
+    batch = []
+    size = 0
+    for r in results:
+        batch.append(r)
+        if r["ok"]:
+            size += len(r["value"])
+        else:
+            size += 3 * (len(r["error"]["message"]) + len(r["error"].get("stack", "")))
+        if size >= REPLY_FRAME_TARGET_BYTES:
+            send({"t": "done", "results": batch})
+            batch = []
+            size = 0
+    if batch:
+        send({"t": "done", "results": batch})
+
+
+def main():
+    global loop
+    try:
+        os.fstat(3)
+        os.fstat(4)
+    except OSError:
+        die("fds 3 and 4 are not open: this worker is started by a pilotfish FunctionPool")
+    os.set_blocking(3, False)
+    os.set_blocking(4, True)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    loop.add_reader(3, on_readable)
+    send(
+        {
+            "t": "ready",
+            "protocol": PROTOCOL_VERSION,
+            "pid": os.getpid(),
+            "language": "python",
+            "version": platform.python_version(),
+        }
+    )
+    serve()
+
+
+if __name__ == "__main__":
+    main()
