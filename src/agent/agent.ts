@@ -141,16 +141,17 @@ export class Agent {
       cfg.sandbox,
       this.files,
     );
-    const logSched = this.log.child({ component: C.agentScheduler });
-    this.scheduler = new AgentSchedulerShell(
-      { notes, next: toExecutor, log: logSched, clock },
-      this.nodes,
-    );
-    const logExec = this.log.child({ component: C.executor });
     const { launch, warnings } = await setup;
     this.warnings = warnings;
     // function tasks run in warm workers on the agent's own node, one per core by default
     const home = this.nodes.find((n) => n.name === launch.slurm?.node) ?? this.nodes[0];
+    const logSched = this.log.child({ component: C.agentScheduler });
+    this.scheduler = new AgentSchedulerShell(
+      { notes, next: toExecutor, log: logSched, clock },
+      this.nodes,
+      home?.name,
+    );
+    const logExec = this.log.child({ component: C.executor });
     const homeCpus = home === undefined ? undefined : launch.cpuIds?.get(home.name);
     this.executor = await ExecutorShell.start({
       spawners: cfg.spawners ?? Math.max(1, Math.min(os.cpus().length, cfg.cores)),

@@ -83,12 +83,18 @@ export class AgentSchedulerCore {
   /** Set when blocked shapes were released, so scheduling goes round once more. */
   private again = false;
 
+  /** The agent's own node, where tasks that must run there go (Request.home). */
+  private readonly home: NodeState | undefined;
+
   constructor(
     private readonly effects: AgentSchedulerEffects,
     private readonly clock: Clock,
     nodes: readonly NodeResources[],
+    /** The agent's node by name (default: the first). */
+    homeName?: string,
   ) {
     this.nodes = nodes.map((spec, i) => new NodeState(i, spec));
+    this.home = this.nodes.find((n) => n.spec.name === homeName) ?? this.nodes[0];
     this.index = new NodeIndex(
       Math.max(0, ...nodes.map((n) => n.cores)),
       Math.max(0, ...nodes.map((n) => n.gpus)),
@@ -205,6 +211,7 @@ export class AgentSchedulerCore {
   }
 
   private neverFits(r: Request): Reason | undefined {
+    if (r.home) return this.neverFitsHome(r);
     const fits =
       r.ranks === 1 || r.colocate !== undefined
         ? this.sizes.some((s) => ranksPerEmptyNode(r, s.spec) >= r.ranks)
@@ -225,6 +232,19 @@ export class AgentSchedulerCore {
         asked: { ...r, key: undefined },
         pilot: this.sizes.map((s) => ({ ...s.spec, count: s.count })),
       },
+    );
+  }
+
+  /** A task of the agent's node alone: that node, empty, must hold its ranks. */
+  private neverFitsHome(r: Request): Reason | undefined {
+    const h = this.home?.spec;
+    if (h !== undefined && ranksPerEmptyNode(r, h) >= r.ranks) return undefined;
+    const has = h === undefined ? 'no node' : `${h.cores} cores, ${h.gpus} GPUs, ${h.memMb} MiB`;
+    return reason(
+      'E_NEVER_FITS',
+      `task asks ${describeRequest(r)} per rank on the agent's node${h === undefined ? '' : ` '${h.name}'`} (a function task runs in its workers); that node has ${has}, so it can never run`,
+      ME,
+      { asked: { ...r, key: undefined }, node: h },
     );
   }
 
@@ -365,6 +385,7 @@ export class AgentSchedulerCore {
   /** Ownership rules only (capacity is checked apart). */
   private mayUse(uid: string, r: Request, n: NodeState): boolean {
     if (n.reservedFor !== undefined && n.reservedFor !== uid) return false;
+    if (r.home && n !== this.home) return false;
     if (r.colocate !== undefined && this.opensHeadGroup(uid, r.colocate)) return false;
     if (r.exclusive !== undefined) {
       return n.exclusiveTag === r.exclusive || (n.exclusiveTag === undefined && n.slots === 0);
@@ -414,6 +435,7 @@ export class AgentSchedulerCore {
       let ranks = 0;
       const need = r.colocate !== undefined ? 1 : r.ranks;
       for (const n of this.reservable()) {
+        if (r.home && n !== this.home) continue;
         const k = ranksPerEmptyNode(r, n.spec);
         if (k === 0 || !rankFitsSize(r, n.spec)) continue;
         if (r.colocate !== undefined && k < r.ranks) continue;

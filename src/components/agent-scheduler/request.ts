@@ -14,6 +14,8 @@ export interface Request {
   colocate: string | undefined;
   exclusive: string | undefined;
   priority: number;
+  /** Only the agent's own node (function tasks: its warm workers run there). */
+  home: boolean;
   /** Tasks with equal keys compete for exactly the same capacity. */
   key: string;
 }
@@ -46,6 +48,7 @@ export function requestOf(d: TaskDescription): Request | { error: string } {
     colocate: d.tags?.colocate,
     exclusive: d.tags?.exclusive,
     priority: d.priority ?? 0,
+    home: d.mode === 'function',
   };
   const key = [
     r.priority,
@@ -57,6 +60,7 @@ export function requestOf(d: TaskDescription): Request | { error: string } {
     r.gpuIndices?.join(',') ?? '',
     r.colocate ?? '',
     r.exclusive ?? '',
+    r.home ? 'home' : '',
   ].join('|');
   return { ...r, key };
 }

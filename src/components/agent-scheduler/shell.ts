@@ -13,8 +13,10 @@ export class AgentSchedulerShell implements AgentSchedulerEffects {
   constructor(
     private readonly deps: ShellDeps,
     nodes: NodeResources[],
+    /** The agent's node (function tasks run there). */
+    home?: string,
   ) {
-    this.core = new AgentSchedulerCore(this, deps.clock, nodes);
+    this.core = new AgentSchedulerCore(this, deps.clock, nodes, home);
   }
 
   notify(notifications: Notification[]): void {

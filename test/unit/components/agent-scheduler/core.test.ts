@@ -1477,3 +1477,45 @@ function runProperties(): void {
     );
   });
 }
+
+describe("AgentSchedulerCore: function tasks run on the agent's node", () => {
+  const fn = (uid: string, more: Partial<TaskDescription> = {}): TaskRecord =>
+    pending(uid, { mode: 'function', function: { module: '/m.js' }, ...more });
+
+  it('places them on the home node only, executables anywhere', () => {
+    const h = new CoreHarness();
+    const core = new AgentSchedulerCore(
+      h.effects({}),
+      h.clock,
+      [node('n1', 2), node('n2', 2)],
+      'n2',
+    );
+    const s = Object.assign(h, { core });
+    const [a, b, c] = [fn('a'), fn('b'), fn('c')];
+    started(s, a, b);
+    expect([...nodesOf(a), ...nodesOf(b)]).toEqual(['n2', 'n2']);
+    // n1 is free, but not theirs: c waits for a core of n2, an executable takes n1
+    waiting(s, c);
+    const x = pending('x');
+    started(s, x);
+    expect(nodesOf(x)).toEqual(['n1']);
+    core.onReleased([{ uid: 'a' }]);
+    expect(s.rec.take()).toEqual(['notify c AGENT_EXECUTING_PENDING', 'forward c']);
+    expect(nodesOf(c)).toEqual(['n2']);
+  });
+
+  it("fails one the agent's node can never hold, naming it", () => {
+    const h = new CoreHarness();
+    const core = new AgentSchedulerCore(
+      h.effects({}),
+      h.clock,
+      [node('n1', 8), node('n2', 2)],
+      'n2',
+    );
+    const t = fn('big', { coresPerRank: 4 });
+    core.onTasks([t]);
+    expect(h.rec.take()).toEqual(['notify big AGENT_SCHEDULING, big FAILED']);
+    expect(t.reason?.code).toBe('E_NEVER_FITS');
+    expect(t.reason?.message).toContain("on the agent's node 'n2'");
+  });
+});
