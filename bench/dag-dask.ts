@@ -9,10 +9,7 @@
  * - N independent tasks, then N in chains of `length`, each one graph (`client.get`), timed
  *   from the submit to the last result.
  */
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { DEBIAN_PYTHON, runProcess } from './references';
+import { runDaskScript } from './references';
 
 const DASK_DAG_PY = `
 import json, subprocess, sys, time
@@ -98,32 +95,16 @@ export async function daskDag(opts: {
   alone: number;
 }): Promise<{ ok: true; result: DaskDag } | { ok: false; reason: string }> {
   const { n, length, workers, alone } = opts;
-  if (!fs.existsSync(DEBIAN_PYTHON)) return { ok: false, reason: `${DEBIAN_PYTHON} not found` };
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-bench-dask-dag-'));
-  try {
-    const script = path.join(dir, 'dask_dag.py');
-    fs.writeFileSync(script, DASK_DAG_PY);
-    const args = [script, n, length, workers, workers * 4, alone].map(String);
-    // run from the temp dir: Dask workers write scratch space (dask-worker-space) into cwd
-    const r = await runProcess(DEBIAN_PYTHON, args, {
-      timeoutMs: 1_200_000,
-      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
-      cwd: dir,
-    });
-    if (r.code !== 0) {
-      const how = r.signal !== null ? `signal ${r.signal}` : `exit ${r.code}`;
-      const tail = r.stderr.trim().split('\n').slice(-3).join(' | ');
-      return { ok: false, reason: `Dask run: ${how}${tail === '' ? '' : `: ${tail}`}` };
-    }
-    const result = JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as DaskDag;
-    if (result.failed !== 0) {
-      return { ok: false, reason: `Dask run: ${result.failed} tasks failed` };
-    }
-    if (result.edges_s.length === 0) {
-      return { ok: false, reason: 'Dask run: no edge in its task stream' };
-    }
-    return { ok: true, result };
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+  const run = await runDaskScript<DaskDag>(
+    DASK_DAG_PY,
+    [n, length, workers, workers * 4, alone],
+    1_200_000,
+  );
+  if (!run.ok) return run;
+  const result = run.result;
+  if (result.failed !== 0) return { ok: false, reason: `Dask run: ${result.failed} tasks failed` };
+  if (result.edges_s.length === 0) {
+    return { ok: false, reason: 'Dask run: no edge in its task stream' };
   }
+  return { ok: true, result };
 }

@@ -52,10 +52,9 @@ import { EmbeddedStore } from '../src/updater/embedded/store';
 import {
   mean,
   median,
-  nowNs,
   percentile,
-  secondsBetween,
   sig,
+  runAll,
   withLocalPilot,
   type BenchOptions,
   type Figure,
@@ -80,7 +79,7 @@ export async function run({ quick, emit }: BenchOptions): Promise<void> {
     'pf-bench-dag-',
     async ({ tmgr, pilot }) => {
       // warm-up: the pilot has run tasks before anything is timed (as Dask's workers have)
-      await runAll(tmgr, independent('warm', pilot.cores * 4));
+      await runAll('dag', tmgr, independent('warm', pilot.cores * 4));
       const unloaded = await runAlone(tmgr, alone);
       const loaded = await throughput(tmgr, n);
       return { cores: pilot.cores, unloaded, loaded };
@@ -125,23 +124,6 @@ function chains(prefix: string, count: number): TaskDescription[] {
   return out;
 }
 
-/** Submits all at once and waits for all: seconds from the first submit to the last final. */
-async function runAll(tmgr: TaskManager, descs: TaskDescription[]): Promise<number> {
-  const t0 = nowNs();
-  const tasks = await tmgr.submitTasks(descs);
-  await tmgr.waitTasks({ uids: tasks.map((t) => t.uid), timeoutMs: 1_200_000 });
-  const secs = secondsBetween(t0, nowNs());
-  const failed = tasks.filter((t) => t.state !== 'DONE');
-  if (failed.length > 0) {
-    const t = failed[0]!;
-    const why = t.reason === undefined ? '' : `, ${t.reason.code}: ${t.reason.message}`;
-    throw new Error(
-      `dag: ${failed.length} of ${tasks.length} tasks did not end DONE (${t.uid}: ${t.state}${why})`,
-    );
-  }
-  return secs;
-}
-
 /** Submit-to-final times (ms) of one task alone and of one chain alone, alternated. */
 async function runAlone(
   tmgr: TaskManager,
@@ -150,8 +132,8 @@ async function runAlone(
   const singleMs: number[] = [];
   const chainMs: number[] = [];
   for (let i = 0; i < alone; i++) {
-    singleMs.push((await runAll(tmgr, independent(`one${i}`, 1))) * 1000);
-    chainMs.push((await runAll(tmgr, chains(`alone${i}`, 1))) * 1000);
+    singleMs.push((await runAll('dag', tmgr, independent(`one${i}`, 1))) * 1000);
+    chainMs.push((await runAll('dag', tmgr, chains(`alone${i}`, 1))) * 1000);
   }
   return { singleMs, chainMs };
 }
@@ -165,7 +147,8 @@ async function throughput(
   tmgr: TaskManager,
   n: number,
 ): Promise<{ ind: [number, number]; dag: [number, number]; dagRate: number }> {
-  const rate = async (descs: TaskDescription[]): Promise<number> => n / (await runAll(tmgr, descs));
+  const rate = async (descs: TaskDescription[]): Promise<number> =>
+    n / (await runAll('dag', tmgr, descs));
   const ind0 = await rate(independent('ind0', n));
   const dag0 = await rate(chains('dag0', n / LENGTH));
   const dag1 = await rate(chains('dag1', n / LENGTH));

@@ -5,10 +5,7 @@
  * of a no-op function one at a time (`client.submit(...).result()`), then `n` at once
  * (`client.map`, then `client.gather`), timed from the map to the last result.
  */
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { DEBIAN_PYTHON, runProcess } from './references';
+import { runDaskScript } from './references';
 
 const DASK_FUNCTIONS_PY = `
 import json, sys, time
@@ -51,33 +48,15 @@ export interface DaskFunctions {
 }
 
 /** Runs the script; a Dask that fails gives the reason instead. */
-export async function daskFunctions(opts: {
+export function daskFunctions(opts: {
   n: number;
   workers: number;
   alone: number;
 }): Promise<{ ok: true; result: DaskFunctions } | { ok: false; reason: string }> {
-  if (!fs.existsSync(DEBIAN_PYTHON)) return { ok: false, reason: `${DEBIAN_PYTHON} not found` };
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-bench-dask-fn-'));
-  try {
-    const script = path.join(dir, 'dask_functions.py');
-    fs.writeFileSync(script, DASK_FUNCTIONS_PY);
-    const args = [script, opts.n, opts.workers, opts.workers * 4, opts.alone].map(String);
-    // run from the temp dir: Dask workers write scratch space (dask-worker-space) into cwd
-    const r = await runProcess(DEBIAN_PYTHON, args, {
-      timeoutMs: 1_200_000,
-      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
-      cwd: dir,
-    });
-    if (r.code !== 0) {
-      const how = r.signal !== null ? `signal ${r.signal}` : `exit ${r.code}`;
-      const tail = r.stderr.trim().split('\n').slice(-3).join(' | ');
-      return { ok: false, reason: `Dask run: ${how}${tail === '' ? '' : `: ${tail}`}` };
-    }
-    return {
-      ok: true,
-      result: JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as DaskFunctions,
-    };
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  const { n, workers, alone } = opts;
+  return runDaskScript<DaskFunctions>(
+    DASK_FUNCTIONS_PY,
+    [n, workers, workers * 4, alone],
+    1_200_000,
+  );
 }

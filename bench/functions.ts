@@ -19,13 +19,14 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { TaskDescription, TaskManager } from '../src';
+import type { TaskDescription } from '../src';
 import { daskFunctions } from './functions-dask';
 import {
   nowNs,
   percentile,
   secondsBetween,
   sig,
+  runAll,
   withLocalPilot,
   type BenchOptions,
   type Figure,
@@ -49,14 +50,14 @@ export async function run({ quick, emit }: BenchOptions): Promise<void> {
         mode: 'function',
         function: { module: mod, export: 'noop' },
       }));
-    await runAll(tmgr, calls(pilot.cores * 4)); // starts the workers
+    await runAll('functions', tmgr, calls(pilot.cores * 4)); // starts the workers
     const trips: number[] = [];
     for (let i = 0; i < alone; i++) {
       const t0 = nowNs();
-      await runAll(tmgr, calls(1));
+      await runAll('functions', tmgr, calls(1));
       trips.push(secondsBetween(t0, nowNs()) * 1000);
     }
-    const secs = await runAll(tmgr, calls(n));
+    const secs = await runAll('functions', tmgr, calls(n));
     return { cores: pilot.cores, trips, rate: n / secs };
   });
   const context = { tasks: n, cores: ours.cores };
@@ -86,23 +87,6 @@ function callCount(quick: boolean): number {
     throw new Error(`PILOTFISH_BENCH_FUNCTION_TASKS must be a positive integer, not '${env}'`);
   }
   return n;
-}
-
-/** Submits all at once and waits for all: seconds from the first submit to the last final. */
-async function runAll(tmgr: TaskManager, descs: TaskDescription[]): Promise<number> {
-  const t0 = nowNs();
-  const tasks = await tmgr.submitTasks(descs);
-  await tmgr.waitTasks({ uids: tasks.map((t) => t.uid), timeoutMs: 1_200_000 });
-  const secs = secondsBetween(t0, nowNs());
-  const failed = tasks.filter((t) => t.state !== 'DONE');
-  if (failed.length > 0) {
-    const t = failed[0]!;
-    const why = t.reason === undefined ? '' : `, ${t.reason.code}: ${t.reason.message}`;
-    throw new Error(
-      `functions: ${failed.length} of ${tasks.length} calls did not end DONE (${t.uid}: ${t.state}${why})`,
-    );
-  }
-  return secs;
 }
 
 async function peer(

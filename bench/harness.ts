@@ -2,7 +2,14 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { PilotManager, Session, TaskManager, type Pilot, type SessionOptions } from '../src';
+import {
+  PilotManager,
+  Session,
+  TaskManager,
+  type Pilot,
+  type SessionOptions,
+  type TaskDescription,
+} from '../src';
 
 /**
  * What a benchmark reports: one measured number. `metric` names what was measured, `unit` its
@@ -168,4 +175,28 @@ export async function withLocalPilot<T>(
   } finally {
     removeTree(dir);
   }
+}
+
+/**
+ * Submits `descs` at once and waits for every one: seconds from the first submit to the last
+ * final. Throws, naming the first, when one did not end DONE (a benchmark of failures is none).
+ */
+export async function runAll(
+  bench: string,
+  tmgr: TaskManager,
+  descs: TaskDescription[],
+): Promise<number> {
+  const t0 = nowNs();
+  const tasks = await tmgr.submitTasks(descs);
+  await tmgr.waitTasks({ uids: tasks.map((t) => t.uid), timeoutMs: 1_200_000 });
+  const secs = secondsBetween(t0, nowNs());
+  const failed = tasks.filter((t) => t.state !== 'DONE');
+  if (failed.length > 0) {
+    const t = failed[0]!;
+    const why = t.reason === undefined ? '' : `, ${t.reason.code}: ${t.reason.message}`;
+    throw new Error(
+      `${bench}: ${failed.length} of ${tasks.length} tasks did not end DONE (${t.uid}: ${t.state}${why})`,
+    );
+  }
+  return secs;
 }

@@ -406,53 +406,62 @@ if __name__ == '__main__':
 `;
 
 /**
+ * Runs a Dask script (`source`) with Debian's python3 in a temp dir (Dask workers write scratch
+ * space into their cwd) and parses the JSON its last stdout line holds; a failed run gives the
+ * reason instead (exit code or signal and the end of its stderr).
+ */
+export async function runDaskScript<T>(
+  source: string,
+  args: readonly (string | number)[],
+  timeoutMs: number,
+): Promise<{ ok: true; result: T } | { ok: false; reason: string }> {
+  if (!fs.existsSync(DEBIAN_PYTHON)) return { ok: false, reason: `${DEBIAN_PYTHON} not found` };
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-bench-dask-'));
+  try {
+    const script = path.join(dir, 'bench.py');
+    fs.writeFileSync(script, source);
+    const r = await runProcess(DEBIAN_PYTHON, [script, ...args.map(String)], {
+      timeoutMs,
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+      cwd: dir,
+    });
+    if (r.code !== 0) return { ok: false, reason: `Dask run: ${describeExit(r)}` };
+    return { ok: true, result: JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as T };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
  * Dask distributed: LocalCluster of `workers` single-threaded worker processes, N tasks of
  * `subprocess.run(['/bin/true'])` via client.map + gather; timed from the first submit to the
  * last result, after `warmup` tasks (the pilot has run tasks before exec_tasks_per_s too).
  */
 export async function dask(n: number, workers: number): Promise<Reference> {
-  if (!fs.existsSync(DEBIAN_PYTHON)) return { ok: false, reason: `${DEBIAN_PYTHON} not found` };
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-bench-dask-'));
-  try {
-    const script = path.join(dir, 'dask_true.py');
-    fs.writeFileSync(script, DASK_PY);
-    const warmup = workers * 4;
-    // run from the temp dir: Dask workers write scratch space (dask-worker-space) into cwd
-    const r = await runProcess(
-      DEBIAN_PYTHON,
-      [script, String(n), String(workers), String(warmup)],
-      {
-        timeoutMs: 600_000,
-        env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
-        cwd: dir,
-      },
-    );
-    if (r.code !== 0) return { ok: false, reason: `Dask run: ${describeExit(r)}` };
-    const lastLine = r.stdout.trim().split('\n').pop() ?? '';
-    const res = JSON.parse(lastLine) as {
-      n: number;
-      failed: number;
-      secs: number;
-      cluster_start_s: number;
-      version: string;
-    };
-    if (res.n !== n || res.failed !== 0) {
-      return { ok: false, reason: `Dask run: ${res.failed} of ${res.n} tasks failed` };
-    }
-    return {
-      ok: true,
-      tasksPerS: n / res.secs,
-      context: {
-        version: `distributed ${res.version}`,
-        workers,
-        threads_per_worker: 1,
-        warmup_tasks: warmup,
-        seconds: sig(res.secs),
-        cluster_start_ms: sig(res.cluster_start_s * 1000),
-        timed: 'first client.map to last gather result',
-      },
-    };
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+  const warmup = workers * 4;
+  const run = await runDaskScript<{
+    n: number;
+    failed: number;
+    secs: number;
+    cluster_start_s: number;
+    version: string;
+  }>(DASK_PY, [n, workers, warmup], 600_000);
+  if (!run.ok) return run;
+  const res = run.result;
+  if (res.n !== n || res.failed !== 0) {
+    return { ok: false, reason: `Dask run: ${res.failed} of ${res.n} tasks failed` };
   }
+  return {
+    ok: true,
+    tasksPerS: n / res.secs,
+    context: {
+      version: `distributed ${res.version}`,
+      workers,
+      threads_per_worker: 1,
+      warmup_tasks: warmup,
+      seconds: sig(res.secs),
+      cluster_start_ms: sig(res.cluster_start_s * 1000),
+      timed: 'first client.map to last gather result',
+    },
+  };
 }
