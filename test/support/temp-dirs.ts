@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Task } from '../../src/client/task';
+import { TASK_STATES, type TaskState } from '../../src/states/task-model';
 
 /** For a describe block: `make()` gives a fresh temp directory, removed after each test. */
 export function tempDirs(prefix: string): { make(): string } {
@@ -19,8 +20,13 @@ export function tempDirs(prefix: string): { make(): string } {
   };
 }
 
-/** The last state a task passed before its final one. */
-export function stateBeforeFinal(t: Task): string | undefined {
-  const states = t.history.map((h) => h.state);
-  return states[states.length - 2];
+/**
+ * Whether a task that ended FAILED or CANCELED in `state` passed nothing after it: the states
+ * delivered before its final one are all `state` or earlier. (Which of them were delivered
+ * depends on the order notifications reach the store: a final state is delivered alone, and
+ * states that arrive after it are dropped, so `state` itself may be missing.)
+ */
+export function endedIn(t: Task, state: TaskState): boolean {
+  const before = t.history.slice(0, -1).map((h) => TASK_STATES.indexOf(h.state));
+  return before.every((rank) => rank <= TASK_STATES.indexOf(state));
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
-import { stateBeforeFinal, tempDirs } from '../../support/temp-dirs';
+import { endedIn, tempDirs } from '../../support/temp-dirs';
 import { fixtures } from '../../support/session-fixture';
 
 /**
@@ -28,7 +28,7 @@ describe("staging through another task's sandbox (task://<uid>/)", () => {
     ]);
     await fx.tmgr.waitTasks({ timeoutMs: 30_000 });
     expect(t!.state).toBe('FAILED');
-    expect(stateBeforeFinal(t!)).toBe('TMGR_STAGING_INPUT');
+    expect(endedIn(t!, 'TMGR_STAGING_INPUT')).toBe(true);
     expect(t!.reason).toMatchObject({
       code: 'E_STAGING',
       component: 'ManagerInputStager',

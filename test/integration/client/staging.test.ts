@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { stateBeforeFinal, tempDirs } from '../../support/temp-dirs';
+import { endedIn, tempDirs } from '../../support/temp-dirs';
 import { fixtures, type Fixture } from '../../support/session-fixture';
 
 describe('staging directives on a local pilot, end to end', () => {
@@ -118,14 +118,15 @@ describe('staging directives on a local pilot, end to end', () => {
     ]);
     await fx.tmgr.waitTasks({ timeoutMs: 30_000 });
     expect(input!.state).toBe('FAILED');
-    expect(stateBeforeFinal(input!)).toBe('AGENT_STAGING_INPUT');
+    // its owner (the reason's component) ended it there, and it went no further
+    expect(endedIn(input!, 'AGENT_STAGING_INPUT')).toBe(true);
     expect(input!.reason).toMatchObject({
       code: 'E_STAGING',
       component: 'AgentInputStager',
       message: `inputStaging[0] (copy client://${client}/nope.txt -> task://): ${client}/nope.txt: no such file or directory (ENOENT)`,
     });
     expect(output!.state).toBe('FAILED');
-    expect(stateBeforeFinal(output!)).toBe('AGENT_STAGING_OUTPUT');
+    expect(endedIn(output!, 'AGENT_STAGING_OUTPUT')).toBe(true);
     expect(output!.exitCode).toBe(0);
     expect(output!.reason).toMatchObject({
       code: 'E_STAGING',
