@@ -1,5 +1,7 @@
 import type { TaskRecord } from '../../generated';
 import type { StageEffects } from '../shared/transition';
+import type { FunctionCallJob } from './functions/pool-types';
+import type { WorkerLanguage } from './functions/worker-process';
 import type { LaunchFile, LaunchMethod, StepFailure } from './launch';
 
 export type KillSignal = 'SIGTERM' | 'SIGKILL';
@@ -33,20 +35,12 @@ export interface ProcessJob {
   stepStatus?: { prefix: string; ranks: number };
 }
 
-/** One call of a module's exported function in a warm worker (the FunctionPool). */
-export interface FunctionCall {
-  uid: string;
-  module: string;
-  export?: string;
-  args?: unknown[];
-  /** Set in the worker's environment for the call alone (PF_*, CUDA_VISIBLE_DEVICES). */
-  env: Record<string, string>;
-  /** Where a package name is resolved from. */
-  cwd?: string;
-  /** The worker (slot) it runs on: the first core of its slot. */
-  worker: number;
-  /** The language of the function, so of the workers that run it; absent: 'node'. */
-  language?: 'node' | 'python';
+/**
+ * One call of a module's exported function in a warm worker: the FunctionPool's job, and the
+ * language whose pool runs it (absent: 'node').
+ */
+export interface FunctionCall extends FunctionCallJob {
+  language?: WorkerLanguage;
 }
 
 export interface FunctionJob {
