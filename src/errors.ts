@@ -51,6 +51,24 @@ export class PilotError extends PilotfishError {
   readonly code = 'E_PILOT';
 }
 
+/**
+ * Thrown when what a call waits for can no longer happen because the task ended (a service that
+ * ended before it was ready): `state` is how it ended, `reason` why, when it says.
+ */
+export class TaskEndedError extends PilotfishError {
+  readonly code = 'E_TASK_ENDED';
+  constructor(
+    readonly task: string,
+    readonly state: string,
+    readonly reason: { code: string; message: string } | undefined,
+  ) {
+    super(
+      `task ${task} ended ${state} before it was ready` +
+        (reason !== undefined ? `: ${reason.code}: ${reason.message}` : ''),
+    );
+  }
+}
+
 /** Thrown when an API is used in a way its contract forbids (closed session, unknown uid). */
 export class UsageError extends PilotfishError {
   readonly code = 'E_USAGE';

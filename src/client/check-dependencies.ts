@@ -4,14 +4,15 @@ import { dependenciesOf } from '../components/manager-scheduler/dependencies';
 
 /**
  * Checks the `after` entries of a bulk before it is taken on: each names a task of the session
- * or of the bulk, none is `ready` (service tasks come later), and the bulk's edges have no cycle
+ * or of the bulk, one `on: 'ready'` names a service task, and the bulk's edges have no cycle
  * (a task already taken on can wait only on tasks older than itself, so a cycle lies within a
  * bulk). Throws ValidationError with the path of each offending entry.
  */
 export function checkDependencies(
   descs: readonly TaskDescription[],
   uids: readonly string[],
-  known: (uid: string) => boolean,
+  /** The mode of a task of the session (default 'executable'), undefined for no such task. */
+  modeOf: (uid: string) => string | undefined,
 ): void {
   const index = new Map(uids.map((u, i) => [u, i]));
   const issues: { path: string; message: string }[] = [];
@@ -20,15 +21,16 @@ export function checkDependencies(
     dependenciesOf(d).forEach((dep, j) => {
       const path = `/${i}/after/${j}`;
       const inBulk = index.get(dep.task);
-      if (dep.on === 'ready') {
+      const mode = inBulk !== undefined ? (descs[inBulk]!.mode ?? 'executable') : modeOf(dep.task);
+      if (mode === undefined) {
+        issues.push({ path, message: `must name a task of the session ('${dep.task}' is none)` });
+      } else if (dep.on === 'ready' && mode !== 'service') {
         issues.push({
           path,
-          message: `on 'ready' waits for a service task; ${dep.task} is not one`,
+          message: `on 'ready' waits for a service task; ${dep.task} is not one (mode '${mode}')`,
         });
       } else if (inBulk !== undefined) {
         edges[i]!.push(inBulk);
-      } else if (!known(dep.task)) {
-        issues.push({ path, message: `must name a task of the session ('${dep.task}' is none)` });
       }
     });
   });

@@ -4,7 +4,7 @@ import type { Clock } from '../lib/clock';
 import type { Logger } from '../lib/logger';
 import type { Notification } from '../states/notification';
 import { PIPELINE, type Hop } from '../states/pipeline';
-import type { TaskFinal } from '../states/task-final';
+import type { TaskFinal, TaskReady } from '../states/task-final';
 import {
   COMPONENTS,
   isFinalTaskState,
@@ -299,6 +299,11 @@ export class ManagerPipeline {
     this.inputShell.returned(finals);
     if (this.awaiting.size > 0) for (const f of finals) this.awaiting.delete(f.uid);
     for (const l of this.finalListeners) l(finals);
+  }
+
+  /** Services became ready: their dependents on 'ready' may go (with their endpoints). */
+  tasksReady(ready: readonly TaskReady[]): void {
+    if (ready.length > 0) this.scheduler.onTasksReady(ready);
   }
 
   /** Hears every task-final event after the components did (in store order, in bulks). */

@@ -1,11 +1,12 @@
 import type { TaskDescription, TaskRecord } from '../generated';
-import { ValidationError, errorMeta } from '../errors';
+import { TaskEndedError, TimeoutError, ValidationError, errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
 import { Interner, ownCopy } from '../lib/strings';
 import { parseTaskDescription } from '../lib/validate';
 import type { Notification } from '../states/notification';
 import { StateTracker } from '../states/state-tracker';
 import type { TaskFinal } from '../states/task-final';
+import { serviceEnvName } from '../components/manager-scheduler/dependencies';
 import {
   COMPONENTS,
   FINAL_TASK_STATES,
@@ -51,6 +52,10 @@ export class TaskManager {
   private readonly tracker = new StateTracker<TaskState>(TASK_MODEL, TASK_RETRY_STATE);
   private readonly callbacks: Listeners<[Task, TaskState, StateInfo]>;
   private readonly waiters = new Waiters<TaskState>();
+  /** waitReady: a service is 'ready', or 'final' (ended, ready or not). */
+  private readonly readiness = new Waiters<'ready' | 'final'>();
+  /** Services whose readiness was passed on, and of which attempt. */
+  private readonly announced = new Map<string, number>();
   private readonly log: Logger;
   /** Canceled, not yet final: re-sent to each agent that reports in, since it missed them. */
   private readonly canceling = new Set<string>();
@@ -139,7 +144,10 @@ export class TaskManager {
     checkDependencies(
       descs,
       out.map((t) => t.uid),
-      (u) => this.rt.tasks.has(u),
+      (u) => {
+        const t = this.rt.tasks.get(u);
+        return t === undefined ? undefined : (t.description.mode ?? 'executable');
+      },
     );
     // before any notification: what the store holds after a crash, the journal holds too; a
     // journal that cannot be written (a full disk) throws, and the tasks are not taken on
@@ -245,7 +253,9 @@ export class TaskManager {
       'a task of this manager',
       TASK_STATES,
     );
-    const uids = opts.uids ?? [...this.tasks.keys()];
+    // services serve until stopped: a wait for "everything" means the work, not them
+    const uids =
+      opts.uids ?? [...this.tasks.values()].filter((t) => !isService(t)).map((t) => t.uid);
     await this.rt.replay();
     await this.waiters.wait(
       uids,
@@ -255,6 +265,38 @@ export class TaskManager {
       'waitTasks',
     );
     return uids.map((u) => this.tasks.get(u)!);
+  }
+
+  /**
+   * Waits until a service task is ready and resolves with its endpoint (`host:port`). Rejects
+   * with a TaskEndedError when it ends first (its reason says why: it exited, or was not ready
+   * within its startupTimeoutS), and with a TimeoutError after `timeoutMs`.
+   */
+  async waitReady(uid: string, opts: { timeoutMs?: number } = {}): Promise<string> {
+    checkSelection(
+      'waitReady',
+      { uids: [uid], timeoutMs: opts.timeoutMs },
+      (u) => {
+        const t = this.tasks.get(u);
+        return t !== undefined && isService(t);
+      },
+      'a service task of this manager',
+    );
+    await this.rt.replay();
+    const task = this.tasks.get(uid)!;
+    const now = (): 'ready' | 'final' | undefined =>
+      task.final ? 'final' : task.endpoint !== undefined ? 'ready' : undefined;
+    await this.readiness
+      .wait([uid], READY_OR_FINAL, now, opts.timeoutMs, 'waitReady')
+      .catch((e: unknown) => {
+        if (!(e instanceof TimeoutError)) throw e;
+        const at = `${opts.timeoutMs} ms`;
+        throw new TimeoutError(
+          `waitReady: service ${uid} is not ready after ${at} (${task.state})`,
+        );
+      });
+    if (task.final) throw new TaskEndedError(uid, task.state, task.reason);
+    return task.endpoint!;
   }
 
   /** Cancels tasks (default: all of this manager's) in whatever state they are. */
@@ -271,6 +313,10 @@ export class TaskManager {
     const finals: TaskFinal[] = [];
     const handedBack: TaskRecord[] = [];
     for (const n of ns) {
+      if (n.kind === 'service') {
+        this.serviceReady(n);
+        continue;
+      }
       if (n.kind !== 'task') continue;
       const task = this.tasks.get(n.uid);
       if (task === undefined) continue;
@@ -306,10 +352,15 @@ export class TaskManager {
           if (task.pilot !== undefined) f.pilot = task.pilot;
           if (task.reason !== undefined) f.reason = task.reason;
           finals.push(f);
+          if (isService(task)) {
+            this.announced.delete(task.uid);
+            this.readiness.update(task.uid, 'final');
+          }
         }
         this.delivery.deliver(() => this.callbacks.fire(task, e.state, info));
         this.waiters.update(task.uid, e.state);
       }
+      if (delivered && isService(task)) this.announceReady(task);
       if (!delivered && n.detail !== undefined && n.attempt === task.attempt) {
         keepLateFacts(task, n.detail, (p) => this.pilotUids.get(p), this.rt.tasks.sandboxDirs);
       }
@@ -324,4 +375,34 @@ export class TaskManager {
     this.rt.pipeline.tasksFinal(finals);
     if (handedBack.length > 0) this.rt.pipeline.handedBackInStore(handedBack);
   }
+
+  /** A service's attempt is ready: its endpoint is known, its waiters and dependents go on. */
+  private serviceReady(n: Notification): void {
+    const task = this.tasks.get(n.uid);
+    const endpoint = n.detail?.endpoint;
+    if (task === undefined || endpoint === undefined || n.attempt < task.attempt) return;
+    task.setReady(n.attempt, endpoint);
+    this.announceReady(task);
+  }
+
+  /**
+   * Passes a service's readiness on once per attempt, when its attempt is the one delivered
+   * (a ready report may come before the states of its attempt) and it has not ended.
+   */
+  private announceReady(task: Task): void {
+    const endpoint = task.endpoint;
+    if (endpoint === undefined || task.final || this.announced.get(task.uid) === task.attempt) {
+      return;
+    }
+    this.announced.set(task.uid, task.attempt);
+    this.readiness.update(task.uid, 'ready');
+    const name = serviceEnvName(task.description.name ?? task.uid);
+    this.rt.pipeline.tasksReady([{ uid: task.uid, attempt: task.attempt, endpoint, name }]);
+  }
+}
+
+const READY_OR_FINAL: ReadonlySet<'ready' | 'final'> = new Set(['ready', 'final']);
+
+function isService(t: Task): boolean {
+  return t.description.mode === 'service';
 }

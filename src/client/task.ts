@@ -159,6 +159,8 @@ export class Task {
   stderr?: string;
   /** mode 'function': the value the function returned (DONE). */
   result?: unknown;
+  /** mode 'service': where an attempt of it became ready (see `endpoint`). */
+  private served: { attempt: number; endpoint: string } | undefined;
   reason?: Reason;
   /**
    * The delivered states, one number each (ts * CODES + code); an entry that does not pack
@@ -195,6 +197,21 @@ export class Task {
     } else {
       this.sandboxPath = ownCopy(path);
       this.sandboxDir = undefined;
+    }
+  }
+
+  /**
+   * mode 'service': `host:port` where it serves, once its current attempt is ready (kept after
+   * it ends, as where it served); undefined before.
+   */
+  get endpoint(): string | undefined {
+    return this.served?.attempt === this.attempt ? this.served.endpoint : undefined;
+  }
+
+  /** The TaskManager calls this when an attempt of the service reports ready. */
+  setReady(attempt: number, endpoint: string): void {
+    if (this.served === undefined || this.served.attempt <= attempt) {
+      this.served = { attempt, endpoint: ownCopy(endpoint) };
     }
   }
 

@@ -4,10 +4,13 @@ import type { Reason } from './reason';
 import type { TaskState } from './task-state';
 
 export interface Notification {
-  kind: 'task' | 'pilot';
+  /**
+   * task or pilot: a state of one. service: an event of a service task (state SERVICE_READY: it is ready at detail.endpoint).
+   */
+  kind: 'task' | 'pilot' | 'service';
   uid: string;
   attempt: number;
-  state: TaskState | PilotState;
+  state: TaskState | PilotState | 'SERVICE_READY';
   ts: number;
   component: string;
   detail?: {
@@ -21,6 +24,10 @@ export interface Notification {
      * mode 'function', with DONE: the function's return value.
      */
     result?: unknown;
+    /**
+     * kind 'service', SERVICE_READY: host:port of the ready service.
+     */
+    endpoint?: string;
     sandbox?: string;
     /**
      * On the first state of a new attempt: the retries used so far.

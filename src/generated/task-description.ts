@@ -8,9 +8,9 @@ export type TaskDescription = {
   uid?: string;
   name?: string;
   /**
-   * 'executable': a program (executable, arguments), as a process per rank. 'function': a call of a module's exported function in one of the pilot's warm worker processes (function).
+   * 'executable': a program (executable, arguments), as a process per rank. 'function': a call of a module's exported function in one of the pilot's warm worker processes (function). 'service': a long-running program (executable, arguments) that other tasks talk to: it gets a port, is probed until ready, and publishes task.endpoint (service).
    */
-  mode?: 'executable' | 'function';
+  mode?: 'executable' | 'function' | 'service';
   /**
    * mode 'function': the function to call. Its return value comes back as task.result.
    */
@@ -31,6 +31,36 @@ export type TaskDescription = {
      * Arguments of the call (values msgpack can carry).
      */
     args?: unknown[];
+  };
+  /**
+   * mode 'service': how the service is reached and when it counts as ready.
+   */
+  service?: {
+    /**
+     * The TCP port the service listens on, passed to it as PF_PORT; 'auto': a port free on the agent's node when the service starts.
+     */
+    port?: number | 'auto';
+    /**
+     * What makes the service ready; every check given must pass. Without it: a TCP connect to the port when there is one, else as soon as it started.
+     */
+    ready?: {
+      /**
+       * A regular expression (JavaScript syntax) matched against each line the service prints on stdout or stderr.
+       */
+      pattern?: string;
+      /**
+       * A TCP connection to the endpoint is accepted.
+       */
+      tcp?: true;
+      /**
+       * The path of an HTTP GET on the endpoint that answers 2xx, e.g. /health.
+       */
+      http?: string;
+    };
+    /**
+     * How long the service may take to become ready; past it, it is stopped and FAILED (E_SERVICE_NOT_READY) with what it printed.
+     */
+    startupTimeoutS?: number;
   };
   executable?: string;
   arguments?: string[];

@@ -36,6 +36,20 @@ export interface TaskRecord {
    * mode 'function': the function's return value (any value msgpack carries).
    */
   result?: unknown;
+  /**
+   * mode 'service': host:port where the service is ready (set by the Executor when it is).
+   */
+  endpoint?: string;
+  /**
+   * mode 'service': stopped by a cancel or its pilot's end after it was ready; it ends DONE whatever its exit status.
+   */
+  stopped?: boolean;
+  /**
+   * The endpoints of the services this task waits for with on 'ready', by the name of each in PF_SERVICE_<NAME>.
+   */
+  services?: {
+    [k: string]: string;
+  };
   reason?: Reason;
   canceled?: boolean;
   /**

@@ -141,6 +141,20 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
     meaning: "the agent outlived the pilot's runtime limit and was killed",
     emitters: ['PilotLauncher'],
   },
+  E_SERVICE_EXITED: {
+    meaning:
+      'the service task exited before it was ready: its exit code or signal is given, what it printed is in its stdout and stderr',
+    emitters: ['Executor'],
+  },
+  E_SERVICE_NOT_READY: {
+    meaning:
+      'the service task was not ready within its startupTimeoutS and was stopped: what was checked is given, what it printed is in its stdout and stderr',
+    emitters: ['Executor'],
+  },
+  E_SERVICE_PORT: {
+    meaning: "no free port could be found for a service task's port 'auto'",
+    emitters: ['Executor'],
+  },
   E_SIGNALED: {
     meaning: 'the task was killed by a signal',
     emitters: ['ManagerOutputStager'],

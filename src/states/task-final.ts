@@ -14,3 +14,13 @@ export interface TaskFinal {
   pilot?: string;
   reason?: Reason;
 }
+
+/** A service task's attempt became ready, as the store told it. */
+export interface TaskReady {
+  uid: string;
+  attempt: number;
+  /** `host:port` (or `host`) where it serves. */
+  endpoint: string;
+  /** Its name in its dependents' PF_SERVICE_<NAME> (serviceEnvName). */
+  name: string;
+}

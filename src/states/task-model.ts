@@ -59,6 +59,8 @@ const C = COMPONENTS;
  * X_PENDING is set by the upstream component as it pushes a task into X's queue; X is set by
  * X's owner on receipt. A task in X_PENDING or X is held by X's owner, which alone may also
  * fail or cancel it. TMGR_STAGING_OUTPUT -> FAILED covers a non-zero exit after output staging.
+ * AGENT_EXECUTING -> DONE (the Executor) is a service that was ready and served until its pilot
+ * ended: the end of its work, not a failure, and there is no output staging left to do it.
  */
 export const TASK_MODEL = linearModel<TaskState>(
   'task',
@@ -80,6 +82,7 @@ export const TASK_MODEL = linearModel<TaskState>(
     { state: 'TMGR_STAGING_OUTPUT', holder: C.managerOutputStager },
   ],
   FINALS,
+  [{ from: 'AGENT_EXECUTING', to: 'DONE', owner: C.executor }],
 );
 
 /** The state a retry (attempt + 1) starts again from. */

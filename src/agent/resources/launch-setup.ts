@@ -5,6 +5,7 @@ import type { Logger } from '../../lib/logger';
 import { cpuIdsFor, readMachine, resourceWarnings } from './machine';
 import { probeMpi } from './mpi-probe';
 import { agentNodeName } from './nodes';
+import { serviceHost } from './service-host';
 
 export interface LaunchSetup {
   launch: LaunchOptions;
@@ -56,6 +57,7 @@ export async function launchSetup(
     env: process.env,
     uid: process.getuid?.(),
     nodeName,
+    hostName: await serviceHost(cfg.addresses.managerOutput),
     mpi,
     cpuIds: cpuIdsFor(nodes, machine),
   });

@@ -51,6 +51,9 @@ interface Held {
   terminating: boolean;
   /** An exit by a signal we did not send, held for signaledExitGraceMs. */
   exit?: ExitedEvent;
+  /** A kind with readiness (a service): whether its job reported ready, and until when it may. */
+  ready?: boolean;
+  startup?: Timer;
   timers: Timer[];
 }
 
@@ -188,12 +191,45 @@ export class ExecutorCore {
     b.flush(this.effects);
   }
 
-  /** Held tasks are killed (CANCELED on exit); unknown uids are canceled when they arrive. */
+  /**
+   * Jobs that became ready (services) at their endpoints: the task says so (SERVICE_READY) and
+   * its startup deadline goes. A late or repeated report is ignored.
+   */
+  onReadyBulk(events: readonly { uid: string; endpoint: string }[]): void {
+    const b = new Batch();
+    const now = this.clock.now();
+    for (const e of events) {
+      const h = this.tasks.get(e.uid);
+      if (h?.ready !== false || h.terminating || h.exit !== undefined) continue;
+      h.ready = true;
+      h.task.endpoint = e.endpoint;
+      h.startup?.cancel();
+      b.notes.push({
+        kind: 'service',
+        uid: e.uid,
+        attempt: h.task.attempt,
+        state: 'SERVICE_READY',
+        ts: now,
+        component: EXECUTOR,
+        detail: { endpoint: e.endpoint },
+      });
+    }
+    b.flush(this.effects);
+  }
+
+  /**
+   * Held tasks are killed (CANCELED on exit); unknown uids are canceled when they arrive. A
+   * ready service is stopped instead: serving until asked to stop is its whole job, so it goes
+   * on to output staging and ends DONE.
+   */
   onCancel(uids: string[]): void {
     for (const uid of uids) {
       const h = this.tasks.get(uid);
       if (h === undefined) {
         this.canceledEarly.add(uid);
+      } else if (h.ready === true) {
+        h.task.stopped = true;
+        if (h.exit === undefined) this.terminate(h);
       } else if (!h.canceled) {
         h.canceled = true;
         h.task.canceled = true;
@@ -206,8 +242,9 @@ export class ExecutorCore {
   /**
    * The agent is going away: kill everything now and finalize every held task without waiting
    * for exits (late ones are ignored). A task already being canceled ends CANCELED, not `final`;
-   * one whose exit by a signal is held ends with the shutdown (the signal was likely its part).
-   * Tasks that arrive afterwards are finalized on receipt.
+   * one whose exit by a signal is held ends with the shutdown (the signal was likely its part);
+   * a ready service ends DONE (it served until its pilot ended). Tasks that arrive afterwards
+   * are finalized on receipt.
    */
   onShutdown(final: ShutdownState, reason: Reason): void {
     this.closed = { final, reason };
@@ -217,6 +254,7 @@ export class ExecutorCore {
       this.take(h.task.uid);
       if (h.exit === undefined) this.effects.stop(h.task.uid, 'kill');
       if (h.canceled) this.end(h.task, 'CANCELED', h.task.reason ?? reason, now, b);
+      else if (h.ready === true) this.stopped(h.task, now, b);
       else this.end(h.task, final, reason, now, b);
     }
     b.flush(this.effects);
@@ -226,6 +264,12 @@ export class ExecutorCore {
     const h: Held = { task, kind, job, canceled: false, terminating: false, timers: [] };
     this.tasks.set(task.uid, h);
     this.effects.start(job);
+    if (kind.readiness !== undefined) {
+      const r = kind.readiness;
+      h.ready = false;
+      const ms = r.withinS(task) * 1000;
+      h.startup = this.clock.setTimeout(() => this.notReady(h, r.notReady(task, job)), ms);
+    }
     const timeoutS = task.description.timeoutS;
     if (timeoutS !== undefined) {
       h.timers.push(this.clock.setTimeout(() => this.timedOut(h, timeoutS), timeoutS * 1000));
@@ -240,6 +284,13 @@ export class ExecutorCore {
       component: EXECUTOR,
       detail: { timeoutS },
     };
+    this.terminate(h);
+  }
+
+  private notReady(h: Held, why: Reason): void {
+    if (this.tasks.get(h.task.uid) !== h || h.ready !== false || h.terminating) return;
+    if (h.exit !== undefined) return;
+    h.task.reason = why;
     this.terminate(h);
   }
 
@@ -283,6 +334,7 @@ export class ExecutorCore {
     if (h === undefined) return undefined;
     this.tasks.delete(uid);
     for (const t of h.timers) t.cancel();
+    h.startup?.cancel();
     return h;
   }
 
@@ -305,6 +357,13 @@ export class ExecutorCore {
       b.notes.push(transition(task, 'AGENT_STAGING_OUTPUT_PENDING', EXECUTOR, now, detail));
       b.forward.push(task);
     }
+    b.release.push(task);
+  }
+
+  /** A ready service whose agent goes away: DONE, as one stopped by a cancel would end. */
+  private stopped(task: TaskRecord, now: number, b: Batch): void {
+    task.stopped = true;
+    b.notes.push(transition(task, 'DONE', EXECUTOR, now, { exitCode: null, signal: null }));
     b.release.push(task);
   }
 

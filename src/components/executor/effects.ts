@@ -48,11 +48,34 @@ export interface FunctionJob {
   call: FunctionCall;
 }
 
+/** What makes a service ready: every check given (none: as soon as it started). */
+export interface ReadyChecks {
+  /** A line of its stdout or stderr matches (a JavaScript regular expression). */
+  pattern?: string;
+  /** A TCP connection to its endpoint is accepted. */
+  tcp?: boolean;
+  /** An HTTP GET of this path on its endpoint answers 2xx. */
+  http?: string;
+}
+
+/**
+ * A service: its process as mode 'executable' starts it, probed until ready. With port 'auto'
+ * the shell picks a free port and sets PF_PORT before it starts (a fixed one is in the env).
+ */
+export interface ServiceJob {
+  kind: 'service';
+  process: ProcessJob;
+  port?: number | 'auto';
+  /** The host of its endpoint: where dependents and probes reach it. */
+  host: string;
+  ready: ReadyChecks;
+}
+
 /**
  * What an executor kind asks the shell to run, one variant per runner (kinds/*.ts build them).
  * A new runner adds a variant here and a route in shell.ts.
  */
-export type ExecutorJob = ProcessJob | FunctionJob;
+export type ExecutorJob = ProcessJob | FunctionJob | ServiceJob;
 
 /** Why a function call did not return a value: what it threw, or why its value cannot go back. */
 export interface FunctionError {

@@ -15,6 +15,7 @@ import type {
 } from './effects';
 import type { LaunchOptions } from './launch';
 import { FunctionRunner } from './function-runner';
+import { ServiceRunner } from './service-runner';
 import { readStepFailures } from './step-status';
 import { SpawnerPool, type SpawnerHelper, type SpawnerPoolOptions } from './spawner-pool';
 
@@ -57,6 +58,7 @@ export class ExecutorShell implements ExecutorEffects {
   readonly core: ExecutorCore;
   private pool_!: SpawnerPool;
   private functions: FunctionRunner | undefined;
+  private services: ServiceRunner | undefined;
   /** Function calls under way (stop goes to their runner). */
   private readonly calls = new Set<string>();
   /** Running jobs that run preExec or postExec: where their status files are. */
@@ -99,6 +101,7 @@ export class ExecutorShell implements ExecutorEffects {
 
   /** Stops the runners: each kills what it still runs. */
   async close(): Promise<void> {
+    this.services?.close();
     await Promise.all([this.pool_.close(), this.functions?.close()]);
   }
 
@@ -126,12 +129,29 @@ export class ExecutorShell implements ExecutorEffects {
         this.calls.add(job.call.uid);
         (this.functions ??= this.functionRunner()).call(job.call);
         break;
+      case 'service':
+        if (job.process.stepStatus !== undefined) {
+          this.stepStatus.set(job.process.spec.uid, job.process.stepStatus);
+        }
+        (this.services ??= this.serviceRunner()).start(job);
+        break;
     }
   }
 
   stop(uid: string, how: StopHow): void {
     if (this.calls.has(uid)) this.functions?.stop(uid, how);
-    else this.pool_.kill(uid, SIGNAL[how]);
+    else if (this.services?.stop(uid, how) !== true) this.pool_.kill(uid, SIGNAL[how]);
+  }
+
+  private serviceRunner(): ServiceRunner {
+    return new ServiceRunner({
+      clock: this.opts.clock,
+      logger: this.opts.logger,
+      spawn: (spec) => this.pool_.spawn(spec),
+      ready: (evs) => this.core.onReadyBulk(evs),
+      failed: (evs) => this.core.onStartFailedBulk(evs),
+      exited: (evs) => this.core.onExitedBulk(evs),
+    });
   }
 
   private functionRunner(): FunctionRunner {
@@ -170,6 +190,7 @@ export class ExecutorShell implements ExecutorEffects {
    * are read (which part failed); the others at once.
    */
   private exited(events: ExitedEvent[]): void {
+    if (this.services !== undefined) for (const e of events) this.services.ended(e.uid);
     if (this.stepStatus.size === 0) {
       this.core.onExitedBulk(events);
       return;
@@ -192,6 +213,7 @@ export class ExecutorShell implements ExecutorEffects {
   }
 
   private failed(events: FailedEvent[]): void {
+    if (this.services !== undefined) for (const e of events) this.services.ended(e.uid);
     for (const e of events) this.stepStatus.delete(e.uid);
     this.core.onStartFailedBulk(events);
   }

@@ -13,7 +13,8 @@ import type { ManagerOutputStagerEffects } from './effects';
 const ME = COMPONENTS.managerOutputStager;
 
 /**
- * Owns TMGR_STAGING_OUTPUT and the final word: DONE for exit 0, FAILED with the reason
+ * Owns TMGR_STAGING_OUTPUT and the final word: DONE for exit 0 (or a service stopped after it
+ * was ready, whatever its exit), FAILED with the reason
  * (a non-zero exit, a signal, a timeout, a launch failure), CANCELED if canceled meanwhile.
  * A failure another attempt may fix, of a task with retries left, is not the last word: the
  * task starts its next attempt at TMGR_SCHEDULING_PENDING instead (the reason goes with it).
@@ -82,6 +83,8 @@ export class ManagerOutputStagerCore {
 }
 
 function exitReason(task: TaskRecord): ReturnType<typeof reason> | undefined {
+  // a service stopped after it was ready (cancel, pilot end): the signal was its way to end
+  if (task.stopped === true) return undefined;
   if (task.signal != null) {
     return reason('E_SIGNALED', `task was killed by ${task.signal}`, ME, { signal: task.signal });
   }

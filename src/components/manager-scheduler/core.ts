@@ -1,6 +1,6 @@
 import type { Reason, TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
-import type { TaskFinal } from '../../states/task-final';
+import type { TaskFinal, TaskReady } from '../../states/task-final';
 import type { Notification } from '../../states/notification';
 import { COMPONENTS, type AbortedTaskState, type FinalTaskState } from '../../states/task-model';
 import { cancelIfAsked, canceledBy } from '../shared/canceled';
@@ -44,6 +44,8 @@ export class ManagerSchedulerCore {
   /** Tasks given to a pilot and neither back nor ended: what they hold of its room. */
   private readonly held = new Map<string, { pilot: PilotRoom; cores: number; gpus: number }>();
   private readonly canceled = new CancelSet();
+  /** Services that are ready and have not ended: where their dependents find them. */
+  private readonly serving = new Map<string, TaskReady>();
   private notes: Notification[] = [];
   private out: TaskRecord[] = [];
 
@@ -53,7 +55,7 @@ export class ManagerSchedulerCore {
     /** The final state a task of the session has reached, if it has (the client's view). */
     finalOf: (uid: string) => FinalTaskState | undefined = () => undefined,
   ) {
-    this.gate = new DependencyGate(finalOf);
+    this.gate = new DependencyGate(finalOf, (uid) => this.serving.has(uid));
   }
 
   onTasks(tasks: TaskRecord[]): void {
@@ -67,7 +69,7 @@ export class ManagerSchedulerCore {
       this.notes.push(transition(task, 'TMGR_SCHEDULING', ME, now));
       const deps = dependenciesOf(task.description);
       const held = deps.length === 0 ? 'go' : this.gate.hold(task, deps);
-      if (held === 'go') this.admit(task, now);
+      if (held === 'go') this.letGo(task, now);
       else if (held !== 'wait') this.unmet(task, held, now);
     }
     this.place(now);
@@ -81,8 +83,19 @@ export class ManagerSchedulerCore {
     this.canceled.forget(finals);
     const now = this.clock.now();
     for (const f of finals) {
+      this.serving.delete(f.uid);
       this.release(f.uid);
       this.cascade(f.uid, f.state, now);
+    }
+    this.place(now);
+  }
+
+  /** Services became ready: their dependents on 'ready' may go, with their endpoints. */
+  onTasksReady(ready: readonly TaskReady[]): void {
+    const now = this.clock.now();
+    for (const r of ready) {
+      this.serving.set(r.uid, r);
+      for (const t of this.gate.onReady(r.uid)) this.letGo(t, now);
     }
     this.place(now);
   }
@@ -187,6 +200,18 @@ export class ManagerSchedulerCore {
     if (parked === undefined) return;
     this.parked.delete(room.uid);
     for (const t of parked) this.ready.add(t);
+  }
+
+  /**
+   * A task whose dependencies are met: it learns where the services it waited for on 'ready'
+   * serve (PF_SERVICE_<NAME>), then is admitted.
+   */
+  private letGo(task: TaskRecord, now: number): void {
+    for (const dep of dependenciesOf(task.description)) {
+      const s = dep.on === 'ready' ? this.serving.get(dep.task) : undefined;
+      if (s !== undefined) (task.services ??= {})[s.name] = s.endpoint;
+    }
+    this.admit(task, now);
   }
 
   /** A task whose dependencies are met: fails at once if no pilot can ever run it, else queues. */
@@ -304,7 +329,7 @@ export class ManagerSchedulerCore {
   /** A task ended: its dependents go on, or end (and theirs after them). */
   private cascade(uid: string, final: FinalTaskState, now: number): void {
     const { go, never } = this.gate.onFinal(uid, final);
-    for (const t of go) this.admit(t, now);
+    for (const t of go) this.letGo(t, now);
     for (const [t, u] of never) this.unmet(t, u, now);
   }
 

@@ -17,6 +17,14 @@ export function dependenciesOf(d: TaskDescription): Dependency[] {
   );
 }
 
+/**
+ * The NAME of PF_SERVICE_<NAME>, where a dependent on 'ready' finds a service: its name (else
+ * uid) in capitals, each character other than a letter or digit as '_'.
+ */
+export function serviceEnvName(nameOrUid: string): string {
+  return nameOrUid.toUpperCase().replace(/[^A-Z0-9]/g, '_');
+}
+
 /** How a final dependency bears on its dependent: it lets it go, or it never will. */
 export function verdict(on: DependencyCondition, final: FinalTaskState): 'met' | 'never' {
   switch (on) {
@@ -58,6 +66,8 @@ export class DependencyGate {
   constructor(
     /** The final state a task of the session already reached, if it did. */
     private readonly finalOf: (uid: string) => FinalTaskState | undefined,
+    /** Whether a service task of the session is ready now (and not ended). */
+    private readonly isReady: (uid: string) => boolean = () => false,
   ) {}
 
   get size(): number {
@@ -78,6 +88,7 @@ export class DependencyGate {
     const pending: Dependency[] = [];
     for (const dep of deps) {
       const ended = this.finalOf(dep.task);
+      if (ended === undefined && dep.on === 'ready' && this.isReady(dep.task)) continue;
       if (ended === undefined) {
         open++;
         pending.push(dep);
@@ -117,6 +128,24 @@ export class DependencyGate {
       }
     }
     return { go, never };
+  }
+
+  /** A service is ready: its dependents on 'ready' whose last dependency this was may go. */
+  onReady(uid: string): TaskRecord[] {
+    const list = this.waitingOn.get(uid);
+    if (list === undefined) return [];
+    const go: TaskRecord[] = [];
+    const rest = list.filter(({ w, on }) => {
+      if (on !== 'ready') return true;
+      if (!w.gone && --w.open === 0) {
+        this.drop(w);
+        go.push(w.task);
+      }
+      return false;
+    });
+    if (rest.length > 0) this.waitingOn.set(uid, rest);
+    else this.waitingOn.delete(uid);
+    return go;
   }
 
   /** Takes a waiting task out (a cancel); undefined when it does not wait here. */

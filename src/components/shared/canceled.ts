@@ -9,7 +9,8 @@ export function canceledBy(component: string): Reason {
 
 /**
  * The holder's check before it works on a task: a task whose cancel came first ends CANCELED
- * here (its notification goes to `notes`) and the caller skips it. Returns whether it did.
+ * here (its notification goes to `notes`) and the caller skips it. Returns whether it did. A
+ * service the cancel stopped after it was ready is not canceled again: it ends DONE.
  */
 export function cancelIfAsked(
   task: TaskRecord,
@@ -18,7 +19,8 @@ export function cancelIfAsked(
   now: number,
   notes: Notification[],
 ): boolean {
-  if (!canceled.has(task.uid)) return false;
+  // a ready service stopped by the cancel: what follows it is its normal end (DONE)
+  if (task.stopped === true || !canceled.has(task.uid)) return false;
   notes.push(transition(task, 'CANCELED', component, now, { reason: canceledBy(component) }));
   return true;
 }

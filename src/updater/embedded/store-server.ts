@@ -1,6 +1,6 @@
 import * as zmq from 'zeromq';
 import { MAX_MESSAGE_BYTES } from '../../transport/frames';
-import type { StoreReply, StoreRequest } from '../../generated';
+import type { Notification, StoreReply, StoreRequest } from '../../generated';
 import { coerceError, errorMeta, TransportError, ValidationError } from '../../errors';
 import type { Logger } from '../../lib/logger';
 import { parseStoreRequest } from '../../lib/validate';
@@ -18,7 +18,7 @@ export interface StoreServerOptions {
 }
 
 /** Which notifications a pilot's agent may write: those about the pilot and its own tasks. */
-export type PilotScope = (kind: 'task' | 'pilot', uid: string, attempt: number) => boolean;
+export type PilotScope = (kind: Notification['kind'], uid: string, attempt: number) => boolean;
 
 /**
  * Serves a StateStore to UpdateWorkers over a ROUTER socket: one StoreRequest per message,

@@ -22,7 +22,7 @@ describe('checkDependencies', () => {
       checkDependencies(
         [exe(['b', 'old']), exe([{ task: 'old', on: 'final' }])],
         ['a', 'b'],
-        (u) => u === 'old',
+        (u) => (u === 'old' ? 'executable' : undefined),
       ),
     ).not.toThrow();
   });
@@ -32,19 +32,39 @@ describe('checkDependencies', () => {
       checkDependencies(
         [exe(), exe(['a', 'ghost', { task: 'a', on: 'ready' }])],
         ['a', 'b'],
-        () => false,
+        () => undefined,
       ),
     );
     expect(issues).toEqual([
       { path: '/1/after/1', message: "must name a task of the session ('ghost' is none)" },
-      { path: '/1/after/2', message: "on 'ready' waits for a service task; a is not one" },
+      {
+        path: '/1/after/2',
+        message: "on 'ready' waits for a service task; a is not one (mode 'executable')",
+      },
     ]);
+  });
+
+  it("accepts on 'ready' for a service of the bulk or of the session", () => {
+    const svc: TaskDescription = { mode: 'service', executable: 'srv' };
+    expect(() =>
+      checkDependencies(
+        [
+          svc,
+          exe([
+            { task: 's', on: 'ready' },
+            { task: 'old', on: 'ready' },
+          ]),
+        ],
+        ['s', 'c'],
+        (u) => (u === 'old' ? 'service' : undefined),
+      ),
+    ).not.toThrow();
   });
 
   it('rejects a cycle, naming it, and a task that waits on itself', () => {
     expect(
       issuesOf(() =>
-        checkDependencies([exe(['c']), exe(['a']), exe(['b'])], ['a', 'b', 'c'], () => false),
+        checkDependencies([exe(['c']), exe(['a']), exe(['b'])], ['a', 'b', 'c'], () => undefined),
       ),
     ).toEqual([
       {
@@ -52,7 +72,7 @@ describe('checkDependencies', () => {
         message: 'must not wait on itself through others (cycle: a -> c -> b -> a)',
       },
     ]);
-    expect(issuesOf(() => checkDependencies([exe(['s'])], ['s'], () => false))).toEqual([
+    expect(issuesOf(() => checkDependencies([exe(['s'])], ['s'], () => undefined))).toEqual([
       { path: '/0/after', message: 'must not wait on itself through others (cycle: s -> s)' },
     ]);
   });
@@ -61,10 +81,10 @@ describe('checkDependencies', () => {
     const n = 20_000;
     const uids = Array.from({ length: n }, (_, i) => `t${i}`);
     const chain = uids.map((_, i) => exe(i === 0 ? undefined : [`t${i - 1}`]));
-    expect(() => checkDependencies(chain, uids, () => false)).not.toThrow();
+    expect(() => checkDependencies(chain, uids, () => undefined)).not.toThrow();
     const diamond = uids.map((_, i) =>
       exe(i === 0 ? undefined : i === n - 1 ? uids.slice(1, -1) : ['t0']),
     );
-    expect(() => checkDependencies(diamond, uids, () => false)).not.toThrow();
+    expect(() => checkDependencies(diamond, uids, () => undefined)).not.toThrow();
   });
 });

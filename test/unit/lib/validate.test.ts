@@ -93,7 +93,7 @@ describe('parseTaskDescription', () => {
 
   it('lists the allowed values of an enum', () => {
     const err = rejection(() => parseTaskDescription({ executable: '/bin/true', mode: 'bogus' }));
-    expect(text(err.issues)).toEqual(['/mode must be one of "executable", "function"']);
+    expect(text(err.issues)).toEqual(['/mode must be one of "executable", "function", "service"']);
     const launch = rejection(() => parseTaskDescription({ executable: 'x', launch: 'ssh' }));
     expect(text(launch.issues)).toEqual(['/launch must be one of "fork", "mpirun", "srun"']);
   });
@@ -254,7 +254,7 @@ describe('parseNotification and parseNotificationBulk', () => {
     const err = rejection(() => parseNotificationBulk([n, { ...n, attempt: 0, kind: 'job' }]));
     expect(text(err.issues).sort()).toEqual([
       '/1/attempt must be >= 1',
-      '/1/kind must be one of "task", "pilot"',
+      '/1/kind must be one of "task", "pilot", "service"',
     ]);
   });
 });

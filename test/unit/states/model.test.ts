@@ -41,8 +41,21 @@ const PILOT_HOLDERS: [string, string][] = [
   ['PMGR_ACTIVE', 'PilotLauncher'],
 ];
 
+/**
+ * Arrows off the linear path, [from, to, owner]: a ready service whose pilot ended is DONE,
+ * ended by the Executor (docs/state-model.md).
+ */
+const TASK_EXTRAS: [string, string, string][] = [['AGENT_EXECUTING', 'DONE', 'Executor']];
+
 /** The expected owner of from -> to under the design's rules, or undefined when forbidden. */
-function expectedOwner(holders: [string, string][], from: string, to: string): string | undefined {
+function expectedOwner(
+  holders: [string, string][],
+  extras: [string, string, string][],
+  from: string,
+  to: string,
+): string | undefined {
+  const extra = extras.find(([f, t]) => f === from && t === to);
+  if (extra !== undefined) return extra[2];
   const i = holders.findIndex(([s]) => s === from);
   if (i < 0) return undefined; // a final state (or unknown): nothing leaves it
   const holder = holders[i]![1];
@@ -51,12 +64,18 @@ function expectedOwner(holders: [string, string][], from: string, to: string): s
   return undefined;
 }
 
-const cases: [string, StateModel<string>, readonly string[], [string, string][]][] = [
-  ['task', TASK_MODEL, TASK_STATES, TASK_HOLDERS],
-  ['pilot', PILOT_MODEL, PILOT_STATES, PILOT_HOLDERS],
+const cases: [
+  string,
+  StateModel<string>,
+  readonly string[],
+  [string, string][],
+  [string, string, string][],
+][] = [
+  ['task', TASK_MODEL, TASK_STATES, TASK_HOLDERS, TASK_EXTRAS],
+  ['pilot', PILOT_MODEL, PILOT_STATES, PILOT_HOLDERS, []],
 ];
 
-describe.each(cases)('the %s model', (name, model, states, holders) => {
+describe.each(cases)('the %s model', (name, model, states, holders, extras) => {
   it('lists its states in model order, finals last', () => {
     expect(model.name).toBe(name);
     expect(model.states).toEqual(states);
@@ -70,15 +89,15 @@ describe.each(cases)('the %s model', (name, model, states, holders) => {
     let allowed = 0;
     for (const from of states) {
       for (const to of states) {
-        const want = expectedOwner(holders, from, to);
+        const want = expectedOwner(holders, extras, from, to);
         const got = ownerOf(model, from, to);
         if (got !== want) mismatches.push(`${from} -> ${to}: got ${got}, want ${want}`);
         if (want !== undefined) allowed++;
       }
     }
     expect(mismatches).toEqual([]);
-    // 3 rows per non-final state: next, FAILED, CANCELED
-    expect(allowed).toBe(holders.length * 3);
+    // 3 rows per non-final state: next, FAILED, CANCELED; and the extras
+    expect(allowed).toBe(holders.length * 3 + extras.length);
     expect(model.transitions).toHaveLength(allowed);
   });
 
@@ -106,7 +125,8 @@ describe.each(cases)('the %s model', (name, model, states, holders) => {
       for (let j = i + 2; j < nonFinal.length; j++) {
         expect(ownerOf(model, from, nonFinal[j]!)).toBeUndefined();
       }
-      if (i < nonFinal.length - 1) expect(ownerOf(model, from, 'DONE')).toBeUndefined();
+      const extra = extras.some(([f, t]) => f === from && t === 'DONE');
+      if (i < nonFinal.length - 1 && !extra) expect(ownerOf(model, from, 'DONE')).toBeUndefined();
     }
   });
 
@@ -116,9 +136,10 @@ describe.each(cases)('the %s model', (name, model, states, holders) => {
     }
   });
 
-  it('reaches DONE only from the last non-final state', () => {
+  it('reaches DONE only from the last non-final state, and by the extras', () => {
     const intoDone = model.transitions.filter((t) => t.to === 'DONE').map((t) => t.from);
-    expect(intoDone).toEqual([holders[holders.length - 1]![0]]);
+    const extraDone = extras.filter(([, t]) => t === 'DONE').map(([f]) => f);
+    expect(intoDone).toEqual([holders[holders.length - 1]![0], ...extraDone]);
   });
 
   it('knows which states are final', () => {

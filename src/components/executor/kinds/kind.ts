@@ -30,4 +30,12 @@ export interface ExecutorKind<J extends ExecutorJob = ExecutorJob> {
    * undefined: the ManagerOutputStager words the exit code.
    */
   exitReason?(task: TaskRecord, exit: ExitedEvent): Reason | undefined;
+  /**
+   * A kind whose jobs report when they are ready (services): the seconds a task's job has to
+   * become ready, and the reason it fails with when it does not.
+   */
+  readiness?: {
+    withinS(task: TaskRecord): number;
+    notReady(task: TaskRecord, job: J): Reason;
+  };
 }

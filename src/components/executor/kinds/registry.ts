@@ -3,11 +3,13 @@ import { COMPONENTS } from '../../../states/task-model';
 import type { ExecutorKind, TaskMode } from './kind';
 import { functionKind } from './function';
 import { processKind } from './process';
+import { serviceKind } from './service';
 
 /** The executor kind of each task mode. A mode the schema allows may have none yet. */
 export const EXECUTOR_KINDS: Readonly<Partial<Record<TaskMode, ExecutorKind>>> = {
   executable: processKind,
   function: functionKind,
+  service: serviceKind,
 };
 
 /** The kind that runs tasks of `mode` (default 'executable'), or why there is none. */

@@ -35,6 +35,11 @@ export interface SlurmLaunchOptions {
    */
   node: string;
   /**
+   * Where other nodes reach a service on the agent's node (its host name, or its address when
+   * that does not resolve): a node's Slurm name need not resolve. Unset: its Slurm name.
+   */
+  host?: string;
+  /**
    * The allocation's GPUs are Slurm GRES: a step then asks for its GPUs with --gpus-per-task and
    * keeps the CUDA_VISIBLE_DEVICES Slurm gives it. Default false: Slurm is asked for no GPU and
    * each rank's CUDA_VISIBLE_DEVICES is its slot's.

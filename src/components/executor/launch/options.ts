@@ -9,6 +9,8 @@ export interface LaunchEnvironment {
   uid: number | undefined;
   /** The agent's node, as its scheduler names the slots there (SLURMD_NODENAME under Slurm). */
   nodeName: string;
+  /** Where other nodes reach the agent's node (resources/service-host.ts). */
+  hostName?: string;
   /** Under Slurm: the PMI plug-in of the pilot's steps (chooseMpi, mpi.ts); unset: Slurm's. */
   mpi?: string | undefined;
   /** The CPU ids of each node's cores, for pinning (LaunchOptions.cpuIds); unset: unpinned. */
@@ -33,6 +35,7 @@ export function launchOptionsFor(where: LaunchEnvironment): LaunchOptions {
       gpuGres: where.env.SLURM_JOB_GPUS !== undefined || where.env.SLURM_GPUS_ON_NODE !== undefined,
     };
     if (where.mpi !== undefined) opts.slurm.mpi = where.mpi;
+    if (where.hostName !== undefined) opts.slurm.host = where.hostName;
   }
   return opts;
 }

@@ -173,6 +173,12 @@ export function baseEnv(task: TaskRecord, ranks: number, workDir: string): Recor
   // a retried task can tell (resume from its checkpoint, say)
   env.PF_TASK_ATTEMPT = String(task.attempt);
   env.PF_RANKS = String(ranks);
+  // the services this task waits for with on 'ready', where they serve
+  if (task.services !== undefined) {
+    for (const [name, endpoint] of Object.entries(task.services)) {
+      env[`PF_SERVICE_${name}`] = endpoint;
+    }
+  }
   // each rank's threads fill its cores, as OpenMP programs expect, unless the task says otherwise
   if (!Object.hasOwn(env, 'OMP_NUM_THREADS')) {
     env.OMP_NUM_THREADS = String(task.description.coresPerRank ?? 1);

@@ -514,14 +514,15 @@ describe('ExecutorCore', () => {
   it('fails a task whose mode has no executor kind, naming the modes it runs', () => {
     const { rec, core } = setup();
     const t = task('t1');
-    (t.description as { mode?: string }).mode = 'service'; // allowed by a newer schema
+    (t.description as { mode?: string }).mode = 'quantum'; // allowed by a newer schema
     core.onTasks([t]);
     expect(rec.take()).toEqual(['notify t1 FAILED', 'release t1']);
     expect(t.reason).toEqual({
       code: 'E_MODE_UNSUPPORTED',
-      message: "this agent cannot run tasks of mode 'service': it runs 'executable', 'function'",
+      message:
+        "this agent cannot run tasks of mode 'quantum': it runs 'executable', 'function', 'service'",
       component: 'Executor',
-      detail: { mode: 'service', modes: ['executable', 'function'] },
+      detail: { mode: 'quantum', modes: ['executable', 'function', 'service'] },
     });
     rec.expectNoMore();
   });

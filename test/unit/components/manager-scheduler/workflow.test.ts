@@ -8,8 +8,10 @@ let seq = 0;
 function setup() {
   const h = new CoreHarness();
   const effects = h.effects({
-    forward: (ts: TaskRecord[]) =>
-      h.rec.record(`forward ${ts.map((t) => `${t.uid}->${t.pilot ?? '?'}`).join(', ')}`),
+    forward: (ts: TaskRecord[]) => {
+      h.forwarded.push(...ts);
+      h.rec.record(`forward ${ts.map((t) => `${t.uid}->${t.pilot ?? '?'}`).join(', ')}`);
+    },
   });
   const finals = new Map<string, FinalTaskState>();
   const core = new ManagerSchedulerCore(effects, h.clock, (u) => finals.get(u));
@@ -202,6 +204,49 @@ describe('ManagerSchedulerCore: dependencies', () => {
     core.onTasksFinal([finalOf('b', 'DONE')]);
     rec.expectNoMore();
     expect(core.queued).toBe(0);
+  });
+
+  it("lets dependents on 'ready' go when the service is ready, each with its endpoint by name; on 'done' waits for its end", () => {
+    const { rec, core, forwarded } = live();
+    const svc = { mode: 'service' as const, executable: 'srv' };
+    core.onTasks([pending('db', svc), pending('web', svc)]);
+    core.onTasks([
+      pending('both', {
+        after: [
+          { task: 'db', on: 'ready' },
+          { task: 'web', on: 'ready' },
+        ],
+      }),
+      pending('report', { after: [{ task: 'db', on: 'ready' }, 'db'] }),
+    ]);
+    rec.take();
+    core.onTasksReady([{ uid: 'db', attempt: 1, endpoint: 'n1:5432', name: 'DB' }]);
+    rec.expectNoMore();
+    core.onTasksReady([{ uid: 'web', attempt: 1, endpoint: 'n2:80', name: 'MY_WEB' }]);
+    expect(forwards(rec.take())).toEqual(['forward both->p']);
+    expect(forwarded.at(-1)!.services).toEqual({ DB: 'n1:5432', MY_WEB: 'n2:80' });
+    // a dependent that comes once the service is ready goes at once
+    core.onTasks([pending('late', { after: [{ task: 'web', on: 'ready' }] })]);
+    expect(forwards(rec.take())).toEqual(['forward late->p']);
+    expect(forwarded.at(-1)!.services).toEqual({ MY_WEB: 'n2:80' });
+    core.onTasksFinal([finalOf('db', 'DONE')]);
+    expect(forwards(rec.take())).toEqual(['forward report->p']);
+    rec.expectNoMore();
+  });
+
+  it("cancels dependents on 'ready' of a service that ended before it was ready, or has ended", () => {
+    const { rec, notes, core, finals } = live();
+    core.onTasks([pending('s', { mode: 'service', executable: 'srv' })]);
+    core.onTasks([pending('user', { after: [{ task: 's', on: 'ready' }] })]);
+    rec.take();
+    core.onTasksFinal([finalOf('s', 'FAILED')]);
+    expect(rec.take()).toEqual(['notify user CANCELED']);
+    expect(notes.at(-1)!.detail?.reason?.message).toBe(
+      "dependency s ended FAILED, so its condition 'ready' can never hold",
+    );
+    finals.set('s', 'FAILED');
+    core.onTasks([pending('later', { after: [{ task: 's', on: 'ready' }] })]);
+    expect(rec.take()).toEqual(['notify later TMGR_SCHEDULING, later CANCELED']);
   });
 
   it('ends waiting tasks on shutdown', () => {

@@ -1,0 +1,83 @@
+import type { Reason } from '../../../generated';
+import { COMPONENTS } from '../../../states/task-model';
+import type { ReadyChecks, ServiceJob } from '../effects';
+import type { ExecutorKind } from './kind';
+import { processKind } from './process';
+
+const EXECUTOR = COMPONENTS.executor;
+
+/** startupTimeoutS when the description gives none. */
+export const DEFAULT_STARTUP_TIMEOUT_S = 60;
+
+/**
+ * mode 'service': its executable, started as mode 'executable' starts one, with PF_PORT, then
+ * probed until ready (the shell's ServiceRunner); the endpoint is the host of its first rank.
+ */
+export const serviceKind: ExecutorKind<ServiceJob> = {
+  mode: 'service',
+
+  prepare(task, sandbox, launch) {
+    const prepared = processKind.prepare(task, sandbox, launch);
+    if (!prepared.ok) return prepared;
+    const s = task.description.service ?? {};
+    const process = prepared.job;
+    if (typeof s.port === 'number') process.spec.env.PF_PORT = String(s.port);
+    // Outside Slurm the agent's node is this machine: its loopback reaches a service bound to
+    // any address. In an allocation: the agent's host name on its node, else the node's name.
+    const node = task.slots?.[0]?.node;
+    const slurm = launch.slurm;
+    const host =
+      slurm === undefined
+        ? '127.0.0.1'
+        : node === undefined || node === slurm.node
+          ? (slurm.host ?? slurm.node)
+          : node;
+    const ready: ReadyChecks = s.ready ?? (s.port !== undefined ? { tcp: true } : {});
+    const job: ServiceJob = { kind: 'service', process, host, ready };
+    if (s.port !== undefined) job.port = s.port;
+    return { ok: true, job };
+  },
+
+  startFailure(task, job, f, pid): Reason {
+    if (f.code === 'E_SERVICE_PORT') return reason('E_SERVICE_PORT', f.message);
+    return processKind.startFailure(task, job.process, f, pid);
+  },
+
+  exitReason(task, exit) {
+    const steps = processKind.exitReason?.(task, exit);
+    if (steps !== undefined || task.endpoint !== undefined || task.stopped === true) return steps;
+    const how =
+      exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`;
+    return reason(
+      'E_SERVICE_EXITED',
+      `service '${task.description.executable}' ${how} before it was ready (see its stdout and stderr)`,
+      { exitCode: exit.exitCode, signal: exit.signal },
+    );
+  },
+
+  readiness: {
+    withinS: (task) => task.description.service?.startupTimeoutS ?? DEFAULT_STARTUP_TIMEOUT_S,
+    notReady(task, job) {
+      const s = this.withinS(task);
+      return reason(
+        'E_SERVICE_NOT_READY',
+        `service '${task.description.executable}' was not ready within its startupTimeoutS of ${s} s (waiting for ${describeChecks(job)}) and was stopped; see its stdout and stderr`,
+        { startupTimeoutS: s, ready: { ...job.ready }, host: job.host },
+      );
+    },
+  },
+};
+
+/** The checks a service waits for, in words: `a line matching /x/, HTTP 2xx from GET /health`. */
+export function describeChecks(job: ServiceJob): string {
+  const r = job.ready;
+  const parts: string[] = [];
+  if (r.pattern !== undefined) parts.push(`a line matching /${r.pattern}/`);
+  if (r.tcp === true) parts.push(`a TCP connection to ${job.host}`);
+  if (r.http !== undefined) parts.push(`HTTP 2xx from GET ${r.http} on ${job.host}`);
+  return parts.length === 0 ? 'it to start' : parts.join(', ');
+}
+
+function reason(code: Reason['code'], message: string, detail?: Record<string, unknown>): Reason {
+  return { code, message, component: EXECUTOR, ...(detail !== undefined ? { detail } : {}) };
+}
