@@ -13,6 +13,19 @@ export interface ValidationIssue {
   message: string;
 }
 
+/** How many issues a ValidationError's message lists; `issues` holds them all. */
+const ISSUES_IN_MESSAGE = 10;
+
+/**
+ * Issues as one line for a message: `/0/x must be string; /3/y ...`, the first ten, then how
+ * many more (a bulk of 10,000 bad descriptions must not make a message of megabytes).
+ */
+export function issuesText(issues: readonly ValidationIssue[]): string {
+  const shown = issues.slice(0, ISSUES_IN_MESSAGE).map((x) => `${x.path} ${x.message}`);
+  const more = issues.length - shown.length;
+  return shown.join('; ') + (more > 0 ? `; and ${more} more (see the error's issues)` : '');
+}
+
 /** Thrown when a description, config file or wire message does not match its schema. */
 export class ValidationError extends PilotfishError {
   readonly code = 'E_VALIDATION';

@@ -1,5 +1,5 @@
 import type { TaskDescription } from '../generated';
-import { ValidationError } from '../errors';
+import { issuesText, ValidationError } from '../errors';
 import { dependenciesOf } from '../components/manager-scheduler/dependencies';
 
 /**
@@ -43,7 +43,7 @@ export function checkDependencies(
     });
   }
   if (issues.length > 0) {
-    const text = issues.map((x) => `${x.path} ${x.message}`).join('; ');
+    const text = issuesText(issues);
     throw new ValidationError(`invalid TaskDescription: ${text}`, issues);
   }
 }

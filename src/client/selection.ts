@@ -1,4 +1,4 @@
-import { ValidationError, type ValidationIssue } from '../errors';
+import { issuesText, ValidationError, type ValidationIssue } from '../errors';
 
 /** What a wait or a cancel names: some uids, and for a wait the states to reach. */
 export interface Selection {
@@ -45,7 +45,7 @@ export function checkSelection(
     issues.push({ path: '/timeoutMs', message: 'must be a number >= 0' });
   }
   if (issues.length > 0) {
-    const text = issues.map((i) => `${i.path} ${i.message}`).join('; ');
+    const text = issuesText(issues);
     throw new ValidationError(`invalid ${call} arguments: ${text}`, issues);
   }
 }

@@ -1,4 +1,4 @@
-import { ValidationError, type ValidationIssue } from '../errors';
+import { issuesText, ValidationError, type ValidationIssue } from '../errors';
 
 /**
  * Validates a list of inputs with `parse`, collecting every item's issues with its index in
@@ -26,7 +26,7 @@ export function validateAll<T>(inputs: unknown, parse: (x: unknown) => T, what: 
     }
   });
   if (issues.length > 0) {
-    const text = issues.map((x) => `${x.path} ${x.message}`).join('; ');
+    const text = issuesText(issues);
     throw new ValidationError(`invalid ${what}: ${text}`, issues);
   }
   return out;

@@ -1,6 +1,6 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import { ValidationError, type ValidationIssue } from '../errors';
+import { issuesText, ValidationError, type ValidationIssue } from '../errors';
 import type {
   AgentConfig,
   ControlMessage,
@@ -229,7 +229,7 @@ function parser<T>(name: string, schema: { $id: string }): (input: unknown) => T
     if (validate(input)) return input as T;
     const errors = validate.errors ?? [];
     const issues = narrowOneOf(errors);
-    const text = issues.map((i) => `${i.path} ${i.message}`).join('; ');
+    const text = issuesText(issues);
     throw new ValidationError(`invalid ${name}: ${text}`, issues);
   };
 }

@@ -61,6 +61,8 @@ export class ManagerSchedulerCore {
   onTasks(tasks: TaskRecord[]): void {
     checkArrivals(tasks, 'TMGR_SCHEDULING_PENDING', 'TMGR_SCHEDULING', ME);
     const now = this.clock.now();
+    // a service back for another attempt serves nowhere until that one is ready
+    if (this.serving.size > 0) for (const task of tasks) this.serving.delete(task.uid);
     for (const task of tasks) {
       if (cancelIfAsked(task, this.canceled, ME, now, this.notes)) {
         this.cascade(task.uid, 'CANCELED', now);

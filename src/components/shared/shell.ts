@@ -1,5 +1,5 @@
 import type { TaskRecord } from '../../generated';
-import { ValidationError, errorMeta } from '../../errors';
+import { errorMeta, issuesText, ValidationError } from '../../errors';
 import { BadMessages } from '../../lib/bad-messages';
 import type { Logger } from '../../lib/logger';
 import { parseTaskRecord } from '../../lib/validate';
@@ -131,7 +131,7 @@ function check(item: unknown, arrives: string): string | undefined {
     return task.state === arrives ? undefined : `/state must be ${arrives} here, not ${task.state}`;
   } catch (e) {
     if (!(e instanceof ValidationError)) throw e;
-    return e.issues.map((x) => `${x.path} ${x.message}`).join('; ');
+    return issuesText(e.issues);
   }
 }
 

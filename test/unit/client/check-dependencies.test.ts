@@ -77,6 +77,21 @@ describe('checkDependencies', () => {
     ]);
   });
 
+  it('lists the first ten issues in its message and keeps them all', () => {
+    const descs = Array.from({ length: 200 }, () => exe(['ghost']));
+    const uids = descs.map((_, i) => `t${i}`);
+    let err: ValidationError | undefined;
+    try {
+      checkDependencies(descs, uids, () => undefined);
+    } catch (e) {
+      err = e as ValidationError;
+    }
+    expect(err?.issues).toHaveLength(200);
+    expect(err?.message).toContain("/9/after/0 must name a task of the session ('ghost' is none)");
+    expect(err?.message).not.toContain('/10/after/0');
+    expect(err?.message).toMatch(/; and 190 more \(see the error's issues\)$/);
+  });
+
   it('finds no cycle in a long chain and a wide diamond', () => {
     const n = 20_000;
     const uids = Array.from({ length: n }, (_, i) => `t${i}`);

@@ -249,6 +249,23 @@ describe('ManagerSchedulerCore: dependencies', () => {
     expect(rec.take()).toEqual(['notify later TMGR_SCHEDULING, later CANCELED']);
   });
 
+  it("holds dependents on 'ready' of a service back for a retry until its new attempt is ready", () => {
+    const { rec, core, forwarded } = live();
+    core.onTasks([pending('s', { mode: 'service', executable: 'srv', retries: 1 })]);
+    core.onTasksReady([{ uid: 's', attempt: 1, endpoint: 'old:1', name: 'S' }]);
+    const retry = taskRecord('s', 'TMGR_SCHEDULING_PENDING', {
+      attempt: 2,
+      description: { mode: 'service', executable: 'srv', retries: 1 },
+    });
+    core.onTasks([retry]);
+    rec.take();
+    core.onTasks([pending('user', { after: [{ task: 's', on: 'ready' }] })]);
+    expect(rec.take()).toEqual(['notify user TMGR_SCHEDULING']);
+    core.onTasksReady([{ uid: 's', attempt: 2, endpoint: 'new:2', name: 'S' }]);
+    expect(forwards(rec.take())).toEqual(['forward user->p']);
+    expect(forwarded.at(-1)!.services).toEqual({ S: 'new:2' });
+  });
+
   it('ends waiting tasks on shutdown', () => {
     const { rec, core } = live();
     core.onTasks([pending('a'), pending('b', { after: ['a'] })]);
