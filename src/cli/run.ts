@@ -48,7 +48,15 @@ export async function runWorkload(
       }
     });
     const tasks = await tmgr.submitTasks(w.tasks);
-    await tmgr.waitTasks(w.timeoutS !== undefined ? { timeoutMs: w.timeoutS * 1000 } : {});
+    const timeout = w.timeoutS !== undefined ? { timeoutMs: w.timeoutS * 1000 } : {};
+    await tmgr.waitTasks(timeout);
+    // the work is done: services still serving are stopped, and end DONE
+    const serving = tasks.filter((t) => t.description.mode === 'service' && !t.final);
+    if (serving.length > 0) {
+      const uids = serving.map((t) => t.uid);
+      await tmgr.cancelTasks(uids);
+      await tmgr.waitTasks({ uids, ...timeout });
+    }
     return summarize(session.uid, tasks, (Date.now() - t0) / 1000);
   } finally {
     await session.close();

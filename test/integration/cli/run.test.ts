@@ -42,6 +42,35 @@ describe('pilotfish run', () => {
     expect(r.stdout).toContain('task exited with code 1');
   }, 30_000);
 
+  it('stops the services of a workload once its other tasks are done: every task DONE, exit 0', async () => {
+    const file = path.join(dir, 'svc.json');
+    const server = `require('node:http').createServer((q, r) => r.end('ok'))
+      .listen(Number(process.env.PF_PORT));`;
+    writeFileSync(
+      file,
+      JSON.stringify({
+        pilots: [{ resource: 'local', cores: 2 }],
+        tasks: [
+          {
+            uid: 'web',
+            mode: 'service',
+            executable: process.execPath,
+            arguments: ['-e', server],
+            service: { port: 'auto', ready: { http: '/' } },
+          },
+          {
+            executable: '/bin/sh',
+            arguments: ['-c', 'test -n "$PF_SERVICE_WEB"'],
+            after: [{ task: 'web', on: 'ready' }],
+          },
+        ],
+      }),
+    );
+    const r = await run(['run', file, '--dir', dir]);
+    expect([r.code, r.stderr]).toEqual([0, '']);
+    expect(r.stdout).toMatch(/DONE\s+2/);
+  }, 60_000);
+
   it('rejects an invalid workload with the JSON path, exit 2', async () => {
     const file = path.join(dir, 'bad.json');
     writeFileSync(file, JSON.stringify({ tasks: [{ executable: '/bin/true', ranks: 0 }] }));
