@@ -2,6 +2,7 @@ import type { Logger } from '../lib/logger';
 import { errorMeta } from '../errors';
 import type { Notification } from '../states/notification';
 import { CoalescingSender } from '../transport/coalescing-sender';
+import { published } from '../components/shared/transition';
 import type { QueueSender } from '../transport/queue';
 
 /**
@@ -23,9 +24,11 @@ export class AgentNotifications {
     return this.sent;
   }
 
+  /** Sends what is to be published of `notifications` (quiet ones are not: see isQuiet). */
   send(notifications: readonly Notification[]): void {
-    this.sent += notifications.length;
-    this.sender.send(notifications);
+    const ns = published(notifications);
+    this.sent += ns.length;
+    this.sender.send(ns);
   }
 
   /** Sends what is gathered now (before the senders close). */

@@ -33,6 +33,7 @@ import { SessionSecurity } from './session-security';
 import { TaskRegistry } from './task-registry';
 import { StoreFollower } from './store-follower';
 import { heartbeats, openSessionControl } from './session-control';
+import { published } from '../components/shared/transition';
 
 /** How often the session tells its agents it is alive (agents give up after 30 s by default). */
 const HEARTBEAT_MS = 1_000;
@@ -233,9 +234,9 @@ export class ClientRuntime {
     this.heartbeat = heartbeats(this.control, HEARTBEAT_MS, this.clock, this.log);
   }
 
-  /** Publishes client-side notifications onto the session's updates queue. */
+  /** Publishes client-side notifications onto the session's updates queue (less quiet ones). */
   notify(ns: Notification[]): void {
-    this.notes.send(ns);
+    this.notes.send(published(ns));
   }
 
   /** Every notification the store accepts, in store order, in bulks. */

@@ -15,7 +15,7 @@ import {
   TASK_RETRY_STATE,
   type TaskState,
 } from '../states/task-model';
-import { transition } from '../components/shared/transition';
+import { markIfQuiet, transition } from '../components/shared/transition';
 import { Listeners } from './listeners';
 import type { Pilot } from './pilot';
 import type { DeliveryCursor } from './delivered';
@@ -169,14 +169,15 @@ export class TaskManager {
         description: task.description,
         seq: task.seq,
       };
-      notes.push({
+      const created: Notification = {
         kind: 'task',
         uid: task.uid,
         attempt: task.attempt,
         state: 'NEW',
         ts: now,
         component: COMPONENTS.taskManager,
-      });
+      };
+      notes.push(markIfQuiet(created, task.description.mode));
       notes.push(transition(rec, 'TMGR_SCHEDULING_PENDING', COMPONENTS.taskManager, now));
       records.push(rec);
     }
@@ -270,6 +271,7 @@ export class TaskManager {
   private ingest(ns: Notification[]): void {
     const finals: TaskFinal[] = [];
     const handedBack: TaskRecord[] = [];
+    const heard = this.callbacks.any;
     for (const n of ns) {
       if (n.kind !== 'task') continue;
       const task = this.tasks.get(n.uid);
@@ -307,7 +309,7 @@ export class TaskManager {
           if (task.reason !== undefined) f.reason = task.reason;
           finals.push(f);
         }
-        this.delivery.deliver(() => this.callbacks.fire(task, e.state, info));
+        this.delivery.deliver(() => this.callbacks.fire(task, e.state, info), heard);
         this.waiters.update(task.uid, e.state);
       }
       if (!delivered && n.detail !== undefined && n.attempt === task.attempt) {
@@ -321,6 +323,7 @@ export class TaskManager {
         }
       }
     }
+    this.delivery.settle();
     this.rt.pipeline.tasksFinal(finals);
     if (handedBack.length > 0) this.rt.pipeline.handedBackInStore(handedBack);
   }

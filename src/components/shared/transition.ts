@@ -1,6 +1,7 @@
 import { IllegalTransitionError } from '../../errors';
 import type { Notification, NotificationDetail } from '../../states/notification';
 import { ownerOf } from '../../states/model';
+import { isQuiet } from '../../states/quiet-states';
 import { TASK_MODEL, type TaskState } from '../../states/task-model';
 import type { TaskRecord } from '../../generated';
 
@@ -30,7 +31,25 @@ export function transition(
     component,
   };
   if (detail !== undefined) n.detail = detail;
+  if (isQuiet(task.description.mode, to, detail)) quiet.add(n);
   return n;
+}
+
+/** Notifications made quiet (see isQuiet): the cores return them, the publishers drop them. */
+const quiet = new WeakSet<Notification>();
+
+/** Marks `n`, of a task of `mode`, quiet when its state and detail are (for hand-made ones). */
+export function markIfQuiet(n: Notification, mode: string | undefined): Notification {
+  if (isQuiet(mode, n.state as TaskState, n.detail)) quiet.add(n);
+  return n;
+}
+
+/** The notifications to publish: `ns` less the quiet ones (`ns` itself when none is). */
+export function published(ns: readonly Notification[]): readonly Notification[] {
+  for (let i = 0; i < ns.length; i++) {
+    if (quiet.has(ns[i]!)) return ns.filter((n) => !quiet.has(n));
+  }
+  return ns;
 }
 
 /**
