@@ -15,7 +15,7 @@ import {
   TASK_RETRY_STATE,
   type TaskState,
 } from '../states/task-model';
-import { markIfQuiet, transition } from '../components/shared/transition';
+import { taskNotification, transition } from '../components/shared/transition';
 import { Listeners } from './listeners';
 import type { Pilot } from './pilot';
 import type { DeliveryCursor } from './delivered';
@@ -169,15 +169,9 @@ export class TaskManager {
         description: task.description,
         seq: task.seq,
       };
-      const created: Notification = {
-        kind: 'task',
-        uid: task.uid,
-        attempt: task.attempt,
-        state: 'NEW',
-        ts: now,
-        component: COMPONENTS.taskManager,
-      };
-      notes.push(markIfQuiet(created, task.description.mode));
+      const mode = task.description.mode;
+      const tmgr = COMPONENTS.taskManager;
+      notes.push(taskNotification(task.uid, task.attempt, 'NEW', now, tmgr, undefined, mode));
       notes.push(transition(rec, 'TMGR_SCHEDULING_PENDING', COMPONENTS.taskManager, now));
       records.push(rec);
     }

@@ -1,4 +1,5 @@
 import type { TaskDescription } from '../../generated';
+import { laneWithRoom } from './lanes';
 import { GPU_UNIT, type NodeResources, type NodeState } from './node-state';
 
 /** What one rank asks for, plus the placement rules of its task. */
@@ -16,6 +17,11 @@ export interface Request {
   priority: number;
   /** Only the agent's own node (function tasks: its warm workers run there). */
   home: boolean;
+  /**
+   * A plain function call (one core, no GPU, memory, tags or timeoutS): it may queue in a
+   * lane, the worker of a core that runs other such calls, up to the lane depth (lanes.ts).
+   */
+  lane: boolean;
   /** Tasks with equal keys compete for exactly the same capacity. */
   key: string;
 }
@@ -49,7 +55,17 @@ export function requestOf(d: TaskDescription): Request | { error: string } {
     exclusive: d.tags?.exclusive,
     priority: d.priority ?? 0,
     home: d.mode === 'function',
+    lane: false,
   };
+  r.lane =
+    r.home &&
+    ranks === 1 &&
+    cores === 1 &&
+    gpr === 0 &&
+    r.memMb === 0 &&
+    r.colocate === undefined &&
+    r.exclusive === undefined &&
+    d.timeoutS === undefined;
   const key = [
     r.priority,
     r.ranks,
@@ -61,6 +77,7 @@ export function requestOf(d: TaskDescription): Request | { error: string } {
     r.colocate ?? '',
     r.exclusive ?? '',
     r.home ? 'home' : '',
+    r.lane ? 'lane' : '',
   ].join('|');
   return { ...r, key };
 }
@@ -85,6 +102,7 @@ export function ranksPerEmptyNode(r: Request, n: NodeResources): number {
 
 /** Whether one rank of `r` fits the node's free capacity now (ownership is checked elsewhere). */
 export function rankFitsFree(r: Request, n: NodeState): boolean {
+  if (r.lane && laneWithRoom(n) !== undefined) return true;
   if (r.cores > n.freeCores.length || r.memMb > n.memFree) return false;
   if (r.gpuIndices !== undefined) return r.gpuIndices.every((i) => n.gpuFree[i] === 1000);
   if (r.share > 0) return n.wholeGpus > 0 || n.bestPartial >= r.share;

@@ -133,4 +133,45 @@ describe('function tasks: quiet states and no sandbox of their own', () => {
     expect(writes.result).toBe(writes.sandbox);
     expect(fs.readFileSync(path.join(outDir, 'out.txt'), 'utf8')).toBe('from writes');
   }, 90_000);
+
+  it('queues calls in a worker: a call that kills it fails alone, those behind it run in its replacement; a queued call canceled never runs', async () => {
+    const ran = temp.make();
+    const mod = moduleFile(`
+      const fs = require('node:fs');
+      exports.aborts = () => process.abort();
+      exports.hangs = () => new Promise(() => {});
+      exports.mark = (dir) => { fs.writeFileSync(dir + '/' + process.env.PF_TASK_ID, ''); return process.pid; };
+    `);
+    const fx = await fixture.open({ cores: 1 });
+    const fn = (uid: string, exp: string) => ({
+      uid,
+      mode: 'function' as const,
+      function: { module: mod, export: exp, args: [ran] },
+    });
+    // one core: one worker, one lane; all go to it in one bulk, in submission order
+    const first = await fx.tmgr.submitTasks([
+      fn('aborts', 'aborts'),
+      ...Array.from({ length: 10 }, (_, i) => fn(`after${i}`, 'mark')),
+    ]);
+    await fx.tmgr.waitTasks({ timeoutMs: 60_000 });
+    expect([first[0]!.state, first[0]!.reason?.code]).toEqual(['FAILED', 'E_WORKER_DIED']);
+    for (const t of first.slice(1)) expect([t.state, t.reason]).toEqual(['DONE', undefined]);
+    expect(fs.readdirSync(ran).sort()).toEqual(
+      first
+        .slice(1)
+        .map((t) => t.uid)
+        .sort(),
+    );
+
+    const [hangs, victim] = await fx.tmgr.submitTasks([fn('hangs', 'hangs'), fn('victim', 'mark')]);
+    await fx.tmgr.waitTasks({ uids: ['victim'], states: ['AGENT_EXECUTING'], timeoutMs: 30_000 });
+    await fx.tmgr.cancelTasks(['victim']);
+    await fx.tmgr.waitTasks({ uids: ['victim'], timeoutMs: 30_000 });
+    expect([victim!.state, victim!.reason?.code]).toEqual(['CANCELED', 'E_CANCELED']);
+    expect(hangs!.final).toBe(false);
+    await fx.tmgr.cancelTasks(['hangs']);
+    await fx.tmgr.waitTasks({ timeoutMs: 30_000 });
+    expect(hangs!.state).toBe('CANCELED');
+    expect(fs.existsSync(path.join(ran, 'victim'))).toBe(false);
+  }, 90_000);
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { TaskRecord } from '../../../src/generated';
-import { markIfQuiet, published, transition } from '../../../src/components/shared/transition';
+import { published, taskNotification, transition } from '../../../src/components/shared/transition';
 import { StateTracker } from '../../../src/states/state-tracker';
 import {
   handOffNamesPilot,
@@ -28,19 +28,7 @@ const record = (mode: 'function' | 'executable', state: TaskState): TaskRecord =
 /** Walks a task of `mode` through the whole model, as its owners would. */
 function life(mode: 'function' | 'executable'): Notification[] {
   const task = record(mode, 'NEW');
-  const out = [
-    markIfQuiet(
-      {
-        kind: 'task',
-        uid: 't1',
-        attempt: 1,
-        state: 'NEW',
-        ts: 0,
-        component: COMPONENTS.taskManager,
-      },
-      mode,
-    ),
-  ];
+  const out = [taskNotification('t1', 1, 'NEW', 0, COMPONENTS.taskManager, undefined, mode)];
   for (const state of TASK_STATES.slice(1, TASK_STATES.indexOf('DONE') + 1)) {
     const owner = TASK_MODEL.transitions.find(
       (t) => t.from === task.state && t.to === state,
