@@ -5,7 +5,7 @@ import type { NodeState } from './node-state';
  * after the other. Holding a core per call while the call lasts microseconds would keep one
  * call in flight per worker, and every hop of the pipeline (scheduler, executor, the pipe to
  * the worker, output staging, notifications) would then run once per call. So a plain call
- * (Request.lane) may be placed on a core whose worker already has calls, up to LANE_DEPTH of
+ * (Request.lane, isLaneCall) may be placed on a core whose worker already has calls, up to LANE_DEPTH of
  * them: the worker queues them and runs them in order, and the pipeline moves them in bulks.
  *
  * A call takes a free core when there is one (a new lane: calls spread over the workers), else
@@ -15,7 +15,6 @@ import type { NodeState } from './node-state';
  * call ends. The core goes back to the free cores with the lane's last call. Lanes fill only on an open node: a node reserved for a waiting task takes no
  * more calls, so its lanes drain and that task gets its cores (no starvation of other tasks).
  */
-export const LANE_DEPTH = 32;
 
 /** A lane: its calls, and whether it takes more (it was full and is not half empty yet). */
 export interface Lane {

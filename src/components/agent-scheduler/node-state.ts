@@ -1,4 +1,5 @@
-import { LANE_DEPTH, type Lane } from './lanes';
+import { LANE_DEPTH } from '../shared/lane-calls';
+import type { Lane } from './lanes';
 
 /** GPU capacity is counted in thousandths, so shares add up exactly (0.25 + 0.75 = 1). */
 export const GPU_UNIT = 1000;

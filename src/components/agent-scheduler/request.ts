@@ -1,4 +1,5 @@
 import type { TaskDescription } from '../../generated';
+import { isLaneCall } from '../shared/lane-calls';
 import { laneWithRoom } from './lanes';
 import { GPU_UNIT, type NodeResources, type NodeState } from './node-state';
 
@@ -18,8 +19,8 @@ export interface Request {
   /** Only the agent's own node (function tasks: its warm workers run there). */
   home: boolean;
   /**
-   * A plain function call (one core, no GPU, memory, tags or timeoutS): it may queue in a
-   * lane, the worker of a core that runs other such calls, up to the lane depth (lanes.ts).
+   * A plain function call (isLaneCall): it may queue in a lane, the worker of a core that runs
+   * other such calls, up to the lane depth (lanes.ts).
    */
   lane: boolean;
   /** Tasks with equal keys compete for exactly the same capacity. */
@@ -55,17 +56,8 @@ export function requestOf(d: TaskDescription): Request | { error: string } {
     exclusive: d.tags?.exclusive,
     priority: d.priority ?? 0,
     home: d.mode === 'function',
-    lane: false,
+    lane: isLaneCall(d),
   };
-  r.lane =
-    r.home &&
-    ranks === 1 &&
-    cores === 1 &&
-    gpr === 0 &&
-    r.memMb === 0 &&
-    r.colocate === undefined &&
-    r.exclusive === undefined &&
-    d.timeoutS === undefined;
   const key = [
     r.priority,
     r.ranks,
