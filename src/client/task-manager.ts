@@ -283,7 +283,9 @@ export class TaskManager {
         // a retry's first state tells why the last attempt ended: for callbacks, not the task
         if (d !== undefined && !retryStart) {
           if (d.pilot !== undefined) task.pilot = this.pilotUids.get(d.pilot);
-          if (d.sandbox !== undefined) task.setSandbox(d.sandbox, this.rt.tasks.sandboxDirs);
+          if (d.sandbox !== undefined && d.sandbox !== task.sandbox) {
+            task.setSandbox(d.sandbox, this.rt.tasks.sandboxDirs);
+          }
           if (d.exitCode !== undefined) task.exitCode = d.exitCode;
           if (d.signal !== undefined) task.signal = d.signal;
           if (d.stdout !== undefined) task.stdout = ownCopy(d.stdout);
@@ -291,10 +293,7 @@ export class TaskManager {
           if (d.result !== undefined) task.result = d.result;
           if (d.reason !== undefined) task.reason = d.reason;
         }
-        const info: StateInfo = { attempt: e.attempt, inferred: e.inferred };
         const ts = e.notification?.ts;
-        if (ts !== undefined) info.ts = ts;
-        if (d?.reason !== undefined) info.reason = d.reason;
         task.record(e.state, e.attempt, e.inferred, ts);
         if (isFinalTaskState(e.state)) {
           this.canceling.delete(task.uid);
@@ -303,7 +302,12 @@ export class TaskManager {
           if (task.reason !== undefined) f.reason = task.reason;
           finals.push(f);
         }
-        this.delivery.deliver(() => this.callbacks.fire(task, e.state, info), heard);
+        if (heard) {
+          const info: StateInfo = { attempt: e.attempt, inferred: e.inferred };
+          if (ts !== undefined) info.ts = ts;
+          if (d?.reason !== undefined) info.reason = d.reason;
+          this.delivery.deliver(() => this.callbacks.fire(task, e.state, info));
+        } else this.delivery.deliver(unheard, false);
         this.waiters.update(task.uid, e.state);
       }
       if (!delivered && n.detail !== undefined && n.attempt === task.attempt) {
@@ -322,3 +326,6 @@ export class TaskManager {
     if (handedBack.length > 0) this.rt.pipeline.handedBackInStore(handedBack);
   }
 }
+
+/** The callback event of a state no callback listens to: counted, nothing to run. */
+const unheard = (): void => undefined;

@@ -214,7 +214,17 @@ export class AgentSchedulerCore {
   }
 
   private neverFits(r: Request): Reason | undefined {
-    if (r.home) return this.neverFitsHome(r);
+    // the nodes never change: a request that fits once always does (a bulk asks it per task)
+    if (this.fitting.has(r.key)) return undefined;
+    const why = r.home ? this.neverFitsHome(r) : this.neverFitsAnywhere(r);
+    if (why === undefined) this.fitting.add(r.key);
+    return why;
+  }
+
+  /** Keys of requests found to fit the pilot. */
+  private readonly fitting = new Set<string>();
+
+  private neverFitsAnywhere(r: Request): Reason | undefined {
     const fits =
       r.ranks === 1 || r.colocate !== undefined
         ? this.sizes.some((s) => ranksPerEmptyNode(r, s.spec) >= r.ranks)

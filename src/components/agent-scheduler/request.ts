@@ -58,19 +58,9 @@ export function requestOf(d: TaskDescription): Request | { error: string } {
     home: d.mode === 'function',
     lane: isLaneCall(d),
   };
-  const key = [
-    r.priority,
-    r.ranks,
-    r.cores,
-    r.gpus,
-    r.share,
-    r.memMb,
-    r.gpuIndices?.join(',') ?? '',
-    r.colocate ?? '',
-    r.exclusive ?? '',
-    r.home ? 'home' : '',
-    r.lane ? 'lane' : '',
-  ].join('|');
+  const place = `${r.gpuIndices?.join(',') ?? ''}|${r.colocate ?? ''}|${r.exclusive ?? ''}`;
+  const where = r.lane ? 'lane' : r.home ? 'home' : '';
+  const key = `${r.priority}|${r.ranks}|${r.cores}|${r.gpus}|${r.share}|${r.memMb}|${place}|${where}`;
   return { ...r, key };
 }
 
