@@ -157,6 +157,8 @@ export class UpdateWorker {
   /**
    * Takes notifications from this process's own components: no queue, no decoding, no
    * validation (they were never outside the process); batched and acknowledged as pulled ones.
+   * Hand them over gathered (one bulk per turn, not one per notification): with no batch in
+   * flight, each take is sent at once.
    */
   take(notifications: readonly Notification[]): void {
     if (this.closing !== undefined) {
@@ -165,7 +167,10 @@ export class UpdateWorker {
     }
     this.counts.received += notifications.length;
     for (const n of notifications) this.buffer.push(n);
-    if (this.buffer.length >= this.opts.batchSize) this.flush(false);
+    // what a process hands over is gathered per turn already (CoalescingSender): with no batch
+    // in flight it goes now, not a turn later
+    if (this.unacked.size === 0) this.flush(true);
+    else if (this.buffer.length >= this.opts.batchSize) this.flush(false);
     this.armFlush();
     this.pulled();
   }
