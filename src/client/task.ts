@@ -1,5 +1,5 @@
 import type { Reason, TaskDescription } from '../generated';
-import type { Interner } from '../lib/strings';
+import { ownCopy, type Interner } from '../lib/strings';
 import { TASK_STATES, isFinalTaskState, type TaskState } from '../states/task-model';
 
 /** What a state callback gets besides the task and the state. */
