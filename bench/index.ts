@@ -25,7 +25,6 @@ export const INFRASTRUCTURE = [
   'functions-dask',
   'harness',
   'index',
-  'process-cpu',
   'profile-summary',
   'references',
   'run',

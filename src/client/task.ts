@@ -1,5 +1,6 @@
 import type { Reason, TaskDescription } from '../generated';
-import { ownCopy, type Interner } from '../lib/strings';
+import type { Interner } from '../lib/strings';
+import { ownCopy } from '../lib/strings';
 import { TASK_STATES, isFinalTaskState, type TaskState } from '../states/task-model';
 
 /** What a state callback gets besides the task and the state. */
@@ -194,8 +195,7 @@ export class Task {
       this.sandboxDir = dirs.get(dir);
       this.sandboxPath = undefined;
     } else {
-      // one copy for all the tasks that ran in their pilot's sandbox (function calls)
-      this.sandboxPath = dirs.get(path);
+      this.sandboxPath = ownCopy(path);
       this.sandboxDir = undefined;
     }
   }

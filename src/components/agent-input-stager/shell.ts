@@ -18,7 +18,7 @@ export class AgentInputStagerShell implements AgentInputStagerEffects {
 
   constructor(
     private readonly deps: ShellDeps,
-    private readonly pilotSandbox: string,
+    pilotSandbox: string,
     /** The `transfer` action's way to the client; none: such directives fail the task. */
     private readonly transfers?: Transfers,
   ) {
@@ -34,9 +34,7 @@ export class AgentInputStagerShell implements AgentInputStagerEffects {
   }
 
   stage(tasks: TaskRecord[]): void {
-    // a task the core gave the pilot's sandbox has nothing to make
-    const shared = (t: TaskRecord): boolean => t.sandbox === this.pilotSandbox;
-    makeSandboxes(tasks, (results) => this.core.onStaged(results), shared);
+    makeSandboxes(tasks, (results) => this.core.onStaged(results));
   }
 
   stageInput(work: { uid: string; steps: StagingStep[] }[]): void {
