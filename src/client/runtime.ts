@@ -163,6 +163,8 @@ export class ClientRuntime {
       session: this.uid,
       logger: this.log.child({ component: 'StoreServer' }),
     });
+    // before the control socket is bound: a resumed session's agents reconnect to it at once
+    this.security?.admitJournaled(this.resumed);
     const control = await openSessionControl(
       this.uid,
       listenAt,

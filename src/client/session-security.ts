@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { UsageError } from '../errors';
 import type { Logger } from '../lib/logger';
 import { PRIVATE_FILE } from '../lib/private-files';
+import type { JournalEntry } from './journal';
 import {
   newKeyPair,
   type ClientSecurity,
@@ -62,6 +63,20 @@ export class SessionSecurity {
     for (const domain of [this.pilotDomain(pilot), this.session]) {
       this.domains.add(domain);
       this.zap.admit(domain, pilot, publicKey, this.log);
+    }
+  }
+
+  /**
+   * A resumed session: admits the keys of every pilot its journal holds, before any socket is
+   * bound. Its agents reconnect as soon as the shared control socket is, and ZeroMQ does not
+   * retry a connection the ZAP handler refused: an agent refused in the moment before its
+   * PilotManager re-opened its links would never hear this client again (and be lost).
+   */
+  admitJournaled(entries: readonly JournalEntry[]): void {
+    for (const e of entries) {
+      if (e.t !== 'pilots') continue;
+      for (const p of e.pilots)
+        if (p.link.publicKey !== undefined) this.admit(p.uid, p.link.publicKey);
     }
   }
 
