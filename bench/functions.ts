@@ -9,6 +9,9 @@
  *   started the workers.
  * - `function_round_trip_ms_p50` / `_p99`: one call at a time (200; 10 when quick), submit to
  *   its DONE callback, on the client's monotonic clock.
+ * - `client_cpu_us_per_task`, `agent_cpu_us_per_task`, `workers_cpu_us_per_task`: CPU time
+ *   (user + system) of the client, the agent and the function workers over the run of N, per
+ *   call (bench/process-cpu.ts): steadier than the rate on a shared box.
  *
  * Peer, in the same run after the pilot is gone: Dask distributed from Debian, a LocalCluster of
  * one single-threaded worker process per core, a no-op Python function: `dask_function_tasks_per_s`
@@ -31,6 +34,7 @@ import {
   type BenchOptions,
   type Figure,
 } from './harness';
+import { cpuNow, cpuSince } from './process-cpu';
 import { peersForRun } from './references';
 
 export const name = 'functions';
@@ -57,11 +61,27 @@ export async function run({ quick, emit }: BenchOptions): Promise<void> {
       await runAll('functions', tmgr, calls(1));
       trips.push(secondsBetween(t0, nowNs()) * 1000);
     }
+    const cpu0 = cpuNow();
     const secs = await runAll('functions', tmgr, calls(n));
-    return { cores: pilot.cores, trips, rate: n / secs };
+    const cpu = cpuSince(cpu0);
+    return { cores: pilot.cores, trips, rate: n / secs, cpu };
   });
   const context = { tasks: n, cores: ours.cores };
   emit({ metric: 'function_tasks_per_s', value: sig(ours.rate), unit: '1/s', ...context });
+  for (const role of ['client', 'agent', 'workers'] as const) {
+    // a few hundred calls may take less than one tick (10 ms) of a child: nothing measured
+    if (ours.cpu[role] <= 0) {
+      log(`skipped ${role}_cpu_us_per_task: no CPU time measured`);
+      continue;
+    }
+    emit({
+      metric: `${role}_cpu_us_per_task`,
+      value: sig(ours.cpu[role] / n),
+      unit: 'us',
+      ...context,
+      timed: 'CPU time (user + system) of the process(es) over the run of N, per task',
+    });
+  }
   emit({
     metric: 'function_round_trip_ms_p50',
     value: sig(percentile(ours.trips, 0.5)),

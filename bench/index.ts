@@ -25,6 +25,7 @@ export const INFRASTRUCTURE = [
   'functions-dask',
   'harness',
   'index',
+  'process-cpu',
   'profile-summary',
   'references',
   'run',

@@ -10,7 +10,6 @@ import { AgentSchedulerShell } from '../components/agent-scheduler/shell';
 import { ExecutorShell } from '../components/executor/shell';
 import { QueueSet } from '../components/shared/queue-set';
 import { sendLogged } from '../components/shared/shell';
-import { Bridge } from '../transport/bridge';
 import { ControlBus } from '../transport/control-bus';
 import { UpdateWorker } from '../updater/update-worker';
 import { FirstSight } from './first-sight';
@@ -92,13 +91,8 @@ export class Agent {
     this.log.info('agent resources', { resource: cfg.resource ?? 'local', nodes: this.nodes });
     // probed while the queues are built (under Slurm it runs commands and a one-rank step)
     const setup = launchSetup(cfg, this.nodes, this.log);
-    // UpdateWorkers attach to the updates queue by address (they could run elsewhere); the
-    // task hops inside the agent are local queues (LocalQueue: the hot path is their latency)
-    const updates = await Bridge.queue(
-      `inproc://${cfg.pilot}/updates/in`,
-      `inproc://${cfg.pilot}/updates/out`,
-    );
-    this.queues.addBridges(updates);
+    // the task hops inside the agent are local queues (LocalQueue: the hot path is their
+    // latency), and the UpdateWorkers take the components' notifications in this process
     const queueLog = this.log.child({ component: 'queues' });
     const hops = new AgentTaskQueues(this.queues, queueLog);
     const C = COMPONENTS;
@@ -107,12 +101,10 @@ export class Agent {
     const toOutput = hops.into(C.agentOutputStager);
     const toUnschedule = this.queues.local<{ uid: string }>('unschedule', queueLog);
     const toClient = this.queues.sender(cfg.addresses.managerOutput, cfg.curve);
-    const toUpdates = this.queues.sender(updates.endpoints.in);
 
     for (let i = 0; i < (cfg.updateWorkers ?? 2); i++) {
       this.workers.push(
         UpdateWorker.start({
-          updatesAddress: updates.endpoints.out,
           storeAddress: cfg.addresses.store,
           session: cfg.session,
           pilot: cfg.pilot,
@@ -122,7 +114,7 @@ export class Agent {
         }),
       );
     }
-    const notes = new AgentNotifications(toUpdates, this.log);
+    const notes = new AgentNotifications(this.workers, this.log);
     this.notes = notes;
     if (cfg.addresses.files !== undefined) {
       this.files = new FileChannel({

@@ -2,33 +2,44 @@ import type { Logger } from '../lib/logger';
 import { errorMeta } from '../errors';
 import type { Notification } from '../states/notification';
 import { CoalescingSender } from '../transport/coalescing-sender';
-import type { QueueSender } from '../transport/queue';
+import { published } from '../components/shared/transition';
+import type { UpdateWorker } from '../updater/update-worker';
 
 /**
- * Every component's notifications, one message per turn onto the updates queue, counted so a
- * shutdown knows when the UpdateWorkers have pulled them all.
+ * Every component's notifications, gathered per turn and handed to the agent's UpdateWorkers
+ * (one bulk to each in turn), counted so a shutdown knows when the workers have taken them all.
+ * The workers run in this process: the bulk goes to them as it is, never encoded on the way.
  */
 export class AgentNotifications {
   private readonly sender: CoalescingSender<Notification>;
   private sent = 0;
+  private next = 0;
 
-  constructor(updates: Pick<QueueSender, 'send'>, log: Logger) {
-    this.sender = new CoalescingSender<Notification>(updates, (e: unknown) =>
+  constructor(workers: readonly Pick<UpdateWorker, 'take'>[], log: Logger) {
+    const take = (bulk: unknown): Promise<void> => {
+      const w = workers[this.next++ % workers.length];
+      if (w === undefined) return Promise.reject(new Error('no UpdateWorker takes notifications'));
+      w.take(bulk as Notification[]);
+      return Promise.resolve();
+    };
+    this.sender = new CoalescingSender<Notification>({ send: take }, (e: unknown) =>
       log.error('notify: send failed', errorMeta(e)),
     );
   }
 
-  /** Notifications handed to the updates queue so far. */
+  /** Notifications handed to the workers so far. */
   get count(): number {
     return this.sent;
   }
 
+  /** Sends what is to be published of `notifications` (quiet ones are not: see isQuiet). */
   send(notifications: readonly Notification[]): void {
-    this.sent += notifications.length;
-    this.sender.send(notifications);
+    const ns = published(notifications);
+    this.sent += ns.length;
+    this.sender.send(ns);
   }
 
-  /** Sends what is gathered now (before the senders close). */
+  /** Sends what is gathered now (before the workers close). */
   flush(): void {
     this.sender.flush();
   }

@@ -110,6 +110,8 @@ export class DeliveredCounters {
 export class DeliveryCursor {
   private events = 0;
   private readonly silentBelow: number;
+  /** Events counted since the count was last written (none heard them). */
+  private unwritten = false;
 
   constructor(
     private readonly counters: DeliveredCounters,
@@ -118,9 +120,26 @@ export class DeliveryCursor {
     this.silentBelow = counters.get(slot);
   }
 
-  deliver(fire: () => void): void {
+  /**
+   * Runs `fire` unless a previous client delivered this event. `heard`: whether any callback
+   * listens; the count of an event none hears is written by `settle()` (once per bulk, not one
+   * write per event: a crash before it repeats only events nobody heard).
+   */
+  deliver(fire: () => void, heard = true): void {
     if (this.events++ < this.silentBelow) return;
+    if (!heard) {
+      this.unwritten = true;
+      return;
+    }
     fire();
+    this.unwritten = false;
+    this.counters.set(this.slot, this.events);
+  }
+
+  /** Writes the count of events delivered unheard since the last write (end of a bulk). */
+  settle(): void {
+    if (!this.unwritten) return;
+    this.unwritten = false;
     this.counters.set(this.slot, this.events);
   }
 }

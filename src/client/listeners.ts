@@ -12,6 +12,11 @@ export class Listeners<A extends unknown[]> {
     return () => this.fns.delete(fn);
   }
 
+  /** Whether any callback listens (an event none hears need not be recorded as delivered). */
+  get any(): boolean {
+    return this.fns.size > 0;
+  }
+
   fire(...args: A): void {
     for (const fn of this.fns) {
       try {

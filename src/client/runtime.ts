@@ -9,11 +9,10 @@ import { nativeMemory, nativeMemoryMissing } from '../lib/native-memory';
 import type { Reason } from '../generated';
 import { parseSessionOptions } from '../lib/validate';
 import type { Notification } from '../states/notification';
-import { Bridge } from '../transport/bridge';
+import type { Bridge } from '../transport/bridge';
 import { CoalescingSender } from '../transport/coalescing-sender';
 import type { ControlBus } from '../transport/control-bus';
 import type { ControlUplinks } from '../transport/control-uplinks';
-import { QueueSender } from '../transport/queue';
 import { EmbeddedStore } from '../updater/embedded/store';
 import { StoreServer } from '../updater/embedded/store-server';
 import { UpdateWorker } from '../updater/update-worker';
@@ -33,6 +32,7 @@ import { SessionSecurity } from './session-security';
 import { TaskRegistry } from './task-registry';
 import { StoreFollower } from './store-follower';
 import { heartbeats, openSessionControl } from './session-control';
+import { published } from '../components/shared/transition';
 
 /** How often the session tells its agents it is alive (agents give up after 30 s by default). */
 const HEARTBEAT_MS = 1_000;
@@ -50,7 +50,6 @@ export class ClientRuntime {
   readonly clock: Clock = systemClock;
   private bridges: Bridge[] = [];
   private workers: UpdateWorker[] = [];
-  private updates!: QueueSender;
   private notes!: CoalescingSender<Notification>;
   private storeServer!: StoreServer;
   /** Delivers the store's notifications to the managers. */
@@ -172,22 +171,24 @@ export class ClientRuntime {
       this.security,
       this.log,
     );
-    const updates = await Bridge.queue(
-      `inproc://${this.uid}/updates/in`,
-      `inproc://${this.uid}/updates/out`,
-    );
-    this.bridges.push(control.bridge, updates);
+    this.bridges.push(control.bridge);
     this.control = control.bus;
     this.uplinks = control.uplinks;
-    this.updates = new QueueSender(updates.endpoints.in);
-    this.notes = new CoalescingSender<Notification>(this.updates, (e: unknown) =>
+    // this process's notifications go to its own workers, which append them to its own store:
+    // never encoded, sent or validated on the way (the StoreServer is for the agents)
+    const workers = this.workers;
+    let next = 0;
+    const take = (bulk: unknown): Promise<void> => {
+      workers[next++ % workers.length]!.take(bulk as Notification[]);
+      return Promise.resolve();
+    };
+    this.notes = new CoalescingSender<Notification>({ send: take }, (e: unknown) =>
       this.log.error('notify failed', errorMeta(e)),
     );
-    for (let i = 0; i < nWorkers; i++) {
+    for (let i = 0; i < Math.max(1, nWorkers); i++) {
       this.workers.push(
         UpdateWorker.start({
-          updatesAddress: updates.endpoints.out,
-          storeAddress: this.storeServer.endpoint,
+          store: this.store,
           session: this.uid,
           logger: this.log.child({ component: 'UpdateWorker', worker: i }),
           name: `${this.uid}.client.uw${i}`,
@@ -235,9 +236,9 @@ export class ClientRuntime {
     this.heartbeat = heartbeats(this.control, HEARTBEAT_MS, this.clock, this.log);
   }
 
-  /** Publishes client-side notifications onto the session's updates queue. */
+  /** Publishes client-side notifications to the session's own workers (less quiet ones). */
   notify(ns: Notification[]): void {
-    this.notes.send(ns);
+    this.notes.send(published(ns));
   }
 
   /** Every notification the store accepts, in store order, in bulks. */
@@ -417,7 +418,6 @@ export class ClientRuntime {
     }
     await this.pipeline?.close();
     this.notes?.flush();
-    await this.updates?.close();
     await Promise.all(this.workers.map((w) => w.close()));
     await closeStore(this.storeServer, this.store, () => this.follower?.endWatch());
     await this.follower?.stop();

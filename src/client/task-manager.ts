@@ -16,7 +16,7 @@ import {
   TASK_RETRY_STATE,
   type TaskState,
 } from '../states/task-model';
-import { transition } from '../components/shared/transition';
+import { taskNotification, transition } from '../components/shared/transition';
 import { Listeners } from './listeners';
 import type { Pilot } from './pilot';
 import type { DeliveryCursor } from './delivered';
@@ -177,14 +177,9 @@ export class TaskManager {
         description: task.description,
         seq: task.seq,
       };
-      notes.push({
-        kind: 'task',
-        uid: task.uid,
-        attempt: task.attempt,
-        state: 'NEW',
-        ts: now,
-        component: COMPONENTS.taskManager,
-      });
+      const mode = task.description.mode;
+      const tmgr = COMPONENTS.taskManager;
+      notes.push(taskNotification(task.uid, task.attempt, 'NEW', now, tmgr, undefined, mode));
       notes.push(transition(rec, 'TMGR_SCHEDULING_PENDING', COMPONENTS.taskManager, now));
       records.push(rec);
     }
@@ -312,6 +307,7 @@ export class TaskManager {
   private ingest(ns: Notification[]): void {
     const finals: TaskFinal[] = [];
     const handedBack: TaskRecord[] = [];
+    const heard = this.callbacks.any;
     for (const n of ns) {
       if (n.kind === 'service') {
         this.serviceReady(n);
@@ -333,7 +329,9 @@ export class TaskManager {
         // a retry's first state tells why the last attempt ended: for callbacks, not the task
         if (d !== undefined && !retryStart) {
           if (d.pilot !== undefined) task.pilot = this.pilotUids.get(d.pilot);
-          if (d.sandbox !== undefined) task.setSandbox(d.sandbox, this.rt.tasks.sandboxDirs);
+          if (d.sandbox !== undefined && d.sandbox !== task.sandbox) {
+            task.setSandbox(d.sandbox, this.rt.tasks.sandboxDirs);
+          }
           if (d.exitCode !== undefined) task.exitCode = d.exitCode;
           if (d.signal !== undefined) task.signal = d.signal;
           if (d.stdout !== undefined) task.stdout = ownCopy(d.stdout);
@@ -341,10 +339,7 @@ export class TaskManager {
           if (d.result !== undefined) task.result = d.result;
           if (d.reason !== undefined) task.reason = d.reason;
         }
-        const info: StateInfo = { attempt: e.attempt, inferred: e.inferred };
         const ts = e.notification?.ts;
-        if (ts !== undefined) info.ts = ts;
-        if (d?.reason !== undefined) info.reason = d.reason;
         task.record(e.state, e.attempt, e.inferred, ts);
         if (isFinalTaskState(e.state)) {
           this.canceling.delete(task.uid);
@@ -357,7 +352,12 @@ export class TaskManager {
             this.readiness.update(task.uid, 'final');
           }
         }
-        this.delivery.deliver(() => this.callbacks.fire(task, e.state, info));
+        if (heard) {
+          const info: StateInfo = { attempt: e.attempt, inferred: e.inferred };
+          if (ts !== undefined) info.ts = ts;
+          if (d?.reason !== undefined) info.reason = d.reason;
+          this.delivery.deliver(() => this.callbacks.fire(task, e.state, info));
+        } else this.delivery.deliver(unheard, false);
         this.waiters.update(task.uid, e.state);
       }
       if (delivered && isService(task)) this.announceReady(task);
@@ -372,6 +372,7 @@ export class TaskManager {
         }
       }
     }
+    this.delivery.settle();
     this.rt.pipeline.tasksFinal(finals);
     if (handedBack.length > 0) this.rt.pipeline.handedBackInStore(handedBack);
   }
@@ -406,3 +407,6 @@ const READY_OR_FINAL: ReadonlySet<'ready' | 'final'> = new Set(['ready', 'final'
 function isService(t: Task): boolean {
   return t.description.mode === 'service';
 }
+
+/** The callback event of a state no callback listens to: counted, nothing to run. */
+const unheard = (): void => undefined;

@@ -1,6 +1,5 @@
 import type { Reason, TaskDescription } from '../generated';
-import type { Interner } from '../lib/strings';
-import { ownCopy } from '../lib/strings';
+import { ownCopy, type Interner } from '../lib/strings';
 import { TASK_STATES, isFinalTaskState, type TaskState } from '../states/task-model';
 
 /** What a state callback gets besides the task and the state. */
@@ -195,7 +194,8 @@ export class Task {
       this.sandboxDir = dirs.get(dir);
       this.sandboxPath = undefined;
     } else {
-      this.sandboxPath = ownCopy(path);
+      // one copy for all the tasks that ran in their pilot's sandbox (function calls)
+      this.sandboxPath = dirs.get(path);
       this.sandboxDir = undefined;
     }
   }

@@ -47,7 +47,7 @@ export class Waiters<S extends string> {
   /** Call for every delivered state. */
   update(uid: string, state: S): void {
     for (const w of this.waiters) {
-      if (!w.pending.has(uid) || !w.states.has(state)) continue;
+      if (!w.states.has(state) || !w.pending.has(uid)) continue;
       w.pending.delete(uid);
       if (w.pending.size === 0) {
         w.timer?.cancel();

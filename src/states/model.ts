@@ -47,7 +47,24 @@ export function ownerOf<S extends string>(
   from: S,
   to: S,
 ): string | undefined {
-  return model.transitions.find((t) => t.from === from && t.to === to)?.owner;
+  return ownersOf(model).get(from)?.get(to);
+}
+
+/** from -> to -> owner, built once per model: every transition of every task asks. */
+const owners = new WeakMap<StateModel<string>, Map<string, Map<string, string>>>();
+
+function ownersOf(model: StateModel<string>): Map<string, Map<string, string>> {
+  let byFrom = owners.get(model);
+  if (byFrom !== undefined) return byFrom;
+  byFrom = new Map();
+  for (const t of model.transitions) {
+    let byTo = byFrom.get(t.from);
+    if (byTo === undefined) byFrom.set(t.from, (byTo = new Map<string, string>()));
+    // the first listed wins, as a scan of the list would find it
+    if (!byTo.has(t.to)) byTo.set(t.to, t.owner);
+  }
+  owners.set(model, byFrom);
+  return byFrom;
 }
 
 /**

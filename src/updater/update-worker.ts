@@ -1,21 +1,25 @@
 import { randomBytes } from 'node:crypto';
-import * as zmq from 'zeromq';
-import { clientOptions, type ClientSecurity } from '../transport/curve';
-import { MAX_MESSAGE_BYTES } from '../transport/frames';
+import type { ClientSecurity } from '../transport/curve';
 import type { Notification, StoreReply, StoreRequest } from '../generated';
 import { coerceError, errorMeta, UsageError, ValidationError } from '../errors';
 import { deferred, withTimeout, type Deferred } from '../lib/deferred';
 import type { Logger } from '../lib/logger';
-import { parseNotificationBulk, parseStoreReply } from '../lib/validate';
-import { decode, encode } from '../transport/codec';
+import { parseNotificationBulk } from '../lib/validate';
 import { QueueReceiver } from '../transport/queue';
 import { BadMessages } from '../lib/bad-messages';
+import type { StateStore } from './state-store';
+import { LocalStoreLink, ZmqStoreLink, type StoreLink } from './store-link';
 
 export interface UpdateWorkerOptions {
-  /** A queue bridge's `out`: the worker connects a PULL socket to it. */
-  updatesAddress: string;
+  /**
+   * A queue bridge's `out`: the worker connects a PULL socket to it. Without one it takes only
+   * what its own process hands it (`take`).
+   */
+  updatesAddress?: string;
   /** A StoreServer's endpoint: the worker connects a DEALER socket to it. */
-  storeAddress: string;
+  storeAddress?: string;
+  /** Or the store of this process, appended to directly (see LocalStoreLink). */
+  store?: StateStore;
   /** The session every batch names. */
   session: string;
   /** The pilot whose agent runs this worker (none: the client's own); every batch names it. */
@@ -52,7 +56,6 @@ export interface UpdateWorkerStats {
 }
 
 interface Unacked {
-  frame: Buffer;
   count: number;
   timer: NodeJS.Timeout;
   /** Times it was sent again. */
@@ -66,8 +69,8 @@ interface Unacked {
  * append is idempotent. Notifications still queued inside the PULL socket at close() are lost.
  */
 export class UpdateWorker {
-  private readonly receiver: QueueReceiver;
-  private readonly dealer: zmq.Dealer;
+  private readonly receiver: QueueReceiver | undefined;
+  private readonly link: StoreLink;
   private readonly log: Logger;
   /** Counts the bulks this worker refuses and logs them at a bounded rate. */
   private readonly bad: BadMessages;
@@ -80,39 +83,43 @@ export class UpdateWorker {
   private room: Deferred<void> | undefined;
   /** Resolved when the last unacknowledged batch is acknowledged while closing. */
   private drained: Deferred<void> | undefined;
-  private sendChain: Promise<void> = Promise.resolve();
   private closing: Promise<void> | undefined;
   private readonly pulling: Promise<void>;
-  private readonly listening: Promise<void>;
   private seq = 0;
   private readonly counts = { received: 0, acked: 0, invalid: 0, resent: 0 };
   private readonly pulledListeners = new Set<() => void>();
 
   private constructor(
     private readonly opts: Required<
-      Omit<UpdateWorkerOptions, 'logger' | 'pilot' | 'storeSecurity'>
+      Omit<
+        UpdateWorkerOptions,
+        'logger' | 'pilot' | 'storeSecurity' | 'updatesAddress' | 'storeAddress' | 'store'
+      >
     > &
-      Pick<UpdateWorkerOptions, 'logger' | 'pilot' | 'storeSecurity'>,
+      Pick<
+        UpdateWorkerOptions,
+        'logger' | 'pilot' | 'storeSecurity' | 'updatesAddress' | 'storeAddress' | 'store'
+      >,
   ) {
-    this.dealer = new zmq.Dealer({
-      linger: 0,
-      maxMessageSize: MAX_MESSAGE_BYTES,
-      ...clientOptions(opts.storeSecurity),
-    });
     this.log = opts.logger.child({ component: 'update-worker', worker: opts.name });
     this.bad = new BadMessages(this.log);
     // Random part: batch ids stay unique across restarts of a worker with the same name.
     this.prefix = `${opts.name}.${randomBytes(4).toString('hex')}`;
-    this.receiver = new QueueReceiver(opts.updatesAddress);
-    this.dealer.connect(opts.storeAddress);
+    const onReply = (reply: StoreReply): void => this.onReply(reply);
+    if (opts.store !== undefined) this.link = new LocalStoreLink(opts.store, onReply);
+    else if (opts.storeAddress !== undefined) {
+      this.link = new ZmqStoreLink(opts.storeAddress, opts.storeSecurity, onReply, this.log);
+    } else throw new UsageError('UpdateWorker needs a storeAddress or a store');
+    this.receiver =
+      opts.updatesAddress !== undefined ? new QueueReceiver(opts.updatesAddress) : undefined;
     this.pulling = this.pull();
-    this.listening = this.listen();
   }
 
   static start(opts: UpdateWorkerOptions): UpdateWorker {
     return new UpdateWorker({
-      updatesAddress: opts.updatesAddress,
-      storeAddress: opts.storeAddress,
+      ...(opts.updatesAddress !== undefined ? { updatesAddress: opts.updatesAddress } : {}),
+      ...(opts.storeAddress !== undefined ? { storeAddress: opts.storeAddress } : {}),
+      ...(opts.store !== undefined ? { store: opts.store } : {}),
       session: opts.session,
       ...(opts.pilot !== undefined ? { pilot: opts.pilot } : {}),
       ...(opts.storeSecurity !== undefined ? { storeSecurity: opts.storeSecurity } : {}),
@@ -147,8 +154,29 @@ export class UpdateWorker {
     return this.closing;
   }
 
+  /**
+   * Takes notifications from this process's own components: no queue, no decoding, no
+   * validation (they were never outside the process); batched and acknowledged as pulled ones.
+   * Hand them over gathered (one bulk per turn, not one per notification): with no batch in
+   * flight, each take is sent at once.
+   */
+  take(notifications: readonly Notification[]): void {
+    if (this.closing !== undefined) {
+      this.log.warn('notifications taken after close: dropped', { count: notifications.length });
+      return;
+    }
+    this.counts.received += notifications.length;
+    for (const n of notifications) this.buffer.push(n);
+    // what a process hands over is gathered per turn already (CoalescingSender): with no batch
+    // in flight it goes now, not a turn later
+    if (this.unacked.size === 0) this.flush(true);
+    else if (this.buffer.length >= this.opts.batchSize) this.flush(false);
+    this.armFlush();
+    this.pulled();
+  }
+
   private async shutdown(ackWaitMs: number): Promise<void> {
-    this.receiver.close();
+    this.receiver?.close();
     this.room?.resolve();
     await this.pulling;
     this.flush(true);
@@ -163,12 +191,12 @@ export class UpdateWorker {
       });
     }
     for (const u of this.unacked.values()) clearTimeout(u.timer);
-    this.dealer.close();
-    await this.listening;
+    await this.link.close();
     this.log.info('update worker closed', { ...this.stats() });
   }
 
   private async pull(): Promise<void> {
+    if (this.receiver === undefined) return;
     try {
       for await (const message of this.receiver.messages()) {
         if (message.ok) this.accept(message.value);
@@ -248,14 +276,12 @@ export class UpdateWorker {
       ...(this.opts.pilot !== undefined ? { pilot: this.opts.pilot } : {}),
       notifications,
     };
-    const frame = encode(request);
     this.unacked.set(request.batch, {
-      frame,
       count: notifications.length,
       timer: this.armResend(request.batch),
       resent: 0,
     });
-    this.transmit(frame);
+    this.link.send(request);
   }
 
   private armResend(batch: string): NodeJS.Timeout {
@@ -267,35 +293,8 @@ export class UpdateWorker {
       const level = u.resent++ === 0 ? 'warn' : 'debug';
       this.log[level]('store ack timed out, re-sending batch', { batch, count: u.count });
       u.timer = this.armResend(batch);
-      this.transmit(u.frame);
+      this.link.resend(batch);
     }, this.opts.ackTimeoutMs);
-  }
-
-  /** zeromq.js allows one pending send per socket; a failed send is covered by the re-send. */
-  private transmit(frame: Buffer): void {
-    this.sendChain = this.sendChain
-      .then(() => this.dealer.send(frame))
-      .catch((e: unknown) => {
-        if (!this.dealer.closed) this.log.warn('store request not sent', errorMeta(e));
-      });
-  }
-
-  private async listen(): Promise<void> {
-    try {
-      for await (const [frame] of this.dealer) {
-        if (frame === undefined) continue;
-        let reply: StoreReply;
-        try {
-          reply = parseStoreReply(decode(frame));
-        } catch (e) {
-          this.log.warn('invalid store reply', { error: coerceError(e).message });
-          continue;
-        }
-        this.onReply(reply);
-      }
-    } catch (e) {
-      if (!this.dealer.closed) this.log.error('update worker stopped listening', errorMeta(e));
-    }
   }
 
   private onReply(reply: StoreReply): void {
@@ -322,6 +321,7 @@ export class UpdateWorker {
     }
     clearTimeout(u.timer);
     this.unacked.delete(reply.batch);
+    this.link.forget(reply.batch);
     if (this.unacked.size < this.opts.maxInFlight) this.room?.resolve();
     if (this.unacked.size === 0) {
       this.drained?.resolve();

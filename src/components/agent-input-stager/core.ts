@@ -18,8 +18,19 @@ import type { AgentInputStagerEffects } from './effects';
 const ME = COMPONENTS.agentInputStager;
 
 /**
- * Owns AGENT_STAGING_INPUT: gives each task its sandbox inside the pilot's sandbox, then has
- * its input directives performed (a task with none goes straight on).
+ * Whether a task gets a sandbox directory of its own. A function task runs in a warm worker and
+ * writes no stdout or stderr files, so it gets one only when it has staging directives (which
+ * name files in it); else it runs in the pilot's sandbox, and no directory or task.json is made.
+ */
+export function needsOwnSandbox(task: TaskRecord): boolean {
+  const d = task.description;
+  if (d.mode !== 'function') return true;
+  return (d.inputStaging?.length ?? 0) > 0 || (d.outputStaging?.length ?? 0) > 0;
+}
+
+/**
+ * Owns AGENT_STAGING_INPUT: gives each task its sandbox inside the pilot's sandbox (see
+ * needsOwnSandbox), then has its input directives performed (a task with none goes straight on).
  */
 export class AgentInputStagerCore {
   /** Tasks whose sandbox is being made. */
@@ -47,7 +58,7 @@ export class AgentInputStagerCore {
     for (const task of tasks) {
       if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       notes.push(transition(task, 'AGENT_STAGING_INPUT', ME, now));
-      task.sandbox = `${this.pilotSandbox}/${task.uid}`;
+      task.sandbox = needsOwnSandbox(task) ? `${this.pilotSandbox}/${task.uid}` : this.pilotSandbox;
       this.staging.set(task.uid, task);
       work.push(task);
     }
@@ -124,7 +135,8 @@ export class AgentInputStagerCore {
   }
 
   private done(task: TaskRecord, now: number, notes: Notification[], out: TaskRecord[]): void {
-    const detail = task.sandbox !== undefined ? { sandbox: task.sandbox } : undefined;
+    const own = task.sandbox !== undefined && task.sandbox !== this.pilotSandbox;
+    const detail = own ? { sandbox: task.sandbox! } : undefined;
     notes.push(transition(task, 'AGENT_SCHEDULING_PENDING', ME, now, detail));
     out.push(task);
   }

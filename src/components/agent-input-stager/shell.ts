@@ -18,7 +18,7 @@ export class AgentInputStagerShell implements AgentInputStagerEffects {
 
   constructor(
     private readonly deps: ShellDeps,
-    pilotSandbox: string,
+    private readonly pilotSandbox: string,
     /** The `transfer` action's way to the client; none: such directives fail the task. */
     private readonly transfers?: Transfers,
   ) {
@@ -34,7 +34,9 @@ export class AgentInputStagerShell implements AgentInputStagerEffects {
   }
 
   stage(tasks: TaskRecord[]): void {
-    makeSandboxes(tasks, (results) => this.core.onStaged(results));
+    // a task the core gave the pilot's sandbox has nothing to make
+    const shared = (t: TaskRecord): boolean => t.sandbox === this.pilotSandbox;
+    makeSandboxes(tasks, (results) => this.core.onStaged(results), shared);
   }
 
   stageInput(work: { uid: string; steps: StagingStep[] }[]): void {

@@ -38,14 +38,21 @@ export class AgentOutputStagerCore {
     checkArrivals(tasks, 'AGENT_STAGING_OUTPUT_PENDING', 'AGENT_STAGING_OUTPUT', ME);
     const now = this.clock.now();
     const notes: Notification[] = [];
+    const out: TaskRecord[] = [];
     const work: TaskRecord[] = [];
+    const directives: { uid: string; steps: StagingStep[] }[] = [];
     for (const task of tasks) {
       if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       notes.push(transition(task, 'AGENT_STAGING_OUTPUT', ME, now));
+      // a function call writes no stdout or stderr files: no tails to read
+      if (task.description.mode === 'function') {
+        this.collected(task, '', '', now, notes, out, directives);
+        continue;
+      }
       this.collecting.set(task.uid, task);
       work.push(task);
     }
-    if (notes.length > 0) this.effects.notify(notes);
+    this.hand(notes, out, directives);
     if (work.length > 0) this.effects.collect(work);
   }
 
@@ -58,25 +65,47 @@ export class AgentOutputStagerCore {
       const task = this.collecting.get(r.uid);
       if (task === undefined) continue;
       this.collecting.delete(r.uid);
-      task.stdout = r.stdout;
-      task.stderr = r.stderr;
-      const ran = task.exitCode != null || task.signal != null;
-      if (!ran || (task.staging?.output.length ?? 0) === 0) {
-        this.finish(task, [], now, notes, out);
-        continue;
-      }
-      const plan = agentSteps(task, 'output', this.pilotSandbox);
-      if ('error' in plan) {
-        const bad = { index: plan.index, path: '', errno: 'EINVAL', text: plan.error };
-        this.finish(task, [bad], now, notes, out);
-        continue;
-      }
-      this.directing.set(task.uid, task);
-      work.push({ uid: task.uid, steps: plan.steps });
+      this.collected(task, r.stdout, r.stderr, now, notes, out, work);
     }
+    this.hand(notes, out, work);
+  }
+
+  /** The effects of one handler call, each kind as one bulk. */
+  private hand(
+    notes: Notification[],
+    out: TaskRecord[],
+    work: { uid: string; steps: StagingStep[] }[],
+  ): void {
     if (notes.length > 0) this.effects.notify(notes);
     if (out.length > 0) this.effects.forward(out);
     if (work.length > 0) this.effects.stageOutput(work);
+  }
+
+  /** A task's tails are in: hand it back, or have its output directives performed first. */
+  private collected(
+    task: TaskRecord,
+    stdout: string,
+    stderr: string,
+    now: number,
+    notes: Notification[],
+    out: TaskRecord[],
+    work: { uid: string; steps: StagingStep[] }[],
+  ): void {
+    task.stdout = stdout;
+    task.stderr = stderr;
+    const ran = task.exitCode != null || task.signal != null;
+    if (!ran || (task.staging?.output.length ?? 0) === 0) {
+      this.finish(task, [], now, notes, out);
+      return;
+    }
+    const plan = agentSteps(task, 'output', this.pilotSandbox);
+    if ('error' in plan) {
+      const bad = { index: plan.index, path: '', errno: 'EINVAL', text: plan.error };
+      this.finish(task, [bad], now, notes, out);
+      return;
+    }
+    this.directing.set(task.uid, task);
+    work.push({ uid: task.uid, steps: plan.steps });
   }
 
   /** The output directives of tasks were performed: every failure is kept. */

@@ -92,9 +92,12 @@ export class AgentSchedulerCore {
     nodes: readonly NodeResources[],
     /** The agent's node by name (default: the first). */
     homeName?: string,
+    /** Most plain function calls queued in one worker (LANE_DEPTH; 1: a core per call). */
+    laneDepth?: number,
   ) {
     this.nodes = nodes.map((spec, i) => new NodeState(i, spec));
     this.home = this.nodes.find((n) => n.spec.name === homeName) ?? this.nodes[0];
+    if (this.home !== undefined && laneDepth !== undefined) this.home.laneDepth = laneDepth;
     this.index = new NodeIndex(
       Math.max(0, ...nodes.map((n) => n.cores)),
       Math.max(0, ...nodes.map((n) => n.gpus)),
@@ -211,7 +214,17 @@ export class AgentSchedulerCore {
   }
 
   private neverFits(r: Request): Reason | undefined {
-    if (r.home) return this.neverFitsHome(r);
+    // the nodes never change: a request that fits once always does (a bulk asks it per task)
+    if (this.fitting.has(r.key)) return undefined;
+    const why = r.home ? this.neverFitsHome(r) : this.neverFitsAnywhere(r);
+    if (why === undefined) this.fitting.add(r.key);
+    return why;
+  }
+
+  /** Keys of requests found to fit the pilot. */
+  private readonly fitting = new Set<string>();
+
+  private neverFitsAnywhere(r: Request): Reason | undefined {
     const fits =
       r.ranks === 1 || r.colocate !== undefined
         ? this.sizes.some((s) => ranksPerEmptyNode(r, s.spec) >= r.ranks)
@@ -357,6 +370,8 @@ export class AgentSchedulerCore {
         ? (n: NodeState) => ranksFitFree(r, n) >= r.ranks
         : (n: NodeState) => rankFitsFree(r, n);
     const ok = (n: NodeState): boolean => this.mayUse(uid, r, n) && fits(n);
+    // a lane is a core's worker on the agent's node, whatever its free cores (lanes.ts)
+    if (r.lane) return this.home !== undefined && ok(this.home) ? this.home : undefined;
     if (r.colocate !== undefined) {
       const c = this.colocated.get(r.colocate);
       if (c !== undefined) return ok(c.node) ? c.node : undefined;

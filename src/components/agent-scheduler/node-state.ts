@@ -1,3 +1,6 @@
+import { LANE_DEPTH } from '../shared/lane-calls';
+import type { Lane } from './lanes';
+
 /** GPU capacity is counted in thousandths, so shares add up exactly (0.25 + 0.75 = 1). */
 export const GPU_UNIT = 1000;
 
@@ -24,6 +27,13 @@ export class NodeState {
   exclusiveSlots = 0;
   /** The waiting task this node is held for (no other task may be placed here). */
   reservedFor: string | undefined;
+  /**
+   * Function call lanes: core -> calls placed on it (see Request.lane). A lane's core is taken
+   * from `freeCores` by its first call and given back when its last one leaves.
+   */
+  readonly lanes = new Map<number, Lane>();
+  /** Most calls one lane holds (LANE_DEPTH unless the scheduler was told otherwise). */
+  laneDepth = LANE_DEPTH;
 
   constructor(
     readonly index: number,

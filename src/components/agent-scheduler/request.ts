@@ -1,4 +1,6 @@
 import type { TaskDescription } from '../../generated';
+import { isLaneCall } from '../shared/lane-calls';
+import { laneWithRoom } from './lanes';
 import { GPU_UNIT, type NodeResources, type NodeState } from './node-state';
 
 /** What one rank asks for, plus the placement rules of its task. */
@@ -16,6 +18,11 @@ export interface Request {
   priority: number;
   /** Only the agent's own node (function tasks: its warm workers run there). */
   home: boolean;
+  /**
+   * A plain function call (isLaneCall): it may queue in a lane, the worker of a core that runs
+   * other such calls, up to the lane depth (lanes.ts).
+   */
+  lane: boolean;
   /** Tasks with equal keys compete for exactly the same capacity. */
   key: string;
 }
@@ -49,19 +56,11 @@ export function requestOf(d: TaskDescription): Request | { error: string } {
     exclusive: d.tags?.exclusive,
     priority: d.priority ?? 0,
     home: d.mode === 'function',
+    lane: isLaneCall(d),
   };
-  const key = [
-    r.priority,
-    r.ranks,
-    r.cores,
-    r.gpus,
-    r.share,
-    r.memMb,
-    r.gpuIndices?.join(',') ?? '',
-    r.colocate ?? '',
-    r.exclusive ?? '',
-    r.home ? 'home' : '',
-  ].join('|');
+  const place = `${r.gpuIndices?.join(',') ?? ''}|${r.colocate ?? ''}|${r.exclusive ?? ''}`;
+  const where = r.lane ? 'lane' : r.home ? 'home' : '';
+  const key = `${r.priority}|${r.ranks}|${r.cores}|${r.gpus}|${r.share}|${r.memMb}|${place}|${where}`;
   return { ...r, key };
 }
 
@@ -85,6 +84,7 @@ export function ranksPerEmptyNode(r: Request, n: NodeResources): number {
 
 /** Whether one rank of `r` fits the node's free capacity now (ownership is checked elsewhere). */
 export function rankFitsFree(r: Request, n: NodeState): boolean {
+  if (r.lane && laneWithRoom(n) !== undefined) return true;
   if (r.cores > n.freeCores.length || r.memMb > n.memFree) return false;
   if (r.gpuIndices !== undefined) return r.gpuIndices.every((i) => n.gpuFree[i] === 1000);
   if (r.share > 0) return n.wholeGpus > 0 || n.bestPartial >= r.share;

@@ -1,4 +1,5 @@
 import type { TaskRecord } from '../../generated';
+import { enterLane, leaveLane } from './lanes';
 import { GPU_UNIT, type NodeState } from './node-state';
 import type { Request } from './request';
 
@@ -12,10 +13,16 @@ export interface Hold {
   /** Thousandths taken from each of `gpus`. */
   take: number;
   memMb: number;
+  /** A call in a lane (its core is the lane's, given back with the lane's last call). */
+  lane?: true;
 }
 
 /** Takes one rank's resources on `n` (the caller checked that they are free). */
 export function takeRank(n: NodeState, r: Request): Hold {
+  if (r.lane) {
+    n.slots++;
+    return { node: n, cores: [enterLane(n)], gpus: [], take: GPU_UNIT, memMb: 0, lane: true };
+  }
   const cores = n.freeCores.splice(n.freeCores.length - r.cores, r.cores).reverse();
   let gpus: number[] = [];
   let take = GPU_UNIT;
@@ -41,6 +48,11 @@ export function takeRank(n: NodeState, r: Request): Hold {
 /** Gives a rank's resources back. */
 export function giveBack(h: Hold): void {
   const n = h.node;
+  if (h.lane === true) {
+    leaveLane(n, h.cores[0]!);
+    n.slots--;
+    return;
+  }
   n.freeCores.push(...h.cores);
   for (const g of h.gpus) {
     n.gpuFree[g] = n.gpuFree[g]! + h.take;

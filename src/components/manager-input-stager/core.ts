@@ -2,6 +2,7 @@ import type { Reason, TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
 import type { TaskFinal } from '../../states/task-final';
 import type { Notification } from '../../states/notification';
+import { handOffNamesPilot } from '../../states/quiet-states';
 import { COMPONENTS, type AbortedTaskState } from '../../states/task-model';
 import { cancelIfAsked } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
@@ -67,7 +68,9 @@ export class ManagerInputStagerCore {
       // a retry resolves again: another task may have run meanwhile
       if (resolved.staging !== undefined) task.staging = resolved.staging;
       else delete task.staging;
-      notes.push(transition(task, 'AGENT_STAGING_INPUT_PENDING', ME, now));
+      // a task whose assignment to the pilot was quiet names it here (resume needs it)
+      const named = handOffNamesPilot(task.description.mode) ? { pilot } : undefined;
+      notes.push(transition(task, 'AGENT_STAGING_INPUT_PENDING', ME, now, named));
       let list = byPilot.get(pilot);
       if (list === undefined) byPilot.set(pilot, (list = []));
       list.push(task);

@@ -8,7 +8,7 @@ import { CancelSet, reason } from '../shared/reasons';
 import { checkArrivals, transition } from '../shared/transition';
 import { DependencyGate, dependenciesOf, type Unmet } from './dependencies';
 import type { ManagerSchedulerEffects } from './effects';
-import { PilotRoom, sizeOf } from './pilot-room';
+import { PilotRoom, sizeOf, type Size } from './pilot-room';
 import { ReadyQueue } from './ready-queue';
 
 const ME = COMPONENTS.managerScheduler;
@@ -42,7 +42,7 @@ export class ManagerSchedulerCore {
   /** Tasks pinned to a pilot that is not active yet, by pilot. */
   private readonly parked = new Map<string, TaskRecord[]>();
   /** Tasks given to a pilot and neither back nor ended: what they hold of its room. */
-  private readonly held = new Map<string, { pilot: PilotRoom; cores: number; gpus: number }>();
+  private readonly held = new Map<string, { pilot: PilotRoom; size: Size }>();
   private readonly canceled = new CancelSet();
   /** Services that are ready and have not ended: where their dependents find them. */
   private readonly serving = new Map<string, TaskReady>();
@@ -262,29 +262,29 @@ export class ManagerSchedulerCore {
       this.ready.visit((task) => {
         if (blocked.size === active.length) return 'stop';
         const d = task.description;
-        const { cores, gpus } = sizeOf(d);
+        const size = sizeOf(d);
         let best: PilotRoom | undefined;
         const usable: PilotRoom[] = [];
         for (const p of d.pilot !== undefined ? [this.pilots.get(d.pilot)!] : active) {
-          if (!p.active || blocked.has(p) || !p.fitsEver(cores, gpus)) continue;
+          if (!p.active || blocked.has(p) || !p.fitsEver(size.cores, size.gpus)) continue;
           usable.push(p);
-          if (p.hasRoom(cores, gpus) && (best === undefined || p.load() < best.load())) best = p;
+          if (p.hasRoom(size) && (best === undefined || p.load() < best.load())) best = p;
         }
         if (best === undefined) {
           for (const p of usable) blocked.add(p);
           return 'keep';
         }
-        this.assign(task, best, cores, gpus, now);
+        this.assign(task, best, size, now);
         return 'take';
       });
     }
     this.flush();
   }
 
-  private assign(task: TaskRecord, p: PilotRoom, cores: number, gpus: number, now: number): void {
+  private assign(task: TaskRecord, p: PilotRoom, size: Size, now: number): void {
     task.pilot = p.uid;
-    p.take(cores, gpus);
-    this.held.set(task.uid, { pilot: p, cores, gpus });
+    p.take(size);
+    this.held.set(task.uid, { pilot: p, size });
     this.notes.push(transition(task, 'TMGR_STAGING_INPUT_PENDING', ME, now, { pilot: p.uid }));
     this.out.push(task);
   }
@@ -293,7 +293,7 @@ export class ManagerSchedulerCore {
     const b = this.held.get(uid);
     if (b === undefined) return;
     this.held.delete(uid);
-    b.pilot.giveBack(b.cores, b.gpus);
+    b.pilot.giveBack(b.size);
   }
 
   private park(pilot: string, task: TaskRecord): void {

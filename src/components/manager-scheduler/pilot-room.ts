@@ -1,3 +1,6 @@
+import type { TaskDescription } from '../../generated';
+import { isLaneCall, LANE_DEPTH } from '../shared/lane-calls';
+
 /**
  * A pilot as the ManagerScheduler sees it: its size, whether its agent is up, and what it was
  * given that has not come back. Late placement (as RADICAL-Pilot's backfilling scheduler does): a
@@ -9,6 +12,8 @@ export class PilotRoom {
   /** Cores and GPUs of the tasks given to it and not yet back or ended. */
   heldCores = 0;
   heldGpus = 0;
+  /** Plain function calls given to it and not yet back or ended (they queue in lanes). */
+  heldCalls = 0;
 
   constructor(
     readonly uid: string,
@@ -26,34 +31,54 @@ export class PilotRoom {
    * client (its own size again, at least 64 cores and 8 GPUs), so short tasks do not leave it
    * idle and long ones do not pile up on it.
    */
-  hasRoom(cores: number, gpus: number): boolean {
+  hasRoom(size: Size): boolean {
+    if (size.call) return this.heldCalls < 2 * LANE_DEPTH * Math.max(1, this.cores);
+    const { cores, gpus } = size;
     return (
       this.heldCores + cores <= this.cores + Math.max(this.cores, 64) &&
       (gpus === 0 || this.heldGpus + gpus <= this.gpus + Math.max(this.gpus, 8))
     );
   }
 
-  /** How full it is (0: nothing held), to spread tasks over pilots. */
+  /** How full it is (0: nothing held), to spread tasks over pilots: a call weighs a lane's share. */
   load(): number {
-    return this.heldCores / Math.max(1, this.cores);
+    return (this.heldCores + this.heldCalls / LANE_DEPTH) / Math.max(1, this.cores);
   }
 
-  take(cores: number, gpus: number): void {
-    this.heldCores += cores;
-    this.heldGpus += gpus;
+  take(size: Size): void {
+    if (size.call) this.heldCalls++;
+    else {
+      this.heldCores += size.cores;
+      this.heldGpus += size.gpus;
+    }
   }
 
-  giveBack(cores: number, gpus: number): void {
-    this.heldCores = Math.max(0, this.heldCores - cores);
-    this.heldGpus = Math.max(0, this.heldGpus - gpus);
+  giveBack(size: Size): void {
+    if (size.call) this.heldCalls = Math.max(0, this.heldCalls - 1);
+    else {
+      this.heldCores = Math.max(0, this.heldCores - size.cores);
+      this.heldGpus = Math.max(0, this.heldGpus - size.gpus);
+    }
   }
 }
 
-/** The cores and GPUs a task asks, over all its ranks. */
-export function sizeOf(d: { ranks?: number; coresPerRank?: number; gpusPerRank?: number }): {
+/**
+ * What a task holds of a pilot's room: its cores and GPUs over all its ranks, or, for a plain
+ * function call (`call`: isLaneCall), a place in a lane. A pilot holds calls enough to fill its
+ * lanes twice over (LANE_DEPTH per core, and as many waiting), whatever it runs besides.
+ */
+export interface Size {
   cores: number;
   gpus: number;
-} {
+  call: boolean;
+}
+
+/** The cores and GPUs a task asks, over all its ranks. */
+export function sizeOf(d: TaskDescription): Size {
   const ranks = d.ranks ?? 1;
-  return { cores: ranks * (d.coresPerRank ?? 1), gpus: ranks * (d.gpusPerRank ?? 0) };
+  return {
+    cores: ranks * (d.coresPerRank ?? 1),
+    gpus: ranks * (d.gpusPerRank ?? 0),
+    call: isLaneCall(d),
+  };
 }

@@ -16,8 +16,12 @@ const CHUNK = 256;
 export function makeSandboxes(
   tasks: TaskRecord[],
   done: (results: { uid: string; error?: { code: string; message: string } }[]) => void,
+  /** Tasks whose sandbox exists already (reported made, in their place in the bulk). */
+  exists: (task: TaskRecord) => boolean = () => false,
 ): void {
-  inChunks(tasks, (chunk) => done(chunk.map(makeSandboxSync)));
+  inChunks(tasks, (chunk) =>
+    done(chunk.map((t) => (exists(t) ? { uid: t.uid } : makeSandboxSync(t)))),
+  );
 }
 
 function makeSandboxSync(task: TaskRecord): {

@@ -36,7 +36,12 @@ const METRICS: Record<string, string[]> = {
     'dag_tasks_per_s',
     'dag_vs_independent',
   ],
-  functions: ['function_tasks_per_s', 'function_round_trip_ms_p50', 'function_round_trip_ms_p99'],
+  functions: [
+    'function_tasks_per_s',
+    'function_round_trip_ms_p50',
+    'function_round_trip_ms_p99',
+    'client_cpu_us_per_task',
+  ],
   store: ['notifications_per_s', 'open_10m_ms'],
   transport: ['bulk100_tasks_per_s', 'single_msgs_per_s'],
   memory: ['client_rss_mb_per_100k_tasks'],

@@ -1,4 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { mkdtempSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import * as zmq from 'zeromq';
 import type { Notification, StoreRequest } from '../../../src/generated';
 import { withTimeout } from '../../../src/lib/deferred';
@@ -6,7 +9,7 @@ import { notificationKey } from '../../../src/states/notification';
 import { Bridge } from '../../../src/transport/bridge';
 import { decode, encode } from '../../../src/transport/codec';
 import { QueueSender } from '../../../src/transport/queue';
-import type { EmbeddedStore, StoreServer } from '../../../src/updater';
+import { EmbeddedStore, StoreServer } from '../../../src/updater';
 import { UpdateWorker, type UpdateWorkerOptions } from '../../../src/updater';
 import {
   makeNotes,
@@ -157,6 +160,62 @@ describe('UpdateWorker', () => {
     expect(new Set((await store.history()).map(notificationKey))).toEqual(
       new Set(notes.map(notificationKey)),
     );
+  });
+});
+
+describe("UpdateWorker taking its own process's notifications", () => {
+  let dir: string;
+  let store: EmbeddedStore;
+  const started: UpdateWorker[] = [];
+
+  beforeEach(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'pf-uw-local-'));
+    store = await EmbeddedStore.open(dir);
+  });
+
+  afterEach(async () => {
+    for (const w of started.splice(0)) await w.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const start = (opts: Partial<UpdateWorkerOptions>): UpdateWorker => {
+    const w = UpdateWorker.start({ session: 's', logger: new RecordingLogger(), ...opts });
+    started.push(w);
+    return w;
+  };
+
+  it('appends what it is handed to the store of its process, each once, in batches', async () => {
+    const w = start({ store, batchSize: 500 });
+    const notes = makeNotes(5_000);
+    for (const bulk of bulksOf(notes, 64)) w.take(bulk);
+    w.take(notes.slice(0, 100)); // handed twice: stored once
+    await waitForCount(store, notes.length, 20_000);
+    await w.close();
+    expect(w.stats()).toMatchObject({ received: 5_100, acked: 5_100, invalid: 0, inFlight: 0 });
+    expect(new Set((await store.history()).map(notificationKey))).toEqual(
+      new Set(notes.map(notificationKey)),
+    );
+  });
+
+  it('appends through a StoreServer too, and tells who waits for it that it took them', async () => {
+    const server = await StoreServer.start(store, { session: 's', logger: new RecordingLogger() });
+    try {
+      const w = start({ storeAddress: server.endpoint });
+      let heard = 0;
+      w.onPulled(() => heard++);
+      w.take(makeNotes(10));
+      expect([w.stats().received, heard]).toEqual([10, 1]);
+      await waitForCount(store, 10, 10_000);
+      await w.close();
+      expect(w.stats()).toMatchObject({ acked: 10, inFlight: 0 });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses to start without a store to reach', () => {
+    expect(() => start({})).toThrow('needs a storeAddress or a store');
   });
 });
 

@@ -46,6 +46,31 @@ describe('AgentInputStagerCore', () => {
     rec.expectNoMore();
   });
 
+  it('gives a function task without staging directives the pilot sandbox, and names none on the hand-on', () => {
+    const { rec, notes, core } = setup();
+    const fn = { mode: 'function' as const, function: { module: '/m.js' } };
+    const t = taskRecord('t1', 'AGENT_STAGING_INPUT_PENDING', { description: fn });
+    const own = taskRecord('t2', 'AGENT_STAGING_INPUT_PENDING', {
+      description: { ...fn, outputStaging: [{ source: 'task:///o', target: '/tmp/o' }] },
+    });
+    core.onTasks([t, own]);
+    expect(rec.take()).toEqual([
+      'notify t1 AGENT_STAGING_INPUT, t2 AGENT_STAGING_INPUT',
+      'stage t1, t2',
+    ]);
+    expect([t.sandbox, own.sandbox]).toEqual([PILOT_SANDBOX, `${PILOT_SANDBOX}/t2`]);
+    core.onStaged([{ uid: 't1' }, { uid: 't2' }]);
+    expect(rec.take()).toEqual([
+      'notify t1 AGENT_SCHEDULING_PENDING, t2 AGENT_SCHEDULING_PENDING',
+      'forward t1, t2',
+    ]);
+    expect(notes.slice(-2).map((n) => n.detail)).toEqual([
+      undefined,
+      { sandbox: `${PILOT_SANDBOX}/t2` },
+    ]);
+    rec.expectNoMore();
+  });
+
   it('hands a staged task to the scheduler with its sandbox in the notification', () => {
     const { rec, notes, core } = setup();
     const t = pending('t1');

@@ -52,6 +52,30 @@ describe('AgentOutputStagerCore', () => {
     rec.expectNoMore();
   });
 
+  it('reads no tails of a function task (it writes none): hands it back at once with its result', () => {
+    const { rec, notes, core } = setup();
+    const t = {
+      ...pending('t1'),
+      description: { mode: 'function' as const, function: { module: '/m.js' } },
+      result: 42,
+    };
+    core.onTasks([t, pending('t2')]);
+    expect(rec.take()).toEqual([
+      'notify t1 AGENT_STAGING_OUTPUT, t1 TMGR_STAGING_OUTPUT_PENDING, t2 AGENT_STAGING_OUTPUT',
+      'forward t1',
+      'collect t2',
+    ]);
+    expect([t.state, t.stdout, t.stderr]).toEqual(['TMGR_STAGING_OUTPUT_PENDING', '', '']);
+    expect(notes.find((n) => n.state === 'TMGR_STAGING_OUTPUT_PENDING')?.detail).toEqual({
+      exitCode: 0,
+      signal: null,
+      stdout: '',
+      stderr: '',
+      result: 42,
+    });
+    rec.expectNoMore();
+  });
+
   it('sets stdout and stderr from the collection and hands the task back as TMGR_STAGING_OUTPUT_PENDING', () => {
     const { rec, core } = setup();
     const t = pending('t1');

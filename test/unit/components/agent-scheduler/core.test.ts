@@ -1479,8 +1479,9 @@ function runProperties(): void {
 }
 
 describe("AgentSchedulerCore: function tasks run on the agent's node", () => {
+  const FN: Partial<TaskDescription> = { mode: 'function', function: { module: '/m.js' } };
   const fn = (uid: string, more: Partial<TaskDescription> = {}): TaskRecord =>
-    pending(uid, { mode: 'function', function: { module: '/m.js' }, ...more });
+    pending(uid, { ...FN, ...more });
 
   it('places them on the home node only, executables anywhere', () => {
     const h = new CoreHarness();
@@ -1489,6 +1490,7 @@ describe("AgentSchedulerCore: function tasks run on the agent's node", () => {
       h.clock,
       [node('n1', 2), node('n2', 2)],
       'n2',
+      1, // lanes of one call: a core per call (lanes are tested below)
     );
     const s = Object.assign(h, { core });
     const [a, b, c] = [fn('a'), fn('b'), fn('c')];
@@ -1502,6 +1504,97 @@ describe("AgentSchedulerCore: function tasks run on the agent's node", () => {
     core.onReleased([{ uid: 'a' }]);
     expect(s.rec.take()).toEqual(['notify c AGENT_EXECUTING_PENDING', 'forward c']);
     expect(nodesOf(c)).toEqual(['n2']);
+  });
+
+  /** A 2-core agent node whose lanes hold `depth` calls. */
+  const lanes = (depth: number, nodes = [node('n0', 2)]) => {
+    const h = new CoreHarness();
+    return Object.assign(h, {
+      core: new AgentSchedulerCore(h.effects({}), h.clock, nodes, 'n0', depth),
+    });
+  };
+  const coreOf = (t: TaskRecord): number => t.slots![0]!.cores[0]!;
+
+  it('queues plain calls in lanes, a free core first, then the lane with the fewest calls, up to the depth', () => {
+    const s = lanes(4);
+    const ts = Array.from({ length: 10 }, (_, i) => fn(`f${i}`));
+    s.core.onTasks(ts);
+    expect(s.rec.take()).toEqual([
+      `notify ${[
+        ...ts.map((t) => `${t.uid} AGENT_SCHEDULING`),
+        ...ts.slice(0, 8).map((t) => `${t.uid} AGENT_EXECUTING_PENDING`),
+      ].join(', ')}`,
+      uidsLine('forward', ts.slice(0, 8)),
+    ]);
+    // one core each, alternating: each worker gets four calls
+    expect(ts.slice(0, 8).map(coreOf)).toEqual([0, 1, 0, 1, 0, 1, 0, 1]);
+    expect(freeCores(s)).toEqual({ n0: 0 });
+    expect(s.core.queued).toBe(2);
+  });
+
+  it('fills a full lane again only once half its calls are done (calls go in bulks), and frees its core with the last', () => {
+    const s = lanes(4);
+    const ts = Array.from({ length: 12 }, (_, i) => fn(`f${i}`));
+    s.core.onTasks(ts);
+    s.rec.take();
+    const lane0 = ts.slice(0, 8).filter((t) => coreOf(t) === 0);
+    s.core.onReleased([{ uid: lane0[0]!.uid }]);
+    expect(s.rec.take()).toEqual([]); // 3 of 4 left: still full
+    s.core.onReleased([{ uid: lane0[1]!.uid }]);
+    expect(s.rec.take()).toEqual([
+      'notify f8 AGENT_EXECUTING_PENDING, f9 AGENT_EXECUTING_PENDING',
+      'forward f8, f9',
+    ]);
+    expect([coreOf(ts[8]!), coreOf(ts[9]!)]).toEqual([0, 0]);
+    // every call of lane 1 done: its core is free again, and taken by the next call at once
+    s.core.onReleased(
+      ts
+        .slice(0, 8)
+        .filter((t) => coreOf(t) === 1)
+        .map((t) => ({ uid: t.uid })),
+    );
+    expect(s.rec.take()).toEqual([
+      'notify f10 AGENT_EXECUTING_PENDING, f11 AGENT_EXECUTING_PENDING',
+      'forward f10, f11',
+    ]);
+    expect([coreOf(ts[10]!), coreOf(ts[11]!)]).toEqual([1, 1]);
+  });
+
+  it('gives a call with a timeout, GPUs, memory, more cores or tags a core of its own', () => {
+    const s = lanes(4, [{ name: 'n0', cores: 4, gpus: 1, memMb: 1_000 }]);
+    const own = [
+      fn('timed', { timeoutS: 5 }),
+      fn('gpu', { gpusPerRank: 1 }),
+      fn('mem', { memPerRankMb: 10 }),
+      fn('tagged', { tags: { colocate: 'g' } }),
+    ];
+    s.core.onTasks(own);
+    s.rec.take();
+    expect(freeCores(s)).toEqual({ n0: 0 });
+    const [later, plain] = [fn('timed2', { timeoutS: 5 }), fn('plain')];
+    s.core.onTasks([later, plain]);
+    // neither stacks on a core that runs a call of its own
+    expect(s.rec.take()).toEqual(['notify timed2 AGENT_SCHEDULING, plain AGENT_SCHEDULING']);
+    s.core.onReleased([{ uid: 'timed' }]);
+    expect(s.rec.take()).toEqual(['notify timed2 AGENT_EXECUTING_PENDING', 'forward timed2']);
+  });
+
+  it('takes no more calls while a waiting task is owed the node: the lanes drain and it starts', () => {
+    const s = lanes(4);
+    const calls = Array.from({ length: 4 }, (_, i) => submitted(`f${i}`, i, FN));
+    s.core.onTasks(calls);
+    s.rec.take();
+    const exe = submitted('exe', 10, { coresPerRank: 2 });
+    const after = submitted('late', 11, FN);
+    waiting(s, exe, after);
+    // the lanes have room, but the executable comes first: nothing more goes in
+    expect(s.core.reservedFor).toBe('exe');
+    s.core.onReleased(calls.slice(0, 3).map((t) => ({ uid: t.uid })));
+    expect(s.rec.take()).toEqual([]);
+    s.core.onReleased([{ uid: 'f3' }]);
+    expect(s.rec.take()).toEqual(['notify exe AGENT_EXECUTING_PENDING', 'forward exe']);
+    s.core.onReleased([{ uid: 'exe' }]);
+    expect(s.rec.take()).toEqual(['notify late AGENT_EXECUTING_PENDING', 'forward late']);
   });
 
   it("fails one the agent's node can never hold, naming it", () => {

@@ -3,6 +3,7 @@ import {
   ManagerSchedulerCore,
   type PilotCapacity,
 } from '../../../../src/components/manager-scheduler/core';
+import { LANE_DEPTH } from '../../../../src/components/shared/lane-calls';
 import type { TaskDescription, TaskRecord } from '../../../../src/generated';
 import type { FinalTaskState } from '../../../../src/states/task-model';
 import {
@@ -62,6 +63,32 @@ describe('ManagerSchedulerCore', () => {
       placedLine(uids),
       'forward a->p1, b->p2, c->p3, d->p2, e->p2, f->p2, g->p1',
     ]);
+    rec.expectNoMore();
+  });
+
+  it('gives a pilot plain function calls to fill its lanes twice over, apart from the room of other tasks', () => {
+    const TWO: PilotCapacity = { uid: 'p1', cores: 2, gpus: 0 };
+    const { rec, core } = setup(TWO);
+    const fn = { mode: 'function' as const, function: { module: '/m.js' } };
+    const room = 2 * 2 * LANE_DEPTH; // LANE_DEPTH per core in its lanes, as many waiting there
+    const calls = Array.from({ length: room + 1 }, (_, i) => pending(`c${i}`, fn));
+    core.onTasks(calls);
+    const forwarded = (): string[] => rec.take()[1]!.replace('forward ', '').split(', ');
+    expect(forwarded()).toEqual(calls.slice(0, room).map((t) => `${t.uid}->p1`));
+    core.onReturned([{ uid: 'c0' }]);
+    expect(rec.take()).toEqual([
+      `notify c${room} TMGR_STAGING_INPUT_PENDING`,
+      `forward c${room}->p1`,
+    ]);
+    // the calls held take nothing of the room of other tasks: its size plus a backlog of 64;
+    // a call with a timeout is not a lane call, it takes a core of that room
+    const others = [pending('timed', { ...fn, timeoutS: 5 })];
+    for (let i = 0; i < 2 + 64; i++) others.push(pending(`x${i}`));
+    core.onTasks(others);
+    const placed = forwarded();
+    expect(placed).toHaveLength(2 + 64);
+    expect(placed[0]).toBe('timed->p1');
+    expect(placed).not.toContain('x65->p1');
     rec.expectNoMore();
   });
 

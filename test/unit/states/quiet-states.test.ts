@@ -1,0 +1,93 @@
+import { describe, expect, it } from '@jest/globals';
+import type { TaskRecord } from '../../../src/generated';
+import { published, taskNotification, transition } from '../../../src/components/shared/transition';
+import { StateTracker } from '../../../src/states/state-tracker';
+import {
+  handOffNamesPilot,
+  isQuiet,
+  QUIET_FUNCTION_STATES,
+} from '../../../src/states/quiet-states';
+import {
+  COMPONENTS,
+  FINAL_TASK_STATES,
+  TASK_MODEL,
+  TASK_RETRY_STATE,
+  TASK_STATES,
+  type TaskState,
+} from '../../../src/states/task-model';
+import type { Notification } from '../../../src/states/notification';
+
+const record = (mode: 'function' | 'executable', state: TaskState): TaskRecord => ({
+  uid: 't1',
+  attempt: 1,
+  state,
+  session: 's',
+  description: mode === 'function' ? { mode, function: { module: '/m.js' } } : { mode },
+});
+
+/** Walks a task of `mode` through the whole model, as its owners would. */
+function life(mode: 'function' | 'executable'): Notification[] {
+  const task = record(mode, 'NEW');
+  const out = [taskNotification('t1', 1, 'NEW', 0, COMPONENTS.taskManager, undefined, mode)];
+  for (const state of TASK_STATES.slice(1, TASK_STATES.indexOf('DONE') + 1)) {
+    const owner = TASK_MODEL.transitions.find(
+      (t) => t.from === task.state && t.to === state,
+    )!.owner;
+    const detail =
+      state === 'TMGR_STAGING_INPUT_PENDING'
+        ? { pilot: 'p1' }
+        : state === 'AGENT_STAGING_INPUT_PENDING' && handOffNamesPilot(mode)
+          ? { pilot: 'p1' }
+          : state === 'AGENT_STAGING_OUTPUT_PENDING' || state === 'TMGR_STAGING_OUTPUT_PENDING'
+            ? { exitCode: 0, signal: null }
+            : undefined;
+    out.push(transition(task, state, owner, 0, detail));
+  }
+  return out;
+}
+
+describe('quiet states of function tasks', () => {
+  it('are never final, and leave the hand-off, the start, the hand-back and the end published', () => {
+    for (const s of FINAL_TASK_STATES) expect(QUIET_FUNCTION_STATES.has(s)).toBe(false);
+    expect(published(life('function')).map((n) => n.state)).toEqual([
+      'AGENT_STAGING_INPUT_PENDING',
+      'AGENT_EXECUTING',
+      'TMGR_STAGING_OUTPUT_PENDING',
+      'DONE',
+    ]);
+  });
+
+  it('leave the notifications of every other mode alone (the same array)', () => {
+    const all = life('executable');
+    expect(published(all)).toBe(all);
+    expect(all).toHaveLength(TASK_STATES.indexOf('DONE') + 1);
+    expect(isQuiet(undefined, 'TMGR_SCHEDULING', undefined)).toBe(false);
+  });
+
+  it('publish a quiet state that carries a fact no later notification repeats', () => {
+    expect(isQuiet('function', 'TMGR_SCHEDULING_PENDING', undefined)).toBe(true);
+    expect(isQuiet('function', 'TMGR_SCHEDULING_PENDING', { retried: 1 })).toBe(false);
+    expect(isQuiet('function', 'AGENT_SCHEDULING_PENDING', { sandbox: '/s/t1' })).toBe(false);
+    expect(isQuiet('function', 'TMGR_STAGING_INPUT_PENDING', { pilot: 'p1' })).toBe(true);
+    expect(isQuiet('function', 'AGENT_STAGING_OUTPUT_PENDING', { exitCode: 1 })).toBe(true);
+    for (const s of ['FAILED', 'CANCELED'] as const) {
+      expect(
+        isQuiet('function', s, { reason: { code: 'E_CANCELED', message: '', component: 'x' } }),
+      ).toBe(false);
+    }
+    expect(handOffNamesPilot('function')).toBe(true);
+    expect(handOffNamesPilot('executable')).toBe(false);
+  });
+
+  it('are delivered by the tracker, inferred, in model order, from what is published, in any order', () => {
+    const pub = published(life('function'));
+    for (const order of [pub, [...pub].reverse(), [pub[2]!, pub[0]!, pub[3]!, pub[1]!]]) {
+      const tracker = new StateTracker<TaskState>(TASK_MODEL, TASK_RETRY_STATE);
+      const got = order.flatMap((n) => tracker.ingest(n));
+      expect(got.map((e) => e.state)).toEqual(
+        TASK_STATES.slice(0, TASK_STATES.indexOf('DONE') + 1),
+      );
+      for (const e of got) if (QUIET_FUNCTION_STATES.has(e.state)) expect(e.inferred).toBe(true);
+    }
+  });
+});
