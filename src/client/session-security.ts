@@ -75,8 +75,9 @@ export class SessionSecurity {
   admitJournaled(entries: readonly JournalEntry[]): void {
     for (const e of entries) {
       if (e.t !== 'pilots') continue;
-      for (const p of e.pilots)
+      for (const p of e.pilots) {
         if (p.link.publicKey !== undefined) this.admit(p.uid, p.link.publicKey);
+      }
     }
   }
 
