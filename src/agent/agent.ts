@@ -114,7 +114,7 @@ export class Agent {
         }),
       );
     }
-    const notes = new AgentNotifications(this.workers, this.log);
+    const notes = new AgentNotifications(this.workers, this.log, systemClock);
     this.notes = notes;
     if (cfg.addresses.files !== undefined) {
       this.files = new FileChannel({

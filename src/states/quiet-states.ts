@@ -51,3 +51,25 @@ export function isQuiet(
 export function handOffNamesPilot(mode: string | undefined): boolean {
   return isQuiet(mode, 'TMGR_STAGING_INPUT_PENDING', { pilot: '' });
 }
+
+/**
+ * How long the agent holds the start (AGENT_EXECUTING) of a function call before publishing it:
+ * a call handed back within that time makes it redundant (see isSupersedable).
+ */
+export const START_HOLD_MS = 25;
+
+/**
+ * Whether the notification of a task of `mode` entering `state` is published only if no later
+ * one of its attempt supersedes it within START_HOLD_MS: the start of a function call. Most
+ * calls end within milliseconds; their start is then inferred (as a quiet state is) and the
+ * store takes three notifications per call instead of four. A call that runs longer shows its
+ * start while it runs, at most START_HOLD_MS late (with its real `ts`). Only a hand-back
+ * supersedes it: a call that fails or is canceled shows its start before its end.
+ */
+export function isSupersedable(
+  mode: string | undefined,
+  state: TaskState,
+  detail: NotificationDetail | undefined,
+): boolean {
+  return mode === 'function' && state === 'AGENT_EXECUTING' && detail === undefined;
+}

@@ -1,7 +1,7 @@
 import { IllegalTransitionError } from '../../errors';
 import type { Notification, NotificationDetail } from '../../states/notification';
 import { ownerOf } from '../../states/model';
-import { isQuiet } from '../../states/quiet-states';
+import { isQuiet, isSupersedable } from '../../states/quiet-states';
 import { TASK_MODEL, type TaskState } from '../../states/task-model';
 import type { TaskRecord } from '../../generated';
 
@@ -43,7 +43,32 @@ class QuietNotification {
   ) {}
 }
 
-/** The notification of a task of `mode` entering `state`: quiet when isQuiet says so. */
+/**
+ * A published notification that a later one of its attempt may supersede while the agent holds
+ * it (see isSupersedable): encoded as a plain one, told apart by `instanceof`.
+ */
+class SupersedableNotification {
+  readonly kind = 'task' as const;
+  declare detail?: NotificationDetail;
+
+  constructor(
+    readonly uid: string,
+    readonly attempt: number,
+    readonly state: TaskState,
+    readonly ts: number,
+    readonly component: string,
+  ) {}
+}
+
+/** Whether `n` may be superseded by a later notification of its attempt (isSupersedable). */
+export function isSupersedableNotification(n: Notification): boolean {
+  return n instanceof SupersedableNotification;
+}
+
+/**
+ * The notification of a task of `mode` entering `state`: quiet when isQuiet says so,
+ * supersedable when isSupersedable does.
+ */
 export function taskNotification(
   uid: string,
   attempt: number,
@@ -55,7 +80,9 @@ export function taskNotification(
 ): Notification {
   const n: Notification = isQuiet(mode, state, detail)
     ? new QuietNotification(uid, attempt, state, ts, component)
-    : { kind: 'task', uid, attempt, state, ts, component };
+    : isSupersedable(mode, state, detail)
+      ? new SupersedableNotification(uid, attempt, state, ts, component)
+      : { kind: 'task', uid, attempt, state, ts, component };
   if (detail !== undefined) n.detail = detail;
   return n;
 }
