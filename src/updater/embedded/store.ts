@@ -6,8 +6,8 @@ import { deferred, type Deferred } from '../../lib/deferred';
 import { systemClock, type Clock } from '../../lib/clock';
 import { silentLogger, type Logger } from '../../lib/logger';
 import { parseNotification, parseNotificationBulk } from '../../lib/validate';
-import { decode, encode } from '../../transport/codec';
 import { NotificationFeed } from './feed';
+import { decodeNotifications, encodeNotifications } from './notification-codec';
 import { frameRecord, HEADER_BYTES, scanRecords, type RecordTail } from './record';
 import {
   decodeSummary,
@@ -591,7 +591,7 @@ export class EmbeddedStore implements StateStore {
     }
     const { fresh, uids, states, counts } = claimed;
     if (fresh.length > 0) {
-      payload = encode(fresh);
+      payload = encodeNotifications(fresh);
       const record = frameRecord(payload);
       try {
         await this.cutTorn();
@@ -721,7 +721,7 @@ export class EmbeddedStore implements StateStore {
   private load(payload: Buffer, builder: SummaryBuilder | undefined): boolean {
     let items: unknown;
     try {
-      items = decode(payload);
+      items = decodeNotifications(payload);
     } catch {
       this.recovered.dropped++;
       return false;
@@ -766,7 +766,7 @@ export class EmbeddedStore implements StateStore {
     // The usual record is wholly valid and new: the feed keeps its bytes (a slice of the file
     // read at open) and lets the objects go. Otherwise it keeps an encoding of what was kept.
     if (whole) this.feed.pushEncoded(payload, fresh.length);
-    else this.feed.pushEncoded(encode(fresh), fresh.length);
+    else this.feed.pushEncoded(encodeNotifications(fresh), fresh.length);
     return whole;
   }
 
@@ -862,5 +862,5 @@ function isNotificationBulk(items: unknown[]): items is Notification[] {
 
 /** Decodes a payload the store wrote and checked (crc, validation) when it was accepted. */
 function decodeChunk(payload: Buffer): Notification[] {
-  return decode(payload) as Notification[];
+  return decodeNotifications(payload) as Notification[];
 }

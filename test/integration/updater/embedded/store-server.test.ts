@@ -8,6 +8,7 @@ import { withTimeout } from '../../../../src/lib/deferred';
 import { parseStoreReply } from '../../../../src/lib/validate';
 import { decode, encode } from '../../../../src/transport/codec';
 import { EmbeddedStore, StoreServer } from '../../../../src/updater';
+import { decodeNotifications } from '../../../../src/updater/embedded/notification-codec';
 import { scanRecords } from '../../../../src/updater/embedded/record';
 import { makeNotes, RecordingLogger } from '../helpers';
 
@@ -85,7 +86,7 @@ describe('StoreServer', () => {
     // Read the file itself, as a fresh process would after a crash right after the reply.
     const onDisk = scanRecords(fs.readFileSync(path.join(dir, 'store.log')));
     expect(onDisk.tail).toBe('clean');
-    expect(onDisk.payloads.flatMap((p) => decode(p) as unknown[])).toEqual(notes);
+    expect(onDisk.payloads.flatMap((p) => decodeNotifications(p) as unknown[])).toEqual(notes);
     expect(await ask(encode({ batch: 'b2', session: 's', notifications: notes }))).toEqual({
       batch: 'b2',
       ok: true,

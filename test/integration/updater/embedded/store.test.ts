@@ -7,6 +7,7 @@ import { decode, encode } from '../../../../src/transport/codec';
 import { deferred } from '../../../../src/lib/deferred';
 import { EmbeddedStore, type StoreUnwritableError, type WatchBulk } from '../../../../src/updater';
 import { frameRecord, HEADER_BYTES, scanRecords } from '../../../../src/updater/embedded/record';
+import { decodeNotifications } from '../../../../src/updater/embedded/notification-codec';
 import { decodeSummary } from '../../../../src/updater/embedded/segment-summary';
 import { makeNotes, prng } from '../helpers';
 
@@ -458,7 +459,9 @@ describe('EmbeddedStore', () => {
       const payloads = scanRecords(bytes).payloads;
       const lastStart = payloads[payloads.length - 1]!.byteOffset - bytes.byteOffset - HEADER_BYTES;
       fs.truncateSync(seg3, lastStart);
-      const lost = (decode(payloads[payloads.length - 1]!) as Notification[]).map((n) => n.ts);
+      const lost = (decodeNotifications(payloads[payloads.length - 1]!) as Notification[]).map(
+        (n) => n.ts,
+      );
       const store = await open(copy, SEGMENT);
       const sealed = segmentFiles(copy).length - 1;
       expect(store.recovery).toMatchObject({ scannedSegments: sealed - 3, tail: 'clean' });

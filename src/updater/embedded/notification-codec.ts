@@ -1,0 +1,123 @@
+import type { Notification } from '../../states/notification';
+import { decode, encode } from '../../transport/codec';
+
+/**
+ * How the embedded store writes notifications in a record: each as a tuple `[kind, uid,
+ * attempt, state, ts, component, detail?]`, where kind, state and component are small numbers
+ * from the tables below (or the string itself, for one no table has). A notification's field
+ * names and its three enum strings were most of its bytes and of the encoder's time: a tuple
+ * encodes about three times faster than the object. Records written before this format hold
+ * the objects themselves; the decoder takes either, element by element.
+ *
+ * The tables are append-only: a code, once written to a file, must keep its meaning. So they
+ * are listed here, not derived from the state models (a test checks they cover them).
+ */
+export const KIND_CODES: readonly string[] = ['task', 'pilot', 'service'];
+
+export const STATE_CODES: readonly string[] = [
+  'NEW',
+  'TMGR_SCHEDULING_PENDING',
+  'TMGR_SCHEDULING',
+  'TMGR_STAGING_INPUT_PENDING',
+  'TMGR_STAGING_INPUT',
+  'AGENT_STAGING_INPUT_PENDING',
+  'AGENT_STAGING_INPUT',
+  'AGENT_SCHEDULING_PENDING',
+  'AGENT_SCHEDULING',
+  'AGENT_EXECUTING_PENDING',
+  'AGENT_EXECUTING',
+  'AGENT_STAGING_OUTPUT_PENDING',
+  'AGENT_STAGING_OUTPUT',
+  'TMGR_STAGING_OUTPUT_PENDING',
+  'TMGR_STAGING_OUTPUT',
+  'DONE',
+  'FAILED',
+  'CANCELED',
+  'PMGR_LAUNCHING_PENDING',
+  'PMGR_LAUNCHING',
+  'PMGR_ACTIVE_PENDING',
+  'PMGR_ACTIVE',
+  'SERVICE_READY',
+];
+
+export const COMPONENT_CODES: readonly string[] = [
+  'TaskManager',
+  'ManagerScheduler',
+  'ManagerInputStager',
+  'AgentInputStager',
+  'AgentScheduler',
+  'Executor',
+  'AgentOutputStager',
+  'ManagerOutputStager',
+  'PilotManager',
+  'PilotLauncher',
+];
+
+const codesOf = (table: readonly string[]): Map<string, number> =>
+  new Map(table.map((s, i) => [s, i]));
+const KIND = codesOf(KIND_CODES);
+const STATE = codesOf(STATE_CODES);
+const COMPONENT = codesOf(COMPONENT_CODES);
+
+type Tuple = [
+  number | string,
+  string,
+  number,
+  number | string,
+  number,
+  number | string,
+  Notification['detail']?,
+];
+
+/** The payload of a record holding `ns`. */
+export function encodeNotifications(ns: readonly Notification[]): Buffer {
+  const tuples = new Array<Tuple>(ns.length);
+  for (let i = 0; i < ns.length; i++) {
+    const n = ns[i]!;
+    const t: Tuple = [
+      KIND.get(n.kind) ?? n.kind,
+      n.uid,
+      n.attempt,
+      STATE.get(n.state) ?? n.state,
+      n.ts,
+      COMPONENT.get(n.component) ?? n.component,
+    ];
+    if (n.detail !== undefined) t.push(n.detail);
+    tuples[i] = t;
+  }
+  return encode(tuples);
+}
+
+/**
+ * The items of a record's payload, as notification objects (not validated: the caller checks
+ * what it did not write itself). Throws when the payload is not msgpack; what is not an array
+ * comes back as it is, for the caller to reject.
+ */
+export function decodeNotifications(payload: Buffer): unknown {
+  const items = decode(payload);
+  if (!Array.isArray(items)) return items;
+  for (let i = 0; i < items.length; i++) {
+    const t: unknown = items[i];
+    if (Array.isArray(t)) items[i] = fromTuple(t);
+  }
+  return items;
+}
+
+/** A tuple back to its object; an element of the wrong shape stays one the validator rejects. */
+function fromTuple(t: unknown[]): unknown {
+  const n: Record<string, unknown> = {
+    kind: lookup(KIND_CODES, t[0]),
+    uid: t[1],
+    attempt: t[2],
+    state: lookup(STATE_CODES, t[3]),
+    ts: t[4],
+    component: lookup(COMPONENT_CODES, t[5]),
+  };
+  if (t.length > 6) n.detail = t[6];
+  if (t.length > 7) n.extra = t.slice(7); // not a notification: validation says so
+  return n;
+}
+
+function lookup(table: readonly string[], v: unknown): unknown {
+  return typeof v === 'number' && Number.isInteger(v) ? (table[v] ?? v) : v;
+}
