@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Reason, TaskRecord } from '../generated';
+import type { Reason, TaskDescription, TaskRecord } from '../generated';
 import type { Clock } from '../lib/clock';
 import type { Logger } from '../lib/logger';
 import type { Notification } from '../states/notification';
@@ -25,6 +25,14 @@ import { Bridge } from '../transport/bridge';
 import type { ServerSecurity } from '../transport/curve';
 import type { LocalQueue } from '../transport/local-queue';
 
+/** What the pipeline reads of the session's tasks. */
+export interface PipelineTasks {
+  /** The final state a task has reached, as delivered (dependencies read it). */
+  finalOf(uid: string): FinalTaskState | undefined;
+  /** A task's description: agents hand tasks back without it. */
+  descriptionOf(uid: string): TaskDescription | undefined;
+}
+
 /**
  * The client-side components: ManagerScheduler -> ManagerInputStager -> (agents) ->
  * ManagerOutputStager, wired from the pipeline table (the client's hops). Hops inside this
@@ -49,8 +57,8 @@ export class ManagerPipeline {
     private readonly listenAt: string,
     /** The session task records must name. */
     private readonly session: string,
-    /** The final state a task of the session has reached, as delivered (dependencies read it). */
-    private readonly finalOf: (uid: string) => FinalTaskState | undefined,
+    /** What the pipeline reads of the session's tasks. */
+    private readonly tasks: PipelineTasks,
     /** What staging directives are resolved against (the client's cwd, other tasks' sandboxes). */
     private readonly staging: StagingLookup,
     /** The pilots' file channels: what each task may transfer. */
@@ -68,7 +76,7 @@ export class ManagerPipeline {
     this.scheduler = new ManagerSchedulerCore(
       new ManagerSchedulerShell(logOf(C.managerScheduler), this.notify, toStaging),
       this.clock,
-      this.finalOf,
+      (uid) => this.tasks.finalOf(uid),
     );
     const retry = (ts: TaskRecord[]): void => void this.submit(ts);
     this.inputShell = new ManagerInputStagerShell(
@@ -121,7 +129,8 @@ export class ManagerPipeline {
       } else if (hop.component === C.managerInputStager) {
         this.queues.consumeLocal(toStaging, intake(hop), logOf(hop.component));
       } else {
-        this.outputIntake = intake(hop);
+        // agents hand tasks back without their descriptions: the client holds them
+        this.outputIntake = { ...intake(hop), describe: (uid) => this.tasks.descriptionOf(uid) };
       }
     }
   }

@@ -24,7 +24,6 @@ import type { SessionOptions } from './session';
 import { teeLogger } from './tee-logger';
 import { closeStore, StoreHealth } from './store-health';
 import type { FinalPilotState } from '../states/pilot-model';
-import type { FinalTaskState } from '../states/task-model';
 import { makePrivateDir } from '../lib/private-files';
 import { recoveryPlan } from './pilot-recovery';
 import { givenInStore, PilotLinks, type PilotLink } from './pilot-links';
@@ -197,14 +196,13 @@ export class ClientRuntime {
     }
     const notify = (ns: Notification[]): void => this.notify(ns);
     const tasks = this.tasks;
-    const finalOf = (u: string): FinalTaskState | undefined => tasks.finalOf(u);
     this.pipeline = new ManagerPipeline(
       notify,
       this.clock,
       this.log,
       listenAt,
       this.uid,
-      finalOf,
+      tasks,
       { clientCwd: process.cwd(), taskOf: (u) => tasks.get(u), ranIn: tasks.ranIn },
       {
         allow: (...a) => this.links.files.allow(...a),

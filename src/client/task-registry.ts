@@ -1,3 +1,4 @@
+import type { TaskDescription } from '../generated';
 import { isFinalTaskState, type FinalTaskState } from '../states/task-model';
 import { Interner } from '../lib/strings';
 import type { Task } from './task';
@@ -16,6 +17,11 @@ export class TaskRegistry {
 
   get(uid: string): Task | undefined {
     return this.byUid.get(uid);
+  }
+
+  /** A task's description (agents hand tasks back without it). */
+  descriptionOf(uid: string): TaskDescription | undefined {
+    return this.byUid.get(uid)?.description;
   }
 
   /** The final state a task has reached as delivered, if it has (dependencies read it). */

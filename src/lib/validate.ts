@@ -36,6 +36,23 @@ import taskRecord from '../../schemas/task-record.schema.json';
 import taskState from '../../schemas/task-state.schema.json';
 import workload from '../../schemas/workload.schema.json';
 
+/**
+ * A task its agent hands back: a TaskRecord without its description, which the client holds
+ * (the hot path does not carry it twice, and an agent cannot change what the client asked).
+ */
+const { description: _description, ...handBackProperties } = taskRecord.properties;
+const handBack = {
+  ...taskRecord,
+  $id: 'https://pilotfish.dev/schemas/hand-back.schema.json',
+  title: 'HandBack',
+  description: 'A task record as its agent hands it back: without its description.',
+  required: taskRecord.required.filter((r) => r !== 'description'),
+  properties: handBackProperties,
+};
+
+/** A TaskRecord as an agent hands it back (see handBack). */
+export type HandBack = Omit<TaskRecord, 'description'>;
+
 // One Ajv per process; each schema is compiled once, when it is first used.
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
 addFormats(ajv);
@@ -50,6 +67,7 @@ ajv.addSchema([
   taskDescription,
   pilotDescription,
   taskRecord,
+  handBack,
   taskBulk,
   notification,
   notificationBulk,
@@ -237,6 +255,7 @@ function parser<T>(name: string, schema: { $id: string }): (input: unknown) => T
 export const parseTaskDescription = parser<TaskDescription>('TaskDescription', taskDescription);
 export const parsePilotDescription = parser<PilotDescription>('PilotDescription', pilotDescription);
 export const parseTaskRecord = parser<TaskRecord>('TaskRecord', taskRecord);
+export const parseHandBack = parser<HandBack>('HandBack', handBack);
 export const parseTaskBulk = parser<TaskBulk>('TaskBulk', taskBulk);
 export const parseNotification = parser<Notification>('Notification', notification);
 export const parseNotificationBulk = parser<NotificationBulk>('NotificationBulk', notificationBulk);

@@ -1,6 +1,7 @@
 import { errorMeta } from '../../errors';
 import type { TaskRecord } from '../../generated';
 import { Limiter } from '../../lib/limiter';
+import type { HandBack } from '../../lib/validate';
 import { readTails } from '../shared/sandbox-io';
 import type { Notification } from '../../states/notification';
 import { sendLogged } from '../shared/shell';
@@ -29,8 +30,9 @@ export class AgentOutputStagerShell implements AgentOutputStagerEffects {
     this.deps.notes.send(notifications);
   }
 
+  /** Hands tasks back to the client without their descriptions: it holds them (HandBack). */
   forward(tasks: TaskRecord[]): void {
-    sendLogged(this.deps.next, tasks, this.deps.log, 'forward');
+    sendLogged(this.deps.next, tasks.map(handBackOf), this.deps.log, 'hand back');
   }
 
   collect(tasks: TaskRecord[]): void {
@@ -52,4 +54,9 @@ export class AgentOutputStagerShell implements AgentOutputStagerEffects {
       }
     });
   }
+}
+
+function handBackOf(task: TaskRecord): HandBack {
+  const { description: _description, ...back } = task;
+  return back;
 }

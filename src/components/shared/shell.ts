@@ -1,8 +1,8 @@
-import type { TaskRecord } from '../../generated';
+import type { TaskDescription, TaskRecord } from '../../generated';
 import { errorMeta, issuesText, ValidationError } from '../../errors';
 import { BadMessages } from '../../lib/bad-messages';
 import type { Logger } from '../../lib/logger';
-import { parseTaskRecord } from '../../lib/validate';
+import { parseHandBack, parseTaskRecord, type HandBack } from '../../lib/validate';
 import type { Notification } from '../../states/notification';
 import { reason } from './reasons';
 import type { LocalQueue } from '../../transport/local-queue';
@@ -23,6 +23,11 @@ export interface Intake {
    * the ones it was given): a problem refuses the item, counted and logged, and ends no task.
    */
   admit?(item: unknown): string | undefined;
+  /**
+   * Where the sender leaves the description out (an agent handing tasks back: the client holds
+   * them): the description of task `uid`, given back to its record; undefined when there is none.
+   */
+  describe?(uid: string): TaskDescription | undefined;
 }
 
 /**
@@ -37,6 +42,7 @@ export async function consumeTaskBulks(
   log: Logger,
 ): Promise<void> {
   const bad = new BadMessages(log);
+  const describe = intake.describe?.bind(intake);
   for await (const msg of receiver.messages()) {
     if (!msg.ok) {
       bad.report('undecodable message rejected', errorMeta(msg.error));
@@ -54,7 +60,10 @@ export async function consumeTaskBulks(
         bad.report('task record refused', { component: intake.component, problem: refused });
         return;
       }
-      const problem = check(item, intake.arrives);
+      const problem =
+        describe === undefined
+          ? check(item, intake.arrives)
+          : checkHandBack(item, intake.arrives, describe);
       if (problem === undefined) return void tasks.push(item as TaskRecord);
       const text = `task record rejected by ${intake.component}: ${problem.replace(/^\//, `/${i}/`)}`;
       const uid = (item as { uid?: unknown } | null)?.uid;
@@ -133,6 +142,26 @@ function check(item: unknown, arrives: string): string | undefined {
     if (!(e instanceof ValidationError)) throw e;
     return issuesText(e.issues);
   }
+}
+
+/** check() for a hand-back, which then gets its description (see Intake.describe). */
+function checkHandBack(
+  item: unknown,
+  arrives: string,
+  describe: (uid: string) => TaskDescription | undefined,
+): string | undefined {
+  let back: HandBack;
+  try {
+    back = parseHandBack(item);
+  } catch (e) {
+    if (!(e instanceof ValidationError)) throw e;
+    return issuesText(e.issues);
+  }
+  if (back.state !== arrives) return `/state must be ${arrives} here, not ${back.state}`;
+  const description = describe(back.uid);
+  if (description === undefined) return `/uid names no task this client holds: ${back.uid}`;
+  (back as TaskRecord).description = description;
+  return undefined;
 }
 
 /** Fire-and-forget send whose failure is logged, never thrown into a decision core. */

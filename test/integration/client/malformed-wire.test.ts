@@ -61,7 +61,9 @@ describe('malformed wire messages from an admitted agent', () => {
         state: 'TMGR_STAGING_OUTPUT_PENDING',
         session: fx.session.uid,
         pilot: fx.pilot.uid,
-        description: { executable: 5 },
+        // an agent hands tasks back without their descriptions: the client's own are used
+        description: { executable: '/bin/rm', arguments: ['-rf', '/'] },
+        exitCode: 0,
       },
     ]);
     await fx.tmgr.waitTasks({ uids: [victim!.uid], timeoutMs: 10_000 });
@@ -70,7 +72,7 @@ describe('malformed wire messages from an admitted agent', () => {
       code: 'E_BAD_MESSAGE',
       component: 'ManagerOutputStager',
     });
-    expect(victim!.reason?.message).toContain('/0/description/executable must be string');
+    expect(victim!.reason?.message).toContain("/0/ must not have property 'description'");
 
     const tasks = await fx.tmgr.submitTasks(
       Array.from({ length: 20 }, () => ({ executable: '/bin/true' })),

@@ -5,7 +5,7 @@ import { validationCounts } from '../../../src/lib/validate';
 import { fixtures } from '../../support/session-fixture';
 
 /** The schemas a task's own data (description, record) is checked against. */
-const TASK_SCHEMAS = ['TaskDescription', 'TaskRecord', 'TaskBulk'];
+const TASK_SCHEMAS = ['TaskDescription', 'TaskRecord', 'TaskBulk', 'HandBack'];
 
 function taskChecks(
   before: Readonly<Record<string, number>>,
@@ -27,9 +27,9 @@ describe('validation of one task from submitTasks to DONE', () => {
     const [task] = await fx.tmgr.submitTasks([{ executable: '/bin/true' }]);
     await fx.tmgr.waitTasks({ timeoutMs: 20_000 });
     expect(task!.state).toBe('DONE');
-    // the client: its API, then the task's return from the agent (the pipeline's own hops
-    // hand the record over by reference)
-    expect(taskChecks(before, validationCounts())).toEqual({ TaskDescription: 1, TaskRecord: 1 });
+    // the client: its API, then the task's return from the agent, as a hand-back (the
+    // pipeline's own hops hand the record over by reference)
+    expect(taskChecks(before, validationCounts())).toEqual({ TaskDescription: 1, HandBack: 1 });
 
     // the agent: once, as the task enters it; it logs its counts as it exits
     await fx.session.close();
