@@ -7,6 +7,7 @@ import { systemClock, type Clock } from '../../lib/clock';
 import { silentLogger, type Logger } from '../../lib/logger';
 import { parseNotification, parseNotificationBulk } from '../../lib/validate';
 import { NotificationFeed } from './feed';
+import { DurableWriter, onLocalFileSystem } from './durable-writer';
 import { decodeNotifications, encodeNotifications } from './notification-codec';
 import { frameRecord, HEADER_BYTES, scanRecords, type RecordTail } from './record';
 import {
@@ -179,6 +180,8 @@ export class EmbeddedStore implements StateStore {
   /** Notifications given up at close because the file could still not be written. */
   private lostCount = 0;
   private readonly summaryWrites = new Set<Promise<void>>();
+  /** Made once the directory exists: how it syncs depends on its file system. */
+  private writer = new DurableWriter({ inline: false });
   private recovered: RecoveryReport = {
     records: 0,
     dropped: 0,
@@ -196,6 +199,7 @@ export class EmbeddedStore implements StateStore {
   static async open(dir: string, opts: EmbeddedStoreOptions = {}): Promise<EmbeddedStore> {
     const store = new EmbeddedStore(dir, compileOptions(opts));
     await makePrivateDirAsync(dir);
+    store.writer = new DurableWriter({ inline: onLocalFileSystem(dir) });
     try {
       await store.recover();
     } catch (e) {
@@ -697,10 +701,7 @@ export class EmbeddedStore implements StateStore {
   private async writeDurably(record: Buffer): Promise<void> {
     const tail = this.tail;
     try {
-      for (let off = 0; off < record.length;) {
-        off += (await tail.fh.write(record, off)).bytesWritten;
-      }
-      await tail.fh.datasync();
+      await this.writer.write(tail.fh, record);
       tail.bytes += record.length;
     } catch (e) {
       // A partial record would hide every later one on reopen (and after a failed fsync the

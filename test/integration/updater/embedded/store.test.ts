@@ -178,16 +178,17 @@ describe('EmbeddedStore', () => {
     const store = await open(tempDir());
     const notes = makeNotes(30);
     await expect(store.append(notes.slice(0, 10))).resolves.toBe(10);
+    // the store's writer fails its writes, as a disk gone bad would
     type Writable = { write: (...args: unknown[]) => Promise<unknown> };
-    const fh = (store as unknown as { tail: { fh: Writable } }).tail.fh;
-    const write = fh.write.bind(fh);
-    fh.write = () => Promise.reject(Object.assign(new Error('disk full'), { code: 'EIO' }));
+    const writer = (store as unknown as { writer: Writable }).writer;
+    const write = writer.write.bind(writer);
+    writer.write = () => Promise.reject(Object.assign(new Error('disk full'), { code: 'EIO' }));
     const failed = deferred<StoreUnwritableError | undefined>();
     const off = store.onUnwritable((e) => failed.resolve(e));
     const held = store.append(notes.slice(5, 20));
     await expect(failed.promise).resolves.toMatchObject({ errno: 'EIO', held: 15 });
     off();
-    fh.write = write;
+    writer.write = write;
     await expect(held).resolves.toBe(10);
     await expect(store.append(notes)).resolves.toBe(10);
     expect(await store.history()).toEqual([...notes.slice(0, 20), ...notes.slice(20)]);
