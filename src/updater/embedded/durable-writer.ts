@@ -35,8 +35,12 @@ export function onLocalFileSystem(dir: string): boolean {
 export interface DurableWriterOptions {
   /** Whether writes may be made on the event loop at all (see onLocalFileSystem). */
   inline: boolean;
-  /** A write and sync that took longer sends the next ones to the thread pool for a while. */
+  /**
+   * `slowTries` writes and syncs in a row that each took longer than `slowMs` send the next ones
+   * to the thread pool for a while (one alone may be the process losing its core, not the disk).
+   */
   slowMs?: number;
+  slowTries?: number;
   /** How long the first such while lasts; each slow try after one doubles it, up to maxAwayMs. */
   awayMs?: number;
   maxAwayMs?: number;
@@ -50,9 +54,9 @@ export interface DurableWriterOptions {
  * the loop again, and on a virtual machine each wake-up costs tens of microseconds of CPU and
  * of latency: on a file system that syncs at once (tmpfs, or a disk whose cache acknowledges
  * at once) that is nearly all the cost of a group commit. So the writer works on the event loop
- * while a write and its sync together stay under `slowMs`; one that takes longer (a disk that
- * really syncs) sends the next ones to the thread pool for `awayMs`, after which one is tried
- * on the loop again, the while doubling each time the try is slow too. A network file system
+ * while a write and its sync together stay under `slowMs`; `slowTries` in a row that take
+ * longer (a disk that really syncs) send the next ones to the thread pool for `awayMs`, after
+ * which one is tried on the loop again, the while doubling each time that try is slow too. A network file system
  * may hang: there, everything goes to the thread pool (`inline: false`). Durability is the
  * same either way: the record is synced before the promise resolves.
  */
@@ -60,12 +64,15 @@ export class DurableWriter {
   private awayUntil = -Infinity;
   private away: number;
   private readonly slowMs: number;
+  private readonly slowTries: number;
+  private slowInARow = 0;
   private readonly maxAwayMs: number;
   private readonly now: () => number;
   private readonly ops: InlineOps;
 
   constructor(private readonly opts: DurableWriterOptions) {
-    this.slowMs = opts.slowMs ?? 1;
+    this.slowMs = opts.slowMs ?? 2;
+    this.slowTries = opts.slowTries ?? 3;
     this.away = opts.awayMs ?? 10_000;
     this.maxAwayMs = opts.maxAwayMs ?? 300_000;
     this.now = opts.now ?? (() => performance.now());
@@ -91,8 +98,14 @@ export class DurableWriter {
     }
     this.ops.fdatasyncSync(fh.fd);
     const t1 = this.now();
-    if (t1 - t0 <= this.slowMs) return;
+    if (t1 - t0 <= this.slowMs) {
+      this.slowInARow = 0;
+      return;
+    }
+    // back from a while away, one slow try is enough to go again
     const wasAway = this.awayUntil > -Infinity;
+    if (++this.slowInARow < this.slowTries && !wasAway) return;
+    this.slowInARow = 0;
     if (wasAway) this.away = Math.min(this.away * 2, this.maxAwayMs);
     this.awayUntil = t1 + this.away;
   }
