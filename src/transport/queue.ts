@@ -43,7 +43,7 @@ export abstract class PushEnd {
   }
 }
 
-/** The producing end of a queue that connects to where its consumers are (a bridge's `in`). */
+/** The producing end of a queue that connects: to a bridge's `in`, or a BoundQueueReceiver. */
 export class QueueSender extends PushEnd {
   /** `security`: this peer's keys where the other end is a CURVE server (another process's). */
   constructor(
@@ -107,7 +107,7 @@ export abstract class PullEnd {
   }
 }
 
-/** The consuming end of a queue that connects to where its producers send (a bridge's `out`). */
+/** The consuming end of a queue that connects: to a bridge's `out`, or a BoundQueueSender. */
 export class QueueReceiver extends PullEnd {
   constructor(
     readonly address: string,
