@@ -19,8 +19,8 @@ export interface AgentIntake {
 
 /**
  * The agent's task queues, built from the pipeline table: the first agent hop takes tasks from
- * the client's bridge, every later one is a LocalQueue. Each intake accepts its hop's arrival
- * state; the table, not the wiring, says which.
+ * the socket the client binds for this pilot, every later one is a LocalQueue. Each intake
+ * accepts its hop's arrival state; the table, not the wiring, says which.
  */
 export class AgentTaskQueues {
   private readonly locals = new Map<TaskComponent, LocalQueue<TaskRecord>>();
@@ -42,8 +42,8 @@ export class AgentTaskQueues {
   }
 
   /**
-   * Runs every agent component's intake: the first on the bridge at `entry`, the rest on their
-   * local queues. Refused tasks are FAILED through `notify`.
+   * Runs every agent component's intake: the first on the client's socket at `entry`, the rest
+   * on their local queues. Refused tasks are FAILED through `notify`.
    */
   connect(
     entry: {

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Reason, TaskDescription, TaskRecord } from '../generated';
 import type { Clock } from '../lib/clock';
 import type { Logger } from '../lib/logger';
@@ -21,7 +20,6 @@ import { ManagerSchedulerCore, type PilotCapacity } from '../components/manager-
 import { ManagerSchedulerShell } from '../components/manager-scheduler/shell';
 import { QueueSet } from '../components/shared/queue-set';
 import type { Intake } from '../components/shared/shell';
-import { Bridge } from '../transport/bridge';
 import type { ServerSecurity } from '../transport/curve';
 import type { LocalQueue } from '../transport/local-queue';
 
@@ -37,7 +35,8 @@ export interface PipelineTasks {
  * The client-side components: ManagerScheduler -> ManagerInputStager -> (agents) ->
  * ManagerOutputStager, wired from the pipeline table (the client's hops). Hops inside this
  * process hand records over by reference (validated once, at the API); the queue back from
- * the agents is a bridge agents connect to, and validates what arrives.
+ * each pilot's agent is a socket of this process that the agent connects to, and validates
+ * what arrives.
  */
 export class ManagerPipeline {
   private readonly queues = new QueueSet();
@@ -152,20 +151,15 @@ export class ManagerPipeline {
     at: { agentInput?: string | undefined; managerOutput?: string | undefined } = {},
   ): Promise<{ agentInput: string; managerOutput: string }> {
     const agentInput = await this.inputShell.addPilot(pilot, at.agentInput, security);
-    // the agent pushes onto `in` (TCP); only this process pulls from `out`, not on TCP
-    const output = await Bridge.queue(
-      at.managerOutput ?? this.listenAt,
-      `inproc://${randomUUID()}/${pilot}/${COMPONENTS.managerOutputStager}`,
-      { in: security },
-    );
-    this.queues.addBridges(output);
+    // the agent's PUSH connects to this process's PULL, bound here: one producer, one consumer
     const session = this.session;
-    this.queues.consume(
-      output.endpoints.out,
+    const managerOutput = await this.queues.consumeBound(
+      at.managerOutput ?? this.listenAt,
       { ...this.outputIntake, admit: (item) => this.admitFrom(pilot, session, item) },
       this.log.child({ component: COMPONENTS.managerOutputStager, pilot }),
+      security,
     );
-    return { agentInput, managerOutput: output.endpoints.in };
+    return { agentInput, managerOutput };
   }
 
   /** A resumed session: these tasks (attempts) were given to `pilot` before. */

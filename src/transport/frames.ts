@@ -34,16 +34,41 @@ export class SerialSender {
         ),
       );
     }
-    const next = this.chain.then(() => (this.closed ? undefined : this.sock.send(frame)));
+    const next = this.chain.then(() => (this.closed ? undefined : this.sendNow(frame)));
     this.chain = next.catch(() => undefined);
     return next;
   }
 
-  /** Waits for queued sends, then closes (the socket's linger lets libzmq flush them). */
-  async close(): Promise<void> {
-    await this.chain;
+  /**
+   * Waits for queued sends (for at most `withinMs`, if given), then closes (the socket's linger
+   * lets libzmq flush what it holds). A send still waiting then is dropped, quietly: closing
+   * was the caller's choice.
+   */
+  async close(withinMs?: number): Promise<void> {
+    if (withinMs === undefined) await this.chain;
+    else await settledWithin(this.chain, withinMs);
     this.closed = true;
     this.sock.close();
+  }
+
+  /** zeromq.js rejects a send pending at close (EAGAIN): that one is dropped, not failed. */
+  private async sendNow(frame: Uint8Array): Promise<void> {
+    try {
+      await this.sock.send(frame);
+    } catch (e) {
+      if (!this.closed) throw e;
+    }
+  }
+}
+
+/** Resolves once `p` settles or `ms` have passed, whichever is first. */
+async function settledWithin(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  try {
+    await Promise.race([p.then(undefined, () => undefined), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

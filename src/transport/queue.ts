@@ -1,29 +1,20 @@
 import * as zmq from 'zeromq';
 import { encode } from './codec';
-import { clientOptions, type ClientSecurity } from './curve';
+import { clientOptions, serverOptions, type ClientSecurity, type ServerSecurity } from './curve';
 import { MAX_MESSAGE_BYTES, SerialSender, decodedMessages, type Decoded } from './frames';
 
-/** Most items one queue message carries (see QueueSender.send). */
+/** Most items one queue message carries (see PushEnd.send). */
 export const MAX_MESSAGE_ITEMS = 1_000;
 
-/** The producing end of a queue: connects to a bridge's `in`. */
-export class QueueSender {
-  private readonly out: SerialSender;
+/** Messages a queue's socket holds per peer before a send waits. */
+const HIGH_WATER_MARK = 10_000;
 
-  /** `security`: this peer's keys where the bridge is a CURVE server (another process's). */
-  constructor(
-    readonly address: string,
-    security?: ClientSecurity,
-  ) {
-    const sock = new zmq.Push({
-      linger: 2_000,
-      sendHighWaterMark: 10_000,
-      maxMessageSize: MAX_MESSAGE_BYTES,
-      ...clientOptions(security),
-    });
-    sock.connect(address);
-    this.out = new SerialSender(sock);
-  }
+/** How long a producer's close may take to flush what it queued to a live consumer. */
+const FLUSH_MS = 2_000;
+
+/** The producing end of a queue: one PUSH socket, bulks split to fit (see send). */
+export abstract class PushEnd {
+  protected constructor(protected readonly out: SerialSender) {}
 
   /**
    * Sends `value`; an array longer than MAX_MESSAGE_ITEMS goes as several messages of at most
@@ -41,6 +32,8 @@ export class QueueSender {
     return last;
   }
 
+  abstract close(): Promise<void>;
+
   private sendFitting(items: unknown[]): Promise<void> {
     const frame = encode(items);
     if (frame.length <= MAX_MESSAGE_BYTES || items.length < 2) return this.out.sendFrame(frame);
@@ -48,28 +41,62 @@ export class QueueSender {
     void this.sendFitting(items.slice(0, half)).catch(() => undefined); // the last one reports
     return this.sendFitting(items.slice(half));
   }
+}
+
+/** The producing end of a queue that connects: to a bridge's `in`, or a BoundQueueReceiver. */
+export class QueueSender extends PushEnd {
+  /** `security`: this peer's keys where the other end is a CURVE server (another process's). */
+  constructor(
+    readonly address: string,
+    security?: ClientSecurity,
+  ) {
+    super(new SerialSender(connected(pushSocket(FLUSH_MS, clientOptions(security)), address)));
+  }
 
   close(): Promise<void> {
     return this.out.close();
   }
 }
 
-/** The consuming end of a queue: connects to a bridge's `out`. */
-export class QueueReceiver {
-  private readonly sock: zmq.Pull;
-
-  constructor(
+/**
+ * The producing end of a queue with a single consumer in another process, which connects to
+ * it: binds `address` itself, so no bridge hop (the client's PUSH to a pilot's agent, a CURVE
+ * server admitting that pilot's key alone). A PUSH with no peer holds a send until one
+ * connects: what is sent before the consumer connects, or while it reconnects, waits for it in
+ * order; what was queued to a consumer whose connection ends goes with that connection.
+ */
+export class BoundQueueSender extends PushEnd {
+  private constructor(
     readonly address: string,
-    security?: ClientSecurity,
+    private readonly sock: zmq.Push,
   ) {
-    this.sock = new zmq.Pull({
-      linger: 0,
-      receiveHighWaterMark: 10_000,
-      maxMessageSize: MAX_MESSAGE_BYTES,
-      ...clientOptions(security),
-    });
-    this.sock.connect(address);
+    super(new SerialSender(sock));
   }
+
+  /** `security`: this socket's CurveZMQ server keys and the ZAP domain it admits. */
+  static async listen(address: string, security?: ServerSecurity): Promise<BoundQueueSender> {
+    const sock = await bound(pushSocket(FLUSH_MS, serverOptions(security)), address);
+    return new BoundQueueSender(sock.lastEndpoint ?? address, sock);
+  }
+
+  /**
+   * Flushes what was sent to a live consumer, waiting at most FLUSH_MS for sends that have no
+   * consumer to go to (it is gone), which are then dropped.
+   */
+  close(): Promise<void> {
+    return this.out.close(FLUSH_MS);
+  }
+
+  /** Closes at once: what the consumer has not taken yet is dropped. */
+  discard(): Promise<void> {
+    this.sock.linger = 0;
+    return this.out.close(0);
+  }
+}
+
+/** The consuming end of a queue: one PULL socket, its messages decoded. */
+export abstract class PullEnd {
+  protected constructor(protected readonly sock: zmq.Pull) {}
 
   messages(): AsyncGenerator<Decoded> {
     return decodedMessages(this.sock);
@@ -77,5 +104,70 @@ export class QueueReceiver {
 
   close(): void {
     if (!this.sock.closed) this.sock.close();
+  }
+}
+
+/** The consuming end of a queue that connects: to a bridge's `out`, or a BoundQueueSender. */
+export class QueueReceiver extends PullEnd {
+  constructor(
+    readonly address: string,
+    security?: ClientSecurity,
+  ) {
+    super(connected(pullSocket(clientOptions(security)), address));
+  }
+}
+
+/**
+ * The consuming end of a queue with a single producer in another process, which connects to
+ * it: binds `address` itself, so no bridge hop (the client's PULL for a pilot's hand-backs).
+ */
+export class BoundQueueReceiver extends PullEnd {
+  private constructor(
+    readonly address: string,
+    sock: zmq.Pull,
+  ) {
+    super(sock);
+  }
+
+  /** `security`: this socket's CurveZMQ server keys and the ZAP domain it admits. */
+  static async listen(address: string, security?: ServerSecurity): Promise<BoundQueueReceiver> {
+    const sock = await bound(pullSocket(serverOptions(security)), address);
+    return new BoundQueueReceiver(sock.lastEndpoint ?? address, sock);
+  }
+}
+
+type Options = Partial<zmq.SocketOptions<zmq.Socket>>;
+
+function pushSocket(linger: number, security: Options): zmq.Push {
+  return new zmq.Push({
+    linger,
+    sendHighWaterMark: HIGH_WATER_MARK,
+    maxMessageSize: MAX_MESSAGE_BYTES,
+    ...security,
+  });
+}
+
+function pullSocket(security: Options): zmq.Pull {
+  return new zmq.Pull({
+    linger: 0,
+    receiveHighWaterMark: HIGH_WATER_MARK,
+    maxMessageSize: MAX_MESSAGE_BYTES,
+    ...security,
+  });
+}
+
+function connected<S extends zmq.Socket>(sock: S, address: string): S {
+  sock.connect(address);
+  return sock;
+}
+
+/** Binds `sock`, closing it if the address cannot be had (a resumed session's port taken). */
+async function bound<S extends zmq.Socket>(sock: S, address: string): Promise<S> {
+  try {
+    await sock.bind(address);
+    return sock;
+  } catch (e) {
+    sock.close();
+    throw e;
   }
 }

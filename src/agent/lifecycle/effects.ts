@@ -50,7 +50,7 @@ export interface AgentLifecycleEffects {
   awaitUpdates(): void;
   /** Closes the UpdateWorkers, waiting `ackWaitMs` for acks (undefined: their default). */
   closeWorkers(ackWaitMs: number | undefined): void;
-  /** Closes the queues and their bridges. */
+  /** Closes the queues. */
   closeQueues(): void;
   /** Tells the client the agent's end (agent_final); a failure to publish is no error. */
   publishFinal(final: AgentFinal, message: string): void;

@@ -1,10 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { TaskRecord } from '../../generated';
 import type { Logger } from '../../lib/logger';
 import type { Notification } from '../../states/notification';
-import { Bridge } from '../../transport/bridge';
 import type { ServerSecurity } from '../../transport/curve';
-import { QueueSender } from '../../transport/queue';
+import { BoundQueueSender } from '../../transport/queue';
 import { sendLogged } from '../shared/shell';
 import type { ManagerInputStagerEffects } from './effects';
 
@@ -19,7 +17,7 @@ export interface Given {
  * the owner-of-last-resort's list of what each agent was given and has not handed back.
  */
 export class ManagerInputStagerShell implements ManagerInputStagerEffects {
-  private readonly inputs = new Map<string, { bridge: Bridge; sender: QueueSender }>();
+  private readonly inputs = new Map<string, BoundQueueSender>();
   /** Tasks handed to each pilot's agent and neither back nor ended: uid -> attempt. */
   private readonly outstanding = new Map<string, Map<string, number>>();
   /**
@@ -59,19 +57,19 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
     }
     this.given(pilot, tasks);
     for (const t of tasks) this.grantTransfers(pilot, t);
-    sendLogged(q.sender, tasks, this.log, 'forward to agent');
+    sendLogged(q, tasks, this.log, 'forward to agent');
   }
 
   /**
-   * Creates the queue a pilot's agent pulls from (`at`: the address it already knows). Only
-   * the agent's end listens on TCP: this shell pushes in-process, so no one else can push in.
+   * Binds the queue a pilot's agent pulls from (`at`: the address it already knows): this
+   * shell's own PUSH, a CurveZMQ server admitting that pilot's key alone (`security`). A PUSH
+   * takes nothing in, so no one but this shell can put tasks into the agent's input. Tasks
+   * sent before the agent connects (or, resumed, reconnects) wait for it.
    */
   async addPilot(pilot: string, at?: string, security?: ServerSecurity): Promise<string> {
-    const bridge = await Bridge.queue(`inproc://${randomUUID()}/${pilot}/in`, at ?? this.listenAt, {
-      out: security,
-    });
-    this.inputs.set(pilot, { bridge, sender: new QueueSender(bridge.endpoints.in) });
-    return bridge.endpoints.out;
+    const sender = await BoundQueueSender.listen(at ?? this.listenAt, security);
+    this.inputs.set(pilot, sender);
+    return sender.address;
   }
 
   /** A resumed session: tasks its agent holds, and ones sent again because they may be lost. */
@@ -80,7 +78,7 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
     if (resend.length === 0) return;
     this.given(pilot, resend);
     const q = this.inputs.get(pilot);
-    if (q !== undefined) sendLogged(q.sender, resend, this.log, 'resend to agent');
+    if (q !== undefined) sendLogged(q, resend, this.log, 'resend to agent');
   }
 
   /** The agent handed these back, or they ended: no longer the owner of last resort's. */
@@ -112,19 +110,20 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
     return out === undefined ? [] : [...out].map(([uid, attempt]) => ({ uid, attempt }));
   }
 
-  /** The pilot has ended: its queue goes. */
+  /**
+   * The pilot has ended: its queue goes at once, with what its agent has not taken (those
+   * tasks are unreturned: the owner of last resort ends them).
+   */
   removePilot(pilot: string): void {
     const q = this.inputs.get(pilot);
     if (q === undefined) return;
     this.inputs.delete(pilot);
-    this.closing.push(q.sender.close().then(() => q.bridge.close()));
+    this.closing.push(q.discard());
   }
 
+  /** Flushes what live agents have yet to take (bounded: a gone agent holds nothing up). */
   async close(): Promise<void> {
-    for (const { bridge, sender } of this.inputs.values()) {
-      await sender.close();
-      await bridge.close();
-    }
+    await Promise.all([...this.inputs.values()].map((q) => q.close()));
     this.inputs.clear();
     await Promise.allSettled(this.closing);
   }

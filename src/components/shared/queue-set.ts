@@ -1,22 +1,21 @@
 import type { TaskRecord } from '../../generated';
 import type { Logger } from '../../lib/logger';
-import type { Bridge } from '../../transport/bridge';
-import type { ClientSecurity } from '../../transport/curve';
+import type { ClientSecurity, ServerSecurity } from '../../transport/curve';
 import { LocalQueue } from '../../transport/local-queue';
-import { QueueReceiver, QueueSender } from '../../transport/queue';
+import {
+  BoundQueueReceiver,
+  QueueReceiver,
+  QueueSender,
+  type PullEnd,
+} from '../../transport/queue';
 import { consumeLocalTasks, consumeTaskBulks, type Intake } from './shell';
 
 /** The sockets and loops one process's components use, closed in the right order. */
 export class QueueSet {
-  private readonly bridges: Bridge[] = [];
   private readonly senders: QueueSender[] = [];
-  private readonly receivers: QueueReceiver[] = [];
+  private readonly receivers: PullEnd[] = [];
   private readonly loops: Promise<void>[] = [];
   private readonly locals: { queue: LocalQueue<unknown>; log: Logger; name: string }[] = [];
-
-  addBridges(...bridges: Bridge[]): void {
-    this.bridges.push(...bridges);
-  }
 
   /** `security`: this agent's keys, where the queue is another process's CURVE server. */
   sender(address: string, security?: ClientSecurity): QueueSender {
@@ -28,6 +27,23 @@ export class QueueSet {
   /** Runs a task component's receive loop on the queue at `address`. */
   consume(address: string, intake: Intake, log: Logger, security?: ClientSecurity): void {
     this.loop(address, (r) => consumeTaskBulks(r, intake, log), security);
+  }
+
+  /**
+   * Binds the queue at `address` (its one producer, another process, connects: `security`
+   * admits that peer alone) and runs a task component's receive loop on it; returns the
+   * address bound.
+   */
+  async consumeBound(
+    address: string,
+    intake: Intake,
+    log: Logger,
+    security?: ServerSecurity,
+  ): Promise<string> {
+    const r = await BoundQueueReceiver.listen(address, security);
+    this.receivers.push(r);
+    this.loops.push(consumeTaskBulks(r, intake, log));
+    return r.address;
   }
 
   /** A hop between two components of this process (see LocalQueue); `name` is for logs. */
@@ -54,21 +70,20 @@ export class QueueSet {
     for (const r of this.receivers) r.close();
     for (const { queue, log, name } of this.locals) {
       const dropped = queue.close();
-      // like bulks left in a bridge: their tasks are ended by the owner of last resort
+      // like bulks left in a socket's queue: their tasks are ended by the owner of last resort
       if (dropped > 0) log.warn('local queue closed with items in it', { queue: name, dropped });
     }
     await Promise.allSettled(this.loops);
   }
 
-  /** Flushes and closes the senders (messages may still sit in the bridges). */
+  /** Flushes and closes the senders. */
   async closeSenders(): Promise<void> {
     await Promise.all(this.senders.map((s) => s.close()));
   }
 
-  /** Stops everything: receivers, senders, then the bridges. */
+  /** Stops everything: receivers, then senders. */
   async close(): Promise<void> {
     await this.stopReceiving();
     await this.closeSenders();
-    await Promise.all(this.bridges.map((b) => b.close()));
   }
 }

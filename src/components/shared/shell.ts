@@ -37,7 +37,7 @@ export interface Intake {
  * bulk at all is logged. Nothing stops the loop.
  */
 export async function consumeTaskBulks(
-  receiver: QueueReceiver,
+  receiver: Pick<QueueReceiver, 'messages'>,
   intake: Intake,
   log: Logger,
 ): Promise<void> {
