@@ -3,17 +3,18 @@ import type { Logger } from '../lib/logger';
 
 /**
  * Drops tasks this agent already received: a resumed client sends again the ones it cannot
- * tell arrived (AGENT_STAGING_INPUT_PENDING when it died). A task sent twice runs once.
+ * tell arrived (AGENT_STAGING_INPUT_PENDING when it died). A task sent twice runs once, and an
+ * attempt older than one received runs never (it was fenced when the newer one began).
  */
 export class FirstSight {
-  /** `uid\0attempt` of every task received. */
-  private readonly received = new Set<string>();
+  /** uid -> the latest attempt received (a Map of the uids: no key string made per task). */
+  private readonly received = new Map<string, number>();
 
   filter(tasks: TaskRecord[], log: Logger): TaskRecord[] {
     const fresh = tasks.filter((t) => {
-      const key = `${t.uid}\u0000${t.attempt}`;
-      if (this.received.has(key)) return false;
-      this.received.add(key);
+      const latest = this.received.get(t.uid);
+      if (latest !== undefined && latest >= t.attempt) return false;
+      this.received.set(t.uid, t.attempt);
       return true;
     });
     if (fresh.length < tasks.length) {
