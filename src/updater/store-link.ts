@@ -6,6 +6,7 @@ import { parseStoreReply } from '../lib/validate';
 import { decode, encode } from '../transport/codec';
 import { clientOptions, type ClientSecurity } from '../transport/curve';
 import { MAX_MESSAGE_BYTES } from '../transport/frames';
+import { toTuples } from './notification-codec';
 import type { StateStore } from './state-store';
 
 /**
@@ -45,7 +46,8 @@ export class ZmqStoreLink implements StoreLink {
   }
 
   send(request: StoreRequest): void {
-    const frame = encode(request);
+    // the notifications as tuples (notification-codec.ts): the StoreServer turns them back
+    const frame = encode({ ...request, notifications: toTuples(request.notifications) });
     this.frames.set(request.batch, frame);
     this.transmit(frame);
   }

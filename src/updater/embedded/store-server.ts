@@ -5,6 +5,7 @@ import { coerceError, errorMeta, TransportError, ValidationError } from '../../e
 import type { Logger } from '../../lib/logger';
 import { parseStoreRequest } from '../../lib/validate';
 import { decode, encode } from '../../transport/codec';
+import { fromTuples } from '../notification-codec';
 import type { StateStore } from '../state-store';
 import { BadMessages } from '../../lib/bad-messages';
 import { serverOptions, type ServerSecurity } from '../../transport/curve';
@@ -147,6 +148,9 @@ export class StoreServer {
         { path: '/', message: 'must be a msgpack-encoded StoreRequest' },
       ]);
     }
+    // UpdateWorkers send notifications as tuples (notification-codec.ts); checked as objects
+    const sent = (value as { notifications?: unknown } | null)?.notifications;
+    if (Array.isArray(sent)) fromTuples(sent);
     let request: StoreRequest;
     try {
       request = parseStoreRequest(value);

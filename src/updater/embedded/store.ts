@@ -8,7 +8,7 @@ import { silentLogger, type Logger } from '../../lib/logger';
 import { parseNotification, parseNotificationBulk } from '../../lib/validate';
 import { NotificationFeed } from './feed';
 import { DurableWriter, onLocalFileSystem } from './durable-writer';
-import { decodeNotifications, encodeNotifications } from './notification-codec';
+import { decodeNotifications, encodeNotifications } from '../notification-codec';
 import { frameRecord, HEADER_BYTES, scanRecords, type RecordTail } from './record';
 import {
   decodeSummary,

@@ -8,7 +8,7 @@ import { withTimeout } from '../../../../src/lib/deferred';
 import { parseStoreReply } from '../../../../src/lib/validate';
 import { decode, encode } from '../../../../src/transport/codec';
 import { EmbeddedStore, StoreServer } from '../../../../src/updater';
-import { decodeNotifications } from '../../../../src/updater/embedded/notification-codec';
+import { decodeNotifications, toTuples } from '../../../../src/updater/notification-codec';
 import { scanRecords } from '../../../../src/updater/embedded/record';
 import { makeNotes, RecordingLogger } from '../helpers';
 
@@ -92,5 +92,23 @@ describe('StoreServer', () => {
       ok: true,
       accepted: 0,
     });
+  });
+
+  it('takes notifications as tuples, as UpdateWorkers send them, and names the path of a bad one', async () => {
+    const notes = makeNotes(6);
+    const tuples = toTuples(notes);
+    expect(await ask(encode({ batch: 't1', session: 's', notifications: tuples }))).toEqual({
+      batch: 't1',
+      ok: true,
+      accepted: 6,
+    });
+    expect(await store.history()).toEqual(notes);
+    const bad = [...toTuples(makeNotes(2, 'x')), [0, 'u', 0, 999, 'late', 0]];
+    const reply = await ask(encode({ batch: 't2', session: 's', notifications: bad }));
+    expect(reply).toMatchObject({ batch: 't2', ok: false, error: { code: 'E_VALIDATION' } });
+    expect(reply.error?.issues?.map((i) => i.path)).toEqual(
+      expect.arrayContaining(['/notifications/2/attempt', '/notifications/2/ts']),
+    );
+    expect(store.size).toBe(6);
   });
 });

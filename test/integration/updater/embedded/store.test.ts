@@ -7,7 +7,7 @@ import { decode, encode } from '../../../../src/transport/codec';
 import { deferred } from '../../../../src/lib/deferred';
 import { EmbeddedStore, type StoreUnwritableError, type WatchBulk } from '../../../../src/updater';
 import { frameRecord, HEADER_BYTES, scanRecords } from '../../../../src/updater/embedded/record';
-import { decodeNotifications } from '../../../../src/updater/embedded/notification-codec';
+import { decodeNotifications } from '../../../../src/updater/notification-codec';
 import { decodeSummary } from '../../../../src/updater/embedded/segment-summary';
 import { makeNotes, prng } from '../helpers';
 

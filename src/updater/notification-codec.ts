@@ -1,13 +1,14 @@
-import type { Notification } from '../../states/notification';
-import { decode, encode } from '../../transport/codec';
+import type { Notification } from '../states/notification';
+import { decode, encode } from '../transport/codec';
 
 /**
- * How the embedded store writes notifications in a record: each as a tuple `[kind, uid,
- * attempt, state, ts, component, detail?]`, where kind, state and component are small numbers
- * from the tables below (or the string itself, for one no table has). A notification's field
- * names and its three enum strings were most of its bytes and of the encoder's time: a tuple
- * encodes about three times faster than the object. Records written before this format hold
- * the objects themselves; the decoder takes either, element by element.
+ * How notifications are encoded where many are (the embedded store's records, the batches an
+ * UpdateWorker sends a StoreServer): each as a tuple `[kind, uid, attempt, state, ts,
+ * component, detail?]`, where kind, state and component are small numbers from the tables
+ * below (or the string itself, for one no table has). A notification's field names and its
+ * three enum strings were most of its bytes and of the encoder's time: a tuple encodes about
+ * three times faster than the object. Records written before this format hold the objects
+ * themselves; the decoders take either, element by element.
  *
  * The tables are append-only: a code, once written to a file, must keep its meaning. So they
  * are listed here, not derived from the state models (a test checks they cover them).
@@ -71,6 +72,11 @@ type Tuple = [
 
 /** The payload of a record holding `ns`. */
 export function encodeNotifications(ns: readonly Notification[]): Buffer {
+  return encode(toTuples(ns));
+}
+
+/** `ns` as tuples, to be encoded in a message. */
+export function toTuples(ns: readonly Notification[]): unknown[] {
   const tuples = new Array<Tuple>(ns.length);
   for (let i = 0; i < ns.length; i++) {
     const n = ns[i]!;
@@ -85,7 +91,7 @@ export function encodeNotifications(ns: readonly Notification[]): Buffer {
     if (n.detail !== undefined) t.push(n.detail);
     tuples[i] = t;
   }
-  return encode(tuples);
+  return tuples;
 }
 
 /**
@@ -95,12 +101,16 @@ export function encodeNotifications(ns: readonly Notification[]): Buffer {
  */
 export function decodeNotifications(payload: Buffer): unknown {
   const items = decode(payload);
-  if (!Array.isArray(items)) return items;
+  if (Array.isArray(items)) fromTuples(items);
+  return items;
+}
+
+/** Turns the tuples among decoded `items` back into objects, in place. */
+export function fromTuples(items: unknown[]): void {
   for (let i = 0; i < items.length; i++) {
     const t: unknown = items[i];
     if (Array.isArray(t)) items[i] = fromTuple(t);
   }
-  return items;
 }
 
 /** A tuple back to its object; an element of the wrong shape stays one the validator rejects. */

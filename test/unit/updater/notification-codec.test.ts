@@ -1,16 +1,16 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Notification } from '../../../../src/states/notification';
-import { PILOT_STATES } from '../../../../src/states/pilot-model';
-import { COMPONENTS, TASK_STATES } from '../../../../src/states/task-model';
-import { decode, encode } from '../../../../src/transport/codec';
-import { parseNotificationBulk } from '../../../../src/lib/validate';
+import type { Notification } from '../../../src/states/notification';
+import { PILOT_STATES } from '../../../src/states/pilot-model';
+import { COMPONENTS, TASK_STATES } from '../../../src/states/task-model';
+import { decode, encode } from '../../../src/transport/codec';
+import { parseNotificationBulk } from '../../../src/lib/validate';
 import {
   COMPONENT_CODES,
   KIND_CODES,
   STATE_CODES,
   decodeNotifications,
   encodeNotifications,
-} from '../../../../src/updater/embedded/notification-codec';
+} from '../../../src/updater/notification-codec';
 
 const task = (state: Notification['state'], more: Partial<Notification> = {}): Notification => ({
   kind: 'task',
