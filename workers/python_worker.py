@@ -8,9 +8,11 @@ Calls run one at a time, in the order received. A sync function runs outside the
 (it may call asyncio.run itself); a coroutine runs in the worker's loop, which meanwhile still
 reads fd 3, so a cancel cancels it and is answered at once. A function that never returns
 cannot see a cancel: the pool kills the worker. A module is imported once per worker and kept,
-or its import error is kept (phase 'import'). A call's `env` is set in os.environ and its `cwd`
-made the working directory while it runs; once no call is left, the worker's own environment
-and directory are back.
+or its import error is kept (phase 'import'). A call's environment and cwd come as changes to
+the previous call's (protocol 2); they are set in os.environ and made the working directory
+while it runs, the next call changes only what differs, and once no call is left the worker's
+own environment and directory are back. os.environ notes its own changes (a subclass), so a
+function that changes it is seen: the next call then sets its whole environment again.
 
 Run as `python3 -u python_worker.py`; it needs the `msgpack` package and nothing else.
 """
@@ -41,7 +43,7 @@ import os
 import platform
 import traceback
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 MAX_ERROR_TEXT = 16 * 1024
 REPLY_FRAME_TARGET_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 512
@@ -63,10 +65,33 @@ dropped = set()  # ids canceled while waiting
 current = None  # the call whose coroutine runs now: {'id', 'task', 'waiter', 'abandoned'}
 outbox = []
 idle = False  # the loop runs only to wait for requests
-set_keys = []
-saved_env = {}
+call_env = {}  # the calls' environment over the worker's own, as the changes sent make it
+call_dir = home_dir
+entered = False  # os.environ holds call_env (from the first call after idle to the last)
+changed = []  # keys of call_env changed since os.environ last held it (while entered)
+saved_env = {}  # what the variables set in os.environ were before
 cwd_now = home_dir
 loop = None
+env_touched = False
+
+
+class _WatchedEnviron(type(os.environ)):
+    """os.environ, noting a change a function makes (the worker's own go around it)."""
+
+    def __setitem__(self, key, value):
+        global env_touched
+        env_touched = True
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key):
+        global env_touched
+        env_touched = True
+        super().__delitem__(key)
+
+
+_environ_set = type(os.environ).__setitem__
+_environ_del = type(os.environ).__delitem__
+os.environ.__class__ = _WatchedEnviron
 
 
 def die(why):
@@ -178,6 +203,7 @@ def serve():
             idle = False
             continue
         c = queue.popleft()
+        absorb(c)  # a dropped call's changes hold for the calls after it
         if c["id"] in dropped:
             dropped.discard(c["id"])
             continue
@@ -191,7 +217,7 @@ def run(c):
         reply(failure(c["id"], target["error"], target["phase"]))
         return
     try:
-        enter(c)
+        enter()
         value = target["fn"](*c.get("args", []))
     except Exception as e:  # noqa: BLE001 - what the function raised is the call's outcome
         reply(failure(c["id"], wire_error(e), "call"))
@@ -238,12 +264,12 @@ def is_path(module):
 
 def find_target(c):
     module = c["module"]
-    base = c.get("cwd") or home_dir
+    base = call_dir
     # a file is one module whatever the cwd; a dotted name is one module per worker (sys.modules)
     key = os.path.normpath(os.path.join(base, module)) if is_path(module) else module
     loaded = modules.get(key)
     if loaded is None:
-        loaded = load(module, key, base, (c.get("env") or {}).get("PYTHONPATH"))
+        loaded = load(module, key, base, call_env.get("PYTHONPATH"))
         modules[key] = loaded
     if loaded[0] == "error":
         return {"error": loaded[1], "phase": "import"}
@@ -301,41 +327,73 @@ def pick(mod, c):
     return {"error": {"name": "TypeError", "message": message}, "phase": "call"}
 
 
-def enter(c):
-    """Sets the call's environment and directory, changing only what differs from the last call."""
-    global set_keys, cwd_now
-    env = c.get("env") or {}
-    for k in set_keys:
-        if k not in env:
+def absorb(c):
+    """Takes in the changes a call brings to the calls' environment and directory."""
+    global call_dir
+    for k in c.get("unset", ()):
+        call_env.pop(k, None)
+        if entered:
+            changed.append(k)
+    env = c.get("env")
+    if env:
+        call_env.update(env)
+        if entered:
+            changed.extend(env)
+    cwd = c.get("cwd")
+    if cwd is not None:
+        call_dir = cwd or home_dir
+
+
+def enter():
+    """Makes os.environ and the directory the call's, changing only what differs from the last."""
+    global entered, changed, env_touched, cwd_now
+    if entered and not env_touched:
+        for k in changed:
+            put(k)
+    else:
+        # the first call since idle, or a function changed os.environ itself: all of it again
+        for k in [k for k in saved_env if k not in call_env]:
             restore_key(k)
-    set_keys = []
-    for k, v in env.items():
-        if k not in saved_env:
-            saved_env[k] = os.environ.get(k)
-        if os.environ.get(k) != v:
-            os.environ[k] = v
-        set_keys.append(k)
-    want = c.get("cwd") or home_dir
-    if want != cwd_now:
+        for k in call_env:
+            put(k)
+        entered = True
+        env_touched = False
+    changed = []
+    if call_dir != cwd_now:
         cwd_now = home_dir  # if chdir raises, the worker is still where it started
-        os.chdir(want)
-        cwd_now = want
+        os.chdir(call_dir)
+        cwd_now = call_dir
+
+
+def put(k):
+    """os.environ[k] as call_env has it: its value, or the worker's own."""
+    v = call_env.get(k)
+    if v is None:
+        if k in saved_env:
+            restore_key(k)
+        return
+    if k not in saved_env:
+        saved_env[k] = os.environ.get(k)
+    _environ_set(os.environ, k, v)
 
 
 def restore_key(k):
     before = saved_env.pop(k, None)
     if before is None:
-        os.environ.pop(k, None)
+        if k in os.environ:
+            _environ_del(os.environ, k)
     else:
-        os.environ[k] = before
+        _environ_set(os.environ, k, before)
 
 
 def restore():
     """No call left: the worker's own environment and directory again."""
-    global set_keys, cwd_now
-    for k in set_keys:
+    global entered, changed, env_touched, cwd_now
+    for k in list(saved_env):
         restore_key(k)
-    set_keys = []
+    entered = False
+    env_touched = False
+    changed = []
     if cwd_now != home_dir:
         cwd_now = home_dir
         os.chdir(home_dir)

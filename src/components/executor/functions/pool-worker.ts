@@ -52,6 +52,9 @@ export class PoolWorker {
   readonly closed: Deferred<void> = deferred<void>();
   private readonly reader: FrameReader;
   private readonly startTimer: NodeJS.Timeout;
+  /** The environment and cwd of the last call written to it: the next call is sent as changes. */
+  private sentEnv: Record<string, string> = {};
+  private sentCwd = '';
 
   constructor(
     readonly index: number,
@@ -120,7 +123,7 @@ export class PoolWorker {
     if (this.pending.length > 0) {
       const calls: WireCall[] = [];
       for (const c of this.pending) {
-        calls.push(wireCall(c));
+        calls.push(this.wireCall(c));
         c.sentTo = this;
         this.inflight.set(c.id, c);
         started.push({ uid: c.job.uid, pid: this.p.pid });
@@ -129,6 +132,36 @@ export class PoolWorker {
       frames.push(frame(codec.pack({ t: 'calls', calls })));
     }
     if (frames.length > 0) this.p.requests.write(Buffer.concat(frames));
+  }
+
+  /** The call as the worker is sent it: its environment and cwd as changes to the last call's. */
+  private wireCall(c: Call): WireCall {
+    const { job } = c;
+    const w: WireCall = { id: c.id, module: job.module };
+    if (job.export !== undefined) w.export = job.export;
+    if (job.args !== undefined) w.args = job.args;
+    const env = job.env;
+    const last = this.sentEnv;
+    let set: Record<string, string> | undefined;
+    let unset: string[] | undefined;
+    for (const k in env) {
+      if (!Object.hasOwn(env, k)) continue;
+      const v = env[k]!;
+      if (last[k] === v && Object.hasOwn(last, k)) continue;
+      set ??= {};
+      if (k === '__proto__') Object.defineProperty(set, k, { value: v, enumerable: true });
+      else set[k] = v;
+    }
+    for (const k in last) if (!Object.hasOwn(env, k)) (unset ??= []).push(k);
+    if (set !== undefined) w.env = set;
+    if (unset !== undefined) w.unset = unset;
+    this.sentEnv = env; // jobs are not changed once given to the pool
+    const cwd = job.cwd ?? '';
+    if (cwd !== this.sentCwd) {
+      w.cwd = cwd;
+      this.sentCwd = cwd;
+    }
+    return w;
   }
 
   private onReplies(chunk: Buffer): void {
@@ -177,13 +210,4 @@ export class PoolWorker {
       );
     }
   }
-}
-
-function wireCall(c: Call): WireCall {
-  const { job } = c;
-  const w: WireCall = { id: c.id, module: job.module, env: job.env };
-  if (job.export !== undefined) w.export = job.export;
-  if (job.args !== undefined) w.args = job.args;
-  if (job.cwd !== undefined) w.cwd = job.cwd;
-  return w;
 }

@@ -6,7 +6,7 @@
  * worker prints goes to its stdout and stderr, which the pool sends to log files: never to fds 3/4.
  *
  *   parent -> worker: {t:'init', protocol, worker, maxResultBytes}       (first, once)
- *                     {t:'calls', calls:[{id, module, export?, args?, env?, cwd?}]}
+ *                     {t:'calls', calls:[{id, module, export?, args?, env?, unset?, cwd?}]}
  *                     {t:'cancel', ids:[id...]}
  *   worker -> parent: {t:'ready', protocol, pid, language, version}     (first, once)
  *                     {t:'done', results:[{id, ok:true, value} |
@@ -15,11 +15,13 @@
  * A worker runs its calls one at a time, in the order received, and answers each id once; a
  * cancel is answered at once (out of order), and the canceled call's own outcome is dropped.
  * `value` is a msgpack bin holding the msgpack encoding of what the function returned, so the
- * parent passes it on without decoding it. Light on purpose: the worker imports it at start.
+ * parent passes it on without decoding it. A call's `env`, `unset` and `cwd` say what differs
+ * from the call before it in the same worker (protocol 2): most of a call's environment is its
+ * slot's and its pilot's, the same from call to call. Light on purpose: the worker imports it.
  */
 import { Packr, Unpackr } from 'msgpackr';
 
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 /** Bytes of the length prefix of a frame. */
 export const FRAME_HEADER_BYTES = 4;
@@ -44,9 +46,17 @@ export interface WireCall {
   /** The exported function to call; default: the module's default export. */
   export?: string;
   args?: unknown[];
-  /** Set in the worker's environment for the call, restored after it. */
+  /**
+   * The call's environment, as changes to the previous call's in this worker (none before the
+   * first): variables to set (new, or with another value) ...
+   */
   env?: Record<string, string>;
-  /** The working directory of the call, and where `module` is resolved from. */
+  /** ... and variables of the previous call's environment this one does not have. */
+  unset?: string[];
+  /**
+   * The working directory of the call (where `module` is resolved from), when it is not the
+   * previous call's; '' for the worker's own (the first call's, when absent).
+   */
   cwd?: string;
 }
 

@@ -5,9 +5,11 @@
  *
  * Calls run one at a time, in the order received. A function's module is imported once per
  * worker and kept, or its import error is kept: every later call of that module fails with the
- * same error (phase 'import') without importing again. A call's `env` is set in process.env and
- * its `cwd` made the working directory while it runs; the next call of a bulk changes only what
- * differs, and once no call is left the worker's own environment and directory are back.
+ * same error (phase 'import') without importing again. A call's environment and cwd come as
+ * changes to the previous call's (protocol 2); they are set in process.env and made the working
+ * directory while it runs, the next call changes only what differs, and once no call is left the
+ * worker's own environment and directory are back. process.env is watched (a Proxy) so that a
+ * function that changes it itself is seen: the next call then sets its whole environment again.
  * Results finished in one turn of the event loop go out in one frame.
  *
  * It exits when fd 3 ends (the parent closed it or died), and on a frame it cannot read. A
@@ -66,10 +68,33 @@ let current: { id: number; abandoned: boolean } | undefined;
 let outbox: WireResult[] = [];
 let flushQueued = false;
 
-/** Keys the last call set, and what they were before the first call that set them. */
-let setKeys: string[] = [];
+/** The calls' environment (over the worker's own) and directory, as the changes sent so far make them. */
+const callEnv = new Map<string, string>();
+let callDir = homeDir;
+/** Whether process.env holds callEnv (from the first call after idle until no call is left). */
+let entered = false;
+/** Keys of callEnv changed since process.env last held it (while entered). */
+let changed: string[] = [];
+/** What the variables set in process.env were before (restored once no call is left). */
 const savedEnv = new Map<string, string | undefined>();
 let dir = homeDir;
+/** The environment itself; process.env becomes a Proxy that notes a function's own changes. */
+const realEnv = process.env;
+let envTouched = false;
+process.env = new Proxy(realEnv, {
+  set(t, k, v) {
+    envTouched = true;
+    return Reflect.set(t, k, v);
+  },
+  deleteProperty(t, k) {
+    envTouched = true;
+    return Reflect.deleteProperty(t, k);
+  },
+  defineProperty(t, k, d) {
+    envTouched = true;
+    return Reflect.defineProperty(t, k, d);
+  },
+});
 
 const input = new Socket({ fd: 3, readable: true, writable: false });
 const output = new Socket({ fd: 4, readable: false, writable: true });
@@ -154,6 +179,7 @@ function canceled(when: string): WireError {
 function drain(): void {
   while (current === undefined && head < queue.length) {
     const c = queue[head++]!;
+    absorb(c); // a dropped call's changes hold for the calls after it
     if (dropped.delete(c.id)) continue;
     waiting.delete(c.id);
     run(c);
@@ -166,7 +192,7 @@ function drain(): void {
 }
 
 function run(c: WireCall): void {
-  const base = c.cwd ?? homeDir;
+  const base = callDir;
   // a path or URL means the same file from any cwd: one entry, not one per task sandbox
   const key = `${isPath(c.module) ? '' : base}\0${c.module}\0${c.export ?? ''}`;
   const target = targets.get(key) ?? findTarget(c, base, key);
@@ -177,7 +203,7 @@ function run(c: WireCall): void {
   }
   let value: unknown;
   try {
-    enter(c);
+    enter();
     const fn = target.fn; // called bare: `this` is undefined, as for a plain call
     value = fn(...(c.args ?? []));
   } catch (e) {
@@ -301,37 +327,67 @@ function pick(ns: Record<string, unknown>, c: WireCall): Target {
   return { error: { name: 'TypeError', message }, phase: 'call' };
 }
 
-/** Sets the call's environment and directory, changing only what differs from the last call. */
-function enter(c: WireCall): void {
-  const env = c.env;
-  for (const k of setKeys) if (env === undefined || !(k in env)) restoreKey(k);
-  setKeys = [];
-  if (env !== undefined) {
-    for (const k of Object.keys(env)) {
-      if (!savedEnv.has(k)) savedEnv.set(k, process.env[k]);
-      if (process.env[k] !== env[k]) process.env[k] = env[k];
-      setKeys.push(k);
+/** Takes in the changes a call brings to the calls' environment and directory. */
+function absorb(c: WireCall): void {
+  if (c.unset !== undefined) {
+    for (const k of c.unset) {
+      callEnv.delete(k);
+      if (entered) changed.push(k);
     }
   }
-  const want = c.cwd ?? homeDir;
-  if (want !== dir) {
-    dir = homeDir; // if chdir throws, the worker is still where it started
-    process.chdir(want);
-    dir = want;
+  const env = c.env;
+  if (env !== undefined) {
+    for (const k of Object.keys(env)) {
+      callEnv.set(k, env[k]!);
+      if (entered) changed.push(k);
+    }
   }
+  if (c.cwd !== undefined) callDir = c.cwd === '' ? homeDir : c.cwd;
+}
+
+/** Makes process.env and the directory the call's, changing only what differs from the last call. */
+function enter(): void {
+  if (entered && !envTouched) {
+    for (const k of changed) put(k);
+  } else {
+    // the first call since idle, or a function changed process.env itself: all of it again
+    for (const k of savedEnv.keys()) if (!callEnv.has(k)) restoreKey(k);
+    for (const k of callEnv.keys()) put(k);
+    entered = true;
+    envTouched = false;
+  }
+  changed = [];
+  if (callDir !== dir) {
+    dir = homeDir; // if chdir throws, the worker is still where it started
+    process.chdir(callDir);
+    dir = callDir;
+  }
+}
+
+/** process.env[k] as callEnv has it: its value, or the worker's own. */
+function put(k: string): void {
+  const v = callEnv.get(k);
+  if (v === undefined) {
+    if (savedEnv.has(k)) restoreKey(k);
+    return;
+  }
+  if (!savedEnv.has(k)) savedEnv.set(k, realEnv[k]);
+  realEnv[k] = v;
 }
 
 function restoreKey(k: string): void {
   const before = savedEnv.get(k);
   savedEnv.delete(k);
-  if (before === undefined) delete process.env[k];
-  else process.env[k] = before;
+  if (before === undefined) delete realEnv[k];
+  else realEnv[k] = before;
 }
 
 /** No call left: the worker's own environment and directory again. */
 function restore(): void {
-  for (const k of setKeys) restoreKey(k);
-  setKeys = [];
+  for (const k of savedEnv.keys()) restoreKey(k);
+  entered = false;
+  envTouched = false;
+  changed = [];
   if (dir !== homeDir) {
     dir = homeDir;
     process.chdir(homeDir);

@@ -179,6 +179,57 @@ describe('FunctionPool', () => {
     expect(await events.value(after.uid)).toEqual([null, 'base', '0']);
   });
 
+  // protocol 2 sends a call's environment and cwd as changes to the previous call's: calls of
+  // one frame run back to back, with no restore between them
+  it('gives each call of a bulk its own environment and cwd, none of the call before', async () => {
+    await start({ env: { SHARED: 'base' } });
+    const sync = mods['sync.js']!;
+    const sub = path.join(dir, 'node_modules');
+    const names = ['ONLY_1', 'SHARED', 'PF_TASK_ID'];
+    const env = (e: Record<string, string>, more: Partial<FunctionCallJob> = {}) =>
+      job(sync, 'env', names, { env: e, cwd: dir, ...more });
+    const one = env({ ONLY_1: 'x', SHARED: 's', PF_TASK_ID: '1' });
+    const two = env({ SHARED: 's', PF_TASK_ID: '2' });
+    const none = env({});
+    const here = job(sync, 'cwd', [], { cwd: dir });
+    const home = job(sync, 'cwd');
+    const there = job(sync, 'cwd', [], { cwd: sub });
+    // a function that changes a variable of its call: the next call with the same value has it
+    const mutates = job(sync, 'setEnv', ['SHARED', 'changed'], { env: { SHARED: 's' } });
+    const same = env({ SHARED: 's' });
+    const idle = job(sync, 'env', names);
+    pool!.call([one, two, none, here, home, there, mutates, same]);
+    expect(await events.value(one.uid)).toEqual(['x', 's', '1']);
+    expect(await events.value(two.uid)).toEqual([null, 's', '2']);
+    expect(await events.value(none.uid)).toEqual([null, 'base', null]);
+    expect(await events.value(here.uid)).toBe(dir);
+    expect(await events.value(home.uid)).toBe(process.cwd());
+    expect(await events.value(there.uid)).toBe(sub);
+    expect(await events.value(same.uid)).toEqual([null, 's', null]);
+    pool!.call([idle]);
+    expect(await events.value(idle.uid)).toEqual([null, 'base', null]);
+  });
+
+  it('sends a replacement worker the whole environment and cwd again', async () => {
+    await start();
+    const sync = mods['sync.js']!;
+    const more = { env: { PF_TASK_ID: 't', KEEP: 'k' }, cwd: dir };
+    const first = job(sync, 'env', ['PF_TASK_ID', 'KEEP'], more);
+    const dies = job(sync, 'exit3', [], more);
+    // sent to the worker that dies as "no change" (as `first`), then to its replacement
+    const behind = job(sync, 'env', ['PF_TASK_ID', 'KEEP'], more);
+    const where = job(sync, 'cwd', [], more);
+    pool!.call([first]);
+    expect(await events.value(first.uid)).toEqual(['t', 'k']);
+    pool!.call([dies, behind, where]);
+    expect(await events.lost(dies.uid)).toMatchObject({ code: 'E_WORKER_DIED', exitCode: 3 });
+    expect(await events.value(behind.uid)).toEqual(['t', 'k']);
+    expect(await events.value(where.uid)).toBe(dir);
+    const later = job(sync, 'env', ['PF_TASK_ID', 'KEEP'], more);
+    pool!.call([later]);
+    expect(await events.value(later.uid)).toEqual(['t', 'k']);
+  });
+
   it('cancels a hanging async call on stop term; the worker goes on', async () => {
     await start();
     const hang = job(mods['async.mjs']!, 'hang');

@@ -340,6 +340,55 @@ raise RuntimeError('broken at the top')
     expect(await events.value(here.uid)).toBe(dir);
   });
 
+  // protocol 2 sends a call's environment and cwd as changes to the previous call's: calls of
+  // one frame run back to back, with no restore between them
+  it('gives each call of a bulk its own environment and cwd, none of the call before', async () => {
+    await start({ env: { SHARED: 'base' } });
+    const sub = path.join(dir, 'pfmods');
+    const names = ['ONLY_1', 'SHARED', 'PF_TASK_ID'];
+    const one = job('env', names, { env: { ONLY_1: 'x', SHARED: 's', PF_TASK_ID: '1' } });
+    const two = job('env', names, { env: { SHARED: 's', PF_TASK_ID: '2' } });
+    const none = job('env', names);
+    const here = job('cwd');
+    const home = job('cwd');
+    delete home.cwd; // the worker's own
+    const there = job('cwd', [], { cwd: sub });
+    // a function that changes a variable of its call: the next call with the same value has it
+    const mutates = job('set_env', ['SHARED', 'changed'], { env: { SHARED: 's' } });
+    const same = job('env', names, { env: { SHARED: 's' } });
+    const idle = job('env', names);
+    pool!.call([one, two, none, here, home, there, mutates, same]);
+    expect(await events.value(one.uid)).toEqual(['x', 's', '1']);
+    expect(await events.value(two.uid)).toEqual([null, 's', '2']);
+    expect(await events.value(none.uid)).toEqual([null, 'base', null]);
+    expect(await events.value(here.uid)).toBe(dir);
+    expect(await events.value(home.uid)).toBe(process.cwd());
+    expect(await events.value(there.uid)).toBe(sub);
+    expect(await events.value(same.uid)).toEqual([null, 's', null]);
+    pool!.call([idle]);
+    expect(await events.value(idle.uid)).toEqual([null, 'base', null]);
+  });
+
+  it('sends a replacement worker the whole environment and cwd again', async () => {
+    await start();
+    const names = ['PF_TASK_ID', 'KEEP'];
+    const env = { PF_TASK_ID: 't', KEEP: 'k' };
+    const first = job('env', names, { env });
+    const dies = job('exit3', [], { env });
+    // sent to the worker that dies as "no change" (as `first`), then to its replacement
+    const behind = job('env', names, { env });
+    const where = job('cwd', [], { env });
+    pool!.call([first]);
+    expect(await events.value(first.uid)).toEqual(['t', 'k']);
+    pool!.call([dies, behind, where]);
+    expect(await events.lost(dies.uid)).toMatchObject({ code: 'E_WORKER_DIED', exitCode: 3 });
+    expect(await events.value(behind.uid)).toEqual(['t', 'k']);
+    expect(await events.value(where.uid)).toBe(dir);
+    const later = job('env', names, { env });
+    pool!.call([later]);
+    expect(await events.value(later.uid)).toEqual(['t', 'k']);
+  });
+
   it('cancels a running coroutine at once and a waiting call; the worker goes on', async () => {
     await start();
     const f = fifo(path.join(dir, `fifo.${++n}`));
