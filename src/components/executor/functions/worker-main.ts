@@ -8,8 +8,8 @@
  * same error (phase 'import') without importing again. A call's environment and cwd come as
  * changes to the previous call's (protocol 2); they are set in process.env and made the working
  * directory while it runs, the next call changes only what differs, and once no call is left the
- * worker's own environment and directory are back. process.env is watched (a Proxy) so that a
- * function that changes it itself is seen: the next call then sets its whole environment again.
+ * worker's own environment and directory are back (worker-env.ts, which also undoes a function's
+ * own change of a call's variable before the next call).
  * Results finished in one turn of the event loop go out in one frame.
  *
  * It exits when fd 3 ends (the parent closed it or died), and on a frame it cannot read. A
@@ -22,6 +22,7 @@ import { Socket } from 'node:net';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { encodeResult } from './encodable';
+import { CallEnvironment } from './worker-env';
 import {
   DEFAULT_MAX_RESULT_BYTES,
   FrameReader,
@@ -68,33 +69,7 @@ let current: { id: number; abandoned: boolean } | undefined;
 let outbox: WireResult[] = [];
 let flushQueued = false;
 
-/** The calls' environment (over the worker's own) and directory, as the changes sent so far make them. */
-const callEnv = new Map<string, string>();
-let callDir = homeDir;
-/** Whether process.env holds callEnv (from the first call after idle until no call is left). */
-let entered = false;
-/** Keys of callEnv changed since process.env last held it (while entered). */
-let changed: string[] = [];
-/** What the variables set in process.env were before (restored once no call is left). */
-const savedEnv = new Map<string, string | undefined>();
-let dir = homeDir;
-/** The environment itself; process.env becomes a Proxy that notes a function's own changes. */
-const realEnv = process.env;
-let envTouched = false;
-process.env = new Proxy(realEnv, {
-  set(t, k, v) {
-    envTouched = true;
-    return Reflect.set(t, k, v);
-  },
-  deleteProperty(t, k) {
-    envTouched = true;
-    return Reflect.deleteProperty(t, k);
-  },
-  defineProperty(t, k, d) {
-    envTouched = true;
-    return Reflect.defineProperty(t, k, d);
-  },
-});
+const callEnv = new CallEnvironment(homeDir);
 
 const input = new Socket({ fd: 3, readable: true, writable: false });
 const output = new Socket({ fd: 4, readable: false, writable: true });
@@ -179,7 +154,7 @@ function canceled(when: string): WireError {
 function drain(): void {
   while (current === undefined && head < queue.length) {
     const c = queue[head++]!;
-    absorb(c); // a dropped call's changes hold for the calls after it
+    callEnv.absorb(c); // a dropped call's changes hold for the calls after it
     if (dropped.delete(c.id)) continue;
     waiting.delete(c.id);
     run(c);
@@ -187,12 +162,12 @@ function drain(): void {
   if (current === undefined && head === queue.length) {
     queue = [];
     head = 0;
-    restore();
+    callEnv.restore();
   }
 }
 
 function run(c: WireCall): void {
-  const base = callDir;
+  const base = callEnv.dir;
   // a path or URL means the same file from any cwd: one entry, not one per task sandbox
   const key = `${isPath(c.module) ? '' : base}\0${c.module}\0${c.export ?? ''}`;
   const target = targets.get(key) ?? findTarget(c, base, key);
@@ -203,7 +178,7 @@ function run(c: WireCall): void {
   }
   let value: unknown;
   try {
-    enter();
+    callEnv.enter();
     const fn = target.fn; // called bare: `this` is undefined, as for a plain call
     value = fn(...(c.args ?? []));
   } catch (e) {
@@ -325,73 +300,6 @@ function pick(ns: Record<string, unknown>, c: WireCall): Target {
     `module '${c.module}' has ${what}` +
     `${c.export === undefined ? ' (name one in function.export)' : ''}; its functions: ${list}`;
   return { error: { name: 'TypeError', message }, phase: 'call' };
-}
-
-/** Takes in the changes a call brings to the calls' environment and directory. */
-function absorb(c: WireCall): void {
-  if (c.unset !== undefined) {
-    for (const k of c.unset) {
-      callEnv.delete(k);
-      if (entered) changed.push(k);
-    }
-  }
-  const env = c.env;
-  if (env !== undefined) {
-    for (const k of Object.keys(env)) {
-      callEnv.set(k, env[k]!);
-      if (entered) changed.push(k);
-    }
-  }
-  if (c.cwd !== undefined) callDir = c.cwd === '' ? homeDir : c.cwd;
-}
-
-/** Makes process.env and the directory the call's, changing only what differs from the last call. */
-function enter(): void {
-  if (entered && !envTouched) {
-    for (const k of changed) put(k);
-  } else {
-    // the first call since idle, or a function changed process.env itself: all of it again
-    for (const k of savedEnv.keys()) if (!callEnv.has(k)) restoreKey(k);
-    for (const k of callEnv.keys()) put(k);
-    entered = true;
-    envTouched = false;
-  }
-  changed = [];
-  if (callDir !== dir) {
-    dir = homeDir; // if chdir throws, the worker is still where it started
-    process.chdir(callDir);
-    dir = callDir;
-  }
-}
-
-/** process.env[k] as callEnv has it: its value, or the worker's own. */
-function put(k: string): void {
-  const v = callEnv.get(k);
-  if (v === undefined) {
-    if (savedEnv.has(k)) restoreKey(k);
-    return;
-  }
-  if (!savedEnv.has(k)) savedEnv.set(k, realEnv[k]);
-  realEnv[k] = v;
-}
-
-function restoreKey(k: string): void {
-  const before = savedEnv.get(k);
-  savedEnv.delete(k);
-  if (before === undefined) delete realEnv[k];
-  else realEnv[k] = before;
-}
-
-/** No call left: the worker's own environment and directory again. */
-function restore(): void {
-  for (const k of savedEnv.keys()) restoreKey(k);
-  entered = false;
-  envTouched = false;
-  changed = [];
-  if (dir !== homeDir) {
-    dir = homeDir;
-    process.chdir(homeDir);
-  }
 }
 
 function isThenable(v: unknown): v is PromiseLike<unknown> {
