@@ -10,9 +10,9 @@ reads fd 3, so a cancel cancels it and is answered at once. A function that neve
 cannot see a cancel: the pool kills the worker. A module is imported once per worker and kept,
 or its import error is kept (phase 'import'). A call's environment and cwd come as changes to
 the previous call's (protocol 2); they are set in os.environ and made the working directory
-while it runs, the next call changes only what differs, and once no call is left the worker's
-own environment and directory are back. os.environ notes its own changes (a subclass), so a
-function that changes it is seen: the next call then sets its whole environment again.
+before its module is looked up, the next call changes only what differs, and between calls they
+stay as the last call left them. os.environ notes its own changes (a subclass) and os.chdir is
+wrapped, so a function that changes either is seen: the next call sets all of its own again.
 
 Run as `python3 -u python_worker.py`; it needs the `msgpack` package and nothing else.
 """
@@ -49,6 +49,7 @@ REPLY_FRAME_TARGET_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 512
 INT64_MIN = -(2**63)
 UINT64_MAX = 2**64 - 1
+NIL = b"\xc0"  # the msgpack encoding of None
 
 # Modules are found from the call's working directory (it is the cwd while the call runs), not
 # from this script's folder.
@@ -67,12 +68,14 @@ outbox = []
 idle = False  # the loop runs only to wait for requests
 call_env = {}  # the calls' environment over the worker's own, as the changes sent make it
 call_dir = home_dir
-entered = False  # os.environ holds call_env (from the first call after idle to the last)
-changed = []  # keys of call_env changed since os.environ last held it (while entered)
-saved_env = {}  # what the variables set in os.environ were before
-cwd_now = home_dir
+changed = []  # keys of call_env changed since os.environ last held it
+MAX_CHANGED = 64  # beyond this many, setting all of call_env again is cheaper
+saved_env = {}  # the worker's own value of each variable a call set (None: it had none)
+cwd_now = home_dir  # the directory the last enter() made current
 loop = None
-env_touched = False
+env_touched = False  # a function changed os.environ since the last enter()
+dir_touched = False  # a function changed the directory since the last enter()
+last_target = None  # (module, export, cwd, target) of the last call: calls of one function follow
 
 
 class _WatchedEnviron(type(os.environ)):
@@ -92,6 +95,25 @@ class _WatchedEnviron(type(os.environ)):
 _environ_set = type(os.environ).__setitem__
 _environ_del = type(os.environ).__delitem__
 os.environ.__class__ = _WatchedEnviron
+environ = os.environ  # the worker's own changes go around the watch, to this object
+_chdir = os.chdir
+_fchdir = os.fchdir
+
+
+def _watched_chdir(path):
+    global dir_touched
+    dir_touched = True
+    _chdir(path)
+
+
+def _watched_fchdir(fd):
+    global dir_touched
+    dir_touched = True
+    _fchdir(fd)
+
+
+os.chdir = _watched_chdir
+os.fchdir = _watched_fchdir
 
 
 def die(why):
@@ -197,7 +219,6 @@ def serve():
     while True:
         if not queue:
             flush()
-            restore()
             idle = True
             loop.run_forever()  # on_message stops it when calls come
             idle = False
@@ -212,12 +233,16 @@ def serve():
 
 
 def run(c):
-    target = find_target(c)
+    try:
+        enter()
+        target = find_target(c)
+    except Exception as e:  # noqa: BLE001 - its directory cannot be entered: the call fails
+        reply(failure(c["id"], wire_error(e), "call"))
+        return
     if "error" in target:
         reply(failure(c["id"], target["error"], target["phase"]))
         return
     try:
-        enter()
         value = target["fn"](*c.get("args", []))
     except Exception as e:  # noqa: BLE001 - what the function raised is the call's outcome
         reply(failure(c["id"], wire_error(e), "call"))
@@ -263,24 +288,32 @@ def is_path(module):
 
 
 def find_target(c):
+    global last_target
     module = c["module"]
+    name = c.get("export")
     base = call_dir
+    last = last_target
+    if last is not None and last[0] == module and last[1] == name and last[2] == base:
+        return last[3]
     # a file is one module whatever the cwd; a dotted name is one module per worker (sys.modules)
     key = os.path.normpath(os.path.join(base, module)) if is_path(module) else module
     loaded = modules.get(key)
     if loaded is None:
         loaded = load(module, key, base, call_env.get("PYTHONPATH"))
         modules[key] = loaded
+        enter()  # its top level may have changed the environment or directory
     if loaded[0] == "error":
-        return {"error": loaded[1], "phase": "import"}
-    return pick(loaded[1], c)
+        target = {"error": loaded[1], "phase": "import"}
+    else:
+        target = pick(loaded[1], c)
+    last_target = (module, name, base, target)
+    return target
 
 
 def load(module, key, base, pythonpath):
     """Imports a module once: a dotted name from sys.path (the call's cwd first), or a file."""
-    saved = os.getcwd()
+    # base is the directory now (enter()): a dotted name is found there ('' on sys.path)
     try:
-        os.chdir(base)  # a dotted name is found from the call's directory ('' on sys.path)
         if pythonpath:
             # the task's PYTHONPATH: kept on sys.path, for the imports its functions make later
             for entry in reversed(pythonpath.split(os.pathsep)):
@@ -304,8 +337,6 @@ def load(module, key, base, pythonpath):
         return ("ok", mod)
     except Exception as e:  # noqa: BLE001 - a module that does not import fails its calls
         return ("error", wire_error(e))
-    finally:
-        os.chdir(saved)
 
 
 def pick(mod, c):
@@ -329,40 +360,45 @@ def pick(mod, c):
 
 def absorb(c):
     """Takes in the changes a call brings to the calls' environment and directory."""
-    global call_dir
-    for k in c.get("unset", ()):
-        call_env.pop(k, None)
-        if entered:
-            changed.append(k)
+    global call_dir, env_touched
+    unset = c.get("unset")
+    if unset:
+        for k in unset:
+            call_env.pop(k, None)
+        changed.extend(unset)
     env = c.get("env")
     if env:
         call_env.update(env)
-        if entered:
-            changed.extend(env)
+        changed.extend(env)
     cwd = c.get("cwd")
     if cwd is not None:
         call_dir = cwd or home_dir
+    if len(changed) > MAX_CHANGED:  # calls dropped one after the other pile changes up
+        env_touched = True
 
 
 def enter():
-    """Makes os.environ and the directory the call's, changing only what differs from the last."""
-    global entered, changed, env_touched, cwd_now
-    if entered and not env_touched:
-        for k in changed:
-            put(k)
-    else:
-        # the first call since idle, or a function changed os.environ itself: all of it again
+    """Makes os.environ and the directory the call's, changing only what differs from the last.
+    Raises when the directory cannot be entered (the process stays where it was)."""
+    global changed, env_touched, dir_touched, cwd_now
+    if os.environ is not environ:
+        os.environ = environ  # a function replaced it: the next calls see the environment again
+        env_touched = True
+    if env_touched:
+        # a function changed os.environ itself: all of the call's environment again
         for k in [k for k in saved_env if k not in call_env]:
             restore_key(k)
         for k in call_env:
             put(k)
-        entered = True
         env_touched = False
+    else:
+        for k in changed:
+            put(k)
     changed = []
-    if call_dir != cwd_now:
-        cwd_now = home_dir  # if chdir raises, the worker is still where it started
-        os.chdir(call_dir)
+    if call_dir != cwd_now or dir_touched:
+        _chdir(call_dir)
         cwd_now = call_dir
+        dir_touched = False
 
 
 def put(k):
@@ -373,36 +409,25 @@ def put(k):
             restore_key(k)
         return
     if k not in saved_env:
-        saved_env[k] = os.environ.get(k)
-    _environ_set(os.environ, k, v)
+        saved_env[k] = environ.get(k)
+    _environ_set(environ, k, v)
 
 
 def restore_key(k):
     before = saved_env.pop(k, None)
     if before is None:
-        if k in os.environ:
-            _environ_del(os.environ, k)
+        if k in environ:
+            _environ_del(environ, k)
     else:
-        _environ_set(os.environ, k, before)
-
-
-def restore():
-    """No call left: the worker's own environment and directory again."""
-    global entered, changed, env_touched, cwd_now
-    for k in list(saved_env):
-        restore_key(k)
-    entered = False
-    env_touched = False
-    changed = []
-    if cwd_now != home_dir:
-        cwd_now = home_dir
-        os.chdir(home_dir)
+        _environ_set(environ, k, before)
 
 
 # ---- results and errors -------------------------------------------------------------------
 
 
 def success(i, value):
+    if value is None and max_result_bytes >= 1:
+        return {"id": i, "ok": True, "value": NIL}  # a function that returns nothing: most
     bad = unencodable(value)
     if bad is not None:
         return failure(i, {"name": "EncodeError", "message": bad}, "encode")

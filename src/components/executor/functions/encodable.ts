@@ -120,12 +120,17 @@ const valuePackr = new Packr({
 
 export type Encoded = { ok: true; bytes: Buffer } | { ok: false; error: WireError };
 
+/** The encoding of nothing, shared: it is only ever copied into a reply. */
+const NIL: Encoded = { ok: true, bytes: Buffer.from([0xc0]) };
+
 /**
  * The msgpack encoding of what a function returned (a buffer of its own), or the error to
  * report in phase 'encode': the path of a value that cannot be encoded, or the size over the
  * limit.
  */
 export function encodeResult(value: unknown, maxResultBytes: number): Encoded {
+  // a function that returns nothing: most of them
+  if (value == null && maxResultBytes >= 1) return NIL;
   const bad = unencodable(value);
   if (bad !== undefined) return { ok: false, error: { name: 'EncodeError', message: bad } };
   let packed: Buffer;

@@ -2,44 +2,54 @@
  * The environment and working directory of a Node worker's calls (worker-main.ts). In protocol 2
  * a call brings them as changes to the previous call's (`env`, `unset`, `cwd`): absorb() folds
  * each call's changes in, in the order received (a call dropped or failed to import included),
- * enter() makes process.env and the directory the call's, changing only what differs from the
- * last call entered, and restore() brings the worker's own back once no call is left (the calls'
- * environment is kept, for the next call's changes).
+ * and enter() makes process.env and the directory the call's, changing only what differs from
+ * the last call entered. Between calls they stay as the last call left them: nothing of the
+ * worker's runs then, and the next call would set them again.
  *
- * process.env becomes a Proxy that notes a change made through it: a function that changes a
- * variable itself is seen, and the next call sets its whole environment again. The worker's own
- * changes go to the environment object under it.
+ * A function may change process.env itself. process.env is a Proxy over the real environment
+ * object that notes a change made through it (set, delete, define), so such a change costs the
+ * next call a full reset while calls that change nothing cost nothing: checking the variables
+ * at each call would cost a getenv each. The worker's own writes go to the object under it. A
+ * function that chdirs is seen through process.cwd(), which Node caches until a chdir.
  */
 import type { WireCall } from './protocol';
+
+/** Keys changed since the last enter() beyond which a full reset is cheaper than the list. */
+const MAX_CHANGED = 64;
 
 export class CallEnvironment {
   /** The calls' variables over the worker's own, as the changes received so far make them. */
   private readonly vars = new Map<string, string>();
   /** The calls' working directory. */
   dir: string;
-  /** Whether process.env holds `vars` (from the first call after idle until no call is left). */
-  private entered = false;
-  /** Keys of `vars` changed since process.env last held it (while entered). */
+  /** Keys of `vars` changed since process.env last held it. */
   private changed: string[] = [];
-  /** What the variables set in process.env were before (restored once no call is left). */
+  /** The worker's own value of each variable a call set (undefined: it had none). */
   private readonly saved = new Map<string, string | undefined>();
-  /** The directory the process is in. */
+  /** The directory the last enter() made current, and process.cwd() just after it. */
   private cwd: string;
+  private cwdSeen: string;
+  /** The real environment, and the Proxy that process.env is. */
   private readonly env: NodeJS.ProcessEnv;
+  private readonly watched: NodeJS.ProcessEnv;
+  /** A function changed process.env since the last enter(): set all of the call's again. */
   private touched = false;
 
   constructor(private readonly homeDir: string) {
     this.dir = homeDir;
     this.cwd = homeDir;
+    this.cwdSeen = process.cwd();
     this.env = process.env;
     const touch = (): void => {
       this.touched = true;
     };
-    process.env = new Proxy(this.env, {
+    // Reflect on the target itself: process.env's own rules apply (values become strings)
+    this.watched = new Proxy(this.env, {
       set: (t, k, v) => (touch(), Reflect.set(t, k, v)),
       deleteProperty: (t, k) => (touch(), Reflect.deleteProperty(t, k)),
       defineProperty: (t, k, d) => (touch(), Reflect.defineProperty(t, k, d)),
     });
+    process.env = this.watched;
   }
 
   /** Takes in the changes a call brings to the calls' environment and directory. */
@@ -47,47 +57,52 @@ export class CallEnvironment {
     if (c.unset !== undefined) {
       for (const k of c.unset) {
         this.vars.delete(k);
-        if (this.entered) this.changed.push(k);
+        this.changed.push(k);
       }
     }
     const env = c.env;
     if (env !== undefined) {
-      for (const k of Object.keys(env)) {
+      for (const k in env) {
         this.vars.set(k, env[k]!);
-        if (this.entered) this.changed.push(k);
+        this.changed.push(k);
       }
     }
     if (c.cwd !== undefined) this.dir = c.cwd === '' ? this.homeDir : c.cwd;
+    // calls dropped one after the other would pile their changes up
+    if (this.changed.length > MAX_CHANGED) this.touched = true;
   }
 
-  /** Makes process.env and the directory the call's, changing only what differs. */
+  /**
+   * Makes process.env and the directory the call's, changing only what differs. Throws when the
+   * directory cannot be entered (the call fails): the process stays where it was.
+   */
   enter(): void {
-    if (this.entered && !this.touched) {
-      for (const k of this.changed) this.put(k);
-    } else {
-      // the first call since idle, or a function changed process.env itself: all of it again
+    if (process.env !== this.watched) {
+      // a function replaced process.env: the next calls see the environment again
+      process.env = this.watched;
+      this.touched = true;
+    }
+    if (this.touched) {
       for (const k of this.saved.keys()) if (!this.vars.has(k)) this.restoreKey(k);
       for (const k of this.vars.keys()) this.put(k);
-      this.entered = true;
       this.touched = false;
+    } else {
+      for (const k of this.changed) this.put(k);
     }
     this.changed = [];
-    if (this.dir !== this.cwd) {
-      this.cwd = this.homeDir; // if chdir throws, the worker is still where it started
+    if (this.dir !== this.cwd || !this.stillIn()) {
       process.chdir(this.dir);
       this.cwd = this.dir;
+      this.cwdSeen = process.cwd();
     }
   }
 
-  /** No call left: the worker's own environment and directory again. */
-  restore(): void {
-    for (const k of this.saved.keys()) this.restoreKey(k);
-    this.entered = false;
-    this.touched = false;
-    this.changed = [];
-    if (this.cwd !== this.homeDir) {
-      this.cwd = this.homeDir;
-      process.chdir(this.homeDir);
+  /** Whether the process is where enter() left it (a function may have chdir'd since). */
+  private stillIn(): boolean {
+    try {
+      return process.cwd() === this.cwdSeen;
+    } catch {
+      return false; // the directory was removed: enter it (or fail) again
     }
   }
 

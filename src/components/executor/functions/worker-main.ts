@@ -7,10 +7,10 @@
  * worker and kept, or its import error is kept: every later call of that module fails with the
  * same error (phase 'import') without importing again. A call's environment and cwd come as
  * changes to the previous call's (protocol 2); they are set in process.env and made the working
- * directory while it runs, the next call changes only what differs, and once no call is left the
- * worker's own environment and directory are back (worker-env.ts, which also undoes a function's
- * own change of a call's variable before the next call).
- * Results finished in one turn of the event loop go out in one frame.
+ * directory before its module is looked up (its top level sees them too), and the next call
+ * changes only what differs (worker-env.ts, which also undoes a function's own change of them).
+ * Results go out in one frame per chunk of requests read (the calls it ran to their end), and
+ * those of promises once per turn of the event loop.
  *
  * It exits when fd 3 ends (the parent closed it or died), and on a frame it cannot read. A
  * canceled call is answered at once; what the function still does is not stopped (a promise
@@ -68,6 +68,9 @@ let current: { id: number; abandoned: boolean } | undefined;
 
 let outbox: WireResult[] = [];
 let flushQueued = false;
+/** The last call's target, and what it was looked up by: calls of one function follow. */
+let lastKey = { module: '', export: undefined as string | undefined, base: '' };
+let lastTarget: Target | undefined;
 
 const callEnv = new CallEnvironment(homeDir);
 
@@ -100,6 +103,8 @@ input.on('data', (chunk: Buffer) => {
     }
     onMessage(m);
   }
+  // what ran to its end goes out now; a call awaited answers from settle()
+  flush();
 });
 input.on('end', () => process.exit(0));
 input.on('error', (e) => die(`fd 3: ${e.message}`));
@@ -162,15 +167,17 @@ function drain(): void {
   if (current === undefined && head === queue.length) {
     queue = [];
     head = 0;
-    callEnv.restore();
   }
 }
 
 function run(c: WireCall): void {
-  const base = callEnv.dir;
-  // a path or URL means the same file from any cwd: one entry, not one per task sandbox
-  const key = `${isPath(c.module) ? '' : base}\0${c.module}\0${c.export ?? ''}`;
-  const target = targets.get(key) ?? findTarget(c, base, key);
+  try {
+    callEnv.enter();
+  } catch (e) {
+    reply(failure(c.id, wireError(e), 'call')); // its directory cannot be entered
+    return;
+  }
+  const target = targetOf(c);
   if (target === undefined) return; // its module is being imported: run() again once it is
   if ('error' in target) {
     reply(failure(c.id, target.error, target.phase));
@@ -178,7 +185,6 @@ function run(c: WireCall): void {
   }
   let value: unknown;
   try {
-    callEnv.enter();
     const fn = target.fn; // called bare: `this` is undefined, as for a plain call
     value = fn(...(c.args ?? []));
   } catch (e) {
@@ -202,6 +208,29 @@ function settle(me: { id: number; abandoned: boolean }, result: WireResult): voi
   current = undefined;
   reply(result);
   drain();
+  flushSoon();
+}
+
+/** What the call names: the last call's function again, or looked up (and kept) by key. */
+function targetOf(c: WireCall): Target | undefined {
+  const base = callEnv.dir;
+  const last = lastKey;
+  if (
+    lastTarget !== undefined &&
+    c.module === last.module &&
+    c.export === last.export &&
+    base === last.base
+  ) {
+    return lastTarget;
+  }
+  // a path or URL means the same file from any cwd: one entry, not one per task sandbox
+  const key = `${isPath(c.module) ? '' : base}\0${c.module}\0${c.export ?? ''}`;
+  const target = targets.get(key) ?? findTarget(c, base, key);
+  if (target !== undefined) {
+    lastKey = { module: c.module, export: c.export, base };
+    lastTarget = target;
+  }
+  return target;
 }
 
 /** The call's function once its module is loaded; undefined while it loads (run() comes back). */
@@ -243,6 +272,7 @@ function wait(c: WireCall, loading: Promise<void>): void {
     current = undefined;
     run(c);
     drain();
+    flushSoon();
   });
 }
 
@@ -350,15 +380,22 @@ function wireError(e: unknown): WireError {
 
 function reply(r: WireResult): void {
   outbox.push(r);
-  if (!flushQueued) {
-    flushQueued = true;
-    setImmediate(flush);
-  }
 }
 
-/** The results of this turn, in frames of about REPLY_FRAME_TARGET_BYTES at most. */
+/**
+ * After a promise's outcome: once this turn is over, so the calls behind it that settle in the
+ * same turn (a chain of quick async functions) answer in the same frame.
+ */
+function flushSoon(): void {
+  if (flushQueued || outbox.length === 0) return;
+  flushQueued = true;
+  setImmediate(flush);
+}
+
+/** The results not yet sent, in frames of about REPLY_FRAME_TARGET_BYTES at most. */
 function flush(): void {
   flushQueued = false;
+  if (outbox.length === 0) return;
   const all = outbox;
   outbox = [];
   let from = 0;
