@@ -1,14 +1,15 @@
 // Measures no-op function calls/s through FunctionPool (warm Node workers).
 //
 //   npm run build && node scripts/function-rate.js [--n 200000] [--workers 2] [--bulk 64]
-//       [--rounds 3] [--env 6] [--cwd DIR]
+//       [--rounds 3] [--env 6] [--cwd DIR] [--language node|python] [--python PATH]
 //
 // Keeps `bulk` calls in flight per worker (each finished bulk sends the next one to that
 // worker); --bulk 1 is the slot model (one call per worker at a time, as the Executor runs
 // them). Each call carries `--env` PF_* variables (set and restored per call, as a task's) and,
 // with --cwd, a working directory. Times n calls after a warm-up of n/10; prints one JSON line
 // per round on stdout, with the CPU time per call of this process (the pool: encode calls,
-// decode results) and of the workers (from /proc). A measurement, not a test.
+// decode results) and of the workers (from /proc). --language python measures the Python
+// workers (a no-op Python function; the interpreter needs msgpack). A measurement, not a test.
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
@@ -32,6 +33,8 @@ const BULK = Number(option('bulk', '64'));
 const ROUNDS = Number(option('rounds', '3'));
 const ENV = Number(option('env', '6'));
 const CWD = option('cwd', undefined);
+const LANGUAGE = option('language', 'node');
+const PYTHON = option('python', 'python3');
 
 const logger = {
   error: (m, meta) => process.stderr.write(`error ${m} ${JSON.stringify(meta ?? {})}\n`),
@@ -50,12 +53,17 @@ function cpuOf(pid) {
 
 async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-frate-'));
-  const mod = path.join(dir, 'noop.js');
-  fs.writeFileSync(mod, 'module.exports = () => null;\n');
+  const python = LANGUAGE === 'python';
+  const mod = path.join(dir, python ? 'noop.py' : 'noop.js');
+  fs.writeFileSync(
+    mod,
+    python ? 'def noop():\n    return None\n' : 'module.exports = () => null;\n',
+  );
   let serial = 0;
   let round; // { left, done, resolve }
   const pool = await FunctionPool.start({
     workers: WORKERS,
+    ...(python ? { language: 'python', python: PYTHON } : {}),
     logger,
     logDir: dir,
     killGraceMs: 2000,
@@ -83,6 +91,7 @@ async function main() {
     const env = {};
     for (let i = 0; i < ENV; i++) env[`PF_VAR_${i}`] = i === 0 ? uid : `value-${i}`;
     const j = { uid, module: mod, args: [], env, worker: w };
+    if (python) j.export = 'noop';
     if (CWD !== undefined) j.cwd = CWD;
     return j;
   }
@@ -116,6 +125,7 @@ async function main() {
           metric: 'function_calls_per_s',
           value: Math.round(N / s),
           workers: WORKERS,
+          language: LANGUAGE,
           bulk: BULK,
           env: ENV,
           cwd: CWD !== undefined,

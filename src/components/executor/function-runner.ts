@@ -130,8 +130,15 @@ export class FunctionRunner {
 /** Results as workers encode them (plain msgpack maps, functions/encodable.ts): objects back. */
 const results = new Unpackr({ useRecords: false, mapsAsObjects: true });
 
+/** msgpack nil: what a function that returns nothing returns (most do). */
+const NIL = 0xc0;
+
 function exitOf(o: CallOutcome): ExitedEvent {
-  if (o.ok) return { uid: o.uid, exitCode: 0, signal: null, value: results.unpack(o.value) };
+  if (o.ok) {
+    const v = o.value;
+    const value: unknown = v.length === 1 && v[0] === NIL ? null : results.unpack(v);
+    return { uid: o.uid, exitCode: 0, signal: null, value };
+  }
   const { name, message, stack } = o.error;
   const error = { name, message, phase: o.phase, ...(stack !== undefined ? { stack } : {}) };
   return { uid: o.uid, exitCode: 1, signal: null, error };

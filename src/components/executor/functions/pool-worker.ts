@@ -131,7 +131,9 @@ export class PoolWorker {
       this.pending = [];
       frames.push(frame(codec.pack({ t: 'calls', calls })));
     }
-    if (frames.length > 0) this.p.requests.write(Buffer.concat(frames));
+    if (frames.length > 0) {
+      this.p.requests.write(frames.length === 1 ? frames[0]! : Buffer.concat(frames));
+    }
   }
 
   /** The call as the worker is sent it: its environment and cwd as changes to the last call's. */
