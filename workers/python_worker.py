@@ -585,7 +585,12 @@ def main():
             "version": platform.python_version(),
         }
     )
-    serve()
+    try:
+        serve()
+    finally:
+        # a function ended the worker (sys.exit): the calls that ran before it still answer, else
+        # the pool would take the first of them for the one that ended it, and run that again
+        flush()
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@
  * cannot be aborted), and a function that never yields cannot even see the cancel: the pool
  * kills the worker then.
  */
+import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { Socket } from 'node:net';
 import * as path from 'node:path';
@@ -395,24 +396,45 @@ function flushSoon(): void {
 /** The results not yet sent, in frames of about REPLY_FRAME_TARGET_BYTES at most. */
 function flush(): void {
   flushQueued = false;
-  if (outbox.length === 0) return;
+  for (const f of replyFrames()) output.write(f);
+}
+
+/** The outbox, emptied, as reply frames. */
+function replyFrames(): Buffer[] {
   const all = outbox;
   outbox = [];
+  const frames: Buffer[] = [];
   let from = 0;
   let bytes = 0;
   for (let i = 0; i < all.length; i++) {
     const r = all[i]!;
     bytes += r.ok ? r.value.length : 3 * (r.error.message.length + (r.error.stack?.length ?? 0));
     if (bytes >= REPLY_FRAME_TARGET_BYTES || i === all.length - 1) {
-      send({
-        t: 'done',
-        results: from === 0 && i === all.length - 1 ? all : all.slice(from, i + 1),
-      });
+      const results = from === 0 && i === all.length - 1 ? all : all.slice(from, i + 1);
+      frames.push(frame(codec.pack({ t: 'done', results } satisfies WorkerMessage)));
       from = i + 1;
       bytes = 0;
     }
   }
+  return frames;
 }
+
+/**
+ * A function ended the process (process.exit(), an uncaught exception) after calls of the same
+ * chunk ran: their results still go out, else the pool would take the first of them for the
+ * call that ended the worker, and run that one again in the replacement. Best effort: not
+ * behind writes the socket still holds, nor into a full pipe.
+ */
+process.on('exit', () => {
+  if (outbox.length === 0 || output.writableLength > 0) return;
+  try {
+    for (const f of replyFrames()) {
+      for (let at = 0; at < f.length;) at += fs.writeSync(4, f, at);
+    }
+  } catch {
+    // the pool is gone, or the pipe is full: the results are lost with the worker
+  }
+});
 
 send({
   t: 'ready',

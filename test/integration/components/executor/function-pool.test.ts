@@ -297,6 +297,21 @@ describe('FunctionPool', () => {
     },
   );
 
+  it('answers the calls that ran before one that ended its worker; that one is not run again', async () => {
+    const p = await start();
+    const sync = mods['sync.js']!;
+    const first = job(sync, undefined, [4]);
+    const exits = job(sync, 'exit3');
+    const behind = job(sync, 'pid');
+    const before = p.pids()[0];
+    p.call([first, exits, behind]);
+    expect(await events.value(first.uid)).toBe(8);
+    const lost = await events.lost(exits.uid);
+    expect(lost).toMatchObject({ code: 'E_WORKER_DIED', pid: before, exitCode: 3 });
+    expect(await events.value(behind.uid)).toBe(p.pids()[0]);
+    expect(events.started.get(exits.uid)).toEqual([before]); // not sent to the replacement
+  });
+
   it('takes back a call that has not started, on either stop', async () => {
     await start();
     const hang = job(mods['async.mjs']!, 'hang');

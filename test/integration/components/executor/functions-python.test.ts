@@ -118,6 +118,9 @@ def exit3():
     sys.stderr.write('leaving with 3\\n')
     os._exit(3)
 
+def sys_exit():
+    sys.exit(4)
+
 def abort():
     os.abort()
 
@@ -478,6 +481,20 @@ raise RuntimeError('broken at the top')
       expect(p.size).toBe(2);
     },
   );
+
+  it('answers the calls that ran before one that ended its worker; that one is not run again', async () => {
+    const p = await start();
+    const first = job('double', [2]);
+    const exits = job('sys_exit');
+    const behind = job('pid');
+    const before = p.pids()[0];
+    p.call([first, exits, behind]);
+    expect(await events.value(first.uid)).toBe(4);
+    const lost = await events.lost(exits.uid);
+    expect(lost).toMatchObject({ code: 'E_WORKER_DIED', pid: before, exitCode: 4 });
+    expect(await events.value(behind.uid)).toBe(p.pids()[0]);
+    expect(events.started.get(exits.uid)).toEqual([before]); // not sent to the replacement
+  });
 
   it('sends what functions print to the worker log files, not into the protocol', async () => {
     await start();
