@@ -62,7 +62,7 @@ export class CallEnvironment {
     }
     const env = c.env;
     if (env !== undefined) {
-      for (const k in env) {
+      for (const k of Object.keys(env)) {
         this.vars.set(k, env[k]!);
         this.changed.push(k);
       }
