@@ -3,10 +3,13 @@ import * as path from 'node:path';
 import { PRIVATE_FILE } from '../lib/private-files';
 import { errnoOf, StoreUnwritableError } from '../updater/state-store';
 
+/** How soon a count of events nobody heard is written (see setSoon). */
+const LAZY_WRITE_MS = 50;
+
 /**
  * How many callback events each manager of a session has delivered, in
  * `<session dir>/delivered`: one 8-byte slot per manager, rewritten in place after every
- * event. A manager's events are a pure function of the store's notification order (its
+ * event a callback heard (and within LAZY_WRITE_MS of events nobody heard). A manager's events are a pure function of the store's notification order (its
  * StateTracker), so a resumed session replays the store and stays silent for the first
  * `count` events of each manager: none is delivered twice. The window is one event: a crash
  * inside a callback (before its count is written) delivers that one again.
@@ -20,6 +23,8 @@ export class DeliveredCounters {
   /** Slots whose count is not written. */
   private readonly unwritten = new Set<number>();
   private failure: StoreUnwritableError | undefined;
+  /** The write setSoon scheduled. */
+  private soon: NodeJS.Timeout | undefined;
   private readonly listeners = new Set<(e: StoreUnwritableError | undefined) => void>();
 
   private constructor(
@@ -50,6 +55,23 @@ export class DeliveredCounters {
     this.counts[slot] = count;
     this.unwritten.add(slot);
     this.retry();
+  }
+
+  /**
+   * Sets a count and writes it within LAZY_WRITE_MS (or with the next `set`, or at close): for
+   * counts of events nobody heard, which a crash may repeat at no cost (nobody heard them the
+   * first time either). One write per bulk of notifications was one write per function call
+   * when calls come one at a time.
+   */
+  setSoon(slot: number, count: number): void {
+    this.counts[slot] = count;
+    this.unwritten.add(slot);
+    if (this.soon !== undefined) return;
+    this.soon = setTimeout(() => {
+      this.soon = undefined;
+      this.retry();
+    }, LAZY_WRITE_MS);
+    this.soon.unref();
   }
 
   /** While counts cannot be written: the condition. */
@@ -90,6 +112,8 @@ export class DeliveredCounters {
 
   /** Writes what it can, then closes (never throws: counts are a resume's aid, not its truth). */
   close(): void {
+    clearTimeout(this.soon);
+    this.soon = undefined;
     this.retry();
     try {
       closeSync(this.fd);
@@ -122,7 +146,7 @@ export class DeliveryCursor {
 
   /**
    * Runs `fire` unless a previous client delivered this event. `heard`: whether any callback
-   * listens; the count of an event none hears is written by `settle()` (once per bulk, not one
+   * listens; the count of an event none hears is written after `settle()` (within 50 ms, not one
    * write per event: a crash before it repeats only events nobody heard).
    */
   deliver(fire: () => void, heard = true): void {
@@ -136,10 +160,10 @@ export class DeliveryCursor {
     this.counters.set(this.slot, this.events);
   }
 
-  /** Writes the count of events delivered unheard since the last write (end of a bulk). */
+  /** Counts the events delivered unheard since the last write (end of a bulk), written soon. */
   settle(): void {
     if (!this.unwritten) return;
     this.unwritten = false;
-    this.counters.set(this.slot, this.events);
+    this.counters.setSoon(this.slot, this.events);
   }
 }

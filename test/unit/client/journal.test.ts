@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DeliveredCounters } from '../../../src/client/delivered';
@@ -68,5 +68,32 @@ describe('DeliveredCounters', () => {
     b.set(2, 2 ** 40);
     b.close();
     expect(DeliveredCounters.open(dir).get(2)).toBe(2 ** 40);
+  });
+
+  it('writes a count of unheard events soon, with the next count written, or at close', async () => {
+    const dir = tmp();
+    const onDisk = (): number[] => {
+      const r = DeliveredCounters.open(dir);
+      const out = [r.get(0), r.get(1)];
+      r.close();
+      return out;
+    };
+    const a = DeliveredCounters.open(dir);
+    a.setSoon(0, 5);
+    expect(onDisk()).toEqual([0, 0]); // not yet: no write per bulk
+    a.set(1, 7); // a heard event's count is written at once, and takes the other along
+    expect(onDisk()).toEqual([5, 7]);
+    a.setSoon(0, 9);
+    await new Promise<void>((resolve) => {
+      // the write is due within 50 ms: wait for the file to change
+      const w = watch(path.join(dir, 'delivered'), () => {
+        w.close();
+        resolve();
+      });
+    });
+    expect(onDisk()).toEqual([9, 7]);
+    a.setSoon(0, 11);
+    a.close();
+    expect(onDisk()).toEqual([11, 7]);
   });
 });
