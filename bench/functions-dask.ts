@@ -2,8 +2,9 @@
  * The Dask peer of the `functions` benchmark (bench/functions.ts), with e2e's Dask machinery
  * (bench/references.ts): Debian's /usr/bin/python3 and python3-distributed, a LocalCluster of
  * `workers` single-threaded worker processes. After `workers * 4` warm-up calls: `alone` calls
- * of a no-op function one at a time (`client.submit(...).result()`), then `n` at once
- * (`client.map`, then `client.gather`), timed from the map to the last result.
+ * of a no-op function one at a time (`client.submit(...).result()`), unmeasured, as pilotfish's
+ * are; then `alone` more, measured; then `n` at once (`client.map`, then `client.gather`), timed
+ * from the map to the last result.
  */
 import { runDaskScript } from './references';
 
@@ -24,6 +25,8 @@ def main():
     client.wait_for_workers(workers)
     out = {'version': distributed.__version__, 'cluster_start_s': time.perf_counter() - t0}
     client.gather(client.map(noop, range(warmup), pure=False))
+    for i in range(alone):
+        client.submit(noop, i, pure=False).result()
     single = []
     for i in range(alone):
         t = time.perf_counter()
