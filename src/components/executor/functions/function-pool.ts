@@ -5,7 +5,9 @@
  *
  * A worker that dies is replaced at once, at the same index with the same binding, so the pool
  * never shrinks: the call it was running fails (E_WORKER_DIED, with the end of its stderr), and
- * the calls it had not started go to its replacement. Only a worker that cannot start (it dies
+ * the calls it had not started go to its replacement. Where it may have held finished calls'
+ * results (sent at the end of a batch), which call it was running is not known: the unanswered
+ * ones run again in the replacement one at a time, and the one that kills it is the one. Only a worker that cannot start (it dies
  * or stays silent before it is ready, MAX_START_FAILURES times in a row) gives its index up:
  * its calls fail with E_WORKER_START and `unusable` says so.
  *
@@ -59,7 +61,10 @@ export class FunctionPool {
     this.hooks = {
       log: opts.logger,
       ready: (w) => this.onReady(w),
-      finished: (_w, outcomes) => this.onFinished(outcomes),
+      finished: (w, outcomes) => {
+        this.onFinished(outcomes);
+        if (w.pending[0]?.suspect === true) this.markDirty(w); // the next suspect, alone
+      },
       closed: (w, code, signal) => this.onClose(w, code, signal),
     };
   }
@@ -213,14 +218,27 @@ export class FunctionPool {
     w.readyWait.reject(new Error(`function worker ${w.index} exited before it was ready ${said}`));
     if (this.closing !== undefined) return;
     const failed: CallLost[] = [];
-    const unstarted = [...w.inflight.values()];
-    const first = unstarted.shift();
+    const unanswered = [...w.inflight.values()];
+    // The first unanswered call is the one it ran, unless it had finished some after it whose
+    // results it held (it sends those at the end of a batch; a worker that exits sends them
+    // first, one killed by a signal cannot): then the calls run again, alone, and the one that
+    // kills a worker then is the one (a call that finished may thus run twice; none is failed
+    // for another's crash).
+    const known =
+      unanswered.length <= 1 ||
+      unanswered[0]!.suspect === true ||
+      w.killedFor !== undefined ||
+      signal === null;
+    const first = known ? unanswered.shift() : undefined;
     if (first !== undefined) {
       this.calls.delete(first.job.uid);
       failed.push(lostCall(w, first, exitCode, signal, said));
     }
-    for (const c of unstarted) delete c.sentTo;
-    const pending = [...unstarted, ...w.pending];
+    for (const c of unanswered) {
+      delete c.sentTo;
+      if (!known) c.suspect = true;
+    }
+    const pending = [...unanswered, ...w.pending];
     if (!w.ready) {
       this.startFailures[w.index] = (this.startFailures[w.index] ?? 0) + 1;
       if (this.startFailures[w.index]! >= MAX_START_FAILURES) {

@@ -25,6 +25,11 @@ export interface Call {
   id: number;
   /** The worker whose pipe it went into (undefined while it waits in a `pending`). */
   sentTo?: PoolWorker;
+  /**
+   * It was in a worker that died with others not yet answered: which one killed it is not
+   * known, so it runs alone in the replacement, answered before the next call is written.
+   */
+  suspect?: boolean;
 }
 
 export interface WorkerHooks {
@@ -120,15 +125,18 @@ export class PoolWorker {
       frames.push(frame(codec.pack({ t: 'cancel', ids: this.cancels })));
       this.cancels = [];
     }
-    if (this.pending.length > 0) {
+    // a suspect goes alone, once nothing else is in the worker (see Call.suspect)
+    const solo = this.pending[0]?.suspect === true;
+    if (this.pending.length > 0 && !(solo && this.inflight.size > 0)) {
+      const sent = solo ? this.pending.splice(0, 1) : this.pending;
       const calls: WireCall[] = [];
-      for (const c of this.pending) {
+      for (const c of sent) {
         calls.push(this.wireCall(c));
         c.sentTo = this;
         this.inflight.set(c.id, c);
         started.push({ uid: c.job.uid, pid: this.p.pid });
       }
-      this.pending = [];
+      if (!solo) this.pending = [];
       frames.push(frame(codec.pack({ t: 'calls', calls })));
     }
     if (frames.length > 0) {
