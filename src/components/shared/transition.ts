@@ -25,40 +25,32 @@ export function transition(
   return taskNotification(task.uid, task.attempt, to, ts, component, detail, task.description.mode);
 }
 
+/** A task notification whose class marks how it is published (the two below). */
+class MarkedNotification {
+  readonly kind = 'task' as const;
+  declare detail?: NotificationDetail;
+
+  constructor(
+    readonly uid: string,
+    readonly attempt: number,
+    readonly state: TaskState,
+    readonly ts: number,
+    readonly component: string,
+  ) {}
+}
+
 /**
  * A notification that is not published (see isQuiet): the cores return it like any other (their
  * tests see every transition), the publishers drop it. A class rather than a mark on a plain
  * object: `instanceof` costs nothing, a WeakSet entry about 0.3 µs per notification.
  */
-class QuietNotification {
-  readonly kind = 'task' as const;
-  declare detail?: NotificationDetail;
-
-  constructor(
-    readonly uid: string,
-    readonly attempt: number,
-    readonly state: TaskState,
-    readonly ts: number,
-    readonly component: string,
-  ) {}
-}
+class QuietNotification extends MarkedNotification {}
 
 /**
  * A published notification that a later one of its attempt may supersede while the agent holds
  * it (see isSupersedable): encoded as a plain one, told apart by `instanceof`.
  */
-class SupersedableNotification {
-  readonly kind = 'task' as const;
-  declare detail?: NotificationDetail;
-
-  constructor(
-    readonly uid: string,
-    readonly attempt: number,
-    readonly state: TaskState,
-    readonly ts: number,
-    readonly component: string,
-  ) {}
-}
+class SupersedableNotification extends MarkedNotification {}
 
 /** Whether `n` may be superseded by a later notification of its attempt (isSupersedable). */
 export function isSupersedableNotification(n: Notification): boolean {
