@@ -1,28 +1,36 @@
 #!/usr/bin/env node
 import { ValidationError } from '../errors';
+import { EXIT, USAGE, packageVersion, parseCommand } from './args';
 import { loadWorkload, runWorkload } from './run';
-
-const USAGE = `usage: pilotfish run WORKLOAD.json [--dir SESSIONS_DIR]
-
-  run   runs the workload's tasks on its pilots (default: one local pilot with
-        every core), shows progress, and prints a summary. Exit status: 0 when
-        every task is DONE, 1 when some failed or were canceled, 2 on bad input.`;
+import { formatSummary } from './summary';
 
 async function main(argv: string[]): Promise<number> {
-  const [cmd, file, ...rest] = argv;
-  if (cmd !== 'run' || file === undefined) {
-    process.stderr.write(`${USAGE}\n`);
-    return 2;
+  const cmd = parseCommand(argv);
+  switch (cmd.kind) {
+    case 'help':
+      process.stdout.write(USAGE);
+      return EXIT.ok;
+    case 'version':
+      process.stdout.write(`${packageVersion()}\n`);
+      return EXIT.ok;
+    case 'usage-error':
+      process.stderr.write(
+        `pilotfish: ${cmd.message}\n${USAGE.split('\n\n')[0]}\nTry 'pilotfish --help' for more.\n`,
+      );
+      return EXIT.usage;
+    case 'run':
+      return run(cmd.file, cmd.dir);
   }
-  const dirIdx = rest.indexOf('--dir');
-  const dir = dirIdx >= 0 ? rest[dirIdx + 1] : undefined;
+}
+
+async function run(file: string, dir: string | undefined): Promise<number> {
   let workload;
   try {
     workload = loadWorkload(file);
   } catch (e) {
     if (e instanceof ValidationError) {
       process.stderr.write(`pilotfish: ${file}: ${e.message}\n`);
-      return 2;
+      return EXIT.usage;
     }
     throw e;
   }
@@ -38,26 +46,16 @@ async function main(argv: string[]): Promise<number> {
       }
     },
   });
-  const rate = summary.tasks / Math.max(summary.seconds, 1e-3);
-  process.stdout.write(
-    `session ${summary.session}: ${summary.tasks} tasks in ${summary.seconds.toFixed(2)} s (${rate.toFixed(0)} tasks/s)\n`,
-  );
-  for (const [state, n] of Object.entries(summary.states).sort()) {
-    process.stdout.write(`  ${state.padEnd(9)} ${n}\n`);
-  }
-  for (const f of summary.failures.slice(0, 10)) {
-    process.stdout.write(`  ${f.uid}: ${f.code}: ${f.message}\n`);
-  }
-  if (summary.failures.length > 10) {
-    process.stdout.write(`  ... and ${summary.failures.length - 10} more\n`);
-  }
-  return summary.states.DONE === summary.tasks ? 0 : 1;
+  if (tty && summary.timedOut !== undefined) process.stderr.write('\n'); // end the progress bar
+  process.stdout.write(formatSummary(summary));
+  if (summary.timedOut !== undefined) return EXIT.timeout;
+  return (summary.states.DONE ?? 0) === summary.tasks ? EXIT.ok : EXIT.failed;
 }
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (e: unknown) => {
     process.stderr.write(`pilotfish: ${e instanceof Error ? e.message : String(e)}\n`);
-    process.exit(1);
+    process.exit(EXIT.failed);
   },
 );

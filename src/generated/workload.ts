@@ -7,9 +7,16 @@ import type { TaskDescription } from './task-description';
  */
 export interface Workload {
   /**
+   * The schema of this file, for editors; pilotfish ignores it.
+   */
+  $schema?: string;
+  /**
    * @minItems 1
    */
   pilots?: [PilotDescription, ...PilotDescription[]];
   tasks: TaskDescription[];
+  /**
+   * Seconds the tasks may take, from their submission (pilots may still queue then) until every task and the stop of the services ended; then `pilotfish run` prints what had not ended and exits 3.
+   */
   timeoutS?: number;
 }

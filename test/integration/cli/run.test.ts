@@ -1,22 +1,8 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-
-const CLI = path.resolve(__dirname, '../../../dist/src/cli/main.js');
-
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+import { runCli as run } from '../../support/cli';
 
 describe('pilotfish run', () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pf-cli-'));
@@ -78,4 +64,45 @@ describe('pilotfish run', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('/tasks/0/ranks must be >= 1');
   });
+
+  it('lists failures by task name, with the uid where names repeat', async () => {
+    const file = path.join(dir, 'names.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        pilots: [{ resource: 'local', cores: 2 }],
+        tasks: [
+          { uid: 'u-lone', name: 'lonely', executable: '/bin/false' },
+          { uid: 'u-twin1', name: 'twin', executable: '/bin/false' },
+          { uid: 'u-twin2', name: 'twin', executable: '/bin/false' },
+          { uid: 'u-anon', executable: '/bin/false' },
+        ],
+      }),
+    );
+    const r = await run(['run', file, '--dir', dir]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^ {2}lonely: E_\w+: task exited with code 1$/m);
+    expect(r.stdout).toMatch(/^ {2}twin \(u-twin1\): E_\w+: /m);
+    expect(r.stdout).toMatch(/^ {2}twin \(u-twin2\): E_\w+: /m);
+    expect(r.stdout).toMatch(/^ {2}u-anon: E_\w+: /m);
+  }, 30_000);
+
+  it('on the workload timeout prints what ended and what did not, exit 3', async () => {
+    const file = path.join(dir, 'timeout.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        pilots: [{ resource: 'local', cores: 1 }],
+        timeoutS: 2,
+        tasks: [
+          { name: 'slow', executable: '/bin/sleep', arguments: ['600'] },
+          { name: 'queued', executable: '/bin/true' }, // waits for the one core
+        ],
+      }),
+    );
+    const r = await run(['run', file, '--dir', dir]);
+    expect(r.code).toBe(3);
+    expect(r.stdout).toMatch(/timed out after 2 s: 0 of 2 tasks ended/);
+    expect(r.stdout).toMatch(/not ended:\n {2}slow \(\w+\)\n {2}queued \(\w+\)/);
+  }, 60_000);
 });

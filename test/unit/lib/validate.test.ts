@@ -7,6 +7,7 @@ import {
   parseNotificationBulk,
   parsePilotDescription,
   parseTaskDescription,
+  parseWorkload,
 } from '../../../src/lib/validate';
 
 /** Runs `fn`, expects a ValidationError and returns it. */
@@ -160,6 +161,20 @@ describe('parsePilotDescription', () => {
     expect(text(err.issues).sort()).toEqual([
       '/agent/executors must be >= 1',
       '/agent/logLevel must be one of "error", "warn", "info", "debug"',
+    ]);
+  });
+});
+
+describe('parseWorkload', () => {
+  it('accepts a string "$schema" at the top only (editors add it)', () => {
+    const w = { $schema: './workload.schema.json', tasks: [{ executable: '/bin/true' }] };
+    expect(parseWorkload(w)).toEqual(w);
+    expect(text(rejection(() => parseWorkload({ $schema: 1, tasks: [] })).issues)).toEqual([
+      '/$schema must be string',
+    ]);
+    const nested = { tasks: [{ $schema: 'x', executable: '/bin/true' }] };
+    expect(text(rejection(() => parseWorkload(nested)).issues)).toEqual([
+      "/tasks/0 must not have property '$schema'",
     ]);
   });
 });
