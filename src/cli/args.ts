@@ -18,9 +18,11 @@ options:
 
 exit status:
   0  every task ended DONE (also when the workload has no tasks)
-  1  some task ended FAILED or CANCELED
+  1  some task ended FAILED or CANCELED, or pilotfish failed (message on stderr)
   2  wrong usage or an invalid workload file (the message is on stderr)
   3  the workload's timeoutS passed before every task ended
+
+The workload file and the summary: docs/cli.md.
 `;
 
 export type Command =
