@@ -14,9 +14,9 @@ describe('pilotfish usage', () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pf-cli-usage-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it.each([['--help'], ['-h'], ['help'], ['run', '--help']])(
-    '%s prints the help on stdout, exit 0',
-    async (...args) => {
+  it.each([[['--help']], [['-h']], [['help']], [['run', '--help']]])(
+    '%j prints the help on stdout, exit 0',
+    async (args) => {
       const r = await runCli(args);
       expect([r.code, r.stderr]).toEqual([0, '']);
       expect(r.stdout).toContain('usage: pilotfish run WORKLOAD.json');
