@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { UsageError } from '../../errors';
 import { builtNative } from '../../lib/dist-path';
@@ -37,15 +37,40 @@ export function nativeSpawner(dir: string = __dirname): string | undefined {
   return builtNative('pf-spawner', path.resolve(dir, '../../..'));
 }
 
+/**
+ * Why the C helper is not there and how a user of this copy of pilotfish gets it: in a checkout
+ * (src/ beside dist/) `npm run build` builds it; in an installed package its install script
+ * (scripts/install-native.js) built it or wrote why not in dist/native/pf-spawner.why.
+ */
+export function nativeSpawnerMissing(dir: string = __dirname): { why: string; fix: string } {
+  const top = path.resolve(dir, '../../..');
+  const pkg = path.basename(top) === 'dist' ? path.dirname(top) : top;
+  const compiler = "install a C compiler (e.g. 'apt-get install gcc libc6-dev')";
+  if (existsSync(path.join(pkg, 'src'))) {
+    return {
+      why: "dist/native/pf-spawner not built ('npm run build' says why)",
+      fix: `${compiler}, then run 'npm run build'`,
+    };
+  }
+  let why = 'dist/native/pf-spawner is missing from the installed package';
+  try {
+    why = readFileSync(path.join(pkg, 'dist/native/pf-spawner.why'), 'utf8').trim() || why;
+  } catch {
+    // no word from the install script: it did not run (npm --ignore-scripts) or is older
+  }
+  return {
+    why,
+    fix: `${compiler}, then run 'npm rebuild pilotfish' where pilotfish is installed (${pkg})`,
+  };
+}
+
 /** The command that runs a helper of kind `helper`, or why there is none. */
 export function spawnerCommand(helper: SpawnerHelper): { file: string; args: string[] } {
   if (helper === 'node') return { file: process.execPath, args: [spawnerScript()] };
   const native = nativeSpawner();
   if (native === undefined) {
-    throw new UsageError(
-      "native spawner helper not found at 'dist/native/pf-spawner': run 'npm run build' " +
-        "with a C compiler, or use the helper 'node'",
-    );
+    const { why, fix } = nativeSpawnerMissing();
+    throw new UsageError(`no native spawner helper: ${why}; ${fix}, or use the helper 'node'`);
   }
   return { file: native, args: [] };
 }
