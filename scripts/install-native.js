@@ -50,8 +50,14 @@ function build() {
   const [cc, ...ccFlags] = (process.env.CC || 'cc').trim().split(/\s+/);
   const cflags = (process.env.CFLAGS || '').split(/\s+/).filter((f) => f !== '');
   const tmp = `${bin}.tmp`;
-  const args = [...ccFlags, '-O2', '-std=c11', ...cflags, '-o', tmp, source];
-  const r = spawnSync(cc, args, { encoding: 'utf8', timeout: 120_000 });
+  const compile = (extra) =>
+    spawnSync(cc, [...ccFlags, '-O2', '-std=c11', ...extra, ...cflags, '-o', tmp, source], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+  // static where the C library has libc.a: then any node of this architecture runs it
+  let r = compile(['-static']);
+  if (r.error === undefined && r.status !== 0) r = compile([]);
   if (r.error !== undefined) {
     return r.error.code === 'ENOENT' ? `no C compiler ('${cc}')` : `'${cc}': ${r.error.message}`;
   }

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs';
 import * as path from 'node:path';
 import { UsageError } from '../../errors';
 import { builtNative } from '../../lib/dist-path';
@@ -31,10 +31,39 @@ export function spawnerScript(dir: string = __dirname): string {
 /**
  * Locates the C helper built by scripts/build-native.sh: dist/native/pf-spawner, seen from this
  * module in dist/src/components/executor or, under ts-jest, in src/components/executor.
- * Undefined when it is not built.
+ * Undefined when it is not built, or is one for another architecture (the package's, installed
+ * without its install script on another machine).
  */
 export function nativeSpawner(dir: string = __dirname): string | undefined {
-  return builtNative('pf-spawner', path.resolve(dir, '../../..'));
+  const file = builtNative('pf-spawner', path.resolve(dir, '../../..'));
+  return file !== undefined && foreignMachine(file) === undefined ? file : undefined;
+}
+
+/** ELF e_machine of each process.arch (as scripts/install-native.js has it). */
+const ELF_MACHINE: Partial<Record<string, number>> = {
+  ia32: 3,
+  arm: 40,
+  ppc64: 21,
+  s390x: 22,
+  x64: 62,
+  arm64: 183,
+  riscv64: 243,
+};
+
+/** The ELF machine of `file` where it is not this one's, else undefined. */
+function foreignMachine(file: string): number | undefined {
+  const head = Buffer.alloc(20);
+  const fd = openSync(file, 'r');
+  try {
+    if (readSync(fd, head, 0, 20, 0) < 20 || head.toString('latin1', 0, 4) !== '\x7fELF') {
+      return undefined;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  const machine = head.readUInt16LE(18);
+  const here = ELF_MACHINE[process.arch];
+  return here !== undefined && machine !== here ? machine : undefined;
 }
 
 /**
@@ -52,7 +81,12 @@ export function nativeSpawnerMissing(dir: string = __dirname): { why: string; fi
       fix: `${compiler}, then run 'npm run build'`,
     };
   }
-  let why = 'dist/native/pf-spawner is missing from the installed package';
+  const file = path.join(pkg, 'dist/native/pf-spawner');
+  const machine = existsSync(file) ? foreignMachine(file) : undefined;
+  let why =
+    machine === undefined
+      ? 'dist/native/pf-spawner is missing from the installed package'
+      : `dist/native/pf-spawner is built for another architecture (ELF machine ${machine}, this is ${process.arch}): the install script did not run`;
   try {
     why = readFileSync(path.join(pkg, 'dist/native/pf-spawner.why'), 'utf8').trim() || why;
   } catch {

@@ -178,6 +178,22 @@ suite(title, () => {
     });
   }, 120_000);
 
+  it('installed without its install script on another machine, uses the Node helper', async () => {
+    foreignHelper();
+    const { states, log } = await runClient();
+    expect(states).toEqual(['DONE', 'DONE', 'DONE']);
+    expect(log.find((l) => l.message === 'spawner helpers started')).toMatchObject({
+      helper: 'node',
+    });
+    const warned = log.find((l) => l.level === 'warn' && /native spawner/.test(String(l.message)));
+    expect(warned).toMatchObject({
+      why: expect.stringContaining(
+        `dist/native/pf-spawner is built for another architecture (ELF machine ${FOREIGN}`,
+      ),
+      fix: expect.stringContaining("then run 'npm rebuild pilotfish'"),
+    });
+  }, 120_000);
+
   it('without a compiler uses the Node helper and says what to install', async () => {
     foreignHelper();
     const env = childEnv({ CC: path.join(work, 'no-such-cc') });
