@@ -41,9 +41,16 @@ build() {
   printf '%s\n' "${cmd[*]}" >"$out.cmd"
 }
 
-if works "$cc" $'#include <spawn.h>\nint main(void) { return 0; }' c; then
+spawn_c=$'#include <spawn.h>\nint main(void) { return 0; }'
+if works "$cc" "$spawn_c" c; then
+  # Linked statically where the C library allows it (libc.a, in libc6-dev): the npm package ships
+  # this binary, which then runs on any Linux x86-64, whatever its glibc (a dynamic one built
+  # here needs glibc >= 2.34) or musl. Elsewhere the installed package builds its own
+  # (scripts/install-native.js).
+  static=()
+  if works "$cc -static" "$spawn_c" c; then static=(-static); fi
   # shellcheck disable=SC2086 # CFLAGS is a list of flags
-  build dist/native/pf-spawner native/spawner/pf-spawner.c "$cc" -std=c11 ${CFLAGS:-}
+  build dist/native/pf-spawner native/spawner/pf-spawner.c "$cc" -std=c11 "${static[@]}" ${CFLAGS:-}
 else
   echo "build-native: no working C compiler ('$cc'): pf-spawner not built; the spawner pool will use the slower Node helper (install gcc and libc6-dev, then rebuild)" >&2
   rm -f "$root"/dist/native/pf-spawner{,.cmd}

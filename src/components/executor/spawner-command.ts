@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs';
 import * as path from 'node:path';
 import { UsageError } from '../../errors';
 import { builtNative } from '../../lib/dist-path';
@@ -31,10 +31,71 @@ export function spawnerScript(dir: string = __dirname): string {
 /**
  * Locates the C helper built by scripts/build-native.sh: dist/native/pf-spawner, seen from this
  * module in dist/src/components/executor or, under ts-jest, in src/components/executor.
- * Undefined when it is not built.
+ * Undefined when it is not built, or is one for another architecture (the package's, installed
+ * without its install script on another machine).
  */
 export function nativeSpawner(dir: string = __dirname): string | undefined {
-  return builtNative('pf-spawner', path.resolve(dir, '../../..'));
+  const file = builtNative('pf-spawner', path.resolve(dir, '../../..'));
+  return file !== undefined && foreignMachine(file) === undefined ? file : undefined;
+}
+
+/** ELF e_machine of each process.arch (as scripts/install-native.js has it). */
+const ELF_MACHINE: Partial<Record<string, number>> = {
+  ia32: 3,
+  arm: 40,
+  ppc64: 21,
+  s390x: 22,
+  x64: 62,
+  arm64: 183,
+  riscv64: 243,
+};
+
+/** The ELF machine of `file` where it is not this one's, else undefined. */
+function foreignMachine(file: string): number | undefined {
+  const head = Buffer.alloc(20);
+  const fd = openSync(file, 'r');
+  try {
+    if (readSync(fd, head, 0, 20, 0) < 20 || head.toString('latin1', 0, 4) !== '\x7fELF') {
+      return undefined;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  const machine = head.readUInt16LE(18);
+  const here = ELF_MACHINE[process.arch];
+  return here !== undefined && machine !== here ? machine : undefined;
+}
+
+/**
+ * Why the C helper is not there and how a user of this copy of pilotfish gets it: in a checkout
+ * (src/ beside dist/) `npm run build` builds it; in an installed package its install script
+ * (scripts/install-native.js) built it or wrote why not in dist/native/pf-spawner.why.
+ */
+export function nativeSpawnerMissing(dir: string = __dirname): { why: string; fix: string } {
+  const top = path.resolve(dir, '../../..');
+  const pkg = path.basename(top) === 'dist' ? path.dirname(top) : top;
+  const compiler = "install a C compiler (e.g. 'apt-get install gcc libc6-dev')";
+  if (existsSync(path.join(pkg, 'src'))) {
+    return {
+      why: "dist/native/pf-spawner not built ('npm run build' says why)",
+      fix: `${compiler}, then run 'npm run build'`,
+    };
+  }
+  const file = path.join(pkg, 'dist/native/pf-spawner');
+  const machine = existsSync(file) ? foreignMachine(file) : undefined;
+  let why =
+    machine === undefined
+      ? 'dist/native/pf-spawner is missing from the installed package'
+      : `dist/native/pf-spawner is built for another architecture (ELF machine ${machine}, this is ${process.arch}): the install script did not run`;
+  try {
+    why = readFileSync(path.join(pkg, 'dist/native/pf-spawner.why'), 'utf8').trim() || why;
+  } catch {
+    // no word from the install script: it did not run (npm --ignore-scripts) or is older
+  }
+  return {
+    why,
+    fix: `${compiler}, then run 'npm rebuild pilotfish' where pilotfish is installed (${pkg})`,
+  };
 }
 
 /** The command that runs a helper of kind `helper`, or why there is none. */
@@ -42,10 +103,8 @@ export function spawnerCommand(helper: SpawnerHelper): { file: string; args: str
   if (helper === 'node') return { file: process.execPath, args: [spawnerScript()] };
   const native = nativeSpawner();
   if (native === undefined) {
-    throw new UsageError(
-      "native spawner helper not found at 'dist/native/pf-spawner': run 'npm run build' " +
-        "with a C compiler, or use the helper 'node'",
-    );
+    const { why, fix } = nativeSpawnerMissing();
+    throw new UsageError(`no native spawner helper: ${why}; ${fix}, or use the helper 'node'`);
   }
   return { file: native, args: [] };
 }

@@ -33,6 +33,7 @@ import { PoolTracking, type HelperTracking } from './pool-tracking';
 import {
   requestedHelper,
   nativeSpawner,
+  nativeSpawnerMissing,
   spawnerCommand,
   type SpawnerHelper,
 } from './spawner-command';
@@ -153,9 +154,8 @@ export class SpawnerPool {
     if (helper === undefined) {
       helper = nativeSpawner() !== undefined ? 'native' : 'node';
       if (helper === 'node') {
-        opts.logger.warn('native spawner helper not built: using the slower Node helper', {
-          fix: "install a C compiler (gcc) and run 'npm run build'",
-        });
+        const missing = nativeSpawnerMissing();
+        opts.logger.warn('native spawner helper not built: using the slower Node helper', missing);
       }
     }
     const command = spawnerCommand(helper);

@@ -1,0 +1,220 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { nativeSpawner } from '../../../src/components/executor/spawner-command';
+import { waitForExit } from '../../support/processes';
+
+const ROOT = path.resolve(__dirname, '../../..');
+
+/** npm pack of this checkout, installed into a fresh directory as a user installs it. */
+const suite = nativeSpawner() === undefined ? describe.skip : describe;
+const title =
+  nativeSpawner() === undefined
+    ? 'the installed package (skipped: dist/native/pf-spawner not built, npm pack refuses)'
+    : 'the installed package';
+
+/** The environment of the npm and node children: not the one npm gave jest, no helper forced. */
+function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([k]) => !k.startsWith('npm_') && !k.startsWith('PILOTFISH_'),
+    ),
+  );
+  return { ...env, ...extra };
+}
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(file: string, args: string[], cwd: string, env = childEnv()): Promise<Ran> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      file,
+      args,
+      { cwd, env, timeout: 170_000, maxBuffer: 64 << 20 },
+      (err, stdout, stderr) =>
+        resolve({ code: err === null ? 0 : (child.exitCode ?? -1), stdout, stderr }),
+    );
+  });
+}
+
+/** Requires the installed pilotfish, runs three /bin/true tasks on a local pilot. */
+const CLIENT = `
+const { Session, PilotManager, TaskManager } = require('pilotfish');
+(async () => {
+  const session = await Session.open({ dir: '.pilotfish' });
+  try {
+    const [pilot] = await new PilotManager(session).submitPilots([{ resource: 'local', runtimeMin: 5 }]);
+    const tmgr = new TaskManager(session);
+    tmgr.addPilots([pilot]);
+    const tasks = await tmgr.submitTasks([1, 2, 3].map(() => ({ executable: '/bin/true' })));
+    await tmgr.waitTasks({ timeoutMs: 60000 });
+    console.log(JSON.stringify({ states: tasks.map((t) => t.state), session: session.uid }));
+  } finally {
+    await session.close();
+  }
+})().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
+`;
+
+suite(title, () => {
+  let work: string;
+  let app: string;
+  let installed: string;
+  let packed: { path: string; mode: number }[];
+
+  beforeAll(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-package-'));
+    app = path.join(work, 'app');
+    installed = path.join(app, 'node_modules', 'pilotfish');
+    fs.mkdirSync(app);
+    const pack = await run('npm', ['pack', '--json', '--pack-destination', work], ROOT);
+    expect([pack.code, pack.stderr]).toEqual([0, expect.anything()]);
+    const [info] = JSON.parse(pack.stdout) as [
+      { filename: string; files: { path: string; mode: number }[] },
+    ];
+    packed = info.files;
+    // the user's install: scripts run (npm 11 warns it has not approved them), output shown
+    const install = await run(
+      'npm',
+      [
+        'install',
+        '--no-audit',
+        '--no-fund',
+        '--prefer-offline',
+        '--foreground-scripts',
+        path.join(work, info.filename),
+      ],
+      app,
+    );
+    expect([install.code, install.stderr]).toEqual([0, expect.anything()]);
+    expect(install.stdout + install.stderr).not.toContain('pilotfish: ');
+    fs.writeFileSync(path.join(app, 'client.js'), CLIENT);
+  }, 180_000);
+
+  afterAll(() => {
+    if (work !== undefined) fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  /** Runs CLIENT in the app; its tasks' states and the agent's log lines. */
+  async function runClient(): Promise<{ states: string[]; log: Record<string, unknown>[] }> {
+    const ran = await run(process.execPath, ['client.js'], app);
+    expect([ran.code, ran.stderr]).toEqual([0, '']);
+    const { states, session } = JSON.parse(ran.stdout) as { states: string[]; session: string };
+    const agentLog = path.join(app, '.pilotfish', session, 'pilot.0000', 'agent.log');
+    const log = fs
+      .readFileSync(agentLog, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const started = log.find((l) => l.message === 'spawner helpers started');
+    // the session's end ends the agent, and the agent its helpers
+    for (const pid of (started?.pids as number[] | undefined) ?? []) await waitForExit(pid, 30_000);
+    return { states, log };
+  }
+
+  /** The machine the foreign helper claims (ELF e_machine): aarch64, or x86-64 on arm64. */
+  const FOREIGN = process.arch === 'arm64' ? 62 : 183;
+
+  /** Makes the installed helper one built for another architecture, as on another machine. */
+  function foreignHelper(): void {
+    const bin = path.join(installed, 'dist/native/pf-spawner');
+    const elf = fs.readFileSync(nativeSpawner()!);
+    elf.writeUInt16LE(FOREIGN, 18);
+    fs.rmSync(bin, { force: true });
+    fs.writeFileSync(bin, elf, { mode: 0o755 });
+  }
+
+  it('holds the build, the schemas, the workers and the spawner helper with its source, and nothing else', () => {
+    const paths = packed.map((f) => f.path);
+    for (const needed of [
+      'package.json',
+      'README.md',
+      'dist/src/index.js',
+      'dist/src/index.d.ts',
+      'dist/src/agent/main.js',
+      'dist/src/cli/main.js',
+      'dist/src/components/executor/spawner-main.js',
+      'dist/schemas/task-description.schema.json',
+      'workers/python_worker.py',
+      'dist/native/pf-spawner',
+      'native/spawner/pf-spawner.c',
+      'scripts/install-native.js',
+    ]) {
+      expect(paths).toContain(needed);
+    }
+    expect(packed.find((f) => f.path === 'dist/native/pf-spawner')!.mode & 0o111).toBe(0o111);
+    const allowed =
+      /^(package\.json|README\.md|dist\/(src|schemas)\/.*|workers\/[^/]+\.py|dist\/native\/pf-spawner|native\/spawner\/pf-spawner\.c|scripts\/install-native\.js)$/;
+    expect(paths.filter((p) => !allowed.test(p))).toEqual([]);
+    expect(paths.filter((p) => /(^|\/)(test|node_modules)\/|\.test\.js$|\.cmd$/.test(p))).toEqual(
+      [],
+    );
+  });
+
+  it('runs its tasks through the C helper it ships', async () => {
+    const { states, log } = await runClient();
+    expect(states).toEqual(['DONE', 'DONE', 'DONE']);
+    const started = log.find((l) => l.message === 'spawner helpers started');
+    expect(started).toMatchObject({
+      helper: 'native',
+      command: fs.realpathSync(path.join(installed, 'dist/native/pf-spawner')),
+    });
+  }, 120_000);
+
+  it('builds the helper from its source where the shipped one does not run', async () => {
+    foreignHelper();
+    const rebuild = await run('npm', ['rebuild', '--foreground-scripts', 'pilotfish'], app);
+    expect([rebuild.code, rebuild.stderr]).toEqual([0, expect.anything()]);
+    expect(rebuild.stdout).toContain('pilotfish: built the C spawner helper');
+    const { states, log } = await runClient();
+    expect(states).toEqual(['DONE', 'DONE', 'DONE']);
+    expect(log.find((l) => l.message === 'spawner helpers started')).toMatchObject({
+      helper: 'native',
+    });
+  }, 120_000);
+
+  it('installed without its install script on another machine, uses the Node helper', async () => {
+    foreignHelper();
+    const { states, log } = await runClient();
+    expect(states).toEqual(['DONE', 'DONE', 'DONE']);
+    expect(log.find((l) => l.message === 'spawner helpers started')).toMatchObject({
+      helper: 'node',
+    });
+    const warned = log.find((l) => l.level === 'warn' && /native spawner/.test(String(l.message)));
+    expect(warned).toMatchObject({
+      why: expect.stringContaining(
+        `dist/native/pf-spawner is built for another architecture (ELF machine ${FOREIGN}`,
+      ),
+      fix: expect.stringContaining("then run 'npm rebuild pilotfish'"),
+    });
+  }, 120_000);
+
+  it('without a compiler uses the Node helper and says what to install', async () => {
+    foreignHelper();
+    const env = childEnv({ CC: path.join(work, 'no-such-cc') });
+    const rebuild = await run('npm', ['rebuild', '--foreground-scripts', 'pilotfish'], app, env);
+    expect(rebuild.code).toBe(0);
+    const said = rebuild.stderr.split('\n').filter((l) => l.startsWith('pilotfish: '));
+    expect(said).toEqual([
+      expect.stringMatching(
+        /^pilotfish: no C spawner helper \(the prebuilt helper: it is built for another architecture \(ELF machine \d+, this is \w+\); no C compiler \('.*no-such-cc'\)\): tasks will start through the slower Node helper; to build it, install a C compiler \(e\.g\. 'apt-get install gcc libc6-dev'\), then run 'npm rebuild pilotfish'$/,
+      ),
+    ]);
+    expect(fs.existsSync(path.join(installed, 'dist/native/pf-spawner'))).toBe(false);
+    const { states, log } = await runClient();
+    expect(states).toEqual(['DONE', 'DONE', 'DONE']);
+    expect(log.find((l) => l.message === 'spawner helpers started')).toMatchObject({
+      helper: 'node',
+    });
+    const warned = log.find((l) => l.level === 'warn' && /native spawner/.test(String(l.message)));
+    expect(warned).toMatchObject({
+      why: expect.stringContaining("no C compiler ('"),
+      fix: expect.stringContaining("then run 'npm rebuild pilotfish' where pilotfish is installed"),
+    });
+  }, 120_000);
+});
