@@ -42,7 +42,8 @@ export async function consumeTaskBulks(
   log: Logger,
 ): Promise<void> {
   const bad = new BadMessages(log);
-  const describe = intake.describe?.bind(intake);
+  const describe =
+    intake.describe === undefined ? undefined : (uid: string) => intake.describe!(uid);
   for await (const msg of receiver.messages()) {
     if (!msg.ok) {
       bad.report('undecodable message rejected', errorMeta(msg.error));
