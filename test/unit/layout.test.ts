@@ -15,6 +15,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['transport'],
   ['components'],
   ['updater'],
+  ['profile'],
   ['agent', 'client'],
   ['cli', 'index.ts'],
 ];
