@@ -98,11 +98,14 @@ export const CLIENT_JS = String.raw`
           var t0 = T[b + k], t1 = T[b + k + 1];
           if (!(t1 > t0) || t1 < view.v0 || t0 > view.v1) continue;
           var x0 = Math.max(lo, xOf(t0)), x1 = Math.min(hi, xOf(t1));
-          if (open[k] >= 0 && x0 <= end[k] + 0.75) {
+          // merge what touches at this zoom, but keep a 1 px gap between tasks wide enough to tell apart
+          var touching = open[k] >= 0 && x0 <= end[k] + 0.75;
+          var wide = x1 - x0 >= 3 && end[k] - open[k] >= 3;
+          if (touching && !wide) {
             if (x1 > end[k]) end[k] = x1;
           } else {
             if (open[k] >= 0) d[k].push(rect(open[k], end[k], y, h));
-            open[k] = x0;
+            open[k] = touching ? Math.max(x0, end[k]) + 1 : x0;
             end[k] = x1;
           }
         }
@@ -161,10 +164,12 @@ export const CLIENT_JS = String.raw`
     var span = view.v1 - view.v0, raw = span / 8, p = Math.pow(10, Math.floor(Math.log10(raw)));
     var step = [1, 2, 5, 10].map(function (m) { return m * p; }).filter(function (s) { return s >= raw; })[0];
     var out = '';
+    var digits = Math.max(0, -Math.floor(Math.log10(step / (step >= 1000 ? 1000 : 1)) + 1e-9));
     for (var t = Math.ceil(view.v0 / step) * step; t <= view.v1; t += step) {
       var x = xOf(t).toFixed(1);
+      var label = step >= 1000 ? (t / 1000).toFixed(digits) + ' s' : t.toFixed(digits) + ' ms';
       out += '<line class="grid" x1="' + x + '" x2="' + x + '" y1="' + G.top + '" y2="' + G.axisTop + '"/>';
-      out += '<text class="tick" x="' + x + '" y="' + (G.axisTop + 16) + '">' + esc(fmt(t)) + '</text>';
+      out += '<text class="tick" x="' + x + '" y="' + (G.axisTop + 16) + '">' + esc(label) + '</text>';
     }
     return out;
   }
@@ -212,13 +217,14 @@ export const CLIENT_JS = String.raw`
     s += '<g clip-path="url(#pf-clip)">' + ticks();
     for (var k = 0; k < 4; k++) s += '<path class="phase phase-' + PHASES[k] + '" d="' + paths[k] + '"/>';
     s += '</g>';
-    s += '<text class="band-label" x="' + (ML - 6) + '" y="' + (G.utilTop + 12) + '">utilization</text>';
-    s += '<text class="band-note" x="' + (ML - 6) + '" y="' + (G.utilTop + 80) + '">0%</text><text class="band-note" x="' + (ML - 6) + '" y="' + (G.utilTop + 8) + '">100%</text>';
+    s += '<text class="band-label" x="' + (ML - 6) + '" y="' + (G.utilTop + 44) + '">utilization</text>';
+    s += '<text class="band-note" x="' + (ML - 6) + '" y="' + (G.utilTop + 80) + '">0%</text><text class="band-note" x="' + (ML - 6) + '" y="' + (G.utilTop + 9) + '">100%</text>';
     s += '<rect class="band" x="' + ML + '" y="' + G.utilTop + '" width="' + G.PW + '" height="80"/>';
     s += '<path class="util util-cores" d="' + utilCurve(false) + '"/>';
     if (anyGpu) s += '<path class="util util-gpus" d="' + utilCurve(true) + '"/>';
-    s += '<text class="band-label" x="' + (ML - 6) + '" y="' + (G.countsTop + 12) + '">tasks</text>';
-    s += '<text class="band-note" x="' + (ML - 6) + '" y="' + (G.countsTop + 26) + '">max ' + counts.max + '</text>';
+    s += '<text class="band-label" x="' + (ML - 6) + '" y="' + (G.countsTop + 52) + '">tasks</text>';
+    s += '<text class="band-note" x="' + (ML - 6) + '" y="' + (G.countsTop + 9) + '">' + counts.max + '</text>';
+    s += '<text class="band-note" x="' + (ML - 6) + '" y="' + (G.countsTop + 110) + '">0</text>';
     s += '<rect class="band" x="' + ML + '" y="' + G.countsTop + '" width="' + G.PW + '" height="110"/>';
     s += '<g clip-path="url(#pf-clip)">';
     for (k = 0; k < 4; k++) s += '<path class="count count-' + COUNTS[k] + '" d="' + counts.paths[k] + '"/>';
