@@ -83,8 +83,9 @@ function holdsBySlot(
   const held = arena.u32(h.pairs);
   for (let r = 0; r < h.held; r++) {
     const a = byTime[r]!;
-    for (let j = firstPair[a]!; j < firstPair[a + 1]!; j++)
+    for (let j = firstPair[a]!; j < firstPair[a + 1]!; j++) {
       held[fill[h.slotOf[pairAt[j]!]!]!++] = a;
+    }
   }
   return [start, held];
 }
