@@ -1,4 +1,4 @@
-import { pilotWindow } from './phases';
+import { PHASES, pilotWindow } from './phases';
 import { Arena } from './arena';
 import { collectHolds, countHolds, holdsBytes, type Holds } from './pilot-holds';
 import { pilotSlots, type PilotSlots } from './pilot-slots';
@@ -11,7 +11,6 @@ const SCHEDULING = 0;
 const DRAINING = 4;
 const IDLE_PLAN = 5;
 const IDLE_OVERHEAD = 6;
-const PHASE_BUCKETS = ['scheduling', 'launching', 'running', 'tearingDown'] as const;
 
 /** Event kinds of the sweep. */
 const CORE = 0;
@@ -219,7 +218,7 @@ function toAccount(a: Float64Array, total: number, startUp: number): Account {
   const x = emptyAccount();
   x.total = total / 1000;
   x.startUp = startUp / 1000;
-  PHASE_BUCKETS.forEach((b, k) => (x[b] = a[SCHEDULING + k]! / 1000));
+  PHASES.forEach((b, k) => (x[b] = a[SCHEDULING + k]! / 1000));
   x.draining = a[DRAINING]! / 1000;
   x.idlePlan = a[IDLE_PLAN]! / 1000;
   x.idleOverhead = a[IDLE_OVERHEAD]! / 1000;
