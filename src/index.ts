@@ -31,6 +31,15 @@ export {
 } from './errors';
 export { StoreUnwritableError } from './updater/state-store';
 export { readProfile } from './profile/read';
+export {
+  utilization,
+  BUCKETS,
+  type Bucket,
+  type Account,
+  type PilotUtilization,
+  type UtilizationReport,
+} from './profile/utilization';
+export { renderTimeline } from './profile/timeline';
 export type {
   Profile,
   PilotProfile,
