@@ -83,7 +83,7 @@ export type TaskDescription = {
     [k: string]: string;
   };
   /**
-   * Working directory; defaults to the task sandbox.
+   * The task's working directory; default its sandbox (<pilot sandbox>/<task uid>). Give an absolute path: a relative one is taken from the agent's own working directory.
    */
   workdir?: string;
   /**
@@ -99,7 +99,7 @@ export type TaskDescription = {
    */
   gpusPerRank?: number;
   /**
-   * Memory per rank in MiB, counted against the node's memory.
+   * Memory per rank in MiB; default 0. The scheduler places a rank only where that much of the node's memory (the pilot's memMb) is not held by other tasks. Not a limit for fork and mpirun; srun passes it to Slurm (--mem-per-cpu), which may enforce it.
    */
   memPerRankMb?: number;
   /**
