@@ -40,7 +40,7 @@ function pack(p: Progress): number {
 
 /**
  * Rebuilds each entity's ordered history from notifications in any order, with duplicates
- * (DESIGN.md §4). Pure: no clock, no I/O.
+ * (docs/state-model.md, Reconstruction). Pure: no clock, no I/O.
  */
 export class StateTracker<S extends string = string> {
   private readonly progress = new Map<string, number>();
