@@ -28,8 +28,9 @@ function attach(later: Notification, raw: readonly number[], detail?: Notificati
 export function carryInto(later: Notification, dropped: Notification): void {
   const raw: number[] = [];
   const p = dropped.detail?.passed;
-  if (p !== undefined)
-    {for (let i = 0; i + 1 < p.length; i += 2) raw.push(p[i]!, dropped.ts - p[i + 1]!);}
+  if (p !== undefined) {
+    for (let i = 0; i + 1 < p.length; i += 2) raw.push(p[i]!, dropped.ts - p[i + 1]!);
+  }
   pushPassed(raw, dropped.state, dropped.ts);
   let detail: NotificationDetail | undefined;
   for (const k in dropped.detail) {
@@ -67,8 +68,9 @@ export class QuietCarry {
           this.held.set(n.uid, c);
         }
         pushPassed(c.raw, n.state, n.ts);
-        if (n.detail !== undefined)
-          {c.detail = c.detail === undefined ? n.detail : { ...c.detail, ...n.detail };}
+        if (n.detail !== undefined) {
+          c.detail = c.detail === undefined ? n.detail : { ...c.detail, ...n.detail };
+        }
         continue;
       }
       if (this.held.size > 0 && n.kind === 'task') {
