@@ -17,7 +17,7 @@ export interface PilotDescription {
    */
   cores?: number;
   /**
-   * GPUs per node, default 0. Declared, not detected: a local pilot on a machine with GPUs gives tasks none unless this says how many (the agent logs a warning in agent.log when it declares more than the NVIDIA driver lists). Tasks get indices 0..gpus-1 (CUDA_VISIBLE_DEVICES, PF_GPUS). A Slurm pilot asks for them (--gpus-per-node) and takes the count Slurm reports for its nodes.
+   * GPUs per node. Default: a local pilot takes every NVIDIA GPU the driver lists on this machine (/proc/driver/nvidia/gpus, as nvidia-smi -L; 0 without the driver); a batch pilot has none unless this says how many (it asks for them: --gpus-per-node, and takes the count Slurm reports for its nodes). Tasks get indices 0..gpus-1 (CUDA_VISIBLE_DEVICES, PF_GPUS); declaring more than the driver lists is allowed (agent.log warns).
    */
   gpus?: number;
   /**
