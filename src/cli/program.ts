@@ -1,7 +1,12 @@
 import type { CommanderError } from 'commander';
 import { Command } from 'commander';
 import { EXIT, packageVersion } from './args';
+import { registerCancel } from './commands/cancel';
+import { registerClean } from './commands/clean';
+import { registerExplain } from './commands/explain';
 import { registerRun } from './commands/run';
+import { registerSessions } from './commands/sessions';
+import { registerStatus } from './commands/status';
 
 /**
  * Each command is one file under commands/ with a `register` that adds it to the program.
@@ -9,7 +14,14 @@ import { registerRun } from './commands/run';
  */
 export type Register = (program: Command, done: (code: number) => void) => void;
 
-const COMMANDS: Register[] = [registerRun];
+const COMMANDS: Register[] = [
+  registerRun,
+  registerStatus,
+  registerCancel,
+  registerExplain,
+  registerSessions,
+  registerClean,
+];
 
 /** The `pilotfish` program: help and usage errors go through `write`, nothing calls process.exit. */
 export function buildProgram(
