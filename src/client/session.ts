@@ -91,7 +91,8 @@ export class Session {
    * with a StoreUnwritableError whose `lost` counts those notifications.
    */
   close(): Promise<void> {
-    this.closing ??= this.end(runtimeOf(this));
+    if (this.closing !== undefined) return this.closing.catch(() => undefined); // told once
+    this.closing = this.end(runtimeOf(this));
     return this.closing;
   }
 
@@ -103,8 +104,9 @@ export class Session {
     try {
       await rt.close();
     } finally {
-      await this.control?.close();
+      // marked first: a command that finds the socket gone finds the session ended
       mark(rt, 'closed');
+      await this.control?.close();
     }
   }
 }

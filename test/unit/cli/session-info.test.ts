@@ -4,10 +4,15 @@ import * as path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { explainProfile, journalLife, profileStatus, stateOf } from '../../../src/cli/session-info';
 import { formatAge, formatStatus, statusLine } from '../../../src/cli/status-format';
+import type { Reason } from '../../../src/generated';
 import type { Profile, TaskProfile } from '../../../src/profile/types';
 import type { TaskState } from '../../../src/states/task-model';
 
-const reason = { code: 'E_EXIT_CODE', message: 'task exited with code 3' } as const;
+const reason: Reason = {
+  code: 'E_EXIT_CODE',
+  message: 'task exited with code 3',
+  component: 'Executor',
+};
 
 /** A task whose one attempt passed `states`, a second apart from t=1000. */
 function task(uid: string, states: TaskState[], extra: Partial<TaskProfile> = {}): TaskProfile {
