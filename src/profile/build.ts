@@ -2,14 +2,7 @@ import type { Notification, TaskDescription } from '../generated';
 import { isFinalState } from '../states/model';
 import { PILOT_MODEL, type PilotState } from '../states/pilot-model';
 import { TASK_MODEL, type TaskState } from '../states/task-model';
-import type {
-  AttemptProfile,
-  PilotNode,
-  PilotProfile,
-  Profile,
-  Stamp,
-  TaskProfile,
-} from './types';
+import type { AttemptProfile, PilotNode, PilotProfile, Profile, Stamp, TaskProfile } from './types';
 
 /** What a session's journal says that its store does not: descriptions and the agents' nodes. */
 export interface SessionFacts {

@@ -76,7 +76,7 @@ describe('function tasks: quiet states and no sandbox of their own', () => {
       // the hand-off names the pilot (a resumed client needs it), and the task knows it
       expect(
         history.find((n) => n.uid === t.uid && n.state === 'AGENT_STAGING_INPUT_PENDING')?.detail,
-      ).toEqual({ pilot: fx.pilot.uid });
+      ).toEqual({ pilot: fx.pilot.uid, passed: expect.any(Object) });
       expect(t.pilot).toBe(fx.pilot.uid);
       // no sandbox of its own: it ran in the pilot's
       expect(t.sandbox).toBe(fx.pilot.sandbox);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { TaskRecord } from '../../../src/generated';
-import { published, taskNotification, transition } from '../../../src/components/shared/transition';
+import { QuietCarry } from '../../../src/components/shared/quiet-carry';
+import { taskNotification, transition } from '../../../src/components/shared/transition';
 import { StateTracker } from '../../../src/states/state-tracker';
 import {
   handOffNamesPilot,
@@ -46,10 +47,13 @@ function life(mode: 'function' | 'executable'): Notification[] {
   return out;
 }
 
+/** What one process's publisher sends of `ns`. */
+const publish = (ns: readonly Notification[]) => new QuietCarry().pass(ns);
+
 describe('quiet states of function tasks', () => {
   it('are never final, and leave the hand-off, the start, the hand-back and the end published', () => {
     for (const s of FINAL_TASK_STATES) expect(QUIET_FUNCTION_STATES.has(s)).toBe(false);
-    expect(published(life('function')).map((n) => n.state)).toEqual([
+    expect(publish(life('function')).map((n) => n.state)).toEqual([
       'AGENT_STAGING_INPUT_PENDING',
       'AGENT_EXECUTING',
       'TMGR_STAGING_OUTPUT_PENDING',
@@ -59,7 +63,7 @@ describe('quiet states of function tasks', () => {
 
   it('leave the notifications of every other mode alone (the same array)', () => {
     const all = life('executable');
-    expect(published(all)).toBe(all);
+    expect(publish(all)).toBe(all);
     expect(all).toHaveLength(TASK_STATES.indexOf('DONE') + 1);
     expect(isQuiet(undefined, 'TMGR_SCHEDULING', undefined)).toBe(false);
   });
@@ -80,7 +84,7 @@ describe('quiet states of function tasks', () => {
   });
 
   it('are delivered by the tracker, inferred, in model order, from what is published, in any order', () => {
-    const pub = published(life('function'));
+    const pub = publish(life('function'));
     for (const order of [pub, [...pub].reverse(), [pub[2]!, pub[0]!, pub[3]!, pub[1]!]]) {
       const tracker = new StateTracker<TaskState>(TASK_MODEL, TASK_RETRY_STATE);
       const got = order.flatMap((n) => tracker.ingest(n));
