@@ -226,42 +226,61 @@ describe('pilotfish status, explain, cancel, sessions, clean on a live session, 
     expect(existsSync(s.dir)).toBe(true);
   }, 120_000);
 
-  it('status --watch prints a line per change off a terminal and ends when the session ends', async () => {
-    const watch = spawn(
-      process.execPath,
-      [CLI, 'status', s.session, '--watch', '--interval', '0.2', ...dirArgs()],
+  it('status --watch: a line per change off a terminal, redrawn on one; both end with the session', async () => {
+    const args = ['status', s.session, '--watch', '--interval', '0.2', ...dirArgs()];
+    const watch = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // the same on a terminal: script(1) gives it a pseudo-terminal
+    const onTty = spawn(
+      'script',
+      ['-qfec', [process.execPath, CLI, ...args].join(' '), '/dev/null'],
       {
         stdio: ['ignore', 'pipe', 'inherit'],
       },
     );
+    let screen = '';
+    onTty.stdout.on('data', (d: Buffer) => (screen += d.toString()));
     const lines: string[] = [];
-    const seen = (re: RegExp): Promise<void> =>
-      withTimeout(
+    const rl = createInterface({ input: watch.stdout });
+    rl.on('line', (l) => lines.push(l));
+    // checked again on each line of the one and each output of the other
+    const seen = (what: string, ok: () => boolean): Promise<void> => {
+      let check = (): void => undefined;
+      return withTimeout(
         new Promise<void>((resolve) => {
-          const check = (): void => {
-            if (lines.some((l) => re.test(l))) resolve();
-            else rl.once('line', check);
-          };
+          check = (): void => (ok() ? resolve() : undefined);
+          rl.on('line', check);
+          onTty.stdout.on('data', check);
           check();
         }),
         60_000,
-        `a watch line matching ${re}`,
-      );
-    const rl = createInterface({ input: watch.stdout });
-    rl.on('line', (l) => lines.push(l));
-    const exit = new Promise<number | null>((resolve) => watch.once('exit', resolve));
+        what,
+      ).finally(() => {
+        rl.off('line', check);
+        onTty.stdout.off('data', check);
+      });
+    };
+    const exited = (p: typeof watch): Promise<number | null> =>
+      new Promise((resolve) => p.once('exit', resolve));
+    const exits = [exited(watch), exited(onTty)];
     try {
-      await seen(/^\S+ live tasks=7 .*AGENT_EXECUTING=1 /);
+      await seen('a live watch line', () =>
+        lines.some((l) => / live tasks=7 .*AGENT_EXECUTING=1 /.test(l)),
+      );
+      await seen('a live screen', () => /\(live, pid \d+\)/.test(screen));
       child.proc.kill('SIGTERM'); // the client closes its session
       expect(await child.next('the close')).toEqual({ closed: true });
-      expect(await withTimeout(exit, 60_000, 'the watch to end')).toBe(0);
+      expect(await withTimeout(Promise.all(exits), 60_000, 'the watches to end')).toEqual([0, 0]);
     } finally {
       watch.kill('SIGKILL');
+      onTty.kill('SIGKILL');
     }
     expect(lines.at(-1)).toMatch(
       / ended tasks=7 DONE=4 FAILED=1 CANCELED=2 \| pilot.0000=CANCELED$/,
     );
     expect(new Set(lines.map((l) => l.replace(/^\S+ /, ''))).size).toBe(lines.length);
+    const screens = screen.split('\x1b[H\x1b[2J');
+    expect(screens.length).toBeGreaterThan(2); // redrawn, each time whole
+    expect(screens.at(-1)).toMatch(/^session \S+ \(ended\)\r?\n/);
     expect(existsSync(path.join(s.dir, 'control.sock'))).toBe(false);
   }, 120_000);
 
