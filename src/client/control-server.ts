@@ -1,5 +1,5 @@
 import { chmodSync, lstatSync, rmSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import * as path from 'node:path';
 import { coerceError, errorMeta, ValidationError } from '../errors';
 import type { ControlRequest } from '../generated';
@@ -46,7 +46,14 @@ export class ControlServer {
       return undefined;
     }
     try {
-      if (lstatSync(file, { throwIfNoEntry: false })?.isSocket() === true) rmSync(file);
+      if (lstatSync(file, { throwIfNoEntry: false })?.isSocket() === true) {
+        // a live client of the same session keeps its socket; a dead one's is replaced
+        if (await answers(file)) {
+          rt.log.warn('no control socket: another client of this session holds it', { file });
+          return undefined;
+        }
+        rmSync(file);
+      }
       const server = createServer();
       server.maxConnections = MAX_CONNECTIONS;
       await new Promise<void>((resolve, reject) => {
@@ -162,6 +169,18 @@ class ClosingError extends Error {
   constructor() {
     super('the session is closing: its tasks are being canceled already');
   }
+}
+
+/** Whether something accepts connections on the socket `file` (a refused connect: nobody). */
+function answers(file: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = connect(file);
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', () => resolve(false));
+  });
 }
 
 function idOf(input: unknown): { id?: number | string } {
