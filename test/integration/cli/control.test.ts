@@ -357,6 +357,13 @@ describe('a session whose client died', () => {
     expect(c.code).toBe(4);
     const clean = await runCli(['clean', ...args]);
     expect(clean.stdout).toBe('removed 0 sessions, 0 B freed\n');
+    const crashed = await runCli(['clean', '--crashed', '--dry-run', ...args]);
+    expect(crashed.stdout).toMatch(new RegExp(`^would remove ${s.session} \\(crashed, `));
+    const e = await runCli(['explain', s.session, s.long[0]!, '--json', ...args]);
+    expect(json<Explanation>(e.stdout)).toMatchObject({
+      state: 'AGENT_EXECUTING',
+      pilot: 'pilot.0000',
+    });
     const list = json<{ sessions: unknown[] }>(
       (await runCli(['sessions', '--json', ...args])).stdout,
     );
