@@ -1,7 +1,9 @@
 import { errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
-import { ControlServer } from './control-server';
+import { readProfile } from '../profile/read';
+import type { Profile } from '../profile/types';
 import type { StoreUnwritableError } from '../updater/state-store';
+import { ControlServer } from './control-server';
 import { ClientRuntime, bindRuntime, runtimeOf } from './runtime';
 
 export interface SessionOptions {
@@ -83,6 +85,16 @@ export class Session {
   /** The store's condition now: the error while it cannot write, else undefined. */
   get storeError(): StoreUnwritableError | undefined {
     return runtimeOf(this).health.error;
+  }
+
+  /**
+   * The session's profile as its store holds it now: every task attempt with the real time of
+   * each state it passed, where it ran (node, cores, GPUs) and when its own command ran; every
+   * pilot with its nodes, its states, its job start and drain start. It holds what callbacks
+   * have delivered, and works after `close()` too (`readProfile(dir)` reads any session's).
+   */
+  profile(): Promise<Profile> {
+    return readProfile(this.dir);
   }
 
   /**

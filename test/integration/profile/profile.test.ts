@@ -74,7 +74,7 @@ describe("a session's profile, read from its store", () => {
     ]);
     await fx.tmgr.waitTasks({ uids: [task!.uid], states: ['AGENT_EXECUTING'], timeoutMs: 30_000 });
     // the callback comes from the store's feed: the record is in its file by then
-    const live = await readProfile(fx.session.dir);
+    const live = await fx.session.profile();
     const running = live.tasks.find((t) => t.uid === task!.uid)!.attempts[0]!;
     expect(running.final).toBeUndefined();
     expect(running.states.at(-1)!.state).toBe('AGENT_EXECUTING');

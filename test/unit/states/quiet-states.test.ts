@@ -42,7 +42,7 @@ function life(mode: 'function' | 'executable'): Notification[] {
           : state === 'AGENT_STAGING_OUTPUT_PENDING' || state === 'TMGR_STAGING_OUTPUT_PENDING'
             ? { exitCode: 0, signal: null }
             : undefined;
-    out.push(transition(task, state, owner, 0, detail));
+    out.push(transition(task, state, owner, out.length, detail)); // ts: the state's place
   }
   return out;
 }
@@ -83,7 +83,7 @@ describe('quiet states of function tasks', () => {
     expect(handOffNamesPilot('executable')).toBe(false);
   });
 
-  it('are delivered by the tracker, inferred, in model order, from what is published, in any order', () => {
+  it('are delivered by the tracker in model order from what is published, in any order: with their real time when what carried it came in order, else inferred', () => {
     const pub = publish(life('function'));
     for (const order of [pub, [...pub].reverse(), [pub[2]!, pub[0]!, pub[3]!, pub[1]!]]) {
       const tracker = new StateTracker<TaskState>(TASK_MODEL, TASK_RETRY_STATE);
@@ -91,7 +91,12 @@ describe('quiet states of function tasks', () => {
       expect(got.map((e) => e.state)).toEqual(
         TASK_STATES.slice(0, TASK_STATES.indexOf('DONE') + 1),
       );
-      for (const e of got) if (QUIET_FUNCTION_STATES.has(e.state)) expect(e.inferred).toBe(true);
+      for (const e of got) {
+        if (!QUIET_FUNCTION_STATES.has(e.state)) continue;
+        if (order === pub) expect(e.inferred).toBe(false);
+        if (e.inferred) expect(e.ts).toBeUndefined();
+        else expect(e.ts).toBe(TASK_STATES.indexOf(e.state));
+      }
     }
   });
 });
