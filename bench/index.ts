@@ -5,6 +5,7 @@ import type { Benchmark } from './harness';
 import * as memory from './memory';
 import * as scheduler from './scheduler';
 import * as store from './store';
+import * as timeline from './timeline';
 import * as transport from './transport';
 
 /** Every benchmark `npm run bench` knows, in the order it runs them. Add new ones here. */
@@ -16,10 +17,12 @@ export const BENCHMARKS: readonly Benchmark[] = [
   store,
   transport,
   memory,
+  timeline,
 ];
 
 /** Files of bench/ that are not benchmarks. */
 export const INFRASTRUCTURE = [
+  'chromium',
   'cpu-prof-preload',
   'dag-dask',
   'functions-dask',
@@ -29,4 +32,5 @@ export const INFRASTRUCTURE = [
   'profile-summary',
   'references',
   'run',
+  'synthetic-profile',
 ] as const;

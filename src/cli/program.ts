@@ -4,9 +4,11 @@ import { EXIT, packageVersion } from './args';
 import { registerCancel } from './commands/cancel';
 import { registerClean } from './commands/clean';
 import { registerExplain } from './commands/explain';
+import { registerProfile } from './commands/profile';
 import { registerRun } from './commands/run';
 import { registerSessions } from './commands/sessions';
 import { registerStatus } from './commands/status';
+import { registerTimeline } from './commands/timeline';
 
 /**
  * Each command is one file under commands/ with a `register` that adds it to the program.
@@ -21,6 +23,8 @@ const COMMANDS: Register[] = [
   registerExplain,
   registerSessions,
   registerClean,
+  registerProfile,
+  registerTimeline,
 ];
 
 /** The `pilotfish` program: help and usage errors go through `write`, nothing calls process.exit. */
