@@ -7,7 +7,7 @@ import { ask } from './control-client';
 import { journalLife, stateOf } from './session-info';
 
 /** How long `sessions` and `clean` wait for a session's client to answer. */
-const SURVEY_ANSWER_MS = 3_000;
+export const SURVEY_ANSWER_MS = 3_000;
 
 /** One session as `pilotfish sessions` lists it. */
 export interface SessionSummary {

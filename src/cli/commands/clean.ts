@@ -5,7 +5,8 @@ import * as path from 'node:path';
 import { EXIT } from '../args';
 import { ask } from '../control-client';
 import { DEFAULT_SESSIONS_DIR, listSessionDirs } from '../session-dir';
-import { diskUsage, formatBytes, surveySession } from '../session-survey';
+import { journalLife } from '../session-info';
+import { diskUsage, formatBytes, SURVEY_ANSWER_MS } from '../session-survey';
 
 const EXIT_STATUS = `
 exit status:
@@ -55,15 +56,15 @@ async function clean(opts: CleanOptions): Promise<number> {
   const removed: Removed[] = [];
   let failed = 0;
   for (const dir of listSessionDirs(opts.dir)) {
-    const s = await surveySession(dir);
-    if (s.state !== 'ended' && !(s.state === 'crashed' && opts.crashed === true)) continue;
+    // the journal first (cheap), then whether a client answers (a session may be live in a
+    // client whose socket is gone, but a crashed one's journal has no close mark either)
+    const life = journalLife(dir);
+    if (life.state !== 'ended' && !(life.state === 'crashed' && opts.crashed === true)) continue;
     // a crashed session's last sign of life: its files' last change
-    const ended = s.closed ?? statSync(dir).mtimeMs;
-    if (ended > before) continue;
+    const ended = life.closed ?? statSync(dir).mtimeMs;
+    if (ended > before || (await answers(dir))) continue;
     const bytes = diskUsage(dir);
     if (opts.dryRun !== true) {
-      // resumed since it was looked at: a live session stays
-      if ((await ask(dir, { op: 'status', pending: 0, running: 0 })) !== undefined) continue;
       try {
         rmSync(dir, { recursive: true, force: true });
       } catch (e) {
@@ -72,7 +73,7 @@ async function clean(opts: CleanOptions): Promise<number> {
         continue;
       }
     }
-    removed.push({ uid: s.uid, dir, state: s.state, bytes });
+    removed.push({ uid: path.basename(dir), dir, state: life.state, bytes });
   }
   const bytes = removed.reduce((n, r) => n + r.bytes, 0);
   const dryRun = opts.dryRun === true;
@@ -89,6 +90,11 @@ async function clean(opts: CleanOptions): Promise<number> {
     process.stdout.write(`${verb} ${what}, ${formatBytes(bytes)}${dryRun ? '' : ' freed'}\n`);
   }
   return failed > 0 ? EXIT.failed : EXIT.ok;
+}
+
+/** Whether a client answers on the session's control socket (a live or closing session). */
+async function answers(dir: string): Promise<boolean> {
+  return (await ask(dir, { op: 'status', pending: 0, running: 0 }, SURVEY_ANSWER_MS)) !== undefined;
 }
 
 function days(v: string): number {
