@@ -19,6 +19,8 @@ import type { ClientRuntime } from './runtime';
 
 /** Connections served at once: `pilotfish` commands are short; more wait in the backlog. */
 const MAX_CONNECTIONS = 32;
+/** Requests of one connection waiting for their answer before it is read no further. */
+const MAX_PENDING = 16;
 
 /**
  * The session's control socket (see control-protocol.ts): answers `status`, `explain` and
@@ -92,6 +94,7 @@ export class ControlServer {
     this.sockets.add(socket);
     let buffered: Buffer[] = [];
     let size = 0;
+    let pending = 0;
     let chain = Promise.resolve();
     socket.on('close', () => this.sockets.delete(socket));
     socket.on('error', () => socket.destroy()); // a peer that went away: nothing to tell
@@ -104,8 +107,14 @@ export class ControlServer {
         size = 0;
         chunk = chunk.subarray(at + 1);
         at = chunk.indexOf(0x0a);
-        // one at a time per connection: replies come back in request order
-        chain = chain.then(() => this.answer(line).then((r) => write(socket, r)));
+        if (line.trim() === '') continue;
+        // one at a time per connection: replies come back in request order; a peer that sends
+        // faster than it reads is read no further until its backlog is answered
+        if (++pending === MAX_PENDING) socket.pause();
+        chain = chain.then(async () => {
+          write(socket, await this.answer(line));
+          if (--pending === MAX_PENDING - 1) socket.resume();
+        });
       }
       buffered.push(chunk);
       size += chunk.length;

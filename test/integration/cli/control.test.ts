@@ -185,6 +185,12 @@ describe('pilotfish status, explain, cancel, sessions, clean on a live session, 
       error: { issues: [{ path: '/pending' }] },
     });
     expect(replies[4]).toMatchObject({ id: 4, ok: true, result: { state: 'live', total: 7 } });
+    // many at once (blank lines between them skipped): each answered, in order
+    const many = Array.from({ length: 200 }, (_, i) =>
+      JSON.stringify({ id: i, op: 'explain', uid: s.quick }),
+    );
+    const answered = await raw(s.dir, many.join('\n\n') + '\n', 200);
+    expect(answered.map((r) => [r.id, r.ok])).toEqual(many.map((_, i) => [i, true]));
     // a line over the limit is refused without being held, and the connection closed
     const big = await raw(s.dir, Buffer.alloc(5 * 1024 * 1024, 0x61), 1);
     expect(big).toMatchObject([{ ok: false, error: { code: 'E_TOO_LARGE' } }]);
