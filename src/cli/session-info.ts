@@ -55,6 +55,37 @@ export function journalLife(dir: string): JournalLife {
   };
 }
 
+/**
+ * Local agents of the session that still run: the pids its journal names whose process is an
+ * agent of this session still (its command line names the session; a reused pid does not).
+ */
+export function liveAgents(dir: string): number[] {
+  let text: string;
+  try {
+    text = readFileSync(path.join(dir, 'journal.jsonl'), 'utf8');
+  } catch {
+    return [];
+  }
+  const uid = path.basename(dir);
+  const pids: number[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.includes('"t":"agent"')) continue;
+    let pid: unknown;
+    try {
+      pid = (JSON.parse(line) as { pid?: unknown }).pid;
+    } catch {
+      continue;
+    }
+    if (typeof pid !== 'number') continue;
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(uid)) pids.push(pid);
+    } catch {
+      // gone
+    }
+  }
+  return pids;
+}
+
 /** The time in a session uid (pf.YYYYMMDD.HHMMSS.xxxxxx, UTC). */
 function startedOf(uid: string): number | undefined {
   const m = /^pf\.(\d{4})(\d{2})(\d{2})\.(\d{2})(\d{2})(\d{2})\./.exec(uid);

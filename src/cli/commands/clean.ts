@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { EXIT } from '../args';
 import { ask } from '../control-client';
 import { DEFAULT_SESSIONS_DIR, listSessionDirs } from '../session-dir';
-import { journalLife } from '../session-info';
+import { journalLife, liveAgents } from '../session-info';
 import { diskUsage, formatBytes, SURVEY_ANSWER_MS } from '../session-survey';
 
 const EXIT_STATUS = `
@@ -15,7 +15,8 @@ exit status:
   2  wrong usage (message on stderr)
 
 A live session is never removed, nor (unless --crashed) a crashed one: its client died without
-closing it, and Session.open({ resume }) can still take it up (its agents may still be running).`;
+closing it, and Session.open({ resume }) can still take it up. Even with --crashed, a session
+whose local agents still run (until their client timeout) is kept.`;
 
 interface CleanOptions {
   dir: string;
@@ -63,6 +64,8 @@ async function clean(opts: CleanOptions): Promise<number> {
     // a crashed session's last sign of life: its files' last change
     const ended = life.closed ?? statSync(dir).mtimeMs;
     if (ended > before || (await answers(dir))) continue;
+    // a crashed session's local agents work on until their client timeout: not under them
+    if (life.state === 'crashed' && liveAgents(dir).length > 0) continue;
     const bytes = diskUsage(dir);
     if (opts.dryRun !== true) {
       try {

@@ -14,7 +14,8 @@ import type { Explanation } from '../../../src/client/explain';
 import { Session } from '../../../src/client/session';
 import { withTimeout } from '../../../src/lib/deferred';
 import { CLI, runCli } from '../../support/cli';
-import { clientChild, killAgents, type ClientChild } from '../../support/client-child';
+import { agentPids, clientChild, killAgents, type ClientChild } from '../../support/client-child';
+import { waitForExit } from '../../support/processes';
 
 const CHILD = path.resolve(__dirname, '../../support/control-child.js');
 const asRoot = process.getuid?.() === 0;
@@ -354,7 +355,11 @@ describe('a session whose client died', () => {
       child.proc.kill('SIGKILL');
     }
     await child.exit;
+    // its agent works on (until its client timeout): not even --crashed removes the session
+    const working = await runCli(['clean', '--crashed', '--dir', parent]);
+    expect(working.stdout).toBe('removed 0 sessions, 0 B freed\n');
     killAgents(parent);
+    for (const pid of agentPids(parent)) await waitForExit(pid, 30_000);
     expect(existsSync(path.join(s.dir, 'control.sock'))).toBe(true); // left behind
     const args = ['--dir', parent];
     const st = json<SessionStatus>((await runCli(['status', s.session, '--json', ...args])).stdout);
