@@ -7,6 +7,7 @@ import * as scheduler from './scheduler';
 import * as store from './store';
 import * as timeline from './timeline';
 import * as transport from './transport';
+import * as utilization from './utilization';
 
 /** Every benchmark `npm run bench` knows, in the order it runs them. Add new ones here. */
 export const BENCHMARKS: readonly Benchmark[] = [
@@ -18,6 +19,7 @@ export const BENCHMARKS: readonly Benchmark[] = [
   transport,
   memory,
   timeline,
+  utilization,
 ];
 
 /** Files of bench/ that are not benchmarks. */

@@ -53,6 +53,8 @@ const METRICS: Record<string, string[]> = {
     'accounting_ms_1m_attempts',
     'accounting_cpu_ms_1m_attempts',
   ],
+  // its Slurm reference is not run quick (it starts a Slurm of its own)
+  utilization: ['utilization', 'efficiency', 'makespan_s'],
 };
 
 /**
@@ -96,6 +98,7 @@ const TIMEOUT_MS: Record<string, number> = {
   functions: 60_000,
   memory: 60_000,
   timeline: 60_000,
+  utilization: 60_000,
 };
 
 describe('bench/', () => {
