@@ -2,7 +2,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 
 /** Exit statuses of `pilotfish`; the help and docs/cli.md list them. */
-export const EXIT = { ok: 0, failed: 1, usage: 2, timeout: 3 } as const;
+export const EXIT = {
+  ok: 0,
+  failed: 1,
+  usage: 2,
+  timeout: 3,
+  /** The command needs a live session and no client answers its control socket. */
+  notLive: 4,
+} as const;
 
 /** The version in pilotfish's package.json, found from this file (in dist/ or src/, installed or not). */
 export function packageVersion(from: string = __dirname): string {
