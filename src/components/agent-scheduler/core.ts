@@ -18,6 +18,8 @@ import {
   type Request,
 } from './request';
 import { giveBack, slotOf, takeRank, type Hold } from './slots';
+import { waitReasonOf, type WaitView } from './wait-reasons';
+import { WaitReports, type ShapeWaitOf } from './wait-reports';
 
 export type { NodeResources } from './node-state';
 
@@ -85,6 +87,8 @@ export class AgentSchedulerCore {
 
   /** The agent's own node, where tasks that must run there go (Request.home). */
   private readonly home: NodeState | undefined;
+  /** Why tasks wait, reported when the effects take it (wait-reports.ts). */
+  private readonly waits: WaitReports | undefined;
 
   constructor(
     private readonly effects: AgentSchedulerEffects,
@@ -111,6 +115,8 @@ export class AgentSchedulerCore {
       bySize.set(k, e);
     }
     this.sizes.push(...bySize.values());
+    const report = effects.reportWaits?.bind(effects);
+    if (report !== undefined) this.waits = new WaitReports(clock, this.waitOf, report);
   }
 
   onTasks(tasks: TaskRecord[]): void {
@@ -149,6 +155,7 @@ export class AgentSchedulerCore {
         }
       }
       if (a.req.colocate !== undefined) this.uncolocate(a.req.colocate, a.holds.length);
+      this.waits?.capacityMoved();
       for (const n of touched) {
         this.refile(n);
         this.unblockFor(n);
@@ -169,6 +176,7 @@ export class AgentSchedulerCore {
       this.waitingIn.delete(uid);
       notes.push(transition(entry!.task, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
       if (shape.head >= shape.queue.length) this.forgetShape(shape);
+      else if (i === shape.head) this.waits?.blocked(shape.req.key); // another task is first
       if (this.reservation?.uid === uid) this.dropReservation();
     }
     this.schedule(now, notes);
@@ -189,8 +197,46 @@ export class AgentSchedulerCore {
     this.ready.clear();
     this.blockedOn.clear();
     this.waitingIn.clear();
+    this.waits?.stop();
     if (this.reservation !== undefined) this.dropReservation();
     if (notes.length > 0) this.effects.notify(notes);
+  }
+
+  /** The client resumed: it knows no reason, so every one is sent again. */
+  onWaitsResend(): void {
+    this.waits?.resend(this.shapes.keys());
+  }
+
+  /** What a waiting shape's first task waits for, computed when reasons are reported. */
+  private readonly waitOf: ShapeWaitOf = (key) => {
+    const shape = this.shapes.get(key);
+    const e = shape?.blocked === true ? shape.queue[shape.head] : undefined;
+    if (e === undefined) return undefined;
+    const { uid, attempt } = e.task;
+    return {
+      task: uid,
+      attempt,
+      reason: waitReasonOf(uid, shape!.req, this.waitView(), this.clock.now()),
+    };
+  };
+
+  /** What a reason reads of this scheduler (wait-reasons.ts). */
+  private waitView(): WaitView {
+    return {
+      nodes: this.nodes,
+      home: this.home,
+      colocatedOn: (tag) => this.colocated.get(tag)?.node,
+      opensGroupFirst: (uid, tag) =>
+        this.opensHeadGroup(uid, tag) ? this.reservation?.uid : undefined,
+      holders: (pick, nodes) => {
+        const out: string[] = [];
+        for (const [uid, a] of this.allocated) {
+          if (out.length === 3) break;
+          if (pick(a.req) && a.holds.some((h) => nodes.has(h.node))) out.push(uid);
+        }
+        return out;
+      },
+    };
   }
 
   /** Tasks waiting for slots. */
@@ -275,6 +321,7 @@ export class AgentSchedulerCore {
     while (i > shape.head && q[i - 1]!.submitted > e.submitted) i--;
     if (i === q.length) q.push(e);
     else q.splice(i, 0, e);
+    if (i === shape.head && shape.blocked) this.waits?.blocked(req.key); // a new first task
     this.waitingIn.set(task.uid, shape);
   }
 
@@ -326,6 +373,7 @@ export class AgentSchedulerCore {
       notes.push(transition(task, 'AGENT_EXECUTING_PENDING', ME, now));
       out.push(task);
       if (this.reservation?.uid === task.uid) this.dropReservation();
+      this.waits?.capacityMoved();
     }
     this.forgetShape(shape);
   }
@@ -494,6 +542,7 @@ export class AgentSchedulerCore {
 
   private block(shape: Shape): void {
     shape.blocked = true;
+    this.waits?.blocked(shape.req.key);
     this.ready.delete(shape);
     const tag = shape.req.colocate;
     const on = tag !== undefined ? this.colocated.get(tag)?.node : undefined;
@@ -527,6 +576,7 @@ export class AgentSchedulerCore {
 
   private forgetShape(shape: Shape): void {
     this.shapes.delete(shape.req.key);
+    this.waits?.gone(shape.req.key);
     this.ready.delete(shape);
     if (shape.blocked) this.blockedIn(shape)?.delete(shape);
   }

@@ -1,0 +1,155 @@
+import type { WaitReason } from '../../generated';
+import { COMPONENTS } from '../../states/task-model';
+import { GPU_UNIT, type NodeState } from './node-state';
+import { describeRequest, rankFitsFree, rankFitsSize, type Request } from './request';
+
+const ME = COMPONENTS.agentScheduler;
+/** Names listed in a reason (nodes, tasks): the first few, the rest counted. */
+const LISTED = 3;
+
+/** What the reason of a waiting task reads of the scheduler's state (AgentSchedulerCore). */
+export interface WaitView {
+  nodes: readonly NodeState[];
+  /** The agent's node (where function tasks run). */
+  home: NodeState | undefined;
+  /** The node a colocate group is bound to, while tasks of it run. */
+  colocatedOn(tag: string): NodeState | undefined;
+  /** The first waiting task, when it waits to open colocate group `tag` and `uid` is not it. */
+  opensGroupFirst(uid: string, tag: string): string | undefined;
+  /** Running tasks whose request `pick` accepts and that hold a rank on one of `nodes`. */
+  holders(pick: (r: Request) => boolean, nodes: ReadonlySet<NodeState>): string[];
+}
+
+/**
+ * Why the first waiting task of a blocked shape (`uid`, asking `r`) does not start now. Node by
+ * node: one held for another task (a reservation) or owned by another exclusive tag keeps it
+ * off; if such a node has room for it, that is the reason, else the room on the nodes it may use
+ * is (with the largest free now). Pure; runs when reasons are reported, not per placement.
+ */
+export function waitReasonOf(uid: string, r: Request, view: WaitView, now: number): WaitReason {
+  const asks = { ranks: r.ranks, cores: r.cores, gpus: gpusAsked(r), memMb: r.memMb };
+  const base = { component: ME, ts: now, asks };
+  const first = r.colocate !== undefined ? view.opensGroupFirst(uid, r.colocate) : undefined;
+  if (first !== undefined) {
+    const message = `waiting behind task ${first}, which opens colocate group '${r.colocate}' first`;
+    return { ...base, kind: 'reservation', message, behind: first };
+  }
+  const bound = r.colocate !== undefined ? view.colocatedOn(r.colocate) : undefined;
+  const candidates = bound !== undefined ? [bound] : r.home ? [view.home!] : view.nodes;
+  const reserved = new Map<string, NodeState[]>();
+  const owned = new Map<string, NodeState[]>();
+  const busy: NodeState[] = [];
+  let best: NodeState | undefined;
+  for (const n of candidates) {
+    if (n === undefined || !rankFitsSize(r, n.spec)) continue;
+    if (n.reservedFor !== undefined && n.reservedFor !== uid) add(reserved, n.reservedFor, n);
+    else if (n.exclusiveTag !== undefined && n.exclusiveTag !== r.exclusive) {
+      add(owned, n.exclusiveTag, n);
+    } else if (r.exclusive !== undefined && n.exclusiveTag === undefined && n.slots > 0) {
+      busy.push(n);
+    } else if (best === undefined || moreFree(n, best)) best = n;
+  }
+  // a node kept from it that has room now says more than the room elsewhere
+  const roomy = (m: Map<string, NodeState[]>) =>
+    [...m].find(([, ns]) => ns.some((n) => rankFitsFree(r, n)));
+  const held = roomy(reserved) ?? (best === undefined ? first1(reserved) : undefined);
+  if (held !== undefined) {
+    const [task, nodes] = held;
+    const message =
+      `waiting behind task ${task}: node(s) ${names(nodes)} are held for it until it starts ` +
+      '(backfill: later tasks start only where they cannot delay the first waiting one)';
+    return { ...base, kind: 'reservation', message, behind: task, nodes: listed(nodes) };
+  }
+  const tagged = roomy(owned) ?? (best === undefined ? first1(owned) : undefined);
+  if (tagged !== undefined) {
+    const [tag, nodes] = tagged;
+    const holders = view.holders((q) => q.exclusive === tag, new Set(nodes));
+    const message =
+      `held by exclusive tag '${tag}': node(s) ${names(nodes)} run only tasks of that tag now` +
+      (holders.length > 0 ? ` (${holders.join(', ')})` : '');
+    return {
+      ...base,
+      kind: 'tag',
+      message,
+      tag: { exclusive: tag },
+      holders,
+      nodes: listed(nodes),
+    };
+  }
+  if (bound !== undefined && best === bound) {
+    const holders = view.holders((q) => q.colocate === r.colocate, new Set([bound]));
+    const message =
+      `held by colocate tag '${r.colocate}': it must run on node ${bound.name} beside ` +
+      `${holders.join(', ') || 'the tasks of that tag'}, which has ${free(bound)}; it asks ${describeRequest(r)}`;
+    return {
+      ...base,
+      kind: 'tag',
+      message,
+      tag: { colocate: r.colocate! },
+      holders,
+      nodes: [bound.name],
+      largestFree: largest(bound),
+    };
+  }
+  const where = r.ranks > 1 && r.colocate === undefined ? '' : ' on one node';
+  const alone =
+    r.exclusive !== undefined
+      ? `, on a node with nothing else on it (exclusive tag '${r.exclusive}')`
+      : '';
+  const most = best ?? busy[0];
+  const mine = candidates.filter((n) => n !== undefined && n.reservedFor === uid);
+  const message =
+    `waiting for ${describeRequest(r)}${where}${alone}: ` +
+    (most === undefined
+      ? 'no node it may use'
+      : `the most free now is node ${most.name} with ${free(most)}`) +
+    (mine.length > 0 ? `; node(s) ${names(mine)} are held for it (first in line)` : '');
+  return {
+    ...base,
+    kind: 'resources',
+    message,
+    ...(most !== undefined ? { largestFree: largest(most) } : {}),
+  };
+}
+
+function gpusAsked(r: Request): number {
+  if (r.gpuIndices !== undefined) return r.gpuIndices.length;
+  return r.share > 0 ? r.share / GPU_UNIT : r.gpus;
+}
+
+function add(m: Map<string, NodeState[]>, key: string, n: NodeState): void {
+  const list = m.get(key);
+  if (list === undefined) m.set(key, [n]);
+  else list.push(n);
+}
+
+function first1(m: Map<string, NodeState[]>): [string, NodeState[]] | undefined {
+  return m.entries().next().value;
+}
+
+function moreFree(a: NodeState, b: NodeState): boolean {
+  const ca = a.freeCores.length;
+  const cb = b.freeCores.length;
+  return ca !== cb
+    ? ca > cb
+    : a.wholeGpus !== b.wholeGpus
+      ? a.wholeGpus > b.wholeGpus
+      : a.memFree > b.memFree;
+}
+
+function largest(n: NodeState): { node: string; cores: number; gpus: number; memMb: number } {
+  return { node: n.name, cores: n.freeCores.length, gpus: n.wholeGpus, memMb: n.memFree };
+}
+
+function free(n: NodeState): string {
+  return `${n.freeCores.length} cores, ${n.wholeGpus} GPUs, ${n.memFree} MiB free`;
+}
+
+function listed(nodes: readonly NodeState[]): string[] {
+  return nodes.slice(0, LISTED).map((n) => n.name);
+}
+
+function names(nodes: readonly NodeState[]): string {
+  const more = nodes.length > LISTED ? ` and ${nodes.length - LISTED} more` : '';
+  return listed(nodes).join(', ') + more;
+}
