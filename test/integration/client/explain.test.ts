@@ -1,8 +1,12 @@
+import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
+import * as path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import type { Explanation } from '../../../src/client/explain';
 import { runtimeOf } from '../../../src/client/runtime';
-import type { TaskDescription } from '../../../src/generated';
+import type { AgentConfig, TaskDescription, WaitReason } from '../../../src/generated';
+import { silentLogger } from '../../../src/lib/logger';
+import { ControlBus } from '../../../src/transport/control-bus';
 import { deferred, withTimeout } from '../../../src/lib/deferred';
 import { requestOf } from '../../../src/components/agent-scheduler/request';
 import { fixtures, type Fixture } from '../../support/session-fixture';
@@ -166,5 +170,44 @@ describe('tmgr.explain: why a task waits', () => {
     }
     expect(waits.get(fx.pilot.uid, key)).toBeUndefined();
     await fx.tmgr.cancelTasks();
+  }, 30_000);
+
+  it('a malformed or foreign waiting report of an admitted agent is refused and counted', async () => {
+    const fx = await fixture.open();
+    await fx.pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 20_000 });
+    const file = path.join(fx.session.dir, fx.pilot.uid, 'agent.json');
+    const { addresses, curve } = JSON.parse(readFileSync(file, 'utf8')) as AgentConfig;
+    // what a misbehaving agent could send with the pilot's own keys, on its own uplink
+    const bus = new ControlBus(
+      { in: addresses.controlUp, out: addresses.controlDown },
+      fx.session.uid,
+      silentLogger,
+      curve,
+    );
+    try {
+      await bus.ready();
+      const rt = runtimeOf(fx.session);
+      const before = rt.refusals().messages;
+      const last = deferred<void>();
+      const off = rt.control.on((m) => {
+        if (m.type === 'agent_waits' && m.waits[0]?.shape === 'last') last.resolve();
+      });
+      const reason: WaitReason = { kind: 'resources', message: 'm', component: 'X', ts: 1 };
+      const pilot = fx.pilot.uid;
+      const bogus = { ...reason, kind: 'bogus' } as unknown as WaitReason;
+      await bus.publish({ type: 'agent_waits', pilot, waits: [{ shape: 's', reason: bogus }] });
+      const ghost = { shape: 's', task: 'ghost', attempt: 1, reason };
+      await bus.publish({ type: 'agent_waits', pilot, waits: [ghost] });
+      await bus.publish({ type: 'agent_waits', pilot, waits: [{ shape: 'last' }] }); // in order
+      await withTimeout(last.promise, 10_000, 'the last report');
+      off();
+      expect(rt.refusals().messages - before).toBe(2);
+      expect(rt.links.waits.get(pilot, 's')).toBeUndefined();
+    } finally {
+      await bus.close();
+    }
+    const [t] = await fx.tmgr.submitTasks([{ executable: '/bin/true' }]);
+    await fx.tmgr.waitTasks({ timeoutMs: 20_000 });
+    expect(t!.state).toBe('DONE');
   }, 30_000);
 });
