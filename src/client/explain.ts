@@ -1,5 +1,6 @@
 import type { Reason, WaitReason } from '../generated';
 import { requestOf } from '../components/agent-scheduler/request';
+import { dependencyMessage } from '../components/manager-scheduler/wait-reasons';
 import { TASK_MODEL, isFinalTaskState, type TaskState } from '../states/task-model';
 import type { ClientRuntime } from './runtime';
 import type { Task } from './task';
@@ -60,6 +61,10 @@ function waitingOf(rt: ClientRuntime, task: Task): WaitReason | undefined {
     const message = `with the ${holder} of ${task.pilot}: being placed (no reason reported yet)`;
     return { kind: 'queued', message, component: holder, ts: now };
   }
+  if (task.state === 'NEW' || task.state === 'TMGR_SCHEDULING') {
+    const message = `being handed on by the ${holder} (${task.state})`;
+    return { kind: 'queued', message, component: holder, ts: now };
+  }
   if (!task.state.endsWith('_PENDING')) return undefined;
   const message = `in transit: queued for the ${holder} (${task.state})`;
   return { kind: 'queued', message, component: holder, ts: now };
@@ -83,5 +88,5 @@ function withDependencyStates(rt: ClientRuntime, w: WaitReason): WaitReason {
     const state = rt.tasks.get(d.task)?.state;
     return state !== undefined ? { ...d, state } : d;
   });
-  return { ...w, dependencies };
+  return { ...w, message: dependencyMessage(dependencies), dependencies };
 }

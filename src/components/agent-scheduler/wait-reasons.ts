@@ -29,10 +29,16 @@ export interface WaitView {
 export function waitReasonOf(uid: string, r: Request, view: WaitView, now: number): WaitReason {
   const asks = { ranks: r.ranks, cores: r.cores, gpus: gpusAsked(r), memMb: r.memMb };
   const base = { component: ME, ts: now, asks };
+  const said = (kind: WaitReason['kind'], message: string, facts: Partial<WaitReason> = {}) => ({
+    kind,
+    message,
+    ...base,
+    ...facts,
+  });
   const first = r.colocate !== undefined ? view.opensGroupFirst(uid, r.colocate) : undefined;
   if (first !== undefined) {
     const message = `waiting behind task ${first}, which opens colocate group '${r.colocate}' first`;
-    return { ...base, kind: 'reservation', message, behind: first };
+    return said('reservation', message, { behind: first });
   }
   const bound = r.colocate !== undefined ? view.colocatedOn(r.colocate) : undefined;
   const candidates = bound !== undefined ? [bound] : r.home ? [view.home!] : view.nodes;
@@ -58,7 +64,7 @@ export function waitReasonOf(uid: string, r: Request, view: WaitView, now: numbe
     const message =
       `waiting behind task ${task}: node(s) ${names(nodes)} are held for it until it starts ` +
       '(backfill: later tasks start only where they cannot delay the first waiting one)';
-    return { ...base, kind: 'reservation', message, behind: task, nodes: listed(nodes) };
+    return said('reservation', message, { behind: task, nodes: listed(nodes) });
   }
   const tagged = roomy(owned) ?? (best === undefined ? first1(owned) : undefined);
   if (tagged !== undefined) {
@@ -67,29 +73,20 @@ export function waitReasonOf(uid: string, r: Request, view: WaitView, now: numbe
     const message =
       `held by exclusive tag '${tag}': node(s) ${names(nodes)} run only tasks of that tag now` +
       (holders.length > 0 ? ` (${holders.join(', ')})` : '');
-    return {
-      ...base,
-      kind: 'tag',
-      message,
-      tag: { exclusive: tag },
-      holders,
-      nodes: listed(nodes),
-    };
+    return said('tag', message, { tag: { exclusive: tag }, holders, nodes: listed(nodes) });
   }
   if (bound !== undefined && best === bound) {
     const holders = view.holders((q) => q.colocate === r.colocate, new Set([bound]));
     const message =
-      `held by colocate tag '${r.colocate}': it must run on node ${bound.name} beside ` +
-      `${holders.join(', ') || 'the tasks of that tag'}, which has ${free(bound)}; it asks ${describeRequest(r)}`;
-    return {
-      ...base,
-      kind: 'tag',
-      message,
+      `held by colocate tag '${r.colocate}': it must run on node ${bound.name} (beside ` +
+      `${holders.join(', ') || 'the tasks of that tag'}), which has ${free(bound)}; ` +
+      `it asks ${describeRequest(r)}`;
+    return said('tag', message, {
       tag: { colocate: r.colocate! },
       holders,
       nodes: [bound.name],
       largestFree: largest(bound),
-    };
+    });
   }
   const where = r.ranks > 1 && r.colocate === undefined ? '' : ' on one node';
   const alone =
@@ -104,12 +101,7 @@ export function waitReasonOf(uid: string, r: Request, view: WaitView, now: numbe
       ? 'no node it may use'
       : `the most free now is node ${most.name} with ${free(most)}`) +
     (mine.length > 0 ? `; node(s) ${names(mine)} are held for it (first in line)` : '');
-  return {
-    ...base,
-    kind: 'resources',
-    message,
-    ...(most !== undefined ? { largestFree: largest(most) } : {}),
-  };
+  return said('resources', message, most !== undefined ? { largestFree: largest(most) } : {});
 }
 
 function gpusAsked(r: Request): number {

@@ -7,12 +7,9 @@ const ME = COMPONENTS.managerScheduler;
 
 /** A task held by the DependencyGate: the dependencies it waits for, each with what it lacks. */
 export function dependencyWait(open: readonly OpenDependency[], since: number): WaitReason {
-  const what = open.map(
-    (d) => `${d.task} (${d.waitsFor === 'ready' ? 'not yet ready' : 'not yet ended'})`,
-  );
   return {
     kind: 'dependencies',
-    message: `waiting for dependencies: ${what.join(', ')}`,
+    message: dependencyMessage(open),
     component: ME,
     ts: since,
     dependencies: open.map((d) => ({ task: d.task, on: d.on, waitsFor: d.waitsFor })),
@@ -53,4 +50,15 @@ export function pilotWait(
       ? `waiting for room on pilot(s) ${names(active).join(', ')}: each holds as many tasks as it can run and queue now (${active.map((p) => `${p.uid}: ${p.heldCores} cores given of ${p.cores}`).join('; ')})`
       : `waiting for room on pilot(s) ${names(active).join(', ')}: an earlier task waits for it first`;
   return { ...base, message, pilots: names(active) };
+}
+
+/** The line for dependencies not met yet, with the state of each where one is known. */
+export function dependencyMessage(
+  open: readonly { task: string; waitsFor: 'end' | 'ready'; state?: string }[],
+): string {
+  const what = open.map((d) => {
+    const lacks = d.waitsFor === 'ready' ? 'not yet ready' : 'not yet ended';
+    return `${d.task} (${d.state !== undefined ? `${d.state}, ` : ''}${lacks})`;
+  });
+  return `waiting for dependencies: ${what.join(', ')}`;
 }
