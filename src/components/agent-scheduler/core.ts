@@ -18,7 +18,7 @@ import {
   type Request,
 } from './request';
 import { giveBack, slotOf, takeRank, type Hold } from './slots';
-import { waitReasonOf, type WaitView } from './wait-reasons';
+import { TagRuns, waitReasonOf, type TagHolders, type WaitView } from './wait-reasons';
 import { WaitReports, type ShapeWaitOf } from './wait-reports';
 
 export type { NodeResources } from './node-state';
@@ -89,6 +89,8 @@ export class AgentSchedulerCore {
   private readonly home: NodeState | undefined;
   /** Why tasks wait, reported when the effects take it (wait-reports.ts). */
   private readonly waits: WaitReports | undefined;
+  /** Running tasks per tag, which reasons name (kept only while reasons are reported). */
+  private readonly tagRuns: TagHolders = { exclusive: new TagRuns(), colocate: new TagRuns() };
 
   constructor(
     private readonly effects: AgentSchedulerEffects,
@@ -155,6 +157,7 @@ export class AgentSchedulerCore {
         }
       }
       if (a.req.colocate !== undefined) this.uncolocate(a.req.colocate, a.holds.length);
+      if (this.waits !== undefined) this.tagged(a.req, uid, false);
       this.waits?.capacityMoved();
       for (const n of touched) {
         this.refile(n);
@@ -220,22 +223,40 @@ export class AgentSchedulerCore {
     };
   };
 
+  /** Keeps the running tasks of each tag (named by reasons) as a task starts or ends. */
+  private tagged(r: Request, uid: string, runs: boolean): void {
+    if (r.exclusive !== undefined) {
+      if (runs) this.tagRuns.exclusive.add(r.exclusive, uid);
+      else this.tagRuns.exclusive.remove(r.exclusive, uid);
+    }
+    if (r.colocate !== undefined) {
+      if (runs) this.tagRuns.colocate.add(r.colocate, uid);
+      else this.tagRuns.colocate.remove(r.colocate, uid);
+    }
+  }
+
+  /** Nodes held for a task, then nodes an exclusive tag owns (at most 1,024). */
+  private *heldNodes(): Generator<NodeState> {
+    let left = 1_024;
+    const owned = [...this.exclusive.values()].map((set) => set.values());
+    for (const from of [this.reservation?.nodes ?? [], ...owned]) {
+      for (const n of from) {
+        if (left-- === 0) return;
+        yield n;
+      }
+    }
+  }
+
   /** What a reason reads of this scheduler (wait-reasons.ts). */
   private waitView(): WaitView {
     return {
-      nodes: this.nodes,
+      held: () => this.heldNodes(),
+      open: () => this.index.mostFree(),
       home: this.home,
       colocatedOn: (tag) => this.colocated.get(tag)?.node,
       opensGroupFirst: (uid, tag) =>
         this.opensHeadGroup(uid, tag) ? this.reservation?.uid : undefined,
-      holders: (pick, nodes) => {
-        const out: string[] = [];
-        for (const [uid, a] of this.allocated) {
-          if (out.length === 3) break;
-          if (pick(a.req) && a.holds.some((h) => nodes.has(h.node))) out.push(uid);
-        }
-        return out;
-      },
+      holders: (kind, tag) => this.tagRuns[kind].first(tag),
     };
   }
 
@@ -373,7 +394,10 @@ export class AgentSchedulerCore {
       notes.push(transition(task, 'AGENT_EXECUTING_PENDING', ME, now));
       out.push(task);
       if (this.reservation?.uid === task.uid) this.dropReservation();
-      this.waits?.capacityMoved();
+      if (this.waits !== undefined) {
+        this.waits.capacityMoved();
+        this.tagged(shape.req, task.uid, true);
+      }
     }
     this.forgetShape(shape);
   }
