@@ -19,7 +19,9 @@ describe('pilotfish usage', () => {
     async (args) => {
       const r = await runCli(args);
       expect([r.code, r.stderr]).toEqual([0, '']);
-      expect(r.stdout).toMatch(/Usage: pilotfish (run \[options\] <workload>|\[options\] \[command\])/);
+      expect(r.stdout).toMatch(
+        /Usage: pilotfish (run \[options\] <workload>|\[options\] \[command\])/,
+      );
       expect(r.stdout).toMatch(args.includes('run') ? /exit status/i : /run .*<workload>/);
     },
   );
