@@ -18,7 +18,7 @@ import {
   type Request,
 } from './request';
 import { giveBack, slotOf, takeRank, type Hold } from './slots';
-import { TagRuns, waitReasonOf, type TagHolders, type WaitView } from './wait-reasons';
+import { heldNodes, TagHolders, waitReasonOf, type WaitView } from './wait-reasons';
 import { WaitReports, type ShapeWaitOf } from './wait-reports';
 
 export type { NodeResources } from './node-state';
@@ -90,7 +90,7 @@ export class AgentSchedulerCore {
   /** Why tasks wait, reported when the effects take it (wait-reports.ts). */
   private readonly waits: WaitReports | undefined;
   /** Running tasks per tag, which reasons name (kept only while reasons are reported). */
-  private readonly tagRuns: TagHolders = { exclusive: new TagRuns(), colocate: new TagRuns() };
+  private readonly tagRuns = new TagHolders();
 
   constructor(
     private readonly effects: AgentSchedulerEffects,
@@ -157,7 +157,7 @@ export class AgentSchedulerCore {
         }
       }
       if (a.req.colocate !== undefined) this.uncolocate(a.req.colocate, a.holds.length);
-      if (this.waits !== undefined) this.tagged(a.req, uid, false);
+      if (this.waits !== undefined) this.tagRuns.ended(a.req, uid);
       this.waits?.capacityMoved();
       for (const n of touched) {
         this.refile(n);
@@ -216,49 +216,20 @@ export class AgentSchedulerCore {
     const e = shape?.blocked === true ? shape.queue[shape.head] : undefined;
     if (e === undefined) return undefined;
     const { uid, attempt } = e.task;
-    return {
-      task: uid,
-      attempt,
-      reason: waitReasonOf(uid, shape!.req, this.waitView(), this.clock.now()),
-    };
+    const reason = waitReasonOf(uid, shape!.req, this.waitView, this.clock.now());
+    return { task: uid, attempt, reason };
   };
 
-  /** Keeps the running tasks of each tag (named by reasons) as a task starts or ends. */
-  private tagged(r: Request, uid: string, runs: boolean): void {
-    if (r.exclusive !== undefined) {
-      if (runs) this.tagRuns.exclusive.add(r.exclusive, uid);
-      else this.tagRuns.exclusive.remove(r.exclusive, uid);
-    }
-    if (r.colocate !== undefined) {
-      if (runs) this.tagRuns.colocate.add(r.colocate, uid);
-      else this.tagRuns.colocate.remove(r.colocate, uid);
-    }
-  }
-
-  /** Nodes held for a task, then nodes an exclusive tag owns (at most 1,024). */
-  private *heldNodes(): Generator<NodeState> {
-    let left = 1_024;
-    const owned = [...this.exclusive.values()].map((set) => set.values());
-    for (const from of [this.reservation?.nodes ?? [], ...owned]) {
-      for (const n of from) {
-        if (left-- === 0) return;
-        yield n;
-      }
-    }
-  }
-
   /** What a reason reads of this scheduler (wait-reasons.ts). */
-  private waitView(): WaitView {
-    return {
-      held: () => this.heldNodes(),
-      open: () => this.index.mostFree(),
-      home: this.home,
-      colocatedOn: (tag) => this.colocated.get(tag)?.node,
-      opensGroupFirst: (uid, tag) =>
-        this.opensHeadGroup(uid, tag) ? this.reservation?.uid : undefined,
-      holders: (kind, tag) => this.tagRuns[kind].first(tag),
-    };
-  }
+  private readonly waitView: WaitView = {
+    held: () => heldNodes(this.reservation?.nodes, this.exclusive.values()),
+    open: () => this.index.mostFree(),
+    home: () => this.home,
+    colocatedOn: (tag) => this.colocated.get(tag)?.node,
+    opensGroupFirst: (uid, tag) =>
+      this.opensHeadGroup(uid, tag) ? this.reservation?.uid : undefined,
+    holders: (kind, tag) => this.tagRuns[kind].first(tag),
+  };
 
   /** Tasks waiting for slots. */
   get queued(): number {
@@ -396,7 +367,7 @@ export class AgentSchedulerCore {
       if (this.reservation?.uid === task.uid) this.dropReservation();
       if (this.waits !== undefined) {
         this.waits.capacityMoved();
-        this.tagged(shape.req, task.uid, true);
+        this.tagRuns.started(shape.req, task.uid);
       }
     }
     this.forgetShape(shape);

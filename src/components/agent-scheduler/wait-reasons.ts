@@ -19,13 +19,13 @@ export interface WaitView {
    */
   open(): Iterable<NodeState>;
   /** The agent's node (where function tasks run). */
-  home: NodeState | undefined;
+  home(): NodeState | undefined;
   /** The node a colocate group is bound to, while tasks of it run. */
   colocatedOn(tag: string): NodeState | undefined;
   /** The first waiting task, when it waits to open colocate group `tag` and `uid` is not it. */
   opensGroupFirst(uid: string, tag: string): string | undefined;
   /** The first few running tasks of an exclusive or colocate tag. */
-  holders(kind: keyof TagHolders, tag: string): string[];
+  holders(kind: 'exclusive' | 'colocate', tag: string): string[];
 }
 
 /**
@@ -72,7 +72,7 @@ export function waitReasonOf(uid: string, r: Request, view: WaitView, now: numbe
     return false;
   };
   if (bound !== undefined) look(bound);
-  else if (r.home) look(view.home);
+  else if (r.home) look(view.home());
   else {
     for (const n of view.held()) look(n);
     let looks = 0;
@@ -195,8 +195,32 @@ export class TagRuns {
   }
 }
 
-/** The running tasks of each exclusive and of each colocate tag. */
-export interface TagHolders {
-  exclusive: TagRuns;
-  colocate: TagRuns;
+/** The running tasks of each exclusive and of each colocate tag, which reasons name. */
+export class TagHolders {
+  readonly exclusive = new TagRuns();
+  readonly colocate = new TagRuns();
+
+  started(r: Request, uid: string): void {
+    if (r.exclusive !== undefined) this.exclusive.add(r.exclusive, uid);
+    if (r.colocate !== undefined) this.colocate.add(r.colocate, uid);
+  }
+
+  ended(r: Request, uid: string): void {
+    if (r.exclusive !== undefined) this.exclusive.remove(r.exclusive, uid);
+    if (r.colocate !== undefined) this.colocate.remove(r.colocate, uid);
+  }
+}
+
+/** Nodes held for the first waiting task, then nodes exclusive tags own (at most 1,024). */
+export function* heldNodes(
+  reserved: readonly NodeState[] | undefined,
+  owned: Iterable<ReadonlySet<NodeState>>,
+): Generator<NodeState> {
+  let left = 1_024;
+  for (const from of [reserved ?? [], ...owned]) {
+    for (const n of from) {
+      if (left-- === 0) return;
+      yield n;
+    }
+  }
 }
