@@ -5,6 +5,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { Explanation } from '../../../src/client/explain';
 import { runtimeOf } from '../../../src/client/runtime';
 import type { AgentConfig, TaskDescription, WaitReason } from '../../../src/generated';
+import { UsageError } from '../../../src/errors';
 import { silentLogger } from '../../../src/lib/logger';
 import { ControlBus } from '../../../src/transport/control-bus';
 import { deferred, withTimeout } from '../../../src/lib/deferred';
@@ -151,6 +152,7 @@ describe('tmgr.explain: why a task waits', () => {
     expect(e.reason).toMatchObject({ code: 'E_NEVER_FITS' });
     expect(e.reason!.message).toContain('64 cores');
     expect(e.reason!.message).toContain(`${fx.pilot.uid}: 2 cores`);
+    expect(() => fx.tmgr.explain('no-such-task')).toThrow(UsageError);
   }, 30_000);
 
   it('the reason clears when the task starts, at the client and in what the agent said', async () => {
