@@ -1,7 +1,9 @@
 import type { CommanderError } from 'commander';
 import { Command } from 'commander';
 import { EXIT, packageVersion } from './args';
+import { registerProfile } from './commands/profile';
 import { registerRun } from './commands/run';
+import { registerTimeline } from './commands/timeline';
 
 /**
  * Each command is one file under commands/ with a `register` that adds it to the program.
@@ -9,7 +11,7 @@ import { registerRun } from './commands/run';
  */
 export type Register = (program: Command, done: (code: number) => void) => void;
 
-const COMMANDS: Register[] = [registerRun];
+const COMMANDS: Register[] = [registerRun, registerProfile, registerTimeline];
 
 /** The `pilotfish` program: help and usage errors go through `write`, nothing calls process.exit. */
 export function buildProgram(
