@@ -26,6 +26,8 @@ export interface WaitReason {
   pilots?: string[];
   /**
    * kind dependencies: the dependencies not met yet.
+   *
+   * Items: One dependency not met yet.
    */
   dependencies?: {
     /**
@@ -49,24 +51,42 @@ export interface WaitReason {
    * kinds resources, reservation, tag: what it asks per rank (all ranks on one node for a colocated task).
    */
   asks?: {
+    /**
+     * Ranks of the task.
+     */
     ranks: number;
+    /**
+     * Cores per rank.
+     */
     cores: number;
     /**
      * GPUs per rank; below 1 a share of one GPU.
      */
     gpus: number;
+    /**
+     * MiB of memory per rank.
+     */
     memMb: number;
   };
   /**
    * kind resources: the node it may use with the most free cores now, and what is free there.
    */
   largestFree?: {
+    /**
+     * The node.
+     */
     node: string;
+    /**
+     * Free cores there.
+     */
     cores: number;
     /**
      * Whole GPUs free.
      */
     gpus: number;
+    /**
+     * Free MiB of memory there.
+     */
     memMb: number;
   };
   /**
@@ -77,7 +97,13 @@ export interface WaitReason {
    * kind tag: the tag that keeps it waiting.
    */
   tag?: {
+    /**
+     * The exclusive tag whose nodes it is kept off (another tag than its own, if it has one).
+     */
     exclusive?: string;
+    /**
+     * Its colocate tag: it must run on the node the tag's running tasks hold.
+     */
     colocate?: string;
   };
   /**
