@@ -104,13 +104,18 @@ describe('tmgr.explain: why a task waits', () => {
   it('reservation: a later task waits behind the big task the node is held for', async () => {
     const fx = await fixture.open({ cores: 4 });
     await running(fx, LONG);
-    const [big, small] = await fx.tmgr.submitTasks([
+    const [big, small, next] = await fx.tmgr.submitTasks([
       { executable: '/bin/true', coresPerRank: 4, uid: 'big' },
       { executable: '/bin/true', uid: 'small' },
+      { executable: '/bin/true', uid: 'next' },
     ]);
     const e = await explained(fx, small!.uid, (x) => x.waiting?.kind === 'reservation');
     expect(e.waiting).toMatchObject({ behind: big!.uid, nodes: [os.hostname()] });
     expect(e.waiting!.message).toContain('waiting behind task big');
+    // a task asking the same as one ahead of it shares its reason, naming it
+    const n = await explained(fx, next!.uid, (x) => x.waiting?.kind === 'reservation');
+    expect(n.waiting).toMatchObject({ behind: big!.uid, ahead: small!.uid });
+    expect(n.waiting!.message).toContain('(behind small, which asks the same)');
     const b = await explained(fx, big!.uid, (x) => x.waiting?.kind === 'resources');
     expect(b.waiting!.message).toContain('held for it (first in line)');
     await fx.tmgr.cancelTasks();
