@@ -1,5 +1,5 @@
 import type { TaskDescription, TaskRecord } from '../generated';
-import { TaskEndedError, TimeoutError, ValidationError, errorMeta } from '../errors';
+import { TaskEndedError, TimeoutError, UsageError, ValidationError, errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
 import { Interner, ownCopy } from '../lib/strings';
 import { parseTaskDescription } from '../lib/validate';
@@ -17,6 +17,7 @@ import {
   type TaskState,
 } from '../states/task-model';
 import { taskNotification, transition } from '../components/shared/transition';
+import { explainTask, type Explanation } from './explain';
 import { Listeners } from './listeners';
 import { managersOf } from './managers';
 import type { Pilot } from './pilot';
@@ -237,6 +238,13 @@ export class TaskManager {
 
   list(): Task[] {
     return [...this.tasks.values()];
+  }
+
+  /** Where a task of this manager is, and while it waits what for (docs/scheduling.md). */
+  explain(uid: string): Explanation {
+    const e = this.tasks.has(uid) ? explainTask(this.rt, uid) : undefined;
+    if (e === undefined) throw new UsageError(`explain: no task '${uid}' in this task manager`);
+    return e;
   }
 
   /** Waits until the tasks (default: all of this manager's) reach one of `states` (default: final). */
