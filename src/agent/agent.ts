@@ -144,6 +144,7 @@ export class Agent {
       this.nodes,
       home?.name,
       (waits) => this.publishWaits(waits),
+      cfg.backfillLimit,
     );
     const logExec = this.log.child({ component: C.executor });
     const homeCpus = home === undefined ? undefined : launch.cpuIds?.get(home.name);

@@ -300,6 +300,7 @@ export class PilotManager {
       ...(agent.spawners !== undefined ? { spawners: agent.spawners } : {}),
       ...(agent.functionWorkers !== undefined ? { functionWorkers: agent.functionWorkers } : {}),
       ...(agent.python !== undefined ? { python: agent.python } : {}),
+      ...(agent.backfillLimit !== undefined ? { backfillLimit: agent.backfillLimit } : {}),
       ...(agent.updateWorkers !== undefined ? { updateWorkers: agent.updateWorkers } : {}),
       ...(agent.killGraceMs !== undefined ? { killGraceMs: agent.killGraceMs } : {}),
       ...(agent.clientTimeoutS !== undefined

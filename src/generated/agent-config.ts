@@ -45,6 +45,10 @@ export interface AgentConfig {
    */
   functionWorkers?: number;
   /**
+   * How many later tasks may start ahead of the first waiting task (by priority, then submission) while it does not fit, before nodes are reserved for it so that it starts next on them: backfill without known durations. Default: the cores of the pilot's largest node. 0 reserves at once (strict order, more idle cores); larger keeps cores busier and lets a wide task wait longer.
+   */
+  backfillLimit?: number;
+  /**
    * The Python interpreter of Python function workers; default python3.
    */
   python?: string;

@@ -32,6 +32,8 @@ interface Entry {
   submitted: number;
   /** Arrival here: breaks ties (a task without `seq` comes after those it arrived behind). */
   arrival: number;
+  /** While it is the head and does not fit: the later tasks started ahead of it so far. */
+  passed?: number;
 }
 
 /** Waiting tasks that ask for exactly the same capacity, in submission order. */
@@ -50,9 +52,11 @@ interface Shape {
  * Order: higher priority first, then submission order (`seq`, numbered by the client across
  * bulks and calls; a record without one counts as submitted right after the latest seen, so
  * such records keep their arrival order), then arrival. Backfill without starvation: when the
- * first task in that order (the head) does not fit, nodes that can hold it are reserved for it
- * (the ones with the most free capacity); other tasks may start ahead of it only on nodes that
- * are not reserved. Reserved nodes only drain, so the head starts at the latest when the tasks
+ * first task in that order (the head) does not fit, later tasks that fit may start ahead of it
+ * (durations are unknown, so a reservation at once would idle the cores the head cannot use
+ * yet); once `backfillLimit` of them have, nodes that can hold it are reserved for it (the ones
+ * with the most free capacity), and other tasks start ahead of it only on nodes that are not
+ * reserved. Reserved nodes only drain, so the head starts at the latest when the tasks
  * running there end. Only a task before it in the order (higher priority, or of equal priority
  * submitted earlier and staged late) can take the head's place. While the head waits to open
  * its colocate group, no other task opens that group (elsewhere).
@@ -79,6 +83,9 @@ export class AgentSchedulerCore {
   private readonly allocated = new Map<string, { req: Request; holds: Hold[] }>();
   private readonly canceled = new CancelSet();
   private reservation: { uid: string; nodes: NodeState[] } | undefined;
+  /** The head, while it does not fit and later tasks may still pass it (see backfillLimit). */
+  private passable: { shape: Shape; entry: Entry } | undefined;
+  private readonly backfillLimit: number;
   private arrivals = 0;
   /** The highest submission number seen: the place of a record that has none. */
   private lastSeq = -1;
@@ -100,7 +107,13 @@ export class AgentSchedulerCore {
     homeName?: string,
     /** Most plain function calls queued in one worker (LANE_DEPTH; 1: a core per call). */
     laneDepth?: number,
+    /**
+     * How many later tasks may start ahead of the head that does not fit before nodes are
+     * reserved for it (default: the cores of the largest node; 0: at once).
+     */
+    backfillLimit?: number,
   ) {
+    this.backfillLimit = backfillLimit ?? Math.max(0, ...nodes.map((n) => n.cores));
     this.nodes = nodes.map((spec, i) => new NodeState(i, spec));
     this.home = this.nodes.find((n) => n.spec.name === homeName) ?? this.nodes[0];
     if (this.home !== undefined && laneDepth !== undefined) this.home.laneDepth = laneDepth;
@@ -365,6 +378,7 @@ export class AgentSchedulerCore {
       notes.push(transition(task, 'AGENT_EXECUTING_PENDING', ME, now));
       out.push(task);
       if (this.reservation?.uid === task.uid) this.dropReservation();
+      else if (this.passable !== undefined) this.passedBy(shape);
       if (this.waits !== undefined) {
         this.waits.capacityMoved();
         this.tagRuns.started(shape.req, task.uid);
@@ -474,7 +488,29 @@ export class AgentSchedulerCore {
     }
     if (this.reservation !== undefined && this.reservation.uid === head?.uid) return;
     this.dropReservation();
-    if (head !== undefined && head.shape.blocked) this.reserve(head.uid, head.shape.req);
+    this.passable = undefined;
+    if (head === undefined || !head.shape.blocked) return;
+    const entry = head.shape.queue[head.shape.head]!;
+    if ((entry.passed ?? 0) >= this.backfillLimit) this.reserve(head.uid, head.shape.req);
+    else this.passable = { shape: head.shape, entry };
+  }
+
+  /**
+   * A task of `shape` started ahead of the head that does not fit: counted, and once
+   * `backfillLimit` tasks have, nodes are reserved for the head before anything else starts.
+   */
+  private passedBy(shape: Shape): void {
+    const p = this.passable!;
+    if (p.shape === shape) return;
+    if (p.shape.queue[p.shape.head] !== p.entry || !p.shape.blocked) {
+      this.passable = undefined; // it started, or left: the next round finds the new head
+      return;
+    }
+    p.entry.passed = (p.entry.passed ?? 0) + 1;
+    if (p.entry.passed >= this.backfillLimit) {
+      this.passable = undefined;
+      this.reserve(p.entry.task.uid, p.shape.req);
+    }
   }
 
   /** Called when `shape`'s first task did not fit: moves the reservation if it is the new head. */

@@ -18,8 +18,10 @@ export class AgentSchedulerShell implements AgentSchedulerEffects {
     home?: string,
     /** Where waiting reasons go (the client, over the agent's control uplink); none: kept off. */
     private readonly waits?: (waits: ShapeWait[]) => void,
+    /** Later tasks that may pass a head that does not fit before it gets a reservation. */
+    backfillLimit?: number,
   ) {
-    this.core = new AgentSchedulerCore(this, deps.clock, nodes, home);
+    this.core = new AgentSchedulerCore(this, deps.clock, nodes, home, undefined, backfillLimit);
   }
 
   notify(notifications: Notification[]): void {

@@ -102,7 +102,8 @@ describe('tmgr.explain: why a task waits', () => {
   }, 30_000);
 
   it('reservation: a later task waits behind the big task the node is held for', async () => {
-    const fx = await fixture.open({ cores: 4 });
+    // reserved at once (agent.backfillLimit 0): by default a few later tasks may pass it first
+    const fx = await fixture.open({ cores: 4, agent: { backfillLimit: 0 } });
     await running(fx, LONG);
     const [big, small, next] = await fx.tmgr.submitTasks([
       { executable: '/bin/true', coresPerRank: 4, uid: 'big' },
@@ -119,6 +120,20 @@ describe('tmgr.explain: why a task waits', () => {
     const b = await explained(fx, big!.uid, (x) => x.waiting?.kind === 'resources');
     expect(b.waiting!.message).toContain('held for it (first in line)');
     await fx.tmgr.cancelTasks();
+  }, 30_000);
+
+  it('backfill: by default a later task that fits starts ahead of the big one that does not, which then starts', async () => {
+    const fx = await fixture.open({ cores: 4 });
+    const long = await running(fx, LONG);
+    const [big, small] = await fx.tmgr.submitTasks([
+      { executable: '/bin/true', coresPerRank: 4, uid: 'big' },
+      { executable: '/bin/true', uid: 'small' },
+    ]);
+    await fx.tmgr.waitTasks({ uids: [small!.uid], timeoutMs: 20_000 });
+    expect([small!.state, big!.state]).toEqual(['DONE', 'AGENT_SCHEDULING']);
+    await fx.tmgr.cancelTasks([long]);
+    await fx.tmgr.waitTasks({ uids: [big!.uid], timeoutMs: 20_000 });
+    expect(big!.state).toBe('DONE');
   }, 30_000);
 
   it('exclusive tag: names the tag and the task holding it', async () => {

@@ -24,9 +24,21 @@ function node(name: string, cores: number, gpus = 0, memMb = 8_192): NodeResourc
   return { name, cores, gpus, memMb };
 }
 
-function setup(nodes: readonly NodeResources[] = [NODE]) {
+/**
+ * A core that reserves for a head that does not fit at once (backfillLimit 0): the order and
+ * reservation rules in their strict form. The limit itself is tested on its own (below).
+ */
+function setup(nodes: readonly NodeResources[] = [NODE], backfillLimit = 0) {
   const h = new CoreHarness();
-  return Object.assign(h, { core: new AgentSchedulerCore(h.effects({}), h.clock, [...nodes]) });
+  const core = new AgentSchedulerCore(
+    h.effects({}),
+    h.clock,
+    [...nodes],
+    undefined,
+    undefined,
+    backfillLimit,
+  );
+  return Object.assign(h, { core });
 }
 type Setup = ReturnType<typeof setup>;
 
@@ -459,6 +471,75 @@ describe('AgentSchedulerCore', () => {
   });
 
   describe('order, reservation and backfill', () => {
+    it('lets at most backfillLimit later tasks start ahead of a head that does not fit, then reserves for it', () => {
+      const s = setup([node('n0', 4)], 2);
+      started(s, pending('r1'), pending('r2', { coresPerRank: 2 })); // 1 core left
+      s.core.onTasks([
+        pending('head', { coresPerRank: 2 }),
+        pending('s1'),
+        pending('s2'),
+        pending('s3'),
+      ]);
+      // the head does not fit; s1 does, and passes it (1 of 2)
+      expect(s.rec.take()).toEqual([
+        'notify head AGENT_SCHEDULING, s1 AGENT_SCHEDULING, s2 AGENT_SCHEDULING, s3 AGENT_SCHEDULING, s1 AGENT_EXECUTING_PENDING',
+        'forward s1',
+      ]);
+      s.core.onReleased([{ uid: 'r1' }]); // 1 core again: s2 passes it (2 of 2), then n0 is held
+      expect(s.rec.take()).toEqual(['notify s2 AGENT_EXECUTING_PENDING', 'forward s2']);
+      s.core.onReleased([{ uid: 's1' }]); // 1 free, held for the head: s3 may not take it
+      s.rec.expectNoMore();
+      s.core.onReleased([{ uid: 's2' }]); // 2 free: the head
+      expect(s.rec.take()).toEqual(['notify head AGENT_EXECUTING_PENDING', 'forward head']);
+      s.core.onReleased([{ uid: 'r2' }]);
+      expect(s.rec.take()).toEqual(['notify s3 AGENT_EXECUTING_PENDING', 'forward s3']);
+      s.rec.expectNoMore();
+    });
+
+    it('starts the head as soon as it fits, however many passed it, and counts anew for the next head', () => {
+      const s = setup([node('n0', 4)], 8);
+      started(s, pending('r1'), pending('r2', { coresPerRank: 2 }));
+      s.core.onTasks([
+        pending('h1', { coresPerRank: 2 }),
+        pending('h2', { coresPerRank: 3 }),
+        pending('s1'),
+      ]);
+      expect(s.rec.take()).toEqual([
+        'notify h1 AGENT_SCHEDULING, h2 AGENT_SCHEDULING, s1 AGENT_SCHEDULING, s1 AGENT_EXECUTING_PENDING',
+        'forward s1',
+      ]);
+      s.core.onReleased([{ uid: 'r2' }]); // 2 free: h1 first; h2 (3) waits, nothing passes it
+      expect(s.rec.take()).toEqual(['notify h1 AGENT_EXECUTING_PENDING', 'forward h1']);
+      s.core.onReleased([{ uid: 'r1' }, { uid: 's1' }]); // 2 free: h2 still does not fit
+      s.rec.expectNoMore();
+      s.core.onReleased([{ uid: 'h1' }]);
+      expect(s.rec.take()).toEqual(['notify h2 AGENT_EXECUTING_PENDING', 'forward h2']);
+      expect(s.core.queued).toBe(0);
+    });
+
+    it('defaults the limit to the cores of the largest node', () => {
+      const h = new CoreHarness();
+      const core = new AgentSchedulerCore(h.effects({}), h.clock, [node('a', 2), node('b', 3)]);
+      const s = Object.assign(h, { core });
+      started(s, pending('big', { coresPerRank: 3 }), pending('r', { coresPerRank: 2 })); // full
+      s.core.onTasks([
+        pending('head', { coresPerRank: 3 }),
+        ...['p1', 'p2', 'p3', 'p4'].map((u) => pending(u)),
+      ]);
+      s.rec.take();
+      s.core.onReleased([{ uid: 'r' }]); // a: 2 free; p1 and p2 pass the head
+      expect(s.rec.take()).toEqual([
+        'notify p1 AGENT_EXECUTING_PENDING, p2 AGENT_EXECUTING_PENDING',
+        'forward p1, p2',
+      ]);
+      s.core.onReleased([{ uid: 'p1' }]); // p3 passes: 3 of 3, b is held for the head now
+      expect(s.rec.take()).toEqual(['notify p3 AGENT_EXECUTING_PENDING', 'forward p3']);
+      s.core.onReleased([{ uid: 'p2' }]); // p4 may go on a (not held)
+      expect(s.rec.take()).toEqual(['notify p4 AGENT_EXECUTING_PENDING', 'forward p4']);
+      s.core.onReleased([{ uid: 'big' }]);
+      expect(s.rec.take()).toEqual(['notify head AGENT_EXECUTING_PENDING', 'forward head']);
+    });
+
     it('serves waiting tasks by priority, higher first, FIFO within a priority', () => {
       const s = setup([node('n0', 1)]);
       started(s, pending('busy'));
@@ -1510,7 +1591,7 @@ describe("AgentSchedulerCore: function tasks run on the agent's node", () => {
   const lanes = (depth: number, nodes = [node('n0', 2)]) => {
     const h = new CoreHarness();
     return Object.assign(h, {
-      core: new AgentSchedulerCore(h.effects({}), h.clock, nodes, 'n0', depth),
+      core: new AgentSchedulerCore(h.effects({}), h.clock, nodes, 'n0', depth, 0),
     });
   };
   const coreOf = (t: TaskRecord): number => t.slots![0]!.cores[0]!;

@@ -25,7 +25,14 @@ function setup(nodes: readonly NodeResources[] = [node('n0', 4)]) {
       `waits ${ws.map((w) => `${w.task ?? '-'}:${w.reason?.kind ?? 'gone'}`).join(', ')}`,
     );
   };
-  const core = new AgentSchedulerCore(h.effects({ reportWaits }), h.clock, [...nodes]);
+  const core = new AgentSchedulerCore(
+    h.effects({ reportWaits }),
+    h.clock,
+    [...nodes],
+    undefined,
+    undefined,
+    0, // reserves for the head at once: the reasons of a reservation are tested here
+  );
   /** Takes tasks in, drops the notify/forward lines, and returns what went to the Executor. */
   const submit = (...tasks: TaskRecord[]): string[] => {
     core.onTasks(tasks);
