@@ -1,5 +1,11 @@
 import type { TaskDescription, TaskRecord } from '../generated';
-import { TaskEndedError, TimeoutError, ValidationError, errorMeta } from '../errors';
+import {
+  OutputUnavailableError,
+  TaskEndedError,
+  TimeoutError,
+  ValidationError,
+  errorMeta,
+} from '../errors';
 import type { Logger } from '../lib/logger';
 import { Interner, ownCopy } from '../lib/strings';
 import { parseTaskDescription } from '../lib/validate';
@@ -38,6 +44,7 @@ import { validateAll } from './validate-all';
 import { Waiters } from './waiters';
 import { checkSelection } from './selection';
 import { checkDependencies } from './check-dependencies';
+import { tailOutput, type TailOptions } from './task-output';
 
 /**
  * Submits tasks to the session's pilots and follows them: every state reaches `onState`
@@ -292,6 +299,26 @@ export class TaskManager {
       });
     if (task.final) throw new TaskEndedError(uid, task.state, task.reason);
     return task.endpoint!;
+  }
+
+  /**
+   * The lines of a task's stdout (or `stream: 'stderr'`) from its start; with `follow`, also
+   * those written later, until the task ends (docs/cli.md#tail, src/client/task-output.ts).
+   */
+  tail(uid: string, opts: TailOptions = {}): AsyncGenerator<string, void, undefined> {
+    checkSelection('tail', { uids: [uid] }, (u) => this.tasks.has(u), 'a task of this manager');
+    const task = this.tasks.get(uid)!;
+    if (task.description.mode === 'function') {
+      throw new OutputUnavailableError(`task ${uid} is a function call: it writes no output file`);
+    }
+    return tailOutput(
+      {
+        uid,
+        now: () => ({ sandbox: task.sandbox, final: task.final }),
+        watch: (wake) => this.onState((t) => t === task && wake()),
+      },
+      opts,
+    );
   }
 
   /** Cancels tasks (default: all of this manager's) in whatever state they are. */
