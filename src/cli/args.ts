@@ -1,8 +1,18 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 
-/** Exit statuses of `pilotfish`; the help and docs/cli.md list them. */
-export const EXIT = { ok: 0, failed: 1, usage: 2, timeout: 3 } as const;
+/**
+ * Exit statuses of `pilotfish`; the help and docs/cli.md list them. A run stopped by a signal
+ * exits as a shell reports a command a signal ended: 128 + its number.
+ */
+export const EXIT = {
+  ok: 0,
+  failed: 1,
+  usage: 2,
+  timeout: 3,
+  interrupted: 130,
+  terminated: 143,
+} as const;
 
 /** The version in pilotfish's package.json, found from this file (in dist/ or src/, installed or not). */
 export function packageVersion(from: string = __dirname): string {
