@@ -30,3 +30,13 @@ export {
   type ValidationIssue,
 } from './errors';
 export { StoreUnwritableError } from './updater/state-store';
+export { readProfile } from './profile/read';
+export type {
+  Profile,
+  PilotProfile,
+  TaskProfile,
+  AttemptProfile,
+  SlotProfile,
+  PilotNode,
+  Stamp,
+} from './profile/types';

@@ -17,8 +17,8 @@
  *     {"op":"kill","uid":S,"signal":"SIGTERM"|"SIGKILL"}
  *   out (stdout):
  *     {"ev":"ready","pid":N,"tracking":"cgroup"|"proc","markPrefix":S,"why"?:S}   first, once
- *     {"ev":"started","uid":S,"pid":N}
- *     {"ev":"exited","uid":S,"exitCode":N|null,"signal":"SIGTERM"|...|null}
+ *     {"ev":"started","uid":S,"pid":N,"t":MS}          MS: epoch ms (CLOCK_REALTIME, to the µs)
+ *     {"ev":"exited","uid":S,"exitCode":N|null,"signal":"SIGTERM"|...|null,"t":MS}
  *     {"ev":"failed","uid":S,"code":"ENOENT"|...,"message":S}   the task never ran
  *     {"ev":"error","message":S}                         a bad request, a failed kill
  * The reader is strict RFC 8259 JSON (string escapes including \uXXXX and surrogate pairs; a lone
@@ -241,11 +241,24 @@ static void emit_ready(bool cgroup, const char *mark_prefix, const Buf *why) {
   buf_str(&out, "}\n");
 }
 
+/** ,"t":<now in epoch ms, to the µs>: when the task started or ended, for its profile. */
+static void buf_now(Buf *b) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  long us = ts.tv_nsec / 1000;
+  char frac[8];
+  snprintf(frac, sizeof frac, ".%03ld", us % 1000);
+  buf_str(b, ",\"t\":");
+  buf_long(b, (long)ts.tv_sec * 1000 + us / 1000);
+  buf_str(b, frac);
+}
+
 static void emit_started(const char *uid, size_t ulen, pid_t pid) {
   buf_str(&out, "{\"ev\":\"started\",\"uid\":");
   buf_json(&out, uid, ulen);
   buf_str(&out, ",\"pid\":");
   buf_long(&out, (long)pid);
+  buf_now(&out);
   buf_str(&out, "}\n");
 }
 
@@ -258,6 +271,7 @@ static void emit_exited(const char *uid, size_t ulen, int code, const char *sign
   buf_str(&out, ",\"signal\":");
   if (signal == NULL) buf_str(&out, "null");
   else buf_json(&out, signal, strlen(signal));
+  buf_now(&out);
   buf_str(&out, "}\n");
 }
 

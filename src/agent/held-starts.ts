@@ -1,4 +1,5 @@
 import type { Clock, Timer } from '../lib/clock';
+import { carryInto } from '../components/shared/quiet-carry';
 import { isSupersedableNotification } from '../components/shared/transition';
 import { rankOf } from '../states/model';
 import type { Notification } from '../states/notification';
@@ -40,6 +41,7 @@ export class HeldStarts {
       if (h !== undefined) {
         this.held.delete(n.uid);
         if (!supersedes(n, h.n)) out.push(h.n);
+        else carryInto(n, h.n); // its time stays in the store
       }
       if (isSupersedableNotification(n)) {
         this.held.set(n.uid, { n, due: this.clock.now() + this.holdMs });

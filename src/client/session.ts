@@ -1,4 +1,6 @@
 import type { Logger } from '../lib/logger';
+import { readProfile } from '../profile/read';
+import type { Profile } from '../profile/types';
 import type { StoreUnwritableError } from '../updater/state-store';
 import { ClientRuntime, bindRuntime, runtimeOf } from './runtime';
 
@@ -76,6 +78,16 @@ export class Session {
   /** The store's condition now: the error while it cannot write, else undefined. */
   get storeError(): StoreUnwritableError | undefined {
     return runtimeOf(this).health.error;
+  }
+
+  /**
+   * The session's profile as its store holds it now: every task attempt with the real time of
+   * each state it passed, where it ran (node, cores, GPUs) and when its own command ran; every
+   * pilot with its nodes, its states, its job start and drain start. It holds what callbacks
+   * have delivered, and works after `close()` too (`readProfile(dir)` reads any session's).
+   */
+  profile(): Promise<Profile> {
+    return readProfile(this.dir);
   }
 
   /**

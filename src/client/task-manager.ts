@@ -366,7 +366,7 @@ export class TaskManager {
           if (d.result !== undefined) task.result = d.result;
           if (d.reason !== undefined) task.reason = d.reason;
         }
-        const ts = e.notification?.ts;
+        const ts = e.ts ?? e.notification?.ts;
         task.record(e.state, e.attempt, e.inferred, ts);
         if (isFinalTaskState(e.state)) {
           this.canceling.delete(task.uid);

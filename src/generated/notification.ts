@@ -33,5 +33,35 @@ export interface Notification {
      * On the first state of a new attempt: the retries used so far.
      */
     retried?: number;
+    /**
+     * Task states passed since its last published notification whose own notifications were not published (quiet states of a function task): state -> the time it was entered (epoch ms).
+     */
+    passed?: {
+      [k: string]: number;
+    };
+    /**
+     * Where the task runs: per node, the indices of the cores and GPUs it holds.
+     */
+    slots?: {
+      node: string;
+      cores: number[];
+      gpus: number[];
+    }[];
+    /**
+     * When the task's own command (or function call) started, as its spawner or worker measured it (epoch ms).
+     */
+    launched?: number;
+    /**
+     * When the task's own command (or function call) ended, as its spawner or worker measured it (epoch ms).
+     */
+    exited?: number;
+    /**
+     * Pilot: when its job started running (epoch ms).
+     */
+    jobStarted?: number;
+    /**
+     * Pilot, on its final state: when it began to drain (asked to end, or its runtime ran out; epoch ms).
+     */
+    drainStarted?: number;
   };
 }

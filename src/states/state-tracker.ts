@@ -11,6 +11,11 @@ export interface Emission<S extends string = string> {
   inferred: boolean;
   /** The notification that carried this state (absent when inferred). */
   notification?: Notification;
+  /**
+   * A state not notified itself whose time a later notification carries (`detail.passed`, the
+   * quiet states of a function task): when it was entered. Not inferred, then.
+   */
+  ts?: number;
 }
 
 /**
@@ -105,8 +110,15 @@ export class StateTracker<S extends string = string> {
       return out;
     }
     if (rank <= p.rank) return out;
+    const passed = n.detail?.passed as Readonly<Record<string, number>> | undefined;
     for (let r = p.rank + 1; r < rank; r++) {
-      out.push({ uid: n.uid, state: this.model.states[r]!, attempt: p.attempt, inferred: true });
+      const state = this.model.states[r]!;
+      const ts = passed?.[state];
+      out.push(
+        ts === undefined || p.attempt !== n.attempt
+          ? { uid: n.uid, state, attempt: p.attempt, inferred: true }
+          : { uid: n.uid, state, attempt: p.attempt, inferred: false, ts },
+      );
     }
     // the model's own string: a decoded one may be a slice that keeps a whole message alive
     const state = this.model.states[rank]!;

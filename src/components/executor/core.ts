@@ -3,6 +3,7 @@ import type { Reason, TaskRecord } from '../../generated';
 import type { Clock, Timer } from '../../lib/clock';
 import type { Notification, NotificationDetail } from '../../states/notification';
 import { COMPONENTS, type TaskState, type AbortedTaskState } from '../../states/task-model';
+import { slotsByNode } from '../shared/slots-by-node';
 import { transition } from '../shared/transition';
 import type {
   ExecutorEffects,
@@ -46,6 +47,9 @@ interface Held {
   kind: ExecutorKind;
   job: ExecutorJob;
   pid?: number;
+  /** When its process started and ended, as the spawner (or function pool) measured it. */
+  launched?: number;
+  exited?: number;
   canceled: boolean;
   /** Asked to stop ('term'); 'kill' follows after the grace period. */
   terminating: boolean;
@@ -132,7 +136,8 @@ export class ExecutorCore {
           this.end(task, 'FAILED', prepared.reason, now, b);
           continue;
         }
-        b.notes.push(transition(task, 'AGENT_EXECUTING', EXECUTOR, now));
+        const where = task.slots === undefined ? undefined : { slots: slotsByNode(task.slots) };
+        b.notes.push(transition(task, 'AGENT_EXECUTING', EXECUTOR, now, where));
         this.start(task, found.kind, prepared.job);
       }
     }
@@ -146,7 +151,9 @@ export class ExecutorCore {
   onStartedBulk(events: readonly ({ uid: string } & StartedDetail)[]): void {
     for (const e of events) {
       const h = this.tasks.get(e.uid);
-      if (h !== undefined && e.pid !== undefined) h.pid = e.pid;
+      if (h === undefined) continue;
+      if (e.pid !== undefined) h.pid = e.pid;
+      if (e.t !== undefined) h.launched ??= e.t;
     }
   }
 
@@ -160,6 +167,7 @@ export class ExecutorCore {
     for (const e of exits) {
       const h = this.tasks.get(e.uid);
       if (h === undefined || h.exit !== undefined) continue; // late, unknown, or held already
+      if (e.t !== undefined) h.exited = e.t;
       if (e.signal !== null && !h.terminating && this.signaledExitGraceMs > 0) {
         this.hold(h, e);
         continue;
@@ -351,6 +359,9 @@ export class ExecutorCore {
     task.signal = signal;
     const detail: NotificationDetail = { exitCode, signal };
     if (task.reason !== undefined) detail.reason = task.reason;
+    if (task.slots !== undefined) detail.slots = slotsByNode(task.slots);
+    if (h.launched !== undefined) detail.launched = h.launched;
+    if (h.exited !== undefined) detail.exited = h.exited;
     if (h.canceled) {
       b.notes.push(transition(task, 'CANCELED', EXECUTOR, now, detail));
     } else {

@@ -92,17 +92,23 @@ export type StopHow = 'term' | 'kill';
 /** The job runs; `pid` when it is a process (named in the reason if it is lost later). */
 export interface StartedDetail {
   pid?: number;
+  /** When it started (epoch ms), as the spawner or the function pool measured it. */
+  t?: number;
 }
 
 export interface StartedEvent {
   uid: string;
   pid: number;
+  /** When it started (epoch ms), as the spawner or the function pool measured it. */
+  t?: number;
 }
 
 export interface ExitedEvent {
   uid: string;
   exitCode: number | null;
   signal: string | null;
+  /** When it ended (epoch ms), as the spawner or the function pool measured it. */
+  t?: number;
   /** What failed in which rank, read by the shell from the job's status files (stepStatus). */
   steps?: StepFailure[];
   /** A function call that returned (exit code 0): its value. */

@@ -87,7 +87,10 @@ export class FunctionRunner {
       killGraceMs: o.killGraceMs,
       handlers: {
         started: (evs) => o.started(evs),
-        finished: (evs) => o.exited(evs.map(exitOf)),
+        finished: (evs) => {
+          const t = Date.now(); // the calls' end, as the agent sees it
+          o.exited(evs.map((e) => exitOf(e, t)));
+        },
         failed: (evs) => this.lost(evs),
         unusable: (message, index) =>
           o.unusable?.(`${language} function worker ${index}: ${message}`),
@@ -133,13 +136,13 @@ const results = new Unpackr({ useRecords: false, mapsAsObjects: true });
 /** msgpack nil: what a function that returns nothing returns (most do). */
 const NIL = 0xc0;
 
-function exitOf(o: CallOutcome): ExitedEvent {
+function exitOf(o: CallOutcome, t: number): ExitedEvent {
   if (o.ok) {
     const v = o.value;
     const value: unknown = v.length === 1 && v[0] === NIL ? null : results.unpack(v);
-    return { uid: o.uid, exitCode: 0, signal: null, value };
+    return { uid: o.uid, exitCode: 0, signal: null, value, t };
   }
   const { name, message, stack } = o.error;
   const error = { name, message, phase: o.phase, ...(stack !== undefined ? { stack } : {}) };
-  return { uid: o.uid, exitCode: 1, signal: null, error };
+  return { uid: o.uid, exitCode: 1, signal: null, error, t };
 }

@@ -160,7 +160,7 @@ function watch(task: TrackedTask, child: ChildProcess, cwd: string): void {
   let spawned = false;
   child.once('spawn', () => {
     spawned = true;
-    emit({ ev: 'started', uid, pid: child.pid as number }); // set once 'spawn' fired
+    emit({ ev: 'started', uid, pid: child.pid as number, t: Date.now() }); // set once 'spawn' fired
   });
   child.on('error', (e) => {
     if (spawned) return; // a failed kill; the exit still comes
@@ -177,7 +177,7 @@ function watch(task: TrackedTask, child: ChildProcess, cwd: string): void {
     children.delete(uid);
     mains.delete(task.pid!);
     tracking.ended(task); // what it left behind: SIGTERM, then SIGKILL after the grace
-    emit({ ev: 'exited', uid, exitCode, signal });
+    emit({ ev: 'exited', uid, exitCode, signal, t: Date.now() });
     maybeExit();
   });
 }

@@ -325,11 +325,20 @@ export class SpawnerPool {
         }
         case 'started':
           if (h.tasks.has(ev.uid)) h.tasks.set(ev.uid, ev.pid);
-          started.push({ uid: ev.uid, pid: ev.pid });
+          started.push(
+            ev.t === undefined
+              ? { uid: ev.uid, pid: ev.pid }
+              : { uid: ev.uid, pid: ev.pid, t: ev.t },
+          );
           break;
         case 'exited':
           this.forget(h, ev.uid);
-          exited.push({ uid: ev.uid, exitCode: ev.exitCode, signal: ev.signal });
+          exited.push({
+            uid: ev.uid,
+            exitCode: ev.exitCode,
+            signal: ev.signal,
+            ...(ev.t === undefined ? {} : { t: ev.t }),
+          });
           break;
         case 'failed':
           this.forget(h, ev.uid);

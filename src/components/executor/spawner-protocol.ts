@@ -4,8 +4,8 @@
  *   to a helper:   {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath,files?,killScope?,
  *                   cpus?}
  *                  | {"op":"kill",uid,signal:"SIGTERM"|"SIGKILL"}
- *   from a helper: {"ev":"ready",pid,tracking,markPrefix,why?} first, then {"ev":"started",uid,pid}
- *                  | {"ev":"exited",uid,exitCode,signal} | {"ev":"failed",uid,code,message}
+ *   from a helper: {"ev":"ready",pid,tracking,markPrefix,why?} first, then {"ev":"started",uid,pid,t}
+ *                  | {"ev":"exited",uid,exitCode,signal,t} | {"ev":"failed",uid,code,message}
  *                  | {"ev":"error",message}
  * The requests of one synchronous run go out in one write; a helper sends the events of one of
  * its loop turns in one write. `files` are written before the task starts; a spawn with

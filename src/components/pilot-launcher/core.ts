@@ -26,6 +26,9 @@ interface Held {
   /** When the agent was last heard (its heartbeats), and the watchdog on its silence. */
   lastHeard?: number;
   silenceTimer?: Timer;
+  /** For the profile: when its job started, and when it began to drain (asked to end). */
+  jobStarted?: number;
+  drainStarted?: number;
 }
 
 /** Without `agent.clientTimeoutS`: how long an agent may be silent (as it waits for us). */
@@ -156,7 +159,8 @@ export class PilotLauncherCore {
     if (h === undefined) return this.fence(uid);
     if (h.pilot.state !== 'PMGR_ACTIVE_PENDING') return;
     this.onJobStarted(uid); // its job runs, whether or not the launcher's poll has seen it yet
-    this.effects.notify([this.move(h.pilot, 'PMGR_ACTIVE')]);
+    const started = h.jobStarted === undefined ? undefined : { jobStarted: h.jobStarted };
+    this.effects.notify([this.move(h.pilot, 'PMGR_ACTIVE', started)]);
     this.onAgentHeartbeat(uid); // asks a canceled pilot's agent to shut down
   }
 
@@ -177,7 +181,9 @@ export class PilotLauncherCore {
   /** The agent says how it is about to end (runtime limit, lost client, cancel). */
   onAgentFinal(uid: string, final: Final, message: string): void {
     const h = this.held.get(uid);
-    if (h !== undefined) h.agentFinal = { final, message };
+    if (h === undefined) return;
+    h.agentFinal = { final, message };
+    h.drainStarted ??= this.clock.now();
   }
 
   onAgentExited(
@@ -259,6 +265,7 @@ export class PilotLauncherCore {
       const h = this.held.get(uid);
       if (h === undefined || h.cancelRequested) continue;
       h.cancelRequested = true;
+      h.drainStarted ??= this.clock.now();
       if (h.queued) {
         this.killQueued(h); // no agent runs yet: remove the job from the queue now
         continue;
@@ -286,6 +293,7 @@ export class PilotLauncherCore {
    */
   private startRuntimeTimer(h: Held, startedAt?: number): void {
     h.lastHeard = this.clock.now();
+    h.jobStarted ??= startedAt ?? h.lastHeard;
     this.watchSilence(h, this.silenceLimitMs(h));
     const limitMs = (h.pilot.description.runtimeMin ?? 60) * 60_000;
     const elapsed = startedAt === undefined ? 0 : Math.max(0, this.clock.now() - startedAt);
@@ -372,7 +380,10 @@ export class PilotLauncherCore {
     this.held.delete(h.pilot.uid);
     this.ended.set(h.pilot.uid, { final, why });
     h.pilot.reason = why;
-    this.effects.notify([this.move(h.pilot, final, { reason: why })]);
+    const detail: NotificationDetail = { reason: why };
+    if (h.jobStarted !== undefined) detail.jobStarted = h.jobStarted;
+    if (h.drainStarted !== undefined) detail.drainStarted = h.drainStarted;
+    this.effects.notify([this.move(h.pilot, final, detail)]);
     this.effects.ended(h.pilot.uid, final, why);
   }
 

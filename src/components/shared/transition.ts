@@ -52,6 +52,11 @@ class QuietNotification extends MarkedNotification {}
  */
 class SupersedableNotification extends MarkedNotification {}
 
+/** Whether `n` is not published (isQuiet). */
+export function isQuietNotification(n: Notification): boolean {
+  return n instanceof QuietNotification;
+}
+
 /** Whether `n` may be superseded by a later notification of its attempt (isSupersedable). */
 export function isSupersedableNotification(n: Notification): boolean {
   return n instanceof SupersedableNotification;
@@ -77,16 +82,6 @@ export function taskNotification(
       : { kind: 'task', uid, attempt, state, ts, component };
   if (detail !== undefined) n.detail = detail;
   return n;
-}
-
-/** The notifications to publish: `ns` less the quiet ones (`ns` itself when none is). */
-export function published(ns: readonly Notification[]): readonly Notification[] {
-  for (let i = 0; i < ns.length; i++) {
-    if (ns[i] instanceof QuietNotification) {
-      return ns.filter((n) => !(n instanceof QuietNotification));
-    }
-  }
-  return ns;
 }
 
 /**

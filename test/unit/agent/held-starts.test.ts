@@ -34,6 +34,27 @@ describe('HeldStarts', () => {
     expect(starts.pass(ns)).toBe(ns);
   });
 
+  it("gives a dropped start's time and slots to the hand-back that supersedes it", () => {
+    const { starts } = held();
+    const start = taskNotification(
+      'a',
+      1,
+      'AGENT_EXECUTING',
+      7,
+      C.executor,
+      { slots: [{ node: 'n', cores: [0], gpus: [] }] },
+      'function',
+    );
+    expect(starts.pass([start])).toEqual([]);
+    const [back] = starts.pass([note('a', 'TMGR_STAGING_OUTPUT_PENDING')]);
+    expect(back!.detail).toEqual({
+      exitCode: 0,
+      signal: null,
+      slots: [{ node: 'n', cores: [0], gpus: [] }],
+      passed: { AGENT_EXECUTING: 7 },
+    });
+  });
+
   it("drops a call's start when its hand-back passes within the hold", () => {
     const { starts, clock, released } = held();
     expect(starts.pass([note('a', 'AGENT_EXECUTING'), note('b', 'AGENT_EXECUTING')])).toEqual([]);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { TaskRecord } from '../../../src/generated';
-import { published, taskNotification, transition } from '../../../src/components/shared/transition';
+import { QuietCarry } from '../../../src/components/shared/quiet-carry';
+import { taskNotification, transition } from '../../../src/components/shared/transition';
 import { StateTracker } from '../../../src/states/state-tracker';
 import {
   handOffNamesPilot,
@@ -41,15 +42,18 @@ function life(mode: 'function' | 'executable'): Notification[] {
           : state === 'AGENT_STAGING_OUTPUT_PENDING' || state === 'TMGR_STAGING_OUTPUT_PENDING'
             ? { exitCode: 0, signal: null }
             : undefined;
-    out.push(transition(task, state, owner, 0, detail));
+    out.push(transition(task, state, owner, out.length, detail)); // ts: the state's place
   }
   return out;
 }
 
+/** What one process's publisher sends of `ns`. */
+const publish = (ns: readonly Notification[]) => new QuietCarry().pass(ns);
+
 describe('quiet states of function tasks', () => {
   it('are never final, and leave the hand-off, the start, the hand-back and the end published', () => {
     for (const s of FINAL_TASK_STATES) expect(QUIET_FUNCTION_STATES.has(s)).toBe(false);
-    expect(published(life('function')).map((n) => n.state)).toEqual([
+    expect(publish(life('function')).map((n) => n.state)).toEqual([
       'AGENT_STAGING_INPUT_PENDING',
       'AGENT_EXECUTING',
       'TMGR_STAGING_OUTPUT_PENDING',
@@ -59,7 +63,7 @@ describe('quiet states of function tasks', () => {
 
   it('leave the notifications of every other mode alone (the same array)', () => {
     const all = life('executable');
-    expect(published(all)).toBe(all);
+    expect(publish(all)).toBe(all);
     expect(all).toHaveLength(TASK_STATES.indexOf('DONE') + 1);
     expect(isQuiet(undefined, 'TMGR_SCHEDULING', undefined)).toBe(false);
   });
@@ -79,15 +83,20 @@ describe('quiet states of function tasks', () => {
     expect(handOffNamesPilot('executable')).toBe(false);
   });
 
-  it('are delivered by the tracker, inferred, in model order, from what is published, in any order', () => {
-    const pub = published(life('function'));
+  it('are delivered by the tracker in model order from what is published, in any order: with their real time when what carried it came in order, else inferred', () => {
+    const pub = publish(life('function'));
     for (const order of [pub, [...pub].reverse(), [pub[2]!, pub[0]!, pub[3]!, pub[1]!]]) {
       const tracker = new StateTracker<TaskState>(TASK_MODEL, TASK_RETRY_STATE);
       const got = order.flatMap((n) => tracker.ingest(n));
       expect(got.map((e) => e.state)).toEqual(
         TASK_STATES.slice(0, TASK_STATES.indexOf('DONE') + 1),
       );
-      for (const e of got) if (QUIET_FUNCTION_STATES.has(e.state)) expect(e.inferred).toBe(true);
+      for (const e of got) {
+        if (!QUIET_FUNCTION_STATES.has(e.state)) continue;
+        if (order === pub) expect(e.inferred).toBe(false);
+        if (e.inferred) expect(e.ts).toBeUndefined();
+        else expect(e.ts).toBe(TASK_STATES.indexOf(e.state));
+      }
     }
   });
 });

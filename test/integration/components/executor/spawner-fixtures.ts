@@ -65,14 +65,27 @@ export function useHelperEnv(helper: SpawnerHelper): void {
 /** Collects pool events and lets a test await a condition on them. */
 export class Events {
   readonly started = new Map<string, number>();
+  /** When each task started and ended, as the helper measured (epoch ms). */
+  readonly times = new Map<string, { started?: number | undefined; exited?: number | undefined }>();
   readonly exited = new Map<string, ExitedEvent>();
   readonly failed = new Map<string, FailedEvent>();
   private waiters: { check: () => boolean; resolve: () => void }[] = [];
 
   readonly handlers = {
     started: (evs: StartedEvent[]) =>
-      this.add(() => evs.forEach((e) => this.started.set(e.uid, e.pid))),
-    exited: (evs: ExitedEvent[]) => this.add(() => evs.forEach((e) => this.exited.set(e.uid, e))),
+      this.add(() =>
+        evs.forEach((e) => {
+          this.started.set(e.uid, e.pid);
+          this.times.set(e.uid, { started: e.t });
+        }),
+      ),
+    exited: (evs: ExitedEvent[]) =>
+      this.add(() =>
+        evs.forEach(({ t, ...e }) => {
+          this.exited.set(e.uid, e);
+          this.times.set(e.uid, { ...this.times.get(e.uid), exited: t });
+        }),
+      ),
     failed: (evs: FailedEvent[]) => this.add(() => evs.forEach((e) => this.failed.set(e.uid, e))),
   };
 
@@ -88,8 +101,16 @@ export class Events {
     return this.started.get(uid)!;
   }
 
+  /** The exit (without its time, which is checked: measured, after the start, not ahead of now). */
   async exit(uid: string): Promise<ExitedEvent> {
     await this.until(`exit of ${uid}`, () => this.exited.has(uid));
+    const { started, exited } = this.times.get(uid) ?? {};
+    if (typeof exited !== 'number' || exited > Date.now() + 1) {
+      throw new Error(`exit of ${uid} has no plausible time: ${String(exited)}`);
+    }
+    if (started !== undefined && exited < started) {
+      throw new Error(`exit of ${uid} at ${exited} is before its start at ${started}`);
+    }
     return this.exited.get(uid)!;
   }
 

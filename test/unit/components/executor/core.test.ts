@@ -8,6 +8,9 @@ import { CoreHarness, taskRecord } from '../../../support/core-harness';
 
 const GRACE = 1_000;
 
+/** Where task() runs, as its notifications say. */
+const ONE_SLOT = [{ node: 'n0', cores: [0], gpus: [] }];
+
 function task(uid: string, desc: Partial<TaskDescription> = {}): TaskRecord {
   return taskRecord(uid, 'AGENT_EXECUTING_PENDING', {
     session: 'sess.1',
@@ -181,8 +184,8 @@ describe('ExecutorCore', () => {
     const { rec, notes, core, started } = setup();
     const t = task('t1');
     started(t);
-    core.onStarted('t1', { pid: 4242 });
-    core.onExited('t1', { exitCode: code, signal: null });
+    core.onStarted('t1', { pid: 4242, t: 1000.5 });
+    core.onExitedBulk([{ uid: 't1', exitCode: code, signal: null, t: 1002.25 }]);
     expect(rec.take()).toEqual([
       'notify t1 AGENT_STAGING_OUTPUT_PENDING',
       'forward t1 AGENT_STAGING_OUTPUT_PENDING',
@@ -191,7 +194,15 @@ describe('ExecutorCore', () => {
     expect(t.exitCode).toBe(code);
     expect(t.signal).toBeNull();
     expect(t.reason).toBeUndefined();
-    expect(notes.at(-1)?.detail).toEqual({ exitCode: code, signal: null });
+    // where it ran and when its command ran, as the spawner measured: the profile's facts
+    expect(notes.at(-1)?.detail).toEqual({
+      exitCode: code,
+      signal: null,
+      slots: ONE_SLOT,
+      launched: 1000.5,
+      exited: 1002.25,
+    });
+    expect(notes.find((n) => n.state === 'AGENT_EXECUTING')?.detail).toEqual({ slots: ONE_SLOT });
     expect(core.held()).toBe(0);
     core.onExited('t1', { exitCode: code, signal: null }); // duplicate: ignored
     rec.expectNoMore();
@@ -219,7 +230,7 @@ describe('ExecutorCore', () => {
     };
     expect(t.reason).toEqual(reason);
     expect(t.exitCode).toBeNull();
-    expect(notes.at(-1)?.detail).toEqual({ exitCode: null, signal: null, reason });
+    expect(notes.at(-1)?.detail).toEqual({ exitCode: null, signal: null, reason, slots: ONE_SLOT });
     rec.expectNoMore();
   });
 
@@ -257,7 +268,7 @@ describe('ExecutorCore', () => {
       detail: { exitCode: 3, preExec: 0, line: 'module load gcc' },
     };
     expect(t.reason).toEqual(reason);
-    expect(notes.at(-1)?.detail).toEqual({ exitCode: 3, signal: null, reason });
+    expect(notes.at(-1)?.detail).toEqual({ exitCode: 3, signal: null, reason, slots: ONE_SLOT });
     rec.expectNoMore();
   });
 
@@ -311,7 +322,12 @@ describe('ExecutorCore', () => {
       detail: { timeoutS: 2 },
     };
     expect(t.reason).toEqual(reason);
-    expect(notes.at(-1)?.detail).toEqual({ exitCode: null, signal: 'SIGKILL', reason });
+    expect(notes.at(-1)?.detail).toEqual({
+      exitCode: null,
+      signal: 'SIGKILL',
+      reason,
+      slots: ONE_SLOT,
+    });
     expect(clock.pending()).toBe(0);
     rec.expectNoMore();
   });
@@ -379,6 +395,7 @@ describe('ExecutorCore', () => {
     expect(notes.at(-1)?.detail).toEqual({
       exitCode: null,
       signal: 'SIGKILL',
+      slots: ONE_SLOT,
       reason: {
         code: 'E_CANCELED',
         message: 'task was canceled while it ran',

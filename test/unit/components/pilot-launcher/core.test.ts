@@ -69,7 +69,12 @@ describe('PilotLauncherCore', () => {
     expect(notes).toEqual([
       { ...base, state: 'PMGR_LAUNCHING', ts: clock.now() - 1_234 },
       { ...base, state: 'PMGR_ACTIVE_PENDING', ts: clock.now() - 1_234 },
-      { ...base, state: 'PMGR_ACTIVE', ts: clock.now() },
+      {
+        ...base,
+        state: 'PMGR_ACTIVE',
+        ts: clock.now(),
+        detail: { jobStarted: clock.now() - 1_234 },
+      },
     ]);
     rec.expectNoMore();
   });
@@ -140,7 +145,11 @@ describe('PilotLauncherCore', () => {
     };
     expect(p.state).toBe('DONE');
     expect(p.reason).toEqual(why);
-    expect(s.notes.at(-1)?.detail).toEqual({ reason: why });
+    expect(s.notes.at(-1)?.detail).toEqual({
+      reason: why,
+      jobStarted: expect.any(Number),
+      drainStarted: expect.any(Number),
+    });
     expect(s.ended).toEqual([{ uid: 'p1', state: 'DONE', reason: why }]);
     expect(s.core.active).toEqual([]);
     s.rec.expectNoMore();
@@ -241,7 +250,10 @@ describe('PilotLauncherCore', () => {
         detail: { state },
       };
       expect(p.reason).toEqual(why);
-      expect(s.notes.at(-1)?.detail).toEqual({ reason: why });
+      expect(s.notes.at(-1)?.detail).toMatchObject({
+        reason: why,
+        drainStarted: expect.any(Number),
+      });
       expect(s.ended).toEqual([{ uid: 'p1', state: 'FAILED', reason: why }]);
       s.rec.expectNoMore();
     },
