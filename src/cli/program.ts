@@ -2,6 +2,7 @@ import type { CommanderError } from 'commander';
 import { Command } from 'commander';
 import { EXIT, packageVersion } from './args';
 import { registerRun } from './commands/run';
+import { registerTail } from './commands/tail';
 
 /**
  * Each command is one file under commands/ with a `register` that adds it to the program.
@@ -9,7 +10,7 @@ import { registerRun } from './commands/run';
  */
 export type Register = (program: Command, done: (code: number) => void) => void;
 
-const COMMANDS: Register[] = [registerRun];
+const COMMANDS: Register[] = [registerRun, registerTail];
 
 /** The `pilotfish` program: help and usage errors go through `write`, nothing calls process.exit. */
 export function buildProgram(

@@ -32,6 +32,8 @@ export interface LiveCli {
   proc: ChildProcess;
   /** Resolves with the first match of `pattern` in its stderr so far or to come. */
   stderrMatch(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** The same on its stdout. */
+  stdoutMatch(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
   /** Its end: exit code (null when a signal ended it), stdout and stderr. */
   result: Promise<CliResult & { signal: NodeJS.Signals | null }>;
 }
@@ -39,26 +41,25 @@ export interface LiveCli {
 /** Starts the built CLI with `args` (environment: `env`, default ours). */
 export function startCli(args: string[], env: NodeJS.ProcessEnv = process.env): LiveCli {
   const proc = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
-  let stdout = '';
-  let stderr = '';
+  const text = { stdout: '', stderr: '' };
   const watchers: (() => void)[] = [];
-  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  proc.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-    for (const w of [...watchers]) w();
-  });
+  for (const name of ['stdout', 'stderr'] as const) {
+    proc[name].on('data', (d: Buffer) => {
+      text[name] += d.toString();
+      for (const w of [...watchers]) w();
+    });
+  }
   const result = new Promise<CliResult & { signal: NodeJS.Signals | null }>((resolve, reject) => {
     proc.on('error', reject);
-    proc.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    proc.on('close', (code, signal) => resolve({ code, signal, ...text }));
   });
-  return {
-    proc,
-    result,
-    stderrMatch: (pattern, timeoutMs = 60_000) =>
+  const match =
+    (name: 'stdout' | 'stderr') =>
+    (pattern: RegExp, timeoutMs = 60_000): Promise<RegExpMatchArray> =>
       withTimeout(
         new Promise<RegExpMatchArray>((resolve) => {
           const check = (): void => {
-            const m = pattern.exec(stderr);
+            const m = pattern.exec(text[name]);
             if (m === null) return;
             watchers.splice(watchers.indexOf(check), 1);
             resolve(m);
@@ -67,7 +68,7 @@ export function startCli(args: string[], env: NodeJS.ProcessEnv = process.env): 
           check();
         }),
         timeoutMs,
-        `${pattern} on the CLI's stderr`,
-      ),
-  };
+        `${pattern} on the CLI's ${name}`,
+      );
+  return { proc, result, stderrMatch: match('stderr'), stdoutMatch: match('stdout') };
 }

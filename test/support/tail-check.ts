@@ -2,7 +2,9 @@ import { expect } from '@jest/globals';
 import * as path from 'node:path';
 import type { TaskManager } from '../../src/client/task-manager';
 import { withTimeout } from '../../src/lib/deferred';
+import { startCli } from './cli';
 import { closedGate } from './flock-gate';
+import type { Fixture } from './session-fixture';
 
 /**
  * A task that prints a line, waits on a gate the test holds (flock), then prints two lines and
@@ -50,4 +52,30 @@ export async function collect(it: AsyncIterable<string>): Promise<string[]> {
   const out: string[] = [];
   for await (const l of it) out.push(l);
   return out;
+}
+
+/**
+ * The same through `pilotfish tail SESSION UID -f` in a child process, which reads the
+ * session's store and the task's sandbox: the first line while the task runs, the rest once
+ * the gate opens, then exit 0 with the task. Returns the tail's arguments (session, uid, --dir).
+ */
+export async function cliFollowGatedPrinter(fx: Fixture, root: string): Promise<string[]> {
+  const gatePath = path.join(root, 'gate');
+  const gate = await closedGate(gatePath);
+  try {
+    const [task] = await fx.tmgr.submitTasks([
+      { executable: '/bin/sh', arguments: [...GATED_PRINTER, gatePath] },
+    ]);
+    const args = [fx.session.uid, task!.uid, '--dir', fx.dir];
+    const follow = startCli(['tail', ...args, '-f']);
+    await follow.stdoutMatch(/^first\n/, 120_000);
+    expect(task!.final).toBe(false); // the gate holds it
+    await gate.open();
+    const r = await follow.result;
+    expect([r.code, r.stdout, r.stderr]).toEqual([0, 'first\nsecond\nthird\npartial\n', '']);
+    expect(task!.state).toBe('DONE');
+    return args;
+  } finally {
+    gate.remove();
+  }
 }

@@ -1,7 +1,8 @@
 import { expect, it } from '@jest/globals';
 import { describeSlurm, slurmEnv } from '../../support/slurm';
 import { fixtures } from '../../support/session-fixture';
-import { collect, followGatedPrinter } from '../../support/tail-check';
+import { runCli } from '../../support/cli';
+import { cliFollowGatedPrinter, collect, followGatedPrinter } from '../../support/tail-check';
 import { tempDirs } from '../../support/temp-dirs';
 
 describeSlurm('tmgr.tail on a Slurm pilot', () => {
@@ -13,5 +14,12 @@ describeSlurm('tmgr.tail on a Slurm pilot', () => {
     const fx = await fixture.open({ resource: 'slurm', nodes: 1, runtimeMin: 5 });
     const uid = await followGatedPrinter(fx.tmgr, temp.make());
     expect(await collect(fx.tmgr.tail(uid))).toEqual(['first', 'second', 'third', 'partial']);
+  }, 180_000);
+
+  it('pilotfish tail -f: the same through the command, reading the session directory', async () => {
+    Object.assign(process.env, slurmEnv());
+    const fx = await fixture.open({ resource: 'slurm', nodes: 1, runtimeMin: 5 });
+    const args = await cliFollowGatedPrinter(fx, temp.make());
+    expect((await runCli(['tail', ...args])).stdout).toBe('first\nsecond\nthird\npartial\n');
   }, 180_000);
 });
