@@ -14,6 +14,8 @@ export type { RunSummary } from './summary';
 
 /** The copy of its workload a run keeps in its session directory, for `run --resume`. */
 export const SAVED_WORKLOAD = 'workload.json';
+/** The pid of the `pilotfish run` that drives the session now, so that no second one resumes it. */
+const RUN_PID = 'run.pid';
 /** How long a stopping run waits for its canceled tasks before it ends the pilots anyway. */
 const CANCEL_WAIT_MS = 30_000;
 
@@ -51,6 +53,7 @@ export interface RunOptions {
 export async function runWorkload(w: Workload, opts: RunOptions = {}): Promise<RunSummary> {
   const session = await Session.open(opts.dir !== undefined ? { dir: opts.dir } : {});
   writeFileSync(path.join(session.dir, SAVED_WORKLOAD), JSON.stringify(w), { mode: PRIVATE_FILE });
+  writeFileSync(path.join(session.dir, RUN_PID), `${process.pid}\n`, { mode: PRIVATE_FILE });
   return drive(session, w, false, opts);
 }
 
@@ -73,11 +76,34 @@ export async function resumeWorkload(
       `cannot resume ${sessionDir}: no workload saved by pilotfish run (${(e as Error).message})`,
     );
   }
+  // a session has one client: a second one would bind its addresses and write its store too
+  const running = liveRun(sessionDir);
+  if (running !== undefined) {
+    throw new UsageError(
+      `cannot resume ${path.basename(sessionDir)}: pilotfish run (pid ${running}) still runs it ` +
+        '(stop it first, or follow its tasks with pilotfish tail)',
+    );
+  }
   const session = await Session.open({
     dir: path.dirname(sessionDir),
     resume: path.basename(sessionDir),
   });
+  writeFileSync(path.join(sessionDir, RUN_PID), `${process.pid}\n`, { mode: PRIVATE_FILE });
   return drive(session, w, true, opts);
+}
+
+/** The pid of a live `pilotfish run` that the session's run.pid names, if any. */
+function liveRun(sessionDir: string): number | undefined {
+  let pid: number;
+  let cmdline: string;
+  try {
+    pid = Number(readFileSync(path.join(sessionDir, RUN_PID), 'utf8').trim());
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return undefined; // no run.pid, or its process is gone
+  }
+  // a pid used again since by another program is not a run
+  return /pilotfish|cli\/main\.js/.test(cmdline) ? pid : undefined;
 }
 
 async function drive(

@@ -109,6 +109,10 @@ async function run(file: string | undefined, flags: RunFlags): Promise<number> {
         if (stopWith !== undefined) view = showProgress(() => countTasks(tasks), process.stderr);
       },
     });
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    say(e.message); // e.g. a session to resume that another run still drives
+    return EXIT.usage;
   } finally {
     view?.stop();
     dispose();

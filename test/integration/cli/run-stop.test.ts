@@ -102,6 +102,11 @@ describe('pilotfish run, stopped and resumed', () => {
     appenders(file, log, 6, 300);
     const run = startCli(['run', file, '--dir', dir]);
     await lines(log, 2); // both cores run a task
+    // a session has one client: no resume while its run lives
+    const [, live] = await run.stderrMatch(/session (pf\.\S+) /);
+    const second = await runCli(['run', '--resume', live!, '--dir', dir]);
+    expect(second.code).toBe(2);
+    expect(second.stderr).toMatch(/cannot resume pf\.\S+: pilotfish run \(pid \d+\) still runs it/);
     run.proc.kill('SIGINT');
     const r = await run.result;
     expect(r.code).toBe(130);
@@ -119,7 +124,7 @@ describe('pilotfish run, stopped and resumed', () => {
     expect(readdirSync(dir)).toContain(uid);
   }, 120_000);
 
-  it('a second SIGINT leaves at once saying how to resume; the resumed run ends every task', async () => {
+  it('a second SIGINT leaves at once saying how to resume; the resumed run reports the end of every task', async () => {
     const dir = root();
     const [file, log] = [path.join(dir, 'w.json'), path.join(dir, 'ran')];
     appenders(file, log, 4, 300, 1);
@@ -134,9 +139,11 @@ describe('pilotfish run, stopped and resumed', () => {
       /SIGINT again: leaving now.*pilotfish run --resume (\S+) --dir (\S+)$/m.exec(r.stderr)!;
     expect(sessions).toBe(dir);
     const again = await runCli(['run', '--resume', uid!, '--dir', sessions!]);
-    // the first run had canceled what had not ended when it left: those stay canceled
+    // the first run had canceled what had not ended when it left: those stay canceled, and the
+    // resumed run sees each of them to its end
     expect(again.stdout).toMatch(/^session \S+: 4 tasks in/);
-    expect(again.code).not.toBeNull();
+    expect(again.stdout).toMatch(/^ {2}CANCELED\s+4$/m);
+    expect(again.code).toBe(1);
     for (const pid of agentPids(dir)) await waitForExit(pid, 10_000);
   }, 120_000);
 
