@@ -5,7 +5,9 @@ import type { Benchmark } from './harness';
 import * as memory from './memory';
 import * as scheduler from './scheduler';
 import * as store from './store';
+import * as timeline from './timeline';
 import * as transport from './transport';
+import * as utilization from './utilization';
 
 /** Every benchmark `npm run bench` knows, in the order it runs them. Add new ones here. */
 export const BENCHMARKS: readonly Benchmark[] = [
@@ -16,10 +18,13 @@ export const BENCHMARKS: readonly Benchmark[] = [
   store,
   transport,
   memory,
+  timeline,
+  utilization,
 ];
 
 /** Files of bench/ that are not benchmarks. */
 export const INFRASTRUCTURE = [
+  'chromium',
   'cpu-prof-preload',
   'dag-dask',
   'functions-dask',
@@ -29,4 +34,5 @@ export const INFRASTRUCTURE = [
   'profile-summary',
   'references',
   'run',
+  'synthetic-profile',
 ] as const;

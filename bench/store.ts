@@ -1,5 +1,5 @@
 /**
- * The embedded state store (DESIGN.md §4) under load.
+ * The embedded state store (docs/state-store.md) under load.
  *
  * - `notifications_per_s`: N notifications (agent-shaped: a task uid, attempt 1, one of six
  *   states) go in bulks of 256 `QueueSender` → `Bridge.queue()` → 2 `UpdateWorker`s →

@@ -8,6 +8,8 @@
 #     daemons when that changes under them.
 #   - python3-msgpack: the msgpack package of the system's python3, which Python function workers
 #     (workers/python_worker.py) need; the tests run them with /usr/bin/python3.
+#   - chromium: the headless browser that test/integration/cli/timeline-browser.test.ts loads the
+#     timeline page in (driven over its DevTools pipe; Debian's chromium-headless-shell does too).
 # Idempotent and a fast no-op when everything is present. Without root it only prints what
 # to install and exits 0: the tests that need a missing tool then report themselves skipped.
 set -euo pipefail
@@ -24,6 +26,12 @@ command -v "${CXX:-c++}" >/dev/null 2>&1 || missing+=(g++)        # native/memor
 # Python function workers; a system without python3 has no Python functions to test
 if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import msgpack' >/dev/null 2>&1; then
   missing+=(python3-msgpack)
+fi
+
+# the timeline's browser test (test/support/chromium.ts looks in the same places)
+if [ ! -x /usr/lib/chromium/chromium ] && [ ! -x /usr/bin/chromium-headless-shell ] &&
+  ! command -v chromium >/dev/null 2>&1; then
+  missing+=(chromium)
 fi
 
 if [ "${#missing[@]}" -eq 0 ]; then

@@ -1,5 +1,5 @@
 /*
- * pf-spawner: the native spawner helper of pilotfish's Executor (DESIGN.md §6).
+ * pf-spawner: the native spawner helper of pilotfish's Executor (docs/architecture.md).
  *
  * A small long-lived process that starts task processes for the agent, so the big Node process
  * never forks on its hot path. src/components/executor/spawner-pool.ts starts a few of these

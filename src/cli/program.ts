@@ -1,8 +1,10 @@
 import type { CommanderError } from 'commander';
 import { Command } from 'commander';
 import { EXIT, packageVersion } from './args';
+import { registerProfile } from './commands/profile';
 import { registerRun } from './commands/run';
 import { registerTail } from './commands/tail';
+import { registerTimeline } from './commands/timeline';
 
 /**
  * Each command is one file under commands/ with a `register` that adds it to the program.
@@ -10,7 +12,7 @@ import { registerTail } from './commands/tail';
  */
 export type Register = (program: Command, done: (code: number) => void) => void;
 
-const COMMANDS: Register[] = [registerRun, registerTail];
+const COMMANDS: Register[] = [registerRun, registerProfile, registerTimeline, registerTail];
 
 /** The `pilotfish` program: help and usage errors go through `write`, nothing calls process.exit. */
 export function buildProgram(

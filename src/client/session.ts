@@ -9,6 +9,7 @@ export interface SessionOptions {
   store?: 'embedded';
   /** Parent directory of session directories (default: ./.pilotfish in the working dir). */
   dir?: string;
+  /** The new session's uid and directory name (default: pf.YYYYMMDD.HHMMSS.xxxxxx, UTC). */
   uid?: string;
   /**
    * Uid of a session in `dir` whose client died: its store and journal are reopened, its
@@ -19,6 +20,7 @@ export interface SessionOptions {
   resume?: string;
   /** UpdateWorkers of the client side (default 1; agents have their own). */
   updateWorkers?: number;
+  /** The lowest level written to client.log in the session directory (default 'info'). */
   logLevel?: 'error' | 'warn' | 'info' | 'debug';
   /**
    * IP address (or interface) the session listens on for its agents (default 127.0.0.1).

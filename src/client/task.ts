@@ -151,10 +151,18 @@ export class Task {
   seq = 0;
   /** Retries it has used (see `retries` in its description). */
   retried = 0;
+  /** The uid of the pilot the task was bound to (its latest attempt's). */
   pilot?: string;
+  /** The exit code of its latest attempt's process (null when a signal ended it). */
   exitCode?: number | null;
+  /** The signal that ended its latest attempt's process, e.g. 'SIGKILL' (else null). */
   signal?: string | null;
+  /**
+   * A tail: the last 2,048 bytes of the latest attempt's stdout, cut at a line start, set once
+   * it has run. The whole file is `${task.sandbox}/stdout` (docs/guide.md).
+   */
   stdout?: string;
+  /** A tail of stderr, as `stdout`; the whole file is `${task.sandbox}/stderr`. */
   stderr?: string;
   /** mode 'function': the value the function returned (DONE). */
   result?: unknown;

@@ -4,21 +4,69 @@
  * The bootstrap file a launcher writes for an agent: who it is and where the client listens.
  */
 export interface AgentConfig {
+  /**
+   * The session's uid.
+   */
   session: string;
+  /**
+   * The pilot's uid.
+   */
   pilot: string;
+  /**
+   * The pilot's sandbox: the agent's logs and the tasks' directories.
+   */
   sandbox: string;
+  /**
+   * The session directory, on the client's side.
+   */
   sessionDir: string;
+  /**
+   * Cores the pilot holds (local), or in all (batch: the agent reads its nodes from the batch system).
+   */
   cores: number;
+  /**
+   * GPUs per node the pilot declares (a Slurm job's own GPU count takes precedence).
+   */
   gpus: number;
+  /**
+   * Minutes the agent runs once up; then it ends the pilot DONE.
+   */
   runtimeMin: number;
+  /**
+   * Not used (the pilot description's agent.executors is not passed on).
+   */
   executors?: number;
+  /**
+   * Spawner helper processes; default min(CPUs of the machine, cores).
+   */
   spawners?: number;
+  /**
+   * Warm workers for function tasks; default one per core of the agent's node.
+   */
   functionWorkers?: number;
+  /**
+   * The Python interpreter of Python function workers; default python3.
+   */
   python?: string;
+  /**
+   * The agent's UpdateWorkers; default 2.
+   */
   updateWorkers?: number;
+  /**
+   * Milliseconds from SIGTERM to SIGKILL; default 3000.
+   */
   killGraceMs?: number;
+  /**
+   * Milliseconds without the client's heartbeat after which the agent ends its tasks and exits; 0: never; default 30000 (the pilot's agent.clientTimeoutS).
+   */
   heartbeatTimeoutMs?: number;
+  /**
+   * The lowest level written to agent.log; default info.
+   */
   logLevel?: 'error' | 'warn' | 'info' | 'debug';
+  /**
+   * Where the agent connects: the session's sockets for this pilot.
+   */
   addresses: {
     /**
      * The pilot's own queue of tasks (the agent pulls).
@@ -45,6 +93,9 @@ export interface AgentConfig {
      */
     files?: string;
   };
+  /**
+   * Memory the pilot gives tasks, in MiB, per node; default the machine's total (local) or what Slurm gives.
+   */
   memMb?: number;
   /**
    * How the agent finds its nodes and starts tasks on other nodes.
@@ -62,8 +113,17 @@ export interface AgentConfig {
    * CurveZMQ keys (Z85): the session's public key and the pilot's own pair. Absent only in a session opened insecure: 'trusted-network'.
    */
   curve?: {
+    /**
+     * The session's public key (Z85, 40 characters).
+     */
     serverKey: string;
+    /**
+     * The pilot's own public key (Z85, 40 characters).
+     */
     publicKey: string;
+    /**
+     * The pilot's own secret key (Z85, 40 characters).
+     */
     secretKey: string;
   };
 }

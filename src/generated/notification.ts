@@ -34,11 +34,11 @@ export interface Notification {
      */
     retried?: number;
     /**
-     * Task states passed since its last published notification whose own notifications were not published (quiet states of a function task): state -> the time it was entered (epoch ms).
+     * Task states passed since the task's last published notification that had none of their own (quiet states of a function task), as pairs: [state code (src/states/state-codes.ts), ms before this notification's ts, ...].
+     *
+     * @maxItems 64
      */
-    passed?: {
-      [k: string]: number;
-    };
+    passed?: number[];
     /**
      * Where the task runs: per node, the indices of the cores and GPUs it holds.
      */

@@ -1,9 +1,12 @@
 /* Generated from schemas/pilot-description.schema.json by scripts/gen-types.js: do not edit. */
 
 /**
- * A placeholder job that holds resources for tasks.
+ * A placeholder job that holds cores, GPUs and memory for tasks: the agent, a process on this machine (resource 'local') or a batch job (slurm). A field not listed here is rejected, with its JSON path.
  */
 export interface PilotDescription {
+  /**
+   * The pilot's id, unique in the session: 1 to 128 letters, digits, '.', '_' or '-'. Default: generated (pilot.0000, pilot.0001, ...). A task's `pilot` names it; its sandbox defaults to <session dir>/<uid>.
+   */
   uid?: string;
   /**
    * Where the pilot runs: a child process here, or a job of a batch system.
@@ -14,17 +17,32 @@ export interface PilotDescription {
    */
   cores?: number;
   /**
-   * GPUs per node.
+   * GPUs per node. Default: a local pilot takes every NVIDIA GPU the driver lists on this machine (/proc/driver/nvidia/gpus, as nvidia-smi -L; 0 without the driver); a batch pilot has none unless this says how many (it asks for them: --gpus-per-node, and takes the count Slurm reports for its nodes). Tasks get indices 0..gpus-1 (CUDA_VISIBLE_DEVICES, PF_GPUS); declaring more than the driver lists is allowed (agent.log warns).
    */
   gpus?: number;
   /**
    * Memory the pilot may give to tasks, in MiB; defaults to the machine's total.
    */
   memMb?: number;
+  /**
+   * Minutes the pilot lives once its agent is up, more than 0 and at most 525,600 (a year); default 60. Then the agent ends it (DONE): tasks still running are killed and end FAILED (E_PILOT_ENDED). A batch job asks for this walltime plus 2 minutes for the agent's own drain.
+   */
   runtimeMin?: number;
+  /**
+   * The pilot's directory on the compute side: its agent's files (agent.log, agent.out, agent.err, agent.json) and one directory per task (<sandbox>/<task uid>). Default: <session dir>/<pilot uid>. Batch pilots need it on a file system their nodes see.
+   */
   sandbox?: string;
+  /**
+   * Settings of the pilot's agent process; each has a default.
+   */
   agent?: {
+    /**
+     * Accepted but not used: the agent runs one Executor (its spawner helpers are set by `spawners`).
+     */
     executors?: number;
+    /**
+     * Spawner helper processes that start the tasks (1 to 64); default: the CPUs of the agent's machine or the pilot's cores, whichever is fewer.
+     */
     spawners?: number;
     /**
      * Warm worker processes for function tasks (mode 'function'), started with the first such task; default: one per core of the agent's node.
@@ -34,12 +52,21 @@ export interface PilotDescription {
      * The Python interpreter of function workers for tasks of function.language 'python': a path, or a name looked up on the agent's PATH; default 'python3'. It needs the msgpack package (pip install msgpack; Debian: python3-msgpack).
      */
     python?: string;
+    /**
+     * UpdateWorkers of the agent, which send its notifications to the session's store (1 to 64); default 2.
+     */
     updateWorkers?: number;
+    /**
+     * Milliseconds from SIGTERM to SIGKILL when a task is canceled or times out, and for the processes a task leaves behind when it ends; also how long function workers get to exit. 0 to 3,600,000; default 3000.
+     */
     killGraceMs?: number;
     /**
      * How long each side goes on without hearing from the other (default 30 s). The agent keeps working that long without its client: a client that comes back within it (Session.open({ resume })) finds its tasks running; after it the agent ends its tasks and exits. The client fails a pilot whose agent is silent that long (E_AGENT_SILENT) and kills the agent.
      */
     clientTimeoutS?: number;
+    /**
+     * The lowest level the agent writes to agent.log (in the pilot's sandbox): error, warn, info or debug; default info.
+     */
     logLevel?: 'error' | 'warn' | 'info' | 'debug';
     /**
      * Slurm pilots: the PMI plug-in srun starts tasks' ranks with (srun --mpi=<mpi>), e.g. 'pmix', 'pmi2', 'none'. 'auto' picks what the MPI library on the agent's PATH needs among the plug-ins srun offers (PMIx for OpenMPI), checked with a one-rank step at agent start. A task's environment SLURM_MPI_TYPE overrides it.
@@ -60,12 +87,17 @@ export interface PilotDescription {
   account?: string;
   /**
    * Extra batch directives, one option each (e.g. "--constraint=gpu"), added to the job script as is.
+   *
+   * Items: One batch option, e.g. "--constraint=gpu".
    */
   directives?: string[];
   /**
    * How the client polls and commands the batch system.
    */
   launcher?: {
+    /**
+     * Milliseconds between two looks at the batch job's state (scontrol show job), 50 to 3,600,000; default 1000.
+     */
     pollMs?: number;
   };
 }

@@ -2,10 +2,16 @@
 import type { StagingDirective } from './staging-directive';
 
 /**
- * What a user asks a pilot to run.
+ * What a user asks a pilot to run: a program (mode 'executable', the default), a call of a function in a warm worker (mode 'function') or a long-running service (mode 'service'). A field not listed here is rejected, with its JSON path.
  */
 export type TaskDescription = {
+  /**
+   * The task's id, unique among the session's tasks: 1 to 128 letters, digits, '.', '_' or '-'. Default: generated in submission order (task.000000, task.000001, ...). Other tasks name it in `after`; its sandbox is <pilot sandbox>/<uid>.
+   */
   uid?: string;
+  /**
+   * A label of your own, up to 256 characters, not necessarily unique; default none. `pilotfish run` names tasks by it in its summary.
+   */
   name?: string;
   /**
    * 'executable': a program (executable, arguments), as a process per rank. 'function': a call of a module's exported function in one of the pilot's warm worker processes (function). 'service': a long-running program (executable, arguments) that other tasks talk to: it gets a port, is probed until ready, and publishes task.endpoint (service).
@@ -62,38 +68,67 @@ export type TaskDescription = {
      */
     startupTimeoutS?: number;
   };
+  /**
+   * The program to run (modes 'executable' and 'service', where it is required; not allowed in mode 'function'): an absolute path, a path relative to the task's working directory, or a name looked up on PATH (the task's `environment` PATH if it sets one, else the agent's). A file without a #! line runs under /bin/sh.
+   */
   executable?: string;
+  /**
+   * Arguments of the executable, passed as they are (no shell in between: no globbing, no $VAR expansion); default none. Not allowed in mode 'function'.
+   */
   arguments?: string[];
+  /**
+   * Variables set for the task, over the agent's environment: names of letters, digits and '_' (not starting with a digit), string values; default none. pilotfish sets PF_RANK, PF_RANKS, PF_TASK_ID, PF_TASK_SANDBOX, PF_TASK_ATTEMPT, PF_GPUS, PF_CPUS and CUDA_VISIBLE_DEVICES from the task's slot, and OMP_NUM_THREADS = coresPerRank unless set here.
+   */
   environment?: {
     [k: string]: string;
   };
   /**
-   * Working directory; defaults to the task sandbox.
+   * The task's working directory; default its sandbox (<pilot sandbox>/<task uid>). Give an absolute path: a relative one is taken from the agent's own working directory.
    */
   workdir?: string;
+  /**
+   * Processes (MPI ranks) the task runs, each with coresPerRank cores, gpusPerRank GPUs and memPerRankMb MiB; default 1. More than 1 needs launch 'mpirun' or 'srun' (the default launch picks one); mode 'function' allows only 1.
+   */
   ranks?: number;
+  /**
+   * Cores each rank holds, and is pinned to where the machine lets it; default 1. OMP_NUM_THREADS is set to it unless `environment` sets it.
+   */
   coresPerRank?: number;
   /**
    * GPUs per rank: a whole number, or a fraction below 1 to share one GPU with other tasks (up to 1.0 in total).
    */
   gpusPerRank?: number;
   /**
-   * Memory per rank in MiB, counted against the node's memory.
+   * Memory per rank in MiB; default 0. The scheduler places a rank only where that much of the node's memory (the pilot's memMb) is not held by other tasks. Not a limit for fork and mpirun; srun passes it to Slurm (--mem-per-cpu), which may enforce it.
    */
   memPerRankMb?: number;
   /**
    * How ranks start: fork (one rank on the agent's node), mpirun (OpenMPI) or srun (a step of the Slurm allocation the agent runs in). Default: outside Slurm, fork for one rank and mpirun for more; inside a Slurm allocation, fork for one rank on the agent's own node and srun otherwise.
    */
   launch?: 'fork' | 'mpirun' | 'srun';
+  /**
+   * Any integer, higher first; default 0. Within one priority tasks start in submission order; smaller ones may backfill around a task that waits for room, without delaying it (docs/scheduling.md).
+   */
   priority?: number;
+  /**
+   * Seconds the task may run, counted from its start on the node (not while it waits or stages files), more than 0 and at most 31,536,000 (a year); default: no limit. Past it the task and what it started get SIGTERM, then SIGKILL after the pilot's agent.killGraceMs, and it ends FAILED (E_TASK_TIMEOUT), or is tried again if it has retries left.
+   */
   timeoutS?: number;
+  /**
+   * The uid of the pilot the task must run on (one added to its task manager); default: any pilot that has room, the least loaded. A pilot that is not added, or has ended, fails the task (E_NO_SUCH_PILOT).
+   */
   pilot?: string;
   /**
    * Specific GPUs (indices on the node) each rank gets; implies gpusPerRank = their count.
    *
    * @minItems 1
+   *
+   * Items: A GPU index on the node, from 0.
    */
   gpuIndices?: [number, ...number[]];
+  /**
+   * Placement rules shared with other tasks, by tag value.
+   */
   tags?: {
     /**
      * All tasks with this tag run on one node.
@@ -110,6 +145,9 @@ export type TaskDescription = {
   after?: (
     | string
     | {
+        /**
+         * The uid of the task to wait for: a task of this session, submitted earlier or in the same call (an unknown uid or a cycle is rejected at submit).
+         */
         task: string;
         /**
          * done: the task ended DONE; final: it ended in any way; failed: it ended FAILED; ready: a service task is ready (service tasks only).
@@ -123,10 +161,14 @@ export type TaskDescription = {
   retries?: number;
   /**
    * Shell lines run in the task environment before the executable; the first that fails fails the task.
+   *
+   * Items: One shell line (run by /bin/sh).
    */
   preExec?: string[];
   /**
    * Shell lines run after the executable, whatever its exit code; a failing line fails the task.
+   *
+   * Items: One shell line (run by /bin/sh).
    */
   postExec?: string[];
   /**

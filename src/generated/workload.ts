@@ -11,9 +11,14 @@ export interface Workload {
    */
   $schema?: string;
   /**
+   * The pilots to submit, as in the API (pilot descriptions); default one local pilot with every core of this machine.
+   *
    * @minItems 1
    */
   pilots?: [PilotDescription, ...PilotDescription[]];
+  /**
+   * The tasks to submit, as in the API (task descriptions); an empty list runs nothing and exits 0.
+   */
   tasks: TaskDescription[];
   /**
    * Seconds the tasks may take, from their submission (pilots may still queue then) until every task and the stop of the services ended; then `pilotfish run` prints what had not ended and exits 3.

@@ -1,5 +1,6 @@
 import type { Notification, TaskDescription } from '../generated';
 import { isFinalState } from '../states/model';
+import { passedStates } from '../states/passed';
 import { PILOT_MODEL, type PilotState } from '../states/pilot-model';
 import { TASK_MODEL, type TaskState } from '../states/task-model';
 import type { AttemptProfile, PilotNode, PilotProfile, Profile, Stamp, TaskProfile } from './types';
@@ -37,7 +38,10 @@ export function buildProfile(
   for (const [uid, attempts] of tasks) {
     const d = facts.tasks.get(uid);
     const list = [...attempts.values()].sort((a, b) => a.attempt - b.attempt);
-    for (const a of list) finishStamps(a.states, TASK_RANK);
+    for (const a of list) {
+      finishStamps(a.states, TASK_RANK);
+      if (d?.mode === 'function') callTimes(a);
+    }
     out.push({
       uid,
       ...(d?.name !== undefined ? { name: d.name } : {}),
@@ -68,7 +72,7 @@ function addTaskNote(tasks: Map<string, Map<number, AttemptProfile>>, n: Notific
   const d = n.detail;
   if (d === undefined) return;
   if (d.passed !== undefined) {
-    for (const [s, ts] of Object.entries(d.passed)) a.states.push({ state: s as TaskState, ts });
+    for (const [s, ts] of passedStates(n)) a.states.push({ state: s as TaskState, ts });
   }
   if (d.pilot !== undefined) a.pilot = d.pilot;
   if (d.slots !== undefined) a.slots = d.slots;
@@ -109,4 +113,15 @@ function finishStamps<S extends string>(stamps: Stamp<S>[], rank: Map<string, nu
     stamps[w++] = stamps[r]!;
   }
   stamps.length = w;
+}
+
+/**
+ * A function call's start and end are its AGENT_EXECUTING and AGENT_STAGING_OUTPUT_PENDING:
+ * the agent sends the call and takes its outcome in the same turns as it sets those states.
+ */
+function callTimes(a: AttemptProfile): void {
+  for (const s of a.states) {
+    if (s.state === 'AGENT_EXECUTING') a.launched ??= s.ts;
+    else if (s.state === 'AGENT_STAGING_OUTPUT_PENDING') a.exited ??= s.ts;
+  }
 }

@@ -62,7 +62,10 @@ export interface AttemptProfile {
   reason?: Reason;
   /** The cores and GPUs it held, per node (indices within the node). */
   slots?: SlotProfile[];
-  /** When its own command (or function call) started and ended, as its spawner or worker measured. */
+  /**
+   * When its own command started and ended, as its spawner measured; a function call's are the
+   * times the agent sent it and took its outcome (its AGENT_EXECUTING and exit states).
+   */
   launched?: number;
   exited?: number;
   exitCode?: number | null;

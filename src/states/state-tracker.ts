@@ -1,6 +1,7 @@
 import { isFinal, rankOf, type StateModel } from './model';
 import { ownCopy } from '../lib/strings';
 import type { Notification } from './notification';
+import { passedTs } from './passed';
 
 /** One state a tracked entity passed, in model order, exactly once per state and attempt. */
 export interface Emission<S extends string = string> {
@@ -39,7 +40,7 @@ function pack(p: Progress): number {
 
 /**
  * Rebuilds each entity's ordered history from notifications in any order, with duplicates
- * (DESIGN.md §4). Pure: no clock, no I/O.
+ * (docs/state-model.md, Reconstruction). Pure: no clock, no I/O.
  */
 export class StateTracker<S extends string = string> {
   private readonly progress = new Map<string, number>();
@@ -110,12 +111,12 @@ export class StateTracker<S extends string = string> {
       return out;
     }
     if (rank <= p.rank) return out;
-    const passed = n.detail?.passed as Readonly<Record<string, number>> | undefined;
+    const carries = n.detail?.passed !== undefined && p.attempt === n.attempt;
     for (let r = p.rank + 1; r < rank; r++) {
       const state = this.model.states[r]!;
-      const ts = passed?.[state];
+      const ts = carries ? passedTs(n, state) : undefined;
       out.push(
-        ts === undefined || p.attempt !== n.attempt
+        ts === undefined
           ? { uid: n.uid, state, attempt: p.attempt, inferred: true }
           : { uid: n.uid, state, attempt: p.attempt, inferred: false, ts },
       );

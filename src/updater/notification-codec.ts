@@ -1,5 +1,8 @@
 import type { Notification } from '../states/notification';
+import { COMPONENT_CODES, KIND_CODES, STATE_CODES } from '../states/state-codes';
 import { decode, encode } from '../transport/codec';
+
+export { COMPONENT_CODES, KIND_CODES, STATE_CODES } from '../states/state-codes';
 
 /**
  * How notifications are encoded where many are (the embedded store's records, the batches an
@@ -9,51 +12,8 @@ import { decode, encode } from '../transport/codec';
  * three enum strings were most of its bytes and of the encoder's time: a tuple encodes about
  * three times faster than the object. Records written before this format hold the objects
  * themselves; the decoders take either, element by element.
- *
- * The tables are append-only: a code, once written to a file, must keep its meaning. So they
- * are listed here, not derived from the state models (a test checks they cover them).
+ * The code tables are in src/states/state-codes.ts.
  */
-export const KIND_CODES: readonly string[] = ['task', 'pilot', 'service'];
-
-export const STATE_CODES: readonly string[] = [
-  'NEW',
-  'TMGR_SCHEDULING_PENDING',
-  'TMGR_SCHEDULING',
-  'TMGR_STAGING_INPUT_PENDING',
-  'TMGR_STAGING_INPUT',
-  'AGENT_STAGING_INPUT_PENDING',
-  'AGENT_STAGING_INPUT',
-  'AGENT_SCHEDULING_PENDING',
-  'AGENT_SCHEDULING',
-  'AGENT_EXECUTING_PENDING',
-  'AGENT_EXECUTING',
-  'AGENT_STAGING_OUTPUT_PENDING',
-  'AGENT_STAGING_OUTPUT',
-  'TMGR_STAGING_OUTPUT_PENDING',
-  'TMGR_STAGING_OUTPUT',
-  'DONE',
-  'FAILED',
-  'CANCELED',
-  'PMGR_LAUNCHING_PENDING',
-  'PMGR_LAUNCHING',
-  'PMGR_ACTIVE_PENDING',
-  'PMGR_ACTIVE',
-  'SERVICE_READY',
-];
-
-export const COMPONENT_CODES: readonly string[] = [
-  'TaskManager',
-  'ManagerScheduler',
-  'ManagerInputStager',
-  'AgentInputStager',
-  'AgentScheduler',
-  'Executor',
-  'AgentOutputStager',
-  'ManagerOutputStager',
-  'PilotManager',
-  'PilotLauncher',
-];
-
 const codesOf = (table: readonly string[]): Map<string, number> =>
   new Map(table.map((s, i) => [s, i]));
 const KIND = codesOf(KIND_CODES);

@@ -10,7 +10,7 @@ export interface WatchBulk {
 }
 
 /**
- * Where UpdateWorkers write notifications and the client reads them back (DESIGN.md §4).
+ * Where UpdateWorkers write notifications and the client reads them back (docs/state-store.md).
  * Backends: embedded (append-only file), mongodb. Notifications arrive out of order by design;
  * the store keeps acceptance order, the StateTracker rebuilds model order.
  */

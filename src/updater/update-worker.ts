@@ -64,7 +64,7 @@ interface Unacked {
 
 /**
  * Moves notifications from the agent's updates queue to the state store in batches
- * (DESIGN.md §4). Several workers compete on one queue, so the store sees them out of order.
+ * (docs/architecture.md, The state store). Several workers compete on one queue, so the store sees them out of order.
  * Delivery is at least once: a batch is kept and re-sent until acknowledged, and the store's
  * append is idempotent. Notifications still queued inside the PULL socket at close() are lost.
  */

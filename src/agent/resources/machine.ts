@@ -1,7 +1,10 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import type { NodeResources } from '../../components/agent-scheduler/node-state';
 import { cpuList } from '../../components/executor/launch/ranks';
+import { nvidiaGpus } from '../../lib/gpus';
+
+export { nvidiaGpus } from '../../lib/gpus';
 
 /** What the machine the agent runs on has, as far as the agent may use it. */
 export interface Machine {
@@ -43,15 +46,6 @@ export function parseCpuList(list: string): number[] {
     for (let c = lo; c <= hi; c++) out.add(c);
   }
   return [...out].sort((a, b) => a - b);
-}
-
-/** NVIDIA GPUs: one directory per GPU under /proc/driver/nvidia/gpus; 0 without the driver. */
-export function nvidiaGpus(dir = '/proc/driver/nvidia/gpus'): number {
-  try {
-    return readdirSync(dir).length;
-  } catch {
-    return 0;
-  }
 }
 
 /**

@@ -136,7 +136,11 @@ export class ExecutorCore {
           this.end(task, 'FAILED', prepared.reason, now, b);
           continue;
         }
-        const where = task.slots === undefined ? undefined : { slots: slotsByNode(task.slots) };
+        // a call's start is mostly dropped (HeldStarts): its slots come with its exit instead
+        const where =
+          task.slots === undefined || task.description.mode === 'function'
+            ? undefined
+            : { slots: slotsByNode(task.slots) };
         b.notes.push(transition(task, 'AGENT_EXECUTING', EXECUTOR, now, where));
         this.start(task, found.kind, prepared.job);
       }

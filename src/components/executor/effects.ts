@@ -92,14 +92,14 @@ export type StopHow = 'term' | 'kill';
 /** The job runs; `pid` when it is a process (named in the reason if it is lost later). */
 export interface StartedDetail {
   pid?: number;
-  /** When it started (epoch ms), as the spawner or the function pool measured it. */
+  /** When it started (epoch ms), as the spawner measured it. */
   t?: number;
 }
 
 export interface StartedEvent {
   uid: string;
   pid: number;
-  /** When it started (epoch ms), as the spawner or the function pool measured it. */
+  /** When it started (epoch ms), as the spawner measured it (a function call's are its AGENT_EXECUTING and exit states: the same turn). */
   t?: number;
 }
 
@@ -107,7 +107,7 @@ export interface ExitedEvent {
   uid: string;
   exitCode: number | null;
   signal: string | null;
-  /** When it ended (epoch ms), as the spawner or the function pool measured it. */
+  /** When it ended (epoch ms), as the spawner measured it (a function call's are its AGENT_EXECUTING and exit states: the same turn). */
   t?: number;
   /** What failed in which rank, read by the shell from the job's status files (stepStatus). */
   steps?: StepFailure[];

@@ -87,10 +87,7 @@ export class FunctionRunner {
       killGraceMs: o.killGraceMs,
       handlers: {
         started: (evs) => o.started(evs),
-        finished: (evs) => {
-          const t = Date.now(); // the calls' end, as the agent sees it
-          o.exited(evs.map((e) => exitOf(e, t)));
-        },
+        finished: (evs) => o.exited(evs.map(exitOf)),
         failed: (evs) => this.lost(evs),
         unusable: (message, index) =>
           o.unusable?.(`${language} function worker ${index}: ${message}`),
@@ -136,13 +133,13 @@ const results = new Unpackr({ useRecords: false, mapsAsObjects: true });
 /** msgpack nil: what a function that returns nothing returns (most do). */
 const NIL = 0xc0;
 
-function exitOf(o: CallOutcome, t: number): ExitedEvent {
+function exitOf(o: CallOutcome): ExitedEvent {
   if (o.ok) {
     const v = o.value;
     const value: unknown = v.length === 1 && v[0] === NIL ? null : results.unpack(v);
-    return { uid: o.uid, exitCode: 0, signal: null, value, t };
+    return { uid: o.uid, exitCode: 0, signal: null, value };
   }
   const { name, message, stack } = o.error;
   const error = { name, message, phase: o.phase, ...(stack !== undefined ? { stack } : {}) };
-  return { uid: o.uid, exitCode: 1, signal: null, error, t };
+  return { uid: o.uid, exitCode: 1, signal: null, error };
 }

@@ -1,6 +1,6 @@
 /**
  * Spawner helper: a small long-lived Node process that forks tasks for the agent, because
- * forking from the agent's big heap is slow (DESIGN.md §6). It imports node built-ins only, so
+ * forking from the agent's big heap is slow (docs/architecture.md). It imports node built-ins only, so
  * it starts fast and stays small. It speaks the line protocol of spawner-protocol.ts on
  * stdin/stdout (types only: erased at run time).
  *

@@ -1,7 +1,7 @@
 /**
  * The Executor's process adapter: a few long-lived spawner helpers, fed over pipes, fork the
  * tasks and report their starts and exits, so the big agent process never forks on its hot path
- * (DESIGN.md §6).
+ * (docs/architecture.md, docs/launch-methods.md).
  *
  * Two helpers speak the same protocol with the same semantics:
  *   - 'native': native/spawner/pf-spawner.c, built by `npm run build` (scripts/build-native.sh)

@@ -6,6 +6,7 @@ import { errorMeta } from '../../errors';
 import { compiledSibling } from '../../lib/dist-path';
 import type { Logger } from '../../lib/logger';
 import { readTail } from '../../lib/file-tail';
+import { nvidiaGpus } from '../../lib/gpus';
 import type { Capacity, LaunchEvents, PilotLauncher } from './launcher';
 import type { PilotRecord } from './pilot-record';
 import { PRIVATE_FILE, makePrivateDirAsync } from '../../lib/private-files';
@@ -32,10 +33,16 @@ export class LocalLauncher implements PilotLauncher {
     private readonly probeMs = 250,
   ) {}
 
-  /** `cores` (default: every core of this machine) and `gpus`. */
+  /**
+   * `cores` (default: every core of this machine) and `gpus` (default: every NVIDIA GPU the
+   * driver lists here, numbered 0..n-1 as CUDA numbers them; none without the driver).
+   */
   capacities(descriptions: PilotDescription[]): Promise<Capacity[]> {
     return Promise.resolve(
-      descriptions.map((d) => ({ cores: d.cores ?? os.cpus().length, gpus: d.gpus ?? 0 })),
+      descriptions.map((d) => ({
+        cores: d.cores ?? os.cpus().length,
+        gpus: d.gpus ?? nvidiaGpus(),
+      })),
     );
   }
 

@@ -1,5 +1,5 @@
 /**
- * MongoDB backend of the StateStore (DESIGN.md §4, docs/state-store.md), official driver.
+ * MongoDB backend of the StateStore (docs/state-store.md), official driver.
  *
  * Layout: one collection `notifications` shared by sessions. A document is a notification plus
  * `session` and `seq`, or a gap marker `{session, seq, gap: true}`. Two unique indexes:

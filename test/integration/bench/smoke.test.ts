@@ -45,6 +45,16 @@ const METRICS: Record<string, string[]> = {
   store: ['notifications_per_s', 'open_10m_ms'],
   transport: ['bulk100_tasks_per_s', 'single_msgs_per_s'],
   memory: ['client_rss_mb_per_100k_tasks'],
+  // timeline_render_ms_100k needs Chromium (scripts/system-deps.sh installs it)
+  timeline: [
+    'timeline_html_ms_100k',
+    'timeline_html_mb_100k',
+    'timeline_render_ms_100k',
+    'accounting_ms_1m_attempts',
+    'accounting_cpu_ms_1m_attempts',
+  ],
+  // its Slurm reference is not run quick (it starts a Slurm of its own)
+  utilization: ['utilization', 'efficiency', 'makespan_s'],
 };
 
 /**
@@ -87,6 +97,8 @@ const TIMEOUT_MS: Record<string, number> = {
   dag: 60_000,
   functions: 60_000,
   memory: 60_000,
+  timeline: 60_000,
+  utilization: 60_000,
 };
 
 describe('bench/', () => {
@@ -154,7 +166,7 @@ describe('bench/', () => {
     expect(code).toBe(2);
     expect(out).toEqual([]);
     expect(err.join('\n')).toContain(
-      `unknown benchmark 'nope'; known: e2e, dag, functions, scheduler, store, transport, memory`,
+      `unknown benchmark 'nope'; known: e2e, dag, functions, scheduler, store, transport, memory, timeline`,
     );
   });
 

@@ -58,7 +58,6 @@ describe('function tasks: quiet states and no sandbox of their own', () => {
     const store = await EmbeddedStore.open(fx.session.dir);
     const history = await store.history();
     await store.close();
-    let allReal = 0;
     for (const t of tasks) {
       expect([t.state, t.reason]).toEqual(['DONE', undefined]);
       // a published state may be inferred too, when a later one reached the store first
@@ -66,7 +65,6 @@ describe('function tasks: quiet states and no sandbox of their own', () => {
       expect(got.map(([s]) => s)).toEqual(upTo('DONE'));
       // a quiet state comes with the real time its carrier brought, unless it was overtaken
       for (const [, inferred, hasTs] of got) expect(hasTs).toBe(!inferred);
-      if (got.every(([, inferred]) => !inferred)) allReal++;
       // the start only of a call that ran longer than the agent held it (START_HOLD_MS)
       const stored = history.filter((n) => n.uid === t.uid).map((n) => n.state);
       const start = stored.includes('AGENT_EXECUTING') ? ['AGENT_EXECUTING'] : [];
@@ -88,8 +86,6 @@ describe('function tasks: quiet states and no sandbox of their own', () => {
       expect(t.result).toEqual({ cwd: fx.pilot.sandbox, sandbox: fx.pilot.sandbox });
       expect(fs.existsSync(path.join(fx.pilot.sandbox, t.uid))).toBe(false);
     }
-    // notifications from two processes may cross on their way, but most calls come in order
-    expect(allReal).toBeGreaterThan(0);
   }, 90_000);
 
   it('shows the start of a call that runs longer than the agent holds it, while it runs, with its real time', async () => {

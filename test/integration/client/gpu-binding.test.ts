@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { nvidiaGpus } from '../../../src/lib/gpus';
 import { fixtures } from '../../support/session-fixture';
 
 /**
@@ -51,6 +52,17 @@ describe(`GPU binding on a pilot with ${GPUS} ${REAL ? 'real' : 'fake'} GPUs`, (
       expect(gpuOf(a!.stdout)).toBe(gpuOf(b!.stdout)); // two halves share one GPU
       expect(gpuOf(pinned!.stdout)).toBe(String(GPUS - 1));
     }
+  }, 60_000);
+
+  it("a local pilot that does not say how many GPUs takes the machine's (what the NVIDIA driver lists), and its agent has them", async () => {
+    const fx = await fixture.open({ cores: 2 });
+    expect(fx.pilot.gpus).toBe(nvidiaGpus());
+    const [t] = await fx.tmgr.submitTasks([
+      { executable: '/bin/sh', arguments: ['-c', SHOW], gpusPerRank: 0 },
+    ]);
+    await fx.tmgr.waitTasks({ timeoutMs: 30_000 });
+    expect(t!.state).toBe('DONE');
+    expect(fx.pilot.nodes.map((n) => n.gpus)).toEqual([nvidiaGpus()]);
   }, 60_000);
 
   it('fails a task asking a GPU index the pilot lacks, at once and saying so', async () => {

@@ -18,7 +18,7 @@ function expectComplete(a: AttemptProfile, pilot: string, node: string): void {
   const at = (s: TaskState) => a.states.find((x) => x.state === s)!.ts;
   expect(a).toMatchObject({ final: 'DONE', pilot, exitCode: 0 });
   expect(a.slots).toEqual([{ node, cores: [expect.any(Number)], gpus: [] }]);
-  // the spawner's times lie within the executor's states (whose ts are whole ms)
+  // the spawner's times lie within the executor's states (whose ts are whole ms); a call's are those states'
   expect(a.launched!).toBeGreaterThanOrEqual(at('AGENT_EXECUTING'));
   expect(a.exited!).toBeGreaterThanOrEqual(a.launched!);
   expect(a.exited!).toBeLessThan(at('AGENT_STAGING_OUTPUT_PENDING') + 1);

@@ -1,6 +1,6 @@
 /**
- * The behaviour every StateStore backend must show (DESIGN.md §4: one conformance suite runs
- * against every backend). Not a test file: a backend's test file calls describeStoreConformance.
+ * The behaviour every StateStore backend must show (docs/state-store.md: one conformance suite
+ * runs against every backend). Not a test file: a backend's test file calls describeStoreConformance.
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { Notification } from '../../../src/generated';

@@ -34,25 +34,14 @@ describe('HeldStarts', () => {
     expect(starts.pass(ns)).toBe(ns);
   });
 
-  it("gives a dropped start's time and slots to the hand-back that supersedes it", () => {
+  it("gives a dropped start's time, and the times it carried, to the hand-back that supersedes it", () => {
     const { starts } = held();
-    const start = taskNotification(
-      'a',
-      1,
-      'AGENT_EXECUTING',
-      7,
-      C.executor,
-      { slots: [{ node: 'n', cores: [0], gpus: [] }] },
-      'function',
-    );
+    const start = taskNotification('a', 1, 'AGENT_EXECUTING', 7, C.executor, undefined, 'function');
+    start.detail = { passed: [6, 2] }; // AGENT_STAGING_INPUT at 5, as QuietCarry gives it
     expect(starts.pass([start])).toEqual([]);
     const [back] = starts.pass([note('a', 'TMGR_STAGING_OUTPUT_PENDING')]);
-    expect(back!.detail).toEqual({
-      exitCode: 0,
-      signal: null,
-      slots: [{ node: 'n', cores: [0], gpus: [] }],
-      passed: { AGENT_EXECUTING: 7 },
-    });
+    // [state code, ms before the hand-back's ts 0]: AGENT_STAGING_INPUT at 5, AGENT_EXECUTING at 7
+    expect(back!.detail).toEqual({ exitCode: 0, signal: null, passed: [6, -5, 10, -7] });
   });
 
   it("drops a call's start when its hand-back passes within the hold", () => {

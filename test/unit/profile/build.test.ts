@@ -76,9 +76,8 @@ describe('buildProfile', () => {
     const p = buildProfile(
       's',
       [
-        task('t2', 1, 'TMGR_STAGING_OUTPUT_PENDING', 9, {
-          passed: { AGENT_SCHEDULING: 5, AGENT_EXECUTING: 7, AGENT_STAGING_INPUT: 4 },
-        }),
+        // [state code, ms before 9]: AGENT_SCHEDULING at 5, AGENT_EXECUTING at 7, AGENT_STAGING_INPUT at 4
+        task('t2', 1, 'TMGR_STAGING_OUTPUT_PENDING', 9, { passed: [8, 4, 10, 2, 6, 5] }),
         task('t2', 1, 'AGENT_STAGING_INPUT_PENDING', 3),
       ],
       facts(),

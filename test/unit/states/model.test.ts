@@ -12,7 +12,8 @@ import {
 const FINALS = ['DONE', 'FAILED', 'CANCELED'];
 
 /**
- * The holders, written out by hand from DESIGN.md §2-3 rather than read from the code, so this
+ * The holders, written out by hand from the design (docs/state-model.md, Ownership map) rather than read
+ * from the code, so this
  * test checks the code against the design and not against itself.
  */
 const TASK_HOLDERS: [string, string][] = [

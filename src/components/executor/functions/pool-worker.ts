@@ -130,12 +130,11 @@ export class PoolWorker {
     if (this.pending.length > 0 && !(solo && this.inflight.size > 0)) {
       const sent = solo ? this.pending.splice(0, 1) : this.pending;
       const calls: WireCall[] = [];
-      const t = Date.now(); // the calls' start, as the agent sees it (one clock read per bulk)
       for (const c of sent) {
         calls.push(this.wireCall(c));
         c.sentTo = this;
         this.inflight.set(c.id, c);
-        started.push({ uid: c.job.uid, pid: this.p.pid, t });
+        started.push({ uid: c.job.uid, pid: this.p.pid });
       }
       if (!solo) this.pending = [];
       frames.push(frame(codec.pack({ t: 'calls', calls })));

@@ -7,7 +7,7 @@ import { describeStoreConformance } from '../conformance';
 import { makeNotes } from '../helpers';
 
 /**
- * Runs against a real server only (notes/README.md: none can be installed here, and a protocol
+ * Runs against a real server only (Debian has no MongoDB server to install, and a protocol
  * mock would not test anything). Set PILOTFISH_MONGODB_URI, e.g. mongodb://127.0.0.1:27017.
  */
 const uri = process.env['PILOTFISH_MONGODB_URI'];

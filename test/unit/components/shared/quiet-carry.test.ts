@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { QuietCarry } from '../../../../src/components/shared/quiet-carry';
 import { taskNotification } from '../../../../src/components/shared/transition';
 import type { Notification, NotificationDetail } from '../../../../src/states/notification';
+import { passedStates } from '../../../../src/states/passed';
 import type { TaskState } from '../../../../src/states/task-model';
 
 const fn = (
@@ -47,13 +48,18 @@ describe('QuietCarry', () => {
       slots: [{ node: 'n', cores: [1], gpus: [] }],
       launched: 4,
       exited: 4.5,
-      passed: { AGENT_STAGING_INPUT: 1, AGENT_SCHEDULING: 3, AGENT_STAGING_OUTPUT_PENDING: 5 },
+      passed: [6, 5, 8, 3, 11, 1], // [state code, ms before 6]
     });
+    expect(passedStates(out[0]!)).toEqual([
+      ['AGENT_STAGING_INPUT', 1],
+      ['AGENT_SCHEDULING', 3],
+      ['AGENT_STAGING_OUTPUT_PENDING', 5],
+    ]);
     expect(q.size).toBe(1); // b's still waits for its next published state
     const [failed] = q.pass([
       fn('b', 'FAILED', 9, { reason: { code: 'E_CANCELED', message: 'm', component: 'c' } }),
     ]);
-    expect(failed!.detail!.passed).toEqual({ AGENT_STAGING_INPUT: 2 });
+    expect(passedStates(failed!)).toEqual([['AGENT_STAGING_INPUT', 2]]);
     expect(q.size).toBe(0);
   });
 

@@ -1,0 +1,63 @@
+import { writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import type { Command } from 'commander';
+import { UsageError } from '../../errors';
+import { readProfile } from '../../profile/read';
+import { renderTimeline } from '../../profile/timeline';
+import { EXIT } from '../args';
+import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
+
+const EXIT_STATUS = `
+exit status:
+  0  the file was written
+  1  the session could not be read or the file not written (the message is on stderr)
+  2  wrong usage, or no such session (the message is on stderr)
+
+How to read the chart: docs/profiling.md.`;
+
+/** `pilotfish timeline [SESSION] -o FILE`: the session's timeline as one self-contained HTML file. */
+export function registerTimeline(program: Command, done: (code: number) => void): void {
+  program
+    .command('timeline')
+    .summary("write a session's timeline chart as one self-contained HTML file")
+    .description(
+      'Writes an HTML file (SVG, no network) with a lane per core and GPU showing each task ' +
+        "attempt's phases, the utilization over time, the count of tasks in each state, and the " +
+        "pilots' lifetimes. Hover a task to see it; works on a live session too.",
+    )
+    .argument('[session]', 'a session uid in --dir, or a session directory (default: the newest)')
+    .option('-o, --output <file>', 'the HTML file to write', 'timeline.html')
+    .option('--dir <sessions-dir>', 'where the sessions are', DEFAULT_SESSIONS_DIR)
+    .addHelpText('after', EXIT_STATUS)
+    .action(async (session: string | undefined, opts: { output: string; dir: string }) =>
+      done(await timeline(session, opts)),
+    );
+}
+
+async function timeline(
+  session: string | undefined,
+  opts: { output: string; dir: string },
+): Promise<number> {
+  let dir: string;
+  try {
+    dir = resolveSessionDir(session, opts.dir);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    process.stderr.write(`pilotfish timeline: ${e.message}\n`);
+    return EXIT.usage;
+  }
+  const p = await readProfile(dir);
+  const html = renderTimeline(p);
+  try {
+    writeFileSync(opts.output, html);
+  } catch (e) {
+    process.stderr.write(
+      `pilotfish timeline: cannot write ${opts.output}: ${(e as Error).message}\n`,
+    );
+    return EXIT.failed;
+  }
+  process.stdout.write(
+    `${path.resolve(opts.output)}: ${p.tasks.length} tasks, ${p.pilots.length} pilots\n`,
+  );
+  return EXIT.ok;
+}

@@ -1,0 +1,2 @@
+export { renderTimeline } from './page';
+export { timelineData, type TimelineData } from './data';
