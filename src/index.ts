@@ -33,6 +33,15 @@ export {
 export type { TailOptions, OutputStream } from './client/task-output';
 export { StoreUnwritableError } from './updater/state-store';
 export { readProfile } from './profile/read';
+export {
+  utilization,
+  BUCKETS,
+  type Bucket,
+  type Account,
+  type PilotUtilization,
+  type UtilizationReport,
+} from './profile/utilization';
+export { renderTimeline } from './profile/timeline';
 export type {
   Profile,
   PilotProfile,

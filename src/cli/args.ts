@@ -10,6 +10,9 @@ export const EXIT = {
   failed: 1,
   usage: 2,
   timeout: 3,
+  /** The command needs a live session and no client answers its control socket. */
+  notLive: 4,
+  /** `run` stopped by SIGINT (Ctrl-C), or SIGTERM. */
   interrupted: 130,
   terminated: 143,
 } as const;

@@ -1,8 +1,13 @@
 import type { CommanderError } from 'commander';
 import { Command } from 'commander';
 import { EXIT, packageVersion } from './args';
+import { registerCancel } from './commands/cancel';
+import { registerClean } from './commands/clean';
+import { registerExplain } from './commands/explain';
 import { registerProfile } from './commands/profile';
 import { registerRun } from './commands/run';
+import { registerSessions } from './commands/sessions';
+import { registerStatus } from './commands/status';
 import { registerTail } from './commands/tail';
 import { registerTimeline } from './commands/timeline';
 
@@ -12,7 +17,17 @@ import { registerTimeline } from './commands/timeline';
  */
 export type Register = (program: Command, done: (code: number) => void) => void;
 
-const COMMANDS: Register[] = [registerRun, registerProfile, registerTimeline, registerTail];
+const COMMANDS: Register[] = [
+  registerRun,
+  registerStatus,
+  registerCancel,
+  registerExplain,
+  registerSessions,
+  registerClean,
+  registerProfile,
+  registerTimeline,
+  registerTail,
+];
 
 /** The `pilotfish` program: help and usage errors go through `write`, nothing calls process.exit. */
 export function buildProgram(

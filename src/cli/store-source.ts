@@ -1,7 +1,6 @@
 import { readFileSync, watch } from 'node:fs';
 import * as path from 'node:path';
 import type { Notification, TaskDescription } from '../generated';
-import { UsageError } from '../errors';
 import type { OutputSource, TaskView } from '../client/task-output';
 import { readNotifications } from '../profile/read';
 import { TASK_STATES, isFinalTaskState, type TaskState } from '../states/task-model';
@@ -16,17 +15,15 @@ const EXECUTING = TASK_STATES.indexOf('AGENT_EXECUTING');
  * Where `pilotfish tail` learns about a task: the session's store and journal, read-only
  * (readNotifications), so a live session and a finished one alike. The sandbox is the one
  * the notifications name (`detail.sandbox`), else its pilot's sandbox and the uid once the
- * task ran there. Throws a UsageError for a task the session does not have.
+ * task ran there. Undefined for a task the session does not have.
  */
 export function storeOutputSource(
   sessionDir: string,
   uid: string,
-): { source: OutputSource; description: TaskDescription } {
+): { source: OutputSource; description: TaskDescription } | undefined {
   const journal = readJournal(sessionDir);
   const description = journal.tasks.get(uid);
-  if (description === undefined) {
-    throw new UsageError(`no task '${uid}' in session ${path.basename(sessionDir)}`);
-  }
+  if (description === undefined) return undefined;
   let seen: TaskView | undefined;
   let lastRead = 0;
   let dirty = true;

@@ -45,7 +45,9 @@ export type JournalEntry =
       nodes?: { name: string; cores: number; gpus: number }[];
     }
   | { t: 'pilots-added'; mgr: string; pilots: string[] }
-  | { t: 'tasks'; mgr: string; tasks: [uid: string, description: TaskDescription][] };
+  | { t: 'tasks'; mgr: string; tasks: [uid: string, description: TaskDescription][] }
+  /** The session was closed (`closed`) or taken up again (`resumed`): the last says which. */
+  | { t: 'closed' | 'resumed'; at: number };
 
 /**
  * The session's journal, `<session dir>/journal.jsonl`: written synchronously before the

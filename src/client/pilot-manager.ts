@@ -15,6 +15,7 @@ import { COMPONENTS } from '../states/task-model';
 import type { PilotRecord } from '../components/pilot-launcher/pilot-record';
 import { PilotLauncherShell } from '../components/pilot-launcher/shell';
 import { Listeners } from './listeners';
+import { managersOf } from './managers';
 import { Pilot } from './pilot';
 import type { DeliveryCursor } from './delivered';
 import type { ClientRuntime } from './runtime';
@@ -56,6 +57,7 @@ export class PilotManager {
     this.log = rt.log.child({ component: COMPONENTS.pilotManager });
     this.callbacks = new Listeners(this.log);
     ({ name: this.name, delivery: this.delivery } = rt.registerManager('pmgr'));
+    managersOf(rt).pilots.add(this);
     this.launcher = new PilotLauncherShell({
       journal: rt.journal,
       control: rt.control,

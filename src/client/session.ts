@@ -1,7 +1,9 @@
+import { errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
 import { readProfile } from '../profile/read';
 import type { Profile } from '../profile/types';
 import type { StoreUnwritableError } from '../updater/state-store';
+import { ControlServer } from './control-server';
 import { ClientRuntime, bindRuntime, runtimeOf } from './runtime';
 
 export interface SessionOptions {
@@ -42,6 +44,9 @@ export interface SessionOptions {
  * pilot it still has and releases every socket.
  */
 export class Session {
+  /** `<dir>/control.sock`, for `pilotfish status|cancel|explain` (undefined: it could not listen). */
+  private control: ControlServer | undefined;
+
   private constructor(
     /** The session's id (`Session.open({ resume: uid })` takes it back after a crash). */
     readonly uid: string,
@@ -53,6 +58,8 @@ export class Session {
     const runtime = await ClientRuntime.open(options);
     const session = new Session(runtime.uid, runtime.dir);
     bindRuntime(session, runtime);
+    if (options.resume !== undefined) mark(runtime, 'resumed');
+    session.control = await ControlServer.listen(runtime);
     return session;
   }
 
@@ -98,6 +105,34 @@ export class Session {
    * with a StoreUnwritableError whose `lost` counts those notifications.
    */
   close(): Promise<void> {
-    return runtimeOf(this).close();
+    if (this.closing !== undefined) return this.closing.catch(() => undefined); // told once
+    this.closing = this.end(runtimeOf(this));
+    return this.closing;
+  }
+
+  private closing: Promise<void> | undefined;
+
+  private async end(rt: ClientRuntime): Promise<void> {
+    // answers `status` while it closes; gone, and the close in the journal, once closed
+    this.control?.setClosing();
+    try {
+      await rt.close();
+    } finally {
+      // marked first: a command that finds the socket gone finds the session ended
+      mark(rt, 'closed');
+      await this.control?.close();
+    }
+  }
+}
+
+/**
+ * Marks the session's journal: `pilotfish sessions` tells an ended session (last mark `closed`)
+ * from a crashed one. A journal that cannot be written (a full disk) costs the mark, nothing else.
+ */
+function mark(rt: ClientRuntime, t: 'closed' | 'resumed'): void {
+  try {
+    rt.journal.append({ t, at: Date.now() });
+  } catch (e) {
+    rt.log.warn('the journal cannot be marked', { mark: t, ...errorMeta(e) });
   }
 }

@@ -24,6 +24,7 @@ import {
 } from '../states/task-model';
 import { taskNotification, transition } from '../components/shared/transition';
 import { Listeners } from './listeners';
+import { managersOf } from './managers';
 import type { Pilot } from './pilot';
 import type { DeliveryCursor } from './delivered';
 import type { ClientRuntime } from './runtime';
@@ -79,6 +80,7 @@ export class TaskManager {
     this.log = rt.log.child({ component: COMPONENTS.taskManager });
     this.callbacks = new Listeners(this.log);
     ({ name: this.name, delivery: this.delivery } = rt.registerManager('tmgr'));
+    managersOf(rt).tasks.add(this);
     if (rt.replayPending) this.adopt();
     rt.onNotifications((ns) => this.ingest(ns));
     rt.control.on((msg) => {

@@ -39,6 +39,11 @@ export class TaskRegistry {
     if (t !== undefined && t.sandbox !== sandbox) t.setSandbox(sandbox, this.sandboxDirs);
   };
 
+  /** Every task, in the order they were taken on. */
+  values(): IterableIterator<Task> {
+    return this.byUid.values();
+  }
+
   has(uid: string): boolean {
     return this.byUid.has(uid);
   }

@@ -4,6 +4,7 @@ import { issuesText, ValidationError, type ValidationIssue } from '../errors';
 import type {
   AgentConfig,
   ControlMessage,
+  ControlRequest,
   FileReply,
   FileRequest,
   Notification,
@@ -19,6 +20,7 @@ import type {
 } from '../generated';
 import agentConfig from '../../schemas/agent-config.schema.json';
 import controlMessage from '../../schemas/control-message.schema.json';
+import controlRequest from '../../schemas/control-request.schema.json';
 import fileReply from '../../schemas/file-reply.schema.json';
 import fileRequest from '../../schemas/file-request.schema.json';
 import notification from '../../schemas/notification.schema.json';
@@ -74,6 +76,7 @@ ajv.addSchema([
   storeRequest,
   storeReply,
   controlMessage,
+  controlRequest,
   fileRequest,
   fileReply,
   agentConfig,
@@ -262,6 +265,7 @@ export const parseNotificationBulk = parser<NotificationBulk>('NotificationBulk'
 export const parseStoreRequest = parser<StoreRequest>('StoreRequest', storeRequest);
 export const parseStoreReply = parser<StoreReply>('StoreReply', storeReply);
 export const parseControlMessage = parser<ControlMessage>('ControlMessage', controlMessage);
+export const parseControlRequest = parser<ControlRequest>('ControlRequest', controlRequest);
 export const parseAgentConfig = parser<AgentConfig>('AgentConfig', agentConfig);
 export const parseWorkload = parser<Workload>('Workload', workload);
 export const parseSessionOptions = parser<SessionOptionsInput>('SessionOptions', sessionOptions);

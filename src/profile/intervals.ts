@@ -1,4 +1,4 @@
-import { attemptEnd, attemptTimes, pilotWindow } from './phases';
+import { attemptEnd, attemptTimes, PHASES, pilotWindow } from './phases';
 import type { AttemptProfile, PilotProfile, Profile, TaskProfile } from './types';
 import { utilization, type UtilizationReport } from './utilization';
 
@@ -33,14 +33,12 @@ export interface ProfileReport {
   utilization: UtilizationReport;
 }
 
-const PHASE_KEYS = ['scheduling', 'launching', 'running', 'tearingDown'] as const;
-
 export function attemptIntervals(task: TaskProfile, i: number, readAt: number): AttemptIntervals {
   const t = attemptTimes(task.attempts[i]!, attemptEnd(task, i, readAt));
   const out: AttemptIntervals = {};
   if (t.waiting !== undefined) out.waiting = t.waiting;
   const h = t.hold;
-  if (h !== undefined) PHASE_KEYS.forEach((k, j) => (out[k] = [h[j]!, h[j + 1]!]));
+  if (h !== undefined) PHASES.forEach((k, j) => (out[k] = [h[j]!, h[j + 1]!]));
   return out;
 }
 

@@ -1,7 +1,8 @@
-import { pilotWindow } from './phases';
-import { collectHolds, type Holds } from './pilot-holds';
+import { PHASES, pilotWindow } from './phases';
+import { Arena } from './arena';
+import { collectHolds, countHolds, holdsBytes, type Holds } from './pilot-holds';
 import { pilotSlots, type PilotSlots } from './pilot-slots';
-import { insertionFix, orderByTime } from './time-order';
+import { orderByTime, sortScratch, sortScratchBytes, type SortScratch } from './time-order';
 import type { PilotProfile, Profile } from './types';
 import { emptyAccount, pilotReport, type Account, type PilotUtilization } from './utilization';
 
@@ -10,7 +11,6 @@ const SCHEDULING = 0;
 const DRAINING = 4;
 const IDLE_PLAN = 5;
 const IDLE_OVERHEAD = 6;
-const PHASE_BUCKETS = ['scheduling', 'launching', 'running', 'tearingDown'] as const;
 
 /** Event kinds of the sweep. */
 const CORE = 0;
@@ -25,11 +25,19 @@ class Events {
   readonly arg: Int32Array;
   readonly delta: Int8Array;
   n = 0;
-  constructor(capacity: number) {
-    this.t = new Float64Array(capacity);
-    this.kind = new Uint8Array(capacity);
-    this.arg = new Int32Array(capacity);
-    this.delta = new Int8Array(capacity);
+  constructor(
+    capacity: number,
+    arena: Arena,
+    private readonly scratch: SortScratch,
+  ) {
+    this.t = arena.f64(capacity);
+    this.kind = arena.u8(capacity);
+    this.arg = arena.i32(capacity);
+    this.delta = arena.i8(capacity);
+  }
+
+  static bytes(capacity: number): number {
+    return Arena.size([8, capacity], [1, capacity], [4, capacity], [1, capacity]);
   }
   add(t: number, kind: number, arg: number, delta: number): void {
     const i = this.n++;
@@ -40,27 +48,50 @@ class Events {
   }
   /** Indices in time order (ties in any order: no time passes between them). */
   order(): Uint32Array {
-    return orderByTime(this.t.subarray(0, this.n));
+    return orderByTime(this.t.subarray(0, this.n), this.scratch);
   }
 }
 
-/** The holds grouped by slot, each slot's in order of allocation: [start offsets, held indices]. */
-function holdsBySlot(h: Holds, slots: number): [Int32Array, Uint32Array] {
+/**
+ * The holds grouped by slot, each slot's in order of allocation: [start offsets, held indices].
+ * The held attempts are sorted once by allocation, then dealt to their slots in that order.
+ */
+function holdsBySlot(
+  h: Holds,
+  slots: number,
+  arena: Arena,
+  scratch: SortScratch,
+): [Int32Array, Uint32Array] {
   const T = h.times;
-  const first = new Float64Array(h.pairs);
-  for (let i = 0; i < h.pairs; i++) first[i] = T[h.attemptOf[i]! * 5]!;
-  const byTime = orderByTime(first);
-  const start = new Int32Array(slots + 1);
+  const p0 = arena.f64(h.held);
+  for (let a = 0; a < h.held; a++) p0[a] = T[a * 5]!;
+  const byTime = orderByTime(p0, scratch);
+  const rank = arena.u32(h.held);
+  byTime.forEach((a, r) => (rank[a] = r));
+  const start = arena.i32(slots + 1);
   for (let i = 0; i < h.pairs; i++) start[h.slotOf[i]! + 1]!++;
   for (let s = 0; s < slots; s++) start[s + 1]! += start[s]!;
-  const fill = start.slice(0, slots);
-  const held = new Uint32Array(h.pairs);
-  for (const i of byTime) held[fill[h.slotOf[i]!]!++] = h.attemptOf[i]!;
-  const p0 = new Float64Array(h.held);
-  for (let a = 0; a < p0.length; a++) p0[a] = T[a * 5]!;
-  for (let s = 0; s < slots; s++) insertionFix(held, p0, start[s]!, start[s + 1]!);
+  // pairs are in attempt order: deal them by rank so that each slot's list comes out sorted
+  const pairAt = arena.u32(h.pairs);
+  const firstPair = arena.u32(h.held + 1);
+  for (let i = 0; i < h.pairs; i++) firstPair[h.attemptOf[i]! + 1]!++;
+  for (let a = 0; a < h.held; a++) firstPair[a + 1]! += firstPair[a]!;
+  const fillPairs = Uint32Array.from(firstPair.subarray(0, h.held));
+  for (let i = 0; i < h.pairs; i++) pairAt[fillPairs[h.attemptOf[i]!]!++] = i;
+  const fill = Int32Array.from(start.subarray(0, slots));
+  const held = arena.u32(h.pairs);
+  for (let r = 0; r < h.held; r++) {
+    const a = byTime[r]!;
+    for (let j = firstPair[a]!; j < firstPair[a + 1]!; j++) {
+      held[fill[h.slotOf[pairAt[j]!]!]!++] = a;
+    }
+  }
   return [start, held];
 }
+
+/** The arena bytes of holdsBySlot. */
+const bySlotBytes = (held: number, pairs: number, slots: number): number =>
+  Arena.size([8, held], [4, held], [4, slots + 1], [4, pairs], [4, held + 1], [4, pairs]);
 
 /**
  * Walks each slot's holds in order of allocation and adds each phase's time to its bucket. A
@@ -72,9 +103,11 @@ function accountHolds(
   slots: PilotSlots,
   acc: [Float64Array, Float64Array],
   ev: Events,
+  arena: Arena,
+  scratch: SortScratch,
 ): void {
   const n = slots.cores + slots.gpus;
-  const [start, bySlot] = holdsBySlot(h, n);
+  const [start, bySlot] = holdsBySlot(h, n, arena, scratch);
   const T = h.times;
   for (let s = 0; s < n; s++) {
     if (start[s] === start[s + 1]) continue;
@@ -185,7 +218,7 @@ function toAccount(a: Float64Array, total: number, startUp: number): Account {
   const x = emptyAccount();
   x.total = total / 1000;
   x.startUp = startUp / 1000;
-  PHASE_BUCKETS.forEach((b, k) => (x[b] = a[SCHEDULING + k]! / 1000));
+  PHASES.forEach((b, k) => (x[b] = a[SCHEDULING + k]! / 1000));
   x.draining = a[DRAINING]! / 1000;
   x.idlePlan = a[IDLE_PLAN]! / 1000;
   x.idleOverhead = a[IDLE_OVERHEAD]! / 1000;
@@ -214,9 +247,21 @@ export function accountPilot(profile: Profile, pilot: PilotProfile): PilotUtiliz
       gpuSeconds: toAccount(acc[1], 0, 0),
     });
   }
-  const holds = collectHolds(profile, pilot.uid, slots, w.active, w.drain, w.end);
-  const ev = new Events(2 * holds.pairs + 2 * holds.waits + 1);
-  accountHolds(holds, slots, acc, ev);
+  const count = countHolds(profile, pilot.uid);
+  const { attempts, pairs } = count;
+  const nSlots = slots.cores + slots.gpus;
+  const events = 2 * pairs + 2 * attempts + 1;
+  const arena = new Arena(
+    holdsBytes(attempts, pairs) +
+      bySlotBytes(attempts, pairs, nSlots) +
+      Events.bytes(events) +
+      sortScratchBytes(events),
+  );
+  const scratch = sortScratch(events, arena);
+  const window = { lo: w.active, drain: w.drain, hi: w.end };
+  const holds = collectHolds(profile, pilot.uid, slots, window, count, arena);
+  const ev = new Events(events, arena, scratch);
+  accountHolds(holds, slots, acc, ev, arena, scratch);
   for (let i = 0; i < holds.waits; i++) {
     ev.add(holds.waitFrom[i]!, WAIT, holds.waitShape[i]!, +1);
     ev.add(holds.waitTo[i]!, WAIT, holds.waitShape[i]!, -1);

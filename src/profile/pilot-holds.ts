@@ -1,3 +1,4 @@
+import { Arena } from './arena';
 import { attemptEnd, HELD, needOf, scanAttempt, WAITED } from './phases';
 import type { PilotSlots } from './pilot-slots';
 import type { Profile } from './types';
@@ -22,7 +23,8 @@ export interface Holds {
   shapes: { cores: number; gpus: number }[];
 }
 
-function sized(profile: Profile, uid: string): Holds {
+/** How many attempts are bound to pilot `uid`, and how many cores and GPUs they held in all. */
+export function countHolds(profile: Profile, uid: string): { attempts: number; pairs: number } {
   let attempts = 0;
   let pairs = 0;
   for (const task of profile.tasks) {
@@ -32,30 +34,49 @@ function sized(profile: Profile, uid: string): Holds {
       for (const s of a.slots ?? []) pairs += s.cores.length + s.gpus.length;
     }
   }
+  return { attempts, pairs };
+}
+
+/** The arena bytes collectHolds takes. */
+export const holdsBytes = (attempts: number, pairs: number): number =>
+  Arena.size(
+    [8, 5 * attempts],
+    [4, pairs],
+    [4, pairs],
+    [8, attempts],
+    [8, attempts],
+    [4, attempts],
+  );
+
+function sized(attempts: number, pairs: number, arena: Arena): Holds {
   return {
-    times: new Float64Array(5 * attempts),
+    times: arena.f64(5 * attempts),
     held: 0,
-    slotOf: new Int32Array(pairs),
-    attemptOf: new Int32Array(pairs),
+    slotOf: arena.i32(pairs),
+    attemptOf: arena.i32(pairs),
     pairs: 0,
-    waitFrom: new Float64Array(attempts),
-    waitTo: new Float64Array(attempts),
-    waitShape: new Int32Array(attempts),
+    waitFrom: arena.f64(attempts),
+    waitTo: arena.f64(attempts),
+    waitShape: arena.i32(attempts),
     waits: 0,
     shapes: [],
   };
 }
 
-/** The holds and waits of the attempts on pilot `uid`; `lo`..`hi` is its active part. */
+/**
+ * The holds and waits of the attempts on pilot `uid` (`count` of them: countHolds), in arrays
+ * from `arena`; `lo`..`hi` is its active part.
+ */
 export function collectHolds(
   profile: Profile,
   uid: string,
   slots: PilotSlots,
-  lo: number,
-  drain: number,
-  hi: number,
+  window: { lo: number; drain: number; hi: number },
+  count: { attempts: number; pairs: number },
+  arena: Arena,
 ): Holds {
-  const h = sized(profile, uid);
+  const { lo, drain, hi } = window;
+  const h = sized(count.attempts, count.pairs, arena);
   const shapeIndex = new Map<string, number>();
   const out = new Float64Array(7);
   const clip = (t: number): number => Math.min(Math.max(t, lo), hi);

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { once } from 'node:events';
+import * as path from 'node:path';
 import { OutputUnavailableError, UsageError } from '../../errors';
 import { tailOutput } from '../../client/task-output';
 import { EXIT } from '../args';
@@ -9,9 +10,10 @@ import { storeOutputSource } from '../store-source';
 const EXIT_STATUS = `
 exit status:
   0  the output was printed (with -f: the task has ended)
-  1  the output cannot be read here (the sandbox is on nodes that share no file system with
-     this machine, or the task is a function call, which writes no output file)
-  2  wrong usage, or no such session or task (the message is on stderr)
+  1  the session has no task with that uid, or its output cannot be read here (the sandbox is
+     on nodes that share no file system with this machine, or the task is a function call,
+     which writes no output file)
+  2  wrong usage, or no such session (the message is on stderr)
 
 SESSION is a session uid in --dir or a session directory. Details: docs/cli.md.`;
 
@@ -45,7 +47,13 @@ export function registerTail(program: Command, done: (code: number) => void): vo
 
 async function tail(session: string, uid: string, flags: TailFlags): Promise<number> {
   try {
-    const { source, description } = storeOutputSource(resolveSessionDir(session, flags.dir), uid);
+    const dir = resolveSessionDir(session, flags.dir);
+    const found = storeOutputSource(dir, uid);
+    if (found === undefined) {
+      process.stderr.write(`pilotfish tail: no task '${uid}' in session ${path.basename(dir)}\n`);
+      return EXIT.failed;
+    }
+    const { source, description } = found;
     if (description.mode === 'function') {
       throw new OutputUnavailableError(`task ${uid} is a function call: it writes no output file`);
     }

@@ -214,7 +214,7 @@ export const CLIENT_JS = String.raw`
     var s = '<svg xmlns="http://www.w3.org/2000/svg" id="pf-svg" width="' + G.W + '" height="' + G.H + '">';
     s += '<defs><clipPath id="pf-clip"><rect x="' + ML + '" y="0" width="' + G.PW + '" height="' + G.H + '"/></clipPath></defs>';
     s += pilotsMarkup() + '<g class="lanes">' + lanesMarkup() + '</g>';
-    s += '<g clip-path="url(#pf-clip)">' + ticks();
+    s += ticks() + '<g clip-path="url(#pf-clip)">';
     for (var k = 0; k < 4; k++) s += '<path class="phase phase-' + PHASES[k] + '" d="' + paths[k] + '"/>';
     s += '</g>';
     s += '<text class="band-label" x="' + (ML - 6) + '" y="' + (G.utilTop + 44) + '">utilization</text>';

@@ -1,5 +1,5 @@
 import { attemptEnd, attemptTimes, pilotWindow } from '../phases';
-import { pilotSlots } from '../pilot-slots';
+import { pilotSlots, type PilotSlots } from '../pilot-slots';
 import type { Profile } from '../types';
 import { utilization, type UtilizationReport } from '../utilization';
 import { stateCounts, type StateCounts } from './series';
@@ -53,10 +53,12 @@ export interface TimelineData {
 function layLanes(profile: Profile): {
   lanes: Lane[];
   laneOf: Map<string, Int32Array>;
+  slotsOf: Map<string, PilotSlots>;
   bars: PilotBar[];
 } {
   const lanes: Lane[] = [];
   const laneOf = new Map<string, Int32Array>();
+  const slotsOf = new Map<string, PilotSlots>();
   const bars: PilotBar[] = [];
   profile.pilots.forEach((p, pi) => {
     const slots = pilotSlots(profile, p);
@@ -72,6 +74,7 @@ function layLanes(profile: Profile): {
       }
     });
     laneOf.set(p.uid, map);
+    slotsOf.set(p.uid, slots);
     const w = pilotWindow(p, profile.readAt);
     const submitted = p.states[0]?.ts ?? w?.start ?? profile.readAt;
     const t = w ?? {
@@ -88,13 +91,12 @@ function layLanes(profile: Profile): {
       final: p.final ?? p.states[p.states.length - 1]?.state ?? 'NEW',
     });
   });
-  return { lanes, laneOf, bars };
+  return { lanes, laneOf, slotsOf, bars };
 }
 
 /** The chart's data for a profile. */
 export function timelineData(profile: Profile): TimelineData {
-  const { lanes, laneOf, bars } = layLanes(profile);
-  const slotsOf = new Map(profile.pilots.map((p) => [p.uid, pilotSlots(profile, p)]));
+  const { lanes, laneOf, slotsOf, bars } = layLanes(profile);
   let origin = Math.min(...bars.map((b) => b.times[0]), profile.readAt);
   for (const t of profile.tasks) origin = Math.min(origin, t.attempts[0]?.states[0]?.ts ?? origin);
   const times: number[] = [];

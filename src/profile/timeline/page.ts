@@ -11,7 +11,7 @@ table.summary th, table.summary td { padding: 2px 8px; text-align: right; border
 table.summary th:first-child, table.summary td:first-child { text-align: left; }
 .legend { display: flex; flex-wrap: wrap; gap: 14px; margin: 6px 0 8px; }
 .legend span { display: inline-flex; align-items: center; gap: 5px; }
-.legend i { width: 14px; height: 10px; display: inline-block; border-radius: 2px; }
+.legend i { width: 14px; height: 10px; display: inline-block; border-radius: 2px; box-shadow: inset 0 0 0 1px rgba(0,0,0,.15); }
 .hint { color: #656d76; }
 #pf-chart { width: 100%; user-select: none; }
 #pf-tip { position: absolute; display: none; background: #fff; border: 1px solid #c9ced4; border-radius: 4px;

@@ -19,10 +19,10 @@ describe('pilotfish tail', () => {
     expect((await runCli(['tail', ...args, '-f'])).stdout).toBe(all);
   }, 120_000);
 
-  it('an unknown task or session: a message and exit 2', async () => {
+  it('an unknown task: a message and exit 1; an unknown session: exit 2', async () => {
     const fx = await fixture.open();
     const r = await runCli(['tail', fx.session.uid, 'task.999999', '--dir', fx.dir]);
-    expect([r.code, r.stdout]).toEqual([2, '']);
+    expect([r.code, r.stdout]).toEqual([1, '']);
     expect(r.stderr).toBe(`pilotfish tail: no task 'task.999999' in session ${fx.session.uid}\n`);
     const s = await runCli(['tail', 'pf.20200101.000000.abcdef', 'task.000000', '--dir', fx.dir]);
     expect(s.code).toBe(2);

@@ -33,7 +33,7 @@ describeIf(title, () => {
     const p = await runCli(['profile', session, '--json']);
     report = JSON.parse(p.stdout) as ProfileReport;
     browser = await Browser.launch((chromium as { path: string }).path);
-    await browser.viewport(1400, 1000);
+    await browser.viewport(1400, 640); // the page's height: the screenshot has no blank below
   }, 180_000);
   afterAll(async () => {
     await browser?.close();

@@ -1,0 +1,92 @@
+import type { Command } from 'commander';
+import { InvalidArgumentError } from 'commander';
+import type { SessionStatus } from '../../client/control-protocol';
+import { EXIT } from '../args';
+import { ask } from '../control-client';
+import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
+import { statusOf } from '../session-info';
+import { formatStatus, statusLine } from '../status-format';
+import { usageErrors } from '../usage';
+
+const EXIT_STATUS = `
+exit status:
+  0  the status was shown (with --watch: the session ended)
+  1  pilotfish failed (message on stderr)
+  2  wrong usage, or no such session (message on stderr)
+
+A live session answers through its control socket; an ended or crashed one is read from its
+store. docs/cli.md: the document --json prints.`;
+
+interface StatusOptions {
+  dir: string;
+  json?: boolean;
+  watch?: boolean;
+  interval: number;
+  pending: number;
+}
+
+/** `pilotfish status [SESSION]`: pilots, counts per state, running tasks, oldest pending. */
+export function registerStatus(program: Command, done: (code: number) => void): void {
+  program
+    .command('status')
+    .summary("show a session's pilots and tasks (live or ended)")
+    .description(
+      'Shows the pilots, the tasks per state, the running tasks, and the oldest pending tasks ' +
+        'with what they wait for. SESSION is a uid in --dir or a path (default: the newest).',
+    )
+    .argument('[session]', 'the session: its uid, or the path of its directory')
+    .option('--dir <sessions-dir>', 'where the sessions are', DEFAULT_SESSIONS_DIR)
+    .option('--json', 'print one JSON document (with --watch: one per line, per change)')
+    .option('--watch', 'keep showing it until the session ends')
+    .option('--interval <seconds>', 'how often --watch looks', positive, 1)
+    .option('--pending <n>', 'how many of the oldest pending tasks to show', count, 5)
+    .addHelpText('after', EXIT_STATUS)
+    .action(async (session: string | undefined, opts: StatusOptions) =>
+      done(await usageErrors(() => status(resolveSessionDir(session, opts.dir), opts))),
+    );
+}
+
+async function status(dir: string, opts: StatusOptions): Promise<number> {
+  const limits = { pending: opts.pending };
+  if (opts.watch !== true) {
+    const st = await statusOf(dir, limits);
+    process.stdout.write(
+      opts.json === true ? JSON.stringify(st) + '\n' : formatStatus(st, Date.now()),
+    );
+    return EXIT.ok;
+  }
+  const tty = process.stdout.isTTY && opts.json !== true;
+  let last = '';
+  for (;;) {
+    const reply = await ask<SessionStatus>(dir, { op: 'status', ...limits });
+    // not live (any more): the store's last word, then done
+    const st = reply?.ok === true ? reply.result : await statusOf(dir, limits);
+    if (tty) {
+      process.stdout.write(`\x1b[H\x1b[2J${formatStatus(st, Date.now())}`);
+    } else {
+      const line = opts.json === true ? JSON.stringify(st) : statusLine(st);
+      if (line !== last) {
+        process.stdout.write(
+          opts.json === true ? `${line}\n` : `${new Date().toISOString()} ${line}\n`,
+        );
+      }
+      last = line;
+    }
+    if (st.state !== 'live' && st.state !== 'closing') return EXIT.ok;
+    await new Promise((resolve) => setTimeout(resolve, opts.interval * 1000));
+  }
+}
+
+function positive(v: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a number above 0');
+  return n;
+}
+
+function count(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 1000) {
+    throw new InvalidArgumentError('must be a whole number from 0 to 1000');
+  }
+  return n;
+}

@@ -1,0 +1,68 @@
+import type { SessionStatus } from '../client/control-protocol';
+import type { Explanation } from '../client/explain';
+import { TASK_STATES } from '../states/task-model';
+
+/** `3.2 s`, `4 min`, `2.5 h`, `3 d`: an age or a duration for people. */
+export function formatAge(ms: number): string {
+  const s = Math.max(0, ms) / 1000;
+  if (s < 60) return `${s.toFixed(s < 10 ? 1 : 0)} s`;
+  if (s < 3600) return `${Math.round(s / 60)} min`;
+  if (s < 86_400) return `${(s / 3600).toFixed(1)} h`;
+  return `${(s / 86_400).toFixed(1)} d`;
+}
+
+/** One line of a waiting or ended task: its state, and why. */
+export function explanationLine(e: Explanation, now: number): string {
+  const since = e.since !== undefined ? ` for ${formatAge(now - e.since)}` : '';
+  const name = e.name !== undefined ? ` (${e.name})` : '';
+  const attempt = e.attempt > 1 ? `, attempt ${e.attempt}` : '';
+  const pilot = e.pilot !== undefined ? ` on ${e.pilot}` : '';
+  let why = '';
+  if (e.waiting !== undefined) why = `: ${e.waiting.message}`;
+  else if (e.reason !== undefined) why = `: ${e.reason.code}: ${e.reason.message}`;
+  return `${e.uid}${name} ${e.state}${since}${pilot}${attempt}${why}`;
+}
+
+/** `pilotfish status` for people. */
+export function formatStatus(st: SessionStatus, now: number): string {
+  const lines: string[] = [];
+  const pid = st.pid !== undefined ? `, pid ${st.pid}` : '';
+  lines.push(`session ${st.session} (${st.state}${pid})`);
+  lines.push(st.pilots.length === 0 ? 'pilots: none' : 'pilots:');
+  for (const p of st.pilots) {
+    const gpus = p.gpus > 0 ? `, ${p.gpus} GPUs` : '';
+    const why = p.reason !== undefined ? `: ${p.reason.code}: ${p.reason.message}` : '';
+    lines.push(`  ${p.uid}  ${p.resource}  ${p.state}  ${p.cores} cores${gpus}${why}`);
+  }
+  lines.push(`tasks: ${st.total}`);
+  const width = Math.max(0, ...Object.keys(st.counts).map((s) => s.length));
+  for (const s of TASK_STATES) {
+    const n = st.counts[s];
+    if (n !== undefined) lines.push(`  ${s.padEnd(width)} ${n}`);
+  }
+  if (st.runningTotal > 0) {
+    const of = st.running.length < st.runningTotal ? ` (first ${st.running.length})` : '';
+    lines.push(`running: ${st.runningTotal}${of}`);
+    for (const t of st.running) {
+      const name = t.name !== undefined ? ` (${t.name})` : '';
+      const on = t.pilot !== undefined ? ` on ${t.pilot}` : '';
+      const since = t.since !== undefined ? ` for ${formatAge(now - t.since)}` : '';
+      lines.push(`  ${t.uid}${name}${on}${since}`);
+    }
+  }
+  if (st.pendingTotal > 0) {
+    const of = st.pending.length < st.pendingTotal ? `, the oldest ${st.pending.length}` : '';
+    lines.push(`pending: ${st.pendingTotal}${of}`);
+    for (const e of st.pending) lines.push(`  ${explanationLine(e, now)}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+/** One line that changes when the session does (`status --watch` off a terminal). */
+export function statusLine(st: SessionStatus): string {
+  const counts = TASK_STATES.filter((s) => st.counts[s] !== undefined)
+    .map((s) => `${s}=${st.counts[s]}`)
+    .join(' ');
+  const pilots = st.pilots.map((p) => `${p.uid}=${p.state}`).join(' ');
+  return `${st.state} tasks=${st.total} ${counts}${pilots !== '' ? ` | ${pilots}` : ''}`;
+}
