@@ -97,7 +97,8 @@ export async function* tailOutput(
 function unreachable(uid: string, sandbox: string): OutputUnavailableError {
   return new OutputUnavailableError(
     `cannot read the output of task ${uid}: its sandbox ${sandbox} is not on this machine ` +
-      '(its pilot runs on nodes that share no file system with the client); read it there',
+      '(its pilot runs on nodes that share no file system with this one: read it there; or the ' +
+      'sandbox was removed since)',
     sandbox,
   );
 }
