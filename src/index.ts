@@ -4,6 +4,7 @@ export { PilotManager, type PilotManagerOptions } from './client/pilot-manager';
 export { TaskManager } from './client/task-manager';
 export { Task, type StateInfo, type TaskHistoryEntry } from './client/task';
 export type { TransferProgress } from './client/transfer-progress';
+export type { Explanation, WaitReason } from './client/explain';
 export { Pilot } from './client/pilot';
 export type { TaskDescription, PilotDescription, Reason } from './generated';
 export type { Logger } from './lib/logger';

@@ -21,6 +21,7 @@ import { launchSetup } from './resources/launch-setup';
 import { discoverNodes } from './resources/nodes';
 import { AgentTaskQueues } from './task-queues';
 import type { NodeResources } from '../components/agent-scheduler/node-state';
+import type { ShapeWait } from '../components/agent-scheduler/wait-reports';
 
 /**
  * Wiring of one pilot's agent: AgentInputStager -> AgentScheduler -> Executor ->
@@ -142,6 +143,7 @@ export class Agent {
       { notes, next: toExecutor, log: logSched, clock },
       this.nodes,
       home?.name,
+      (waits) => this.publishWaits(waits),
     );
     const logExec = this.log.child({ component: C.executor });
     const homeCpus = home === undefined ? undefined : launch.cpuIds?.get(home.name);
@@ -223,6 +225,7 @@ export class Agent {
           return life.onHeartbeat();
         case 'client_resumed':
           life.onHeartbeat();
+          scheduler.onWaitsResend();
           return void this.announce().catch((e: unknown) =>
             this.log.error('agent_ready failed', errorMeta(e)),
           );
@@ -231,6 +234,7 @@ export class Agent {
         case 'agent_ready':
         case 'agent_heartbeat':
         case 'agent_final':
+        case 'agent_waits':
         case 'probe':
           return; // what agents say, or the bus's own
       }
@@ -258,6 +262,18 @@ export class Agent {
       control: this.control,
       files: this.files,
     };
+  }
+
+  /** Waiting reasons to the client over this pilot's uplink, in bulks its schema takes. */
+  private publishWaits(waits: ShapeWait[]): void {
+    const control = this.control;
+    if (control === undefined) return; // no task is given before the agent announced itself
+    for (let i = 0; i < waits.length; i += 1_000) {
+      const bulk = waits.slice(i, i + 1_000);
+      control
+        .publish({ type: 'agent_waits', pilot: this.cfg.pilot, waits: bulk })
+        .catch((e: unknown) => this.log.warn('waiting reasons not sent', errorMeta(e)));
+    }
   }
 
   /** Tells the client what this pilot holds (at start, and to a client that resumed). */

@@ -1,6 +1,11 @@
-import type { Reason } from '../generated';
-import type { TaskState } from '../states/task-model';
+import type { Reason, WaitReason } from '../generated';
+import { requestOf } from '../components/agent-scheduler/request';
+import { dependencyMessage } from '../components/manager-scheduler/wait-reasons';
+import { TASK_MODEL, isFinalTaskState, type TaskState } from '../states/task-model';
 import type { ClientRuntime } from './runtime';
+import type { Task } from './task';
+
+export type { WaitReason } from '../generated';
 
 /**
  * Why a task is where it is: its state and, while it waits, what it waits for; once ended, how.
@@ -15,30 +20,10 @@ export interface Explanation {
   pilot?: string;
   /** Since when it is in `state` (epoch ms), where known. */
   since?: number;
-  /** While it waits: what for, as its present owner reports it. */
+  /** While it waits: what for, as its present owner reports it (see docs/scheduling.md). */
   waiting?: WaitReason;
   /** Once it ended other than DONE: why. */
   reason?: Reason;
-}
-
-/** What a waiting task waits for (one line for people in `message`, the facts beside it). */
-export interface WaitReason {
-  /** pilot, dependencies, resources, reservation, tag, never, or queued (in transit). */
-  kind: 'pilot' | 'dependencies' | 'resources' | 'reservation' | 'tag' | 'never' | 'queued';
-  message: string;
-  /** The component that holds the task and keeps this current. */
-  component: string;
-  /** When the owner last set it (epoch ms). */
-  ts: number;
-  /** kind 'dependencies': the uids not yet satisfied. */
-  dependencies?: string[];
-  /** kind 'resources': what it asks on one node, and the largest free there now. */
-  asks?: { cores: number; gpus: number; memMb?: number };
-  largestFree?: { node: string; cores: number; gpus: number; memMb?: number };
-  /** kind 'reservation': the task the free cores are held for. */
-  behind?: string;
-  /** kind 'tag': the tag. */
-  tag?: { exclusive?: string; colocate?: string };
 }
 
 /** The explanation of a task of the session, or undefined for a uid it does not have. */
@@ -46,6 +31,7 @@ export function explainTask(rt: ClientRuntime, uid: string): Explanation | undef
   const task = rt.tasks.get(uid);
   if (task === undefined) return undefined;
   const last = task.history.at(-1);
+  const waiting = isFinalTaskState(task.state) ? undefined : waitingOf(rt, task);
   return {
     uid,
     ...(task.description.name !== undefined ? { name: task.description.name } : {}),
@@ -53,6 +39,54 @@ export function explainTask(rt: ClientRuntime, uid: string): Explanation | undef
     attempt: task.attempt,
     ...(task.pilot !== undefined ? { pilot: task.pilot } : {}),
     ...(last?.ts !== undefined ? { since: last.ts } : {}),
+    ...(waiting !== undefined ? { waiting } : {}),
     ...(task.reason !== undefined && task.state !== 'DONE' ? { reason: task.reason } : {}),
   };
+}
+
+/**
+ * What a task that has not ended waits for, from its holder: the ManagerScheduler when it holds
+ * it (asked now: its records run ahead of the delivered states), the AgentScheduler of its pilot
+ * in AGENT_SCHEDULING (what the agent last reported for tasks asking the same), else, in an
+ * X_PENDING state, in transit to X. A task being staged or run waits for nothing.
+ */
+function waitingOf(rt: ClientRuntime, task: Task): WaitReason | undefined {
+  const now = rt.clock.now();
+  const held = rt.pipeline.whyWaiting(task.uid);
+  if (held !== undefined) return withDependencyStates(rt, held);
+  const holder = TASK_MODEL.holders[task.state] ?? 'the next component';
+  if (task.state === 'AGENT_SCHEDULING' && task.pilot !== undefined) {
+    const agent = agentReason(rt, task, task.pilot);
+    if (agent !== undefined) return agent;
+    const message = `with the ${holder} of ${task.pilot}: being placed (no reason reported yet)`;
+    return { kind: 'queued', message, component: holder, ts: now };
+  }
+  if (task.state === 'NEW' || task.state === 'TMGR_SCHEDULING') {
+    const message = `being handed on by the ${holder} (${task.state})`;
+    return { kind: 'queued', message, component: holder, ts: now };
+  }
+  if (!task.state.endsWith('_PENDING')) return undefined;
+  const message = `in transit: queued for the ${holder} (${task.state})`;
+  return { kind: 'queued', message, component: holder, ts: now };
+}
+
+/** The agent's reason for the tasks asking what `task` asks, unless it names an older attempt. */
+function agentReason(rt: ClientRuntime, task: Task, pilot: string): WaitReason | undefined {
+  const req = requestOf(task.description);
+  if ('error' in req) return undefined;
+  const said = rt.links.waits.get(pilot, req.key);
+  if (said === undefined) return undefined;
+  if (said.task === task.uid) return said.attempt === task.attempt ? said.reason : undefined;
+  const message = `${said.reason.message} (behind ${said.task}, which asks the same)`;
+  return { ...said.reason, message, ahead: said.task };
+}
+
+/** The dependencies' states as this client knows them, beside what the scheduler said. */
+function withDependencyStates(rt: ClientRuntime, w: WaitReason): WaitReason {
+  if (w.dependencies === undefined) return w;
+  const dependencies = w.dependencies.map((d) => {
+    const state = rt.tasks.get(d.task)?.state;
+    return state !== undefined ? { ...d, state } : d;
+  });
+  return { ...w, message: dependencyMessage(dependencies), dependencies };
 }

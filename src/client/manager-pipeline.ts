@@ -1,4 +1,4 @@
-import type { Reason, TaskDescription, TaskRecord } from '../generated';
+import type { Reason, TaskDescription, TaskRecord, WaitReason } from '../generated';
 import type { Clock } from '../lib/clock';
 import type { Logger } from '../lib/logger';
 import type { Notification } from '../states/notification';
@@ -277,6 +277,11 @@ export class ManagerPipeline {
     this.scheduler.onPilotGone(uid, state);
     this.inputStager.onPilotGone(uid, state);
     this.inputShell.removePilot(uid);
+  }
+
+  /** Why the ManagerScheduler holds a task (worked out when asked), if it holds it. */
+  whyWaiting(uid: string): WaitReason | undefined {
+    return this.scheduler.whyWaiting(uid);
   }
 
   /** Tasks sent to a pilot's agent that never came back (call once the pilot has ended). */

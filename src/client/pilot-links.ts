@@ -2,6 +2,7 @@ import type { AgentConfig } from '../generated';
 import type { KeyPair } from '../transport/curve';
 import type { ControlUplinks } from '../transport/control-uplinks';
 import type { Logger } from '../lib/logger';
+import { AgentWaits } from './agent-waits';
 import { FileServer } from './file-server';
 import type { StoreServer } from '../updater/embedded/store-server';
 import type { StateStore } from '../updater/state-store';
@@ -40,6 +41,8 @@ export class PilotLinks {
   private readonly keys = new Map<string, KeyPair>();
   /** The client's end of the pilots' file channels: `allow`/`forget` what tasks transfer. */
   readonly files: FileServer;
+  /** What each pilot's agent says its waiting tasks wait for (explain reads it). */
+  readonly waits: AgentWaits;
 
   constructor(
     private readonly deps: {
@@ -61,6 +64,10 @@ export class PilotLinks {
       session: deps.session,
       log: deps.log.child({ component: 'FileServer' }),
     });
+    const owns = (pilot: string, uid: string, attempt: number): boolean =>
+      deps.pipeline.owns(pilot, uid, attempt);
+    this.waits = new AgentWaits(owns, deps.log.child({ component: 'AgentWaits' }));
+    deps.uplinks.bus.on(this.waits.hear);
   }
 
   /** Issues the pilot's keys and binds its sockets (`before`: those of a resumed session). */
@@ -105,7 +112,8 @@ export class PilotLinks {
 
   /** Messages refused on the pilots' sockets (and the store's), see docs/security.md. */
   refused(): number {
-    return this.deps.uplinks.refused + this.deps.store.refused + this.files.refused;
+    const { uplinks, store } = this.deps;
+    return uplinks.refused + store.refused + this.files.refused + this.waits.refused;
   }
 
   /** Closes the file channels (the other pilot sockets close with their owners). */

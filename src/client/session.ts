@@ -43,10 +43,14 @@ export interface SessionOptions {
  * pilots and tasks are submitted through PilotManager and TaskManager. Closing it ends every
  * pilot it still has and releases every socket.
  */
-export class Session {
-  /** `<dir>/control.sock`, for `pilotfish status|cancel|explain` (undefined: it could not listen). */
-  private control: ControlServer | undefined;
+/**
+ * What a Session keeps out of its public type, as its runtime is: the control socket
+ * (`<dir>/control.sock`, for `pilotfish status|cancel|explain`; undefined: it could not listen)
+ * and its close under way.
+ */
+const hidden = new WeakMap<Session, { control?: ControlServer; closing?: Promise<void> }>();
 
+export class Session {
   private constructor(
     /** The session's id (`Session.open({ resume: uid })` takes it back after a crash). */
     readonly uid: string,
@@ -59,7 +63,8 @@ export class Session {
     const session = new Session(runtime.uid, runtime.dir);
     bindRuntime(session, runtime);
     if (options.resume !== undefined) mark(runtime, 'resumed');
-    session.control = await ControlServer.listen(runtime);
+    const control = await ControlServer.listen(runtime);
+    hidden.set(session, control === undefined ? {} : { control });
     return session;
   }
 
@@ -105,23 +110,23 @@ export class Session {
    * with a StoreUnwritableError whose `lost` counts those notifications.
    */
   close(): Promise<void> {
-    if (this.closing !== undefined) return this.closing.catch(() => undefined); // told once
-    this.closing = this.end(runtimeOf(this));
-    return this.closing;
+    const h = hidden.get(this) ?? {};
+    if (h.closing !== undefined) return h.closing.catch(() => undefined); // told once
+    h.closing = end(runtimeOf(this), h.control);
+    hidden.set(this, h);
+    return h.closing;
   }
+}
 
-  private closing: Promise<void> | undefined;
-
-  private async end(rt: ClientRuntime): Promise<void> {
-    // answers `status` while it closes; gone, and the close in the journal, once closed
-    this.control?.setClosing();
-    try {
-      await rt.close();
-    } finally {
-      // marked first: a command that finds the socket gone finds the session ended
-      mark(rt, 'closed');
-      await this.control?.close();
-    }
+async function end(rt: ClientRuntime, control: ControlServer | undefined): Promise<void> {
+  // answers `status` while it closes; gone, and the close in the journal, once closed
+  control?.setClosing();
+  try {
+    await rt.close();
+  } finally {
+    // marked first: a command that finds the socket gone finds the session ended
+    mark(rt, 'closed');
+    await control?.close();
   }
 }
 

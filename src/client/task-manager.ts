@@ -1,11 +1,5 @@
 import type { TaskDescription, TaskRecord } from '../generated';
-import {
-  OutputUnavailableError,
-  TaskEndedError,
-  TimeoutError,
-  ValidationError,
-  errorMeta,
-} from '../errors';
+import { TaskEndedError, TimeoutError, UsageError, ValidationError, errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
 import { Interner, ownCopy } from '../lib/strings';
 import { parseTaskDescription } from '../lib/validate';
@@ -23,6 +17,7 @@ import {
   type TaskState,
 } from '../states/task-model';
 import { taskNotification, transition } from '../components/shared/transition';
+import { explainTask, type Explanation } from './explain';
 import { Listeners } from './listeners';
 import { managersOf } from './managers';
 import type { Pilot } from './pilot';
@@ -45,7 +40,7 @@ import { validateAll } from './validate-all';
 import { Waiters } from './waiters';
 import { checkSelection } from './selection';
 import { checkDependencies } from './check-dependencies';
-import { tailOutput, type TailOptions } from './task-output';
+import { tailTask, type TailOptions } from './task-output';
 
 /**
  * Submits tasks to the session's pilots and follows them: every state reaches `onState`
@@ -246,6 +241,13 @@ export class TaskManager {
     return [...this.tasks.values()];
   }
 
+  /** Where a task of this manager is, and while it waits what for (docs/scheduling.md). */
+  explain(uid: string): Explanation {
+    const e = this.tasks.has(uid) ? explainTask(this.rt, uid) : undefined;
+    if (e === undefined) throw new UsageError(`explain: no task '${uid}' in this task manager`);
+    return e;
+  }
+
   /** Waits until the tasks (default: all of this manager's) reach one of `states` (default: final). */
   async waitTasks(
     opts: { uids?: string[]; states?: readonly TaskState[]; timeoutMs?: number } = {},
@@ -303,24 +305,10 @@ export class TaskManager {
     return task.endpoint!;
   }
 
-  /**
-   * The lines of a task's stdout (or `stream: 'stderr'`) from its start; with `follow`, also
-   * those written later, until the task ends (docs/cli.md#tail, src/client/task-output.ts).
-   */
+  /** A task's stdout (or stderr) as lines; with `follow`, until it ends (see tailTask). */
   tail(uid: string, opts: TailOptions = {}): AsyncGenerator<string, void, undefined> {
     checkSelection('tail', { uids: [uid] }, (u) => this.tasks.has(u), 'a task of this manager');
-    const task = this.tasks.get(uid)!;
-    if (task.description.mode === 'function') {
-      throw new OutputUnavailableError(`task ${uid} is a function call: it writes no output file`);
-    }
-    return tailOutput(
-      {
-        uid,
-        now: () => ({ sandbox: task.sandbox, final: task.final }),
-        watch: (wake) => this.onState((t) => t === task && wake()),
-      },
-      opts,
-    );
+    return tailTask(this.tasks.get(uid)!, (fn) => this.onState(fn), opts);
   }
 
   /** Cancels tasks (default: all of this manager's) in whatever state they are. */

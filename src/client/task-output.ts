@@ -2,6 +2,7 @@ import { existsSync, watch, type FSWatcher } from 'node:fs';
 import * as path from 'node:path';
 import { OutputUnavailableError } from '../errors';
 import { FileLines } from '../lib/file-lines';
+import type { Task } from './task';
 
 export type OutputStream = 'stdout' | 'stderr';
 
@@ -92,6 +93,30 @@ export async function* tailOutput(
     dirWatch?.close();
     await lines?.close();
   }
+}
+
+/**
+ * tailOutput of a task this client follows: its sandbox and its end as its states are delivered
+ * (`onState`: the TaskManager's). A function call writes no output file: OutputUnavailableError.
+ */
+export function tailTask(
+  task: Task,
+  onState: (fn: (t: Task) => void) => () => void,
+  opts: TailOptions = {},
+): AsyncGenerator<string, void, undefined> {
+  if (task.description.mode === 'function') {
+    throw new OutputUnavailableError(
+      `task ${task.uid} is a function call: it writes no output file`,
+    );
+  }
+  return tailOutput(
+    {
+      uid: task.uid,
+      now: () => ({ sandbox: task.sandbox, final: task.final }),
+      watch: (wake) => onState((t) => t === task && wake()),
+    },
+    opts,
+  );
 }
 
 function unreachable(uid: string, sandbox: string): OutputUnavailableError {

@@ -1,4 +1,5 @@
 /* Generated from schemas/control-message.schema.json by scripts/gen-types.js: do not edit. */
+import type { WaitReason } from './wait-reason';
 
 /**
  * Messages on the session's control pubsub: cancel, shutdown, agent life. All but probes name their session: ports are reused, and an orphaned agent of another session may be connected to ours.
@@ -55,4 +56,27 @@ export type ControlMessage =
       type: 'agent_heartbeat';
       session: string;
       pilot: string;
+    }
+  | {
+      type: 'agent_waits';
+      session: string;
+      pilot: string;
+      /**
+       * @maxItems 1000
+       */
+      waits: {
+        /**
+         * What the tasks ask (the AgentScheduler's request key).
+         */
+        shape: string;
+        /**
+         * The first waiting task of the shape.
+         */
+        task?: string;
+        /**
+         * Its attempt.
+         */
+        attempt?: number;
+        reason?: WaitReason;
+      }[];
     };

@@ -17,4 +17,5 @@ export type { TaskBulk } from './task-bulk';
 export type { TaskDescription } from './task-description';
 export type { TaskRecord } from './task-record';
 export type { TaskState } from './task-state';
+export type { WaitReason } from './wait-reason';
 export type { Workload } from './workload';

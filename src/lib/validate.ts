@@ -36,6 +36,7 @@ import taskBulk from '../../schemas/task-bulk.schema.json';
 import taskDescription from '../../schemas/task-description.schema.json';
 import taskRecord from '../../schemas/task-record.schema.json';
 import taskState from '../../schemas/task-state.schema.json';
+import waitReason from '../../schemas/wait-reason.schema.json';
 import workload from '../../schemas/workload.schema.json';
 
 /**
@@ -75,6 +76,7 @@ ajv.addSchema([
   notificationBulk,
   storeRequest,
   storeReply,
+  waitReason,
   controlMessage,
   controlRequest,
   fileRequest,

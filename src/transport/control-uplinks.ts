@@ -12,6 +12,7 @@ const FROM_AGENTS = new Set<ControlMessage['type']>([
   'agent_ready',
   'agent_heartbeat',
   'agent_final',
+  'agent_waits',
 ]);
 
 /**
@@ -28,7 +29,8 @@ export class ControlUplinks {
   private refusedCount = 0;
 
   constructor(
-    private readonly bus: ControlBus,
+    /** Where accepted messages go (its listeners hear them). */
+    readonly bus: ControlBus,
     private readonly log: Logger,
   ) {
     this.bad = new BadMessages(log);

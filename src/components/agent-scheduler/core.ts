@@ -18,6 +18,8 @@ import {
   type Request,
 } from './request';
 import { giveBack, slotOf, takeRank, type Hold } from './slots';
+import { heldNodes, TagHolders, waitReasonOf, type WaitView } from './wait-reasons';
+import { WaitReports, type ShapeWaitOf } from './wait-reports';
 
 export type { NodeResources } from './node-state';
 
@@ -85,6 +87,10 @@ export class AgentSchedulerCore {
 
   /** The agent's own node, where tasks that must run there go (Request.home). */
   private readonly home: NodeState | undefined;
+  /** Why tasks wait, reported when the effects take it (wait-reports.ts). */
+  private readonly waits: WaitReports | undefined;
+  /** Running tasks per tag, which reasons name (kept only while reasons are reported). */
+  private readonly tagRuns = new TagHolders();
 
   constructor(
     private readonly effects: AgentSchedulerEffects,
@@ -111,6 +117,8 @@ export class AgentSchedulerCore {
       bySize.set(k, e);
     }
     this.sizes.push(...bySize.values());
+    const report = effects.reportWaits?.bind(effects);
+    if (report !== undefined) this.waits = new WaitReports(clock, this.waitOf, report);
   }
 
   onTasks(tasks: TaskRecord[]): void {
@@ -149,6 +157,8 @@ export class AgentSchedulerCore {
         }
       }
       if (a.req.colocate !== undefined) this.uncolocate(a.req.colocate, a.holds.length);
+      if (this.waits !== undefined) this.tagRuns.ended(a.req, uid);
+      this.waits?.capacityMoved();
       for (const n of touched) {
         this.refile(n);
         this.unblockFor(n);
@@ -169,6 +179,7 @@ export class AgentSchedulerCore {
       this.waitingIn.delete(uid);
       notes.push(transition(entry!.task, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
       if (shape.head >= shape.queue.length) this.forgetShape(shape);
+      else if (i === shape.head) this.waits?.blocked(shape.req.key); // another task is first
       if (this.reservation?.uid === uid) this.dropReservation();
     }
     this.schedule(now, notes);
@@ -189,9 +200,36 @@ export class AgentSchedulerCore {
     this.ready.clear();
     this.blockedOn.clear();
     this.waitingIn.clear();
+    this.waits?.stop();
     if (this.reservation !== undefined) this.dropReservation();
     if (notes.length > 0) this.effects.notify(notes);
   }
+
+  /** The client resumed: it knows no reason, so every one is sent again. */
+  onWaitsResend(): void {
+    this.waits?.resend(this.shapes.keys());
+  }
+
+  /** What a waiting shape's first task waits for, computed when reasons are reported. */
+  private readonly waitOf: ShapeWaitOf = (key) => {
+    const shape = this.shapes.get(key);
+    const e = shape?.blocked === true ? shape.queue[shape.head] : undefined;
+    if (e === undefined) return undefined;
+    const { uid, attempt } = e.task;
+    const reason = waitReasonOf(uid, shape!.req, this.waitView, this.clock.now());
+    return { task: uid, attempt, reason };
+  };
+
+  /** What a reason reads of this scheduler (wait-reasons.ts). */
+  private readonly waitView: WaitView = {
+    held: () => heldNodes(this.reservation?.nodes, this.exclusive.values()),
+    open: () => this.index.mostFree(),
+    home: () => this.home,
+    colocatedOn: (tag) => this.colocated.get(tag)?.node,
+    opensGroupFirst: (uid, tag) =>
+      this.opensHeadGroup(uid, tag) ? this.reservation?.uid : undefined,
+    holders: (kind, tag) => this.tagRuns[kind].first(tag),
+  };
 
   /** Tasks waiting for slots. */
   get queued(): number {
@@ -275,6 +313,7 @@ export class AgentSchedulerCore {
     while (i > shape.head && q[i - 1]!.submitted > e.submitted) i--;
     if (i === q.length) q.push(e);
     else q.splice(i, 0, e);
+    if (i === shape.head && shape.blocked) this.waits?.blocked(req.key); // a new first task
     this.waitingIn.set(task.uid, shape);
   }
 
@@ -326,6 +365,10 @@ export class AgentSchedulerCore {
       notes.push(transition(task, 'AGENT_EXECUTING_PENDING', ME, now));
       out.push(task);
       if (this.reservation?.uid === task.uid) this.dropReservation();
+      if (this.waits !== undefined) {
+        this.waits.capacityMoved();
+        this.tagRuns.started(shape.req, task.uid);
+      }
     }
     this.forgetShape(shape);
   }
@@ -494,6 +537,7 @@ export class AgentSchedulerCore {
 
   private block(shape: Shape): void {
     shape.blocked = true;
+    this.waits?.blocked(shape.req.key);
     this.ready.delete(shape);
     const tag = shape.req.colocate;
     const on = tag !== undefined ? this.colocated.get(tag)?.node : undefined;
@@ -527,6 +571,7 @@ export class AgentSchedulerCore {
 
   private forgetShape(shape: Shape): void {
     this.shapes.delete(shape.req.key);
+    this.waits?.gone(shape.req.key);
     this.ready.delete(shape);
     if (shape.blocked) this.blockedIn(shape)?.delete(shape);
   }

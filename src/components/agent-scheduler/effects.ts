@@ -1,4 +1,11 @@
 import type { StageEffects } from '../shared/transition';
+import type { ShapeWait } from './wait-reports';
 
 /** The AgentScheduler only hands tasks on and notifies; slots come back as onReleased events. */
-export type AgentSchedulerEffects = StageEffects;
+export interface AgentSchedulerEffects extends StageEffects {
+  /**
+   * Waiting reasons that changed, in a bulk, at most once per WAIT_REPORT_MS (wait-reports.ts).
+   * Without it the scheduler keeps no reasons at all.
+   */
+  readonly reportWaits?: ((waits: ShapeWait[]) => void) | undefined;
+}

@@ -5,6 +5,7 @@ import type { ShellDeps } from '../shared/shell-deps';
 import { AgentSchedulerCore } from './core';
 import type { AgentSchedulerEffects } from './effects';
 import type { NodeResources } from './node-state';
+import type { ShapeWait } from './wait-reports';
 
 /** Runs AgentSchedulerCore: its decisions need no I/O beyond handing tasks on. */
 export class AgentSchedulerShell implements AgentSchedulerEffects {
@@ -15,6 +16,8 @@ export class AgentSchedulerShell implements AgentSchedulerEffects {
     nodes: NodeResources[],
     /** The agent's node (function tasks run there). */
     home?: string,
+    /** Where waiting reasons go (the client, over the agent's control uplink); none: kept off. */
+    private readonly waits?: (waits: ShapeWait[]) => void,
   ) {
     this.core = new AgentSchedulerCore(this, deps.clock, nodes, home);
   }
@@ -25,5 +28,9 @@ export class AgentSchedulerShell implements AgentSchedulerEffects {
 
   forward(tasks: TaskRecord[]): void {
     sendLogged(this.deps.next, tasks, this.deps.log, 'forward');
+  }
+
+  get reportWaits(): ((waits: ShapeWait[]) => void) | undefined {
+    return this.waits;
   }
 }

@@ -1,4 +1,4 @@
-import type { Reason, TaskRecord } from '../../generated';
+import type { Reason, TaskRecord, WaitReason } from '../../generated';
 import type { Clock } from '../../lib/clock';
 import type { TaskFinal, TaskReady } from '../../states/task-final';
 import type { Notification } from '../../states/notification';
@@ -10,6 +10,7 @@ import { DependencyGate, dependenciesOf, type Unmet } from './dependencies';
 import type { ManagerSchedulerEffects } from './effects';
 import { PilotRoom, sizeOf, type Size } from './pilot-room';
 import { ReadyQueue } from './ready-queue';
+import { dependencyWait, pilotWait } from './wait-reasons';
 
 const ME = COMPONENTS.managerScheduler;
 
@@ -41,6 +42,8 @@ export class ManagerSchedulerCore {
   private readonly ready = new ReadyQueue();
   /** Tasks pinned to a pilot that is not active yet, by pilot. */
   private readonly parked = new Map<string, TaskRecord[]>();
+  /** When each parked task was parked (its waiting reason's time). */
+  private readonly parkedSince = new Map<string, number>();
   /** Tasks given to a pilot and neither back nor ended: what they hold of its room. */
   private readonly held = new Map<string, { pilot: PilotRoom; size: Size }>();
   private readonly canceled = new CancelSet();
@@ -70,7 +73,7 @@ export class ManagerSchedulerCore {
       }
       this.notes.push(transition(task, 'TMGR_SCHEDULING', ME, now));
       const deps = dependenciesOf(task.description);
-      const held = deps.length === 0 ? 'go' : this.gate.hold(task, deps);
+      const held = deps.length === 0 ? 'go' : this.gate.hold(task, deps, now);
       if (held === 'go') this.letGo(task, now);
       else if (held !== 'wait') this.unmet(task, held, now);
     }
@@ -160,6 +163,7 @@ export class ManagerSchedulerCore {
     const parked = this.parked.get(uid) ?? [];
     this.parked.delete(uid);
     for (const t of parked) {
+      this.parkedSince.delete(t.uid);
       // waiting for it when the user canceled it: canceled with it, as its started tasks are
       if (state !== 'CANCELED') this.admit(t, now);
       else this.end(t, 'CANCELED', pilotCanceled(uid), now);
@@ -184,8 +188,28 @@ export class ManagerSchedulerCore {
     const all = [...this.gate.takeAll(), ...this.ready.takeAll()];
     for (const list of this.parked.values()) all.push(...list);
     this.parked.clear();
+    this.parkedSince.clear();
     for (const t of all) this.notes.push(transition(t, final, ME, now, { reason: why }));
     this.flush();
+  }
+
+  /**
+   * Why a task this scheduler holds waits, or undefined when it holds none by that uid. Worked
+   * out when asked (explain) from what the scheduler keeps anyway: waiting costs nothing more.
+   */
+  whyWaiting(uid: string): WaitReason | undefined {
+    const deps = this.gate.waiting(uid);
+    if (deps !== undefined) return dependencyWait(deps.open, deps.since);
+    const since = this.parkedSince.get(uid);
+    const queued = since === undefined ? this.ready.get(uid) : undefined;
+    if (since === undefined && queued === undefined) return undefined;
+    const task = queued?.task ?? this.parkedTask(uid)!;
+    return pilotWait(task, [...this.pilots.values()], since ?? queued!.since);
+  }
+
+  private parkedTask(uid: string): TaskRecord | undefined {
+    for (const list of this.parked.values()) for (const t of list) if (t.uid === uid) return t;
+    return undefined;
   }
 
   /** Tasks this scheduler holds: waiting for dependencies, for a pilot, or for room. */
@@ -201,7 +225,11 @@ export class ManagerSchedulerCore {
     const parked = this.parked.get(room.uid);
     if (parked === undefined) return;
     this.parked.delete(room.uid);
-    for (const t of parked) this.ready.add(t);
+    const now = this.clock.now();
+    for (const t of parked) {
+      this.parkedSince.delete(t.uid);
+      this.ready.add(t, now);
+    }
   }
 
   /**
@@ -234,18 +262,18 @@ export class ManagerSchedulerCore {
       if (!pinned.fitsEver(cores, gpus)) {
         return this.end(task, 'FAILED', neverFits(task, [pinned]), now);
       }
-      if (!pinned.active) return this.park(pinned.uid, task);
-      return this.ready.add(task);
+      if (!pinned.active) return this.park(pinned.uid, task, now);
+      return this.ready.add(task, now);
     }
     if (this.pilots.size === 0) {
-      if (this.endedAdded.size === 0) return this.ready.add(task);
+      if (this.endedAdded.size === 0) return this.ready.add(task, now);
       return this.end(task, 'FAILED', this.noPilotLeft(), now);
     }
     const rooms = [...this.pilots.values()];
     if (!rooms.some((p) => p.fitsEver(cores, gpus))) {
       return this.end(task, 'FAILED', neverFits(task, rooms), now);
     }
-    this.ready.add(task);
+    this.ready.add(task, now);
   }
 
   /** The pilots changed: every queued task is checked again (one may fit no pilot now). */
@@ -296,13 +324,15 @@ export class ManagerSchedulerCore {
     b.pilot.giveBack(b.size);
   }
 
-  private park(pilot: string, task: TaskRecord): void {
+  private park(pilot: string, task: TaskRecord, now: number): void {
+    this.parkedSince.set(task.uid, now);
     let list = this.parked.get(pilot);
     if (list === undefined) this.parked.set(pilot, (list = []));
     list.push(task);
   }
 
   private unpark(uid: string): TaskRecord | undefined {
+    if (!this.parkedSince.delete(uid)) return undefined;
     for (const list of this.parked.values()) {
       const i = list.findIndex((t) => t.uid === uid);
       if (i >= 0) return list.splice(i, 1)[0];

@@ -40,6 +40,11 @@ export function verdict(on: DependencyCondition, final: FinalTaskState): 'met' |
   }
 }
 
+/** A dependency not met yet: it has not ended, or (on 'ready') the service is not ready. */
+export interface OpenDependency extends Dependency {
+  waitsFor: 'end' | 'ready';
+}
+
 /** A dependency that can never be met, for the reason that ends its dependent. */
 export interface Unmet {
   dependency: Dependency;
@@ -48,6 +53,8 @@ export interface Unmet {
 
 interface Waiting {
   task: TaskRecord;
+  /** When it began to wait here. */
+  since: number;
   /** Dependencies not met yet. */
   open: number;
   /** Set once it was let go or dropped: later events about it are ignored. */
@@ -83,7 +90,7 @@ export class DependencyGate {
    * Holds a task until its dependencies are met. Returns 'go' when they already are, the unmet
    * dependency when one already ended so that it never will be, else 'wait'.
    */
-  hold(task: TaskRecord, deps: readonly Dependency[]): 'go' | 'wait' | Unmet {
+  hold(task: TaskRecord, deps: readonly Dependency[], now = 0): 'go' | 'wait' | Unmet {
     let open = 0;
     const pending: Dependency[] = [];
     for (const dep of deps) {
@@ -97,7 +104,7 @@ export class DependencyGate {
       }
     }
     if (open === 0) return 'go';
-    const w: Waiting = { task, open, gone: false };
+    const w: Waiting = { task, since: now, open, gone: false };
     this.byUid.set(task.uid, w);
     for (const dep of pending) {
       let list = this.waitingOn.get(dep.task);
@@ -146,6 +153,22 @@ export class DependencyGate {
     if (rest.length > 0) this.waitingOn.set(uid, rest);
     else this.waitingOn.delete(uid);
     return go;
+  }
+
+  /**
+   * What a waiting task waits for (its dependencies not met yet) and since when; undefined when
+   * it does not wait here. Worked out when asked (explain), from the same facts as `hold`.
+   */
+  waiting(uid: string): { open: OpenDependency[]; since: number } | undefined {
+    const w = this.byUid.get(uid);
+    if (w === undefined) return undefined;
+    const open: OpenDependency[] = [];
+    for (const dep of dependenciesOf(w.task.description)) {
+      if (this.finalOf(dep.task) !== undefined) continue;
+      if (dep.on !== 'ready') open.push({ ...dep, waitsFor: 'end' });
+      else if (!this.isReady(dep.task)) open.push({ ...dep, waitsFor: 'ready' });
+    }
+    return { open, since: w.since };
   }
 
   /** Takes a waiting task out (a cancel); undefined when it does not wait here. */

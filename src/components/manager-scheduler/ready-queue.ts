@@ -2,6 +2,8 @@ import type { TaskRecord } from '../../generated';
 
 interface Entry {
   task: TaskRecord;
+  /** When it was queued (what its waiting reason says since when). */
+  since: number;
   /** Taken out of the middle (placed past an earlier task, canceled): skipped, then dropped. */
   taken: boolean;
 }
@@ -56,16 +58,21 @@ export class ReadyQueue {
     return this.entries.size;
   }
 
-  add(task: TaskRecord): void {
+  add(task: TaskRecord, since = 0): void {
     const p = task.description.priority ?? 0;
     let lane = this.lanes.get(p);
     if (lane === undefined) {
       this.lanes.set(p, (lane = new Lane()));
       this.order = [...this.lanes.keys()].sort((a, b) => b - a);
     }
-    const e: Entry = { task, taken: false };
+    const e: Entry = { task, since, taken: false };
     this.entries.set(task.uid, e);
     lane.insert(e);
+  }
+
+  /** A queued task and since when it is queued; undefined when it is not queued. */
+  get(uid: string): { task: TaskRecord; since: number } | undefined {
+    return this.entries.get(uid);
   }
 
   /** Takes a task out wherever it is; undefined when it is not queued. */

@@ -4,7 +4,6 @@ import * as path from 'node:path';
 import type { Task } from '../../../src/client/task';
 import { deferred, withTimeout } from '../../../src/lib/deferred';
 import { EmbeddedStore } from '../../../src/updater/embedded/store';
-import { QUIET_FUNCTION_STATES } from '../../../src/states/quiet-states';
 import { TASK_STATES, type TaskState } from '../../../src/states/task-model';
 import { fixtures } from '../../support/session-fixture';
 import { tempDirs } from '../../support/temp-dirs';

@@ -16,6 +16,7 @@ const USER_SCHEMAS = [
   'workload',
   'session-options',
   'agent-config',
+  'wait-reason',
 ];
 
 type Node = Record<string, unknown>;

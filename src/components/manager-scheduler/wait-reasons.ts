@@ -1,0 +1,64 @@
+import type { TaskRecord, WaitReason } from '../../generated';
+import { COMPONENTS } from '../../states/task-model';
+import type { OpenDependency } from './dependencies';
+import { sizeOf, type PilotRoom } from './pilot-room';
+
+const ME = COMPONENTS.managerScheduler;
+
+/** A task held by the DependencyGate: the dependencies it waits for, each with what it lacks. */
+export function dependencyWait(open: readonly OpenDependency[], since: number): WaitReason {
+  return {
+    kind: 'dependencies',
+    message: dependencyMessage(open),
+    component: ME,
+    ts: since,
+    dependencies: open.map((d) => ({ task: d.task, on: d.on, waitsFor: d.waitsFor })),
+  };
+}
+
+/**
+ * A task whose dependencies are met and that no pilot took yet (late binding: a pilot takes a
+ * task once it is active and has room): none added, none active yet, or none with room.
+ */
+export function pilotWait(
+  task: TaskRecord,
+  rooms: readonly PilotRoom[],
+  since: number,
+): WaitReason {
+  const base = { kind: 'pilot' as const, component: ME, ts: since };
+  const d = task.description;
+  const size = sizeOf(d);
+  const usable = rooms.filter(
+    (p) => (d.pilot === undefined || p.uid === d.pilot) && p.fitsEver(size.cores, size.gpus),
+  );
+  if (usable.length === 0) {
+    const message =
+      d.pilot !== undefined
+        ? `waiting for its pilot ${d.pilot}, which is not added yet`
+        : 'waiting for a pilot: none is added to the session yet (tmgr.addPilots)';
+    return { ...base, message, pilots: d.pilot !== undefined ? [d.pilot] : [] };
+  }
+  const active = usable.filter((p) => p.active);
+  const names = (ps: readonly PilotRoom[]): string[] => ps.map((p) => p.uid);
+  if (active.length === 0) {
+    const message = `waiting for a pilot to become active: ${names(usable).join(', ')} not active yet`;
+    return { ...base, message, pilots: names(usable) };
+  }
+  const full = active.filter((p) => !p.hasRoom(size));
+  const message =
+    full.length === active.length
+      ? `waiting for room on pilot(s) ${names(active).join(', ')}: each holds as many tasks as it can run and queue now (${active.map((p) => `${p.uid}: ${p.heldCores} cores given of ${p.cores}`).join('; ')})`
+      : `waiting for room on pilot(s) ${names(active).join(', ')}: an earlier task waits for it first`;
+  return { ...base, message, pilots: names(active) };
+}
+
+/** The line for dependencies not met yet, with the state of each where one is known. */
+export function dependencyMessage(
+  open: readonly { task: string; waitsFor: 'end' | 'ready'; state?: string }[],
+): string {
+  const what = open.map((d) => {
+    const lacks = d.waitsFor === 'ready' ? 'not yet ready' : 'not yet ended';
+    return `${d.task} (${d.state !== undefined ? `${d.state}, ` : ''}${lacks})`;
+  });
+  return `waiting for dependencies: ${what.join(', ')}`;
+}
