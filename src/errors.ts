@@ -102,6 +102,21 @@ export class TransferError extends PilotfishError {
   }
 }
 
+/**
+ * Thrown when a task's output cannot be read where the client runs: its sandbox is not on this
+ * machine (a pilot on nodes that share no file system with the client), or the task writes no
+ * output file (a function call). `path` is what was looked for.
+ */
+export class OutputUnavailableError extends PilotfishError {
+  readonly code = 'E_OUTPUT_UNAVAILABLE';
+  constructor(
+    message: string,
+    readonly path?: string,
+  ) {
+    super(message);
+  }
+}
+
 /** Thrown on a branch that must be impossible; the tag names the place. */
 export class InternalError extends PilotfishError {
   readonly code = 'E_INTERNAL';

@@ -28,8 +28,10 @@ export {
   TimeoutError,
   UsageError,
   PilotError,
+  OutputUnavailableError,
   type ValidationIssue,
 } from './errors';
+export type { TailOptions, OutputStream } from './client/task-output';
 export { StoreUnwritableError } from './updater/state-store';
 export { readProfile } from './profile/read';
 export {

@@ -1,7 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 
-/** Exit statuses of `pilotfish`; the help and docs/cli.md list them. */
+/**
+ * Exit statuses of `pilotfish`; the help and docs/cli.md list them. A run stopped by a signal
+ * exits as a shell reports a command a signal ended: 128 + its number.
+ */
 export const EXIT = {
   ok: 0,
   failed: 1,
@@ -9,6 +12,9 @@ export const EXIT = {
   timeout: 3,
   /** The command needs a live session and no client answers its control socket. */
   notLive: 4,
+  /** `run` stopped by SIGINT (Ctrl-C), or SIGTERM. */
+  interrupted: 130,
+  terminated: 143,
 } as const;
 
 /** The version in pilotfish's package.json, found from this file (in dist/ or src/, installed or not). */

@@ -8,6 +8,7 @@ import { registerProfile } from './commands/profile';
 import { registerRun } from './commands/run';
 import { registerSessions } from './commands/sessions';
 import { registerStatus } from './commands/status';
+import { registerTail } from './commands/tail';
 import { registerTimeline } from './commands/timeline';
 
 /**
@@ -25,6 +26,7 @@ const COMMANDS: Register[] = [
   registerClean,
   registerProfile,
   registerTimeline,
+  registerTail,
 ];
 
 /** The `pilotfish` program: help and usage errors go through `write`, nothing calls process.exit. */

@@ -9,6 +9,8 @@ export interface RunSummary {
   failures: { task: string; code: string; message: string }[];
   /** Set when the workload's timeoutS passed first: the tasks not yet ended, with their state. */
   timedOut?: { afterS: number; unfinished: { task: string; state: string }[] };
+  /** Set when a signal stopped the run (its name): its tasks not ended were canceled. */
+  interrupted?: string;
 }
 
 /** Summarizes the tasks as they are now; each is named as `label` says. */
@@ -16,7 +18,7 @@ export function summarize(
   session: string,
   tasks: Task[],
   seconds: number,
-  timeoutS?: number,
+  end: { timeoutS?: number | undefined; interrupted?: string | undefined } = {},
 ): RunSummary {
   const label = labeller(tasks);
   const states: Record<string, number> = {};
@@ -30,7 +32,8 @@ export function summarize(
     }
   }
   const summary: RunSummary = { session, tasks: tasks.length, states, seconds, failures };
-  if (timeoutS !== undefined) summary.timedOut = { afterS: timeoutS, unfinished };
+  if (end.timeoutS !== undefined) summary.timedOut = { afterS: end.timeoutS, unfinished };
+  if (end.interrupted !== undefined) summary.interrupted = end.interrupted;
   return summary;
 }
 
@@ -54,6 +57,9 @@ export function formatSummary(s: RunSummary, limit = 10): string {
   const lines = [
     `session ${s.session}: ${s.tasks} tasks in ${s.seconds.toFixed(2)} s (${rate.toFixed(0)} tasks/s)`,
   ];
+  if (s.interrupted !== undefined) {
+    lines.push(`interrupted by ${s.interrupted}: the tasks not ended then were canceled`);
+  }
   if (s.timedOut !== undefined) {
     const ended = s.tasks - s.timedOut.unfinished.length;
     lines.push(`timed out after ${s.timedOut.afterS} s: ${ended} of ${s.tasks} tasks ended`);

@@ -1,17 +1,30 @@
 import type { Command } from 'commander';
-import { ValidationError } from '../../errors';
+import * as path from 'node:path';
+import type { Workload } from '../../generated';
+import { UsageError, ValidationError } from '../../errors';
 import { EXIT } from '../args';
-import { loadWorkload, runWorkload } from '../run';
+import { onInterrupt } from '../interrupt';
+import { countTasks, showProgress, type ProgressView } from '../progress';
+import { type RunOptions, loadWorkload, resumeWorkload, runWorkload } from '../run';
+import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
 import { formatSummary } from '../summary';
 
 const EXIT_STATUS = `
 exit status:
-  0  every task ended DONE (also when the workload has no tasks)
-  1  some task ended FAILED or CANCELED, or pilotfish failed (message on stderr)
-  2  wrong usage or an invalid workload file (the message is on stderr)
-  3  the workload's timeoutS passed before every task ended
+  0    every task ended DONE (also when the workload has no tasks)
+  1    some task ended FAILED or CANCELED, or pilotfish failed (message on stderr)
+  2    wrong usage or an invalid workload file (the message is on stderr)
+  3    the workload's timeoutS passed before every task ended
+  130  stopped by Ctrl-C (SIGINT): the tasks not ended were canceled (143: by SIGTERM)
 
-The workload file and the summary: docs/cli.md.`;
+Ctrl-C once stops cleanly (cancels what has not ended, ends the pilots, prints the summary);
+twice leaves at once, and 'pilotfish run --resume SESSION' takes the run up again, as it
+does a run that was killed. The workload file and the summary: docs/cli.md.`;
+
+interface RunFlags {
+  dir: string;
+  resume?: string;
+}
 
 /** `pilotfish run WORKLOAD.json`: runs a workload to its end and prints a summary. */
 export function registerRun(program: Command, done: (code: number) => void): void {
@@ -20,39 +33,92 @@ export function registerRun(program: Command, done: (code: number) => void): voi
     .summary("run a workload file's tasks and print a summary")
     .description(
       "Runs the workload's tasks on its pilots (default: one local pilot with every core), " +
-        'shows progress, and prints a summary.',
+        'shows progress (a bar on a terminal), and prints a summary.',
     )
-    .argument('<workload>', 'the workload file (JSON: pilots, tasks, timeoutS)')
-    .option('--dir <sessions-dir>', "where the session's directory is made", './.pilotfish')
+    .argument('[workload]', 'the workload file (JSON: pilots, tasks, timeoutS)')
+    .usage('[options] <workload> | --resume <session>')
+    .option('--resume <session>', 'take up the run of a session whose pilotfish run ended early')
+    .option('--dir <sessions-dir>', 'where session directories are', DEFAULT_SESSIONS_DIR)
     .addHelpText('after', EXIT_STATUS)
-    .action(async (file: string, opts: { dir: string }) => done(await run(file, opts.dir)));
+    .action(async (file: string | undefined, opts: RunFlags) => done(await run(file, opts)));
 }
 
-async function run(file: string, dir: string): Promise<number> {
-  let workload;
-  try {
-    workload = loadWorkload(file);
-  } catch (e) {
-    if (e instanceof ValidationError) {
-      process.stderr.write(`pilotfish: ${file}: ${e.message}\n`);
-      return EXIT.usage;
-    }
-    throw e;
+const say = (line: string): boolean => process.stderr.write(`pilotfish: ${line}\n`);
+
+async function run(file: string | undefined, flags: RunFlags): Promise<number> {
+  if ((file === undefined) === (flags.resume === undefined)) {
+    say(
+      file === undefined
+        ? "run: missing required argument 'workload' (or --resume SESSION)"
+        : 'run: a workload file or --resume SESSION, not both',
+    );
+    process.stderr.write("(try 'pilotfish run --help')\n");
+    return EXIT.usage;
   }
-  const tty = process.stderr.isTTY;
-  const summary = await runWorkload(workload, {
-    dir,
-    onProgress: (n, total) => {
-      if (tty && (n === total || n % 50 === 0)) {
-        const width = 30;
-        const fill = Math.round((n / total) * width);
-        process.stderr.write(`\r[${'#'.repeat(fill)}${' '.repeat(width - fill)}] ${n}/${total}`);
-        if (n === total) process.stderr.write('\n');
-      }
+  let start: (opts: RunOptions) => ReturnType<typeof runWorkload>;
+  try {
+    if (file !== undefined) {
+      const w: Workload = loadWorkload(file);
+      start = (opts) => runWorkload(w, { ...opts, dir: flags.dir });
+    } else {
+      const dir = resolveSessionDir(flags.resume, flags.dir);
+      start = (opts) => resumeWorkload(dir, opts);
+    }
+  } catch (e) {
+    if (!(e instanceof ValidationError || e instanceof UsageError)) throw e;
+    say(file !== undefined ? `${file}: ${e.message}` : e.message);
+    return EXIT.usage;
+  }
+  let session: { uid: string; dir: string } | undefined;
+  let view: ProgressView | undefined;
+  let stopWith: ((signal: string) => void) | undefined;
+  const stop = new Promise<string>((resolve) => (stopWith = resolve));
+  const resumeHint = (): string =>
+    session === undefined
+      ? 'nothing was started yet'
+      : `session ${session.uid} can be resumed: ` +
+        `pilotfish run --resume ${session.uid} --dir ${path.dirname(session.dir)}`;
+  const stopCode = (signal: string): number =>
+    signal === 'SIGTERM' ? EXIT.terminated : EXIT.interrupted;
+  const dispose = onInterrupt(
+    (signal) => {
+      view?.stop();
+      say(
+        `${signal}: stopping: canceling the tasks not ended, then ending the pilots ` +
+          '(Ctrl-C again leaves at once)',
+      );
+      stopWith?.(signal);
+      stopWith = undefined;
     },
-  });
-  if (tty && summary.timedOut !== undefined) process.stderr.write('\n'); // end the progress bar
+    (signal) => {
+      view?.stop();
+      say(`${signal} again: leaving now, while the pilots may still run tasks; ${resumeHint()}`);
+      process.exit(stopCode(signal));
+    },
+  );
+  let summary;
+  try {
+    summary = await start({
+      stop,
+      onSession: (s) => {
+        session = s;
+        say(`session ${s.uid} (${s.dir})`);
+      },
+      onTasks: (tasks) => {
+        // none once stopping: the summary follows
+        if (stopWith !== undefined) view = showProgress(() => countTasks(tasks), process.stderr);
+      },
+    });
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    say(e.message); // e.g. a session to resume that another run still drives
+    return EXIT.usage;
+  } finally {
+    view?.stop();
+    dispose();
+  }
   process.stdout.write(formatSummary(summary));
+  if (summary.interrupted !== undefined) return stopCode(summary.interrupted);
   if (summary.timedOut !== undefined) return EXIT.timeout;
   return (summary.states.DONE ?? 0) === summary.tasks ? EXIT.ok : EXIT.failed;
 }

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { runCli as run } from '../../support/cli';
+import { SESSION_LINE, runCli as run } from '../../support/cli';
 
 describe('pilotfish run', () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pf-cli-'));
@@ -53,7 +53,7 @@ describe('pilotfish run', () => {
       }),
     );
     const r = await run(['run', file, '--dir', dir]);
-    expect([r.code, r.stderr]).toEqual([0, '']);
+    expect([r.code, r.stderr]).toEqual([0, expect.stringMatching(SESSION_LINE)]);
     expect(r.stdout).toMatch(/DONE\s+2/);
   }, 60_000);
 

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { runCli } from '../../support/cli';
+import { SESSION_LINE, runCli } from '../../support/cli';
 
 const version = (
   JSON.parse(readFileSync(path.resolve(__dirname, '../../../package.json'), 'utf8')) as {
@@ -22,7 +22,7 @@ describe('pilotfish usage', () => {
       expect(r.stdout).toMatch(
         /Usage: pilotfish (run \[options\] <workload>|\[options\] \[command\])/,
       );
-      expect(r.stdout).toMatch(args.includes('run') ? /exit status/i : /run .*<workload>/);
+      expect(r.stdout).toMatch(args.includes('run') ? /exit status/i : /run .*\[workload\]/);
     },
   );
 
@@ -48,7 +48,7 @@ describe('pilotfish usage', () => {
     const file = path.join(dir, 'empty.json');
     writeFileSync(file, JSON.stringify({ tasks: [] }));
     const r = await runCli(['run', file, '--dir', dir]);
-    expect([r.code, r.stderr]).toEqual([0, '']);
+    expect([r.code, r.stderr]).toEqual([0, expect.stringMatching(SESSION_LINE)]);
     expect(r.stdout).toMatch(/: 0 tasks in/);
   }, 30_000);
 
@@ -59,7 +59,7 @@ describe('pilotfish usage', () => {
       JSON.stringify({ $schema: './workload.schema.json', tasks: [{ executable: '/bin/true' }] }),
     );
     const ok = await runCli(['run', file, '--dir', dir]);
-    expect([ok.code, ok.stderr]).toEqual([0, '']);
+    expect([ok.code, ok.stderr]).toEqual([0, expect.stringMatching(SESSION_LINE)]);
     expect(ok.stdout).toMatch(/DONE\s+1/);
 
     writeFileSync(file, JSON.stringify({ $schema: 7, tasks: [] }));

@@ -1,0 +1,136 @@
+import { readFileSync, watch } from 'node:fs';
+import * as path from 'node:path';
+import type { Notification, TaskDescription } from '../generated';
+import type { OutputSource, TaskView } from '../client/task-output';
+import { readNotifications } from '../profile/read';
+import { TASK_STATES, isFinalTaskState, type TaskState } from '../states/task-model';
+
+/** At most this often a follower reads the store again while the session writes it. */
+const STORE_LOOK_MS = 500;
+/** And at least this often (a store on a file system whose writes inotify does not see). */
+const STORE_RECHECK_MS = 5_000;
+const EXECUTING = TASK_STATES.indexOf('AGENT_EXECUTING');
+
+/**
+ * Where `pilotfish tail` learns about a task: the session's store and journal, read-only
+ * (readNotifications), so a live session and a finished one alike. The sandbox is the one
+ * the notifications name (`detail.sandbox`), else its pilot's sandbox and the uid once the
+ * task ran there. Undefined for a task the session does not have.
+ */
+export function storeOutputSource(
+  sessionDir: string,
+  uid: string,
+): { source: OutputSource; description: TaskDescription } | undefined {
+  const journal = readJournal(sessionDir);
+  const description = journal.tasks.get(uid);
+  if (description === undefined) return undefined;
+  let seen: TaskView | undefined;
+  let lastRead = 0;
+  let dirty = true;
+  const look = async (): Promise<TaskView> => {
+    const mine = (await readNotifications(sessionDir)).filter(
+      (n) => n.kind === 'task' && n.uid === uid,
+    );
+    return viewOf(
+      mine,
+      (pilot) =>
+        journal.pilotSandboxes.get(pilot) ?? readJournal(sessionDir).pilotSandboxes.get(pilot),
+      uid,
+    );
+  };
+  const source: OutputSource = {
+    uid,
+    now: async () => {
+      if (seen === undefined || dirty || Date.now() - lastRead > STORE_RECHECK_MS) {
+        dirty = false;
+        lastRead = Date.now();
+        seen = await look();
+      }
+      return seen;
+    },
+    watch: (wake) => {
+      // the store's files change with every batch: look again at most every STORE_LOOK_MS
+      let timer: NodeJS.Timeout | undefined;
+      const w = watch(sessionDir, () => {
+        timer ??= setTimeout(() => {
+          timer = undefined;
+          dirty = true;
+          wake();
+        }, STORE_LOOK_MS);
+      });
+      w.on('error', () => undefined); // the recheck goes on
+      return () => {
+        w.close();
+        clearTimeout(timer);
+      };
+    },
+  };
+  return { source, description };
+}
+
+/** The task's sandbox and whether it ended, from its notifications in store order. */
+function viewOf(
+  notes: Notification[],
+  pilotSandbox: (pilot: string) => string | undefined,
+  uid: string,
+): TaskView {
+  let attempt = 0;
+  let sandbox: string | undefined;
+  let pilot: string | undefined;
+  let ran = false;
+  let final = false;
+  for (const n of notes) {
+    if (n.attempt < attempt) continue;
+    if (n.attempt > attempt) {
+      // a new attempt: it runs elsewhere, or in a sandbox made again
+      attempt = n.attempt;
+      [sandbox, pilot, ran] = [undefined, undefined, false];
+    }
+    const state = n.state as TaskState;
+    if (isFinalTaskState(state)) final = true;
+    if (TASK_STATES.indexOf(state) >= EXECUTING) ran = true;
+    if (n.detail?.sandbox !== undefined) sandbox = n.detail.sandbox;
+    if (n.detail?.pilot !== undefined) pilot = n.detail.pilot;
+  }
+  if (sandbox === undefined && ran && pilot !== undefined) {
+    const dir = pilotSandbox(pilot);
+    if (dir !== undefined) sandbox = path.join(dir, uid);
+  }
+  return { sandbox, final };
+}
+
+interface JournalFacts {
+  tasks: Map<string, TaskDescription>;
+  pilotSandboxes: Map<string, string>;
+}
+
+/** The tasks and the pilots' sandboxes in the session's journal.jsonl (read-only). */
+function readJournal(sessionDir: string): JournalFacts {
+  const facts: JournalFacts = { tasks: new Map(), pilotSandboxes: new Map() };
+  let text: string;
+  try {
+    text = readFileSync(path.join(sessionDir, 'journal.jsonl'), 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return facts;
+    throw e;
+  }
+  for (const line of text.split('\n')) {
+    let e: {
+      t?: string;
+      tasks?: [string, TaskDescription][];
+      pilots?: { uid: string; sandbox?: string }[];
+    };
+    try {
+      e = JSON.parse(line) as typeof e;
+    } catch {
+      continue; // empty, or a line a live client is writing
+    }
+    if (e.t === 'tasks') for (const [u, d] of e.tasks ?? []) facts.tasks.set(u, d);
+    if (e.t === 'pilots') {
+      for (const p of e.pilots ?? []) {
+        if (p.sandbox !== undefined) facts.pilotSandboxes.set(p.uid, p.sandbox);
+      }
+    }
+  }
+  return facts;
+}

@@ -1,0 +1,186 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { spawn } from 'node:child_process';
+import {
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  watch,
+  writeFileSync,
+} from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { withTimeout } from '../../../src/lib/deferred';
+import { agentPids, killAgents } from '../../support/client-child';
+import { CLI, runCli, startCli } from '../../support/cli';
+import { waitForExit } from '../../support/processes';
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { leakedProcesses } = require('../../support/leaks') as {
+  leakedProcesses: (mark: string) => { pid: number; cmd: string }[];
+};
+
+/** Control characters other than newline and tab: what a terminal would take as commands. */
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f]/; // eslint-disable-line no-control-regex
+
+/** Resolves once `file` has at least `n` lines (fs.watch on its directory, with a deadline). */
+function lines(file: string, n: number, timeoutMs = 60_000): Promise<string[]> {
+  const read = (): string[] =>
+    existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
+  return withTimeout(
+    new Promise<string[]>((resolve) => {
+      const check = (): boolean => {
+        const got = read();
+        if (got.length < n) return false;
+        w.close();
+        resolve(got);
+        return true;
+      };
+      const w = watch(path.dirname(file), check);
+      check();
+    }),
+    timeoutMs,
+    `${n} lines in ${file}`,
+  );
+}
+
+/** A workload whose tasks append their uid to `log` (so a task that ran twice shows). */
+function appenders(file: string, log: string, n: number, sleepS: number, cores = 2): void {
+  const line = `echo "$PF_TASK_ID" >> ${log}; sleep ${sleepS}`;
+  writeFileSync(
+    file,
+    JSON.stringify({
+      pilots: [{ resource: 'local', cores }],
+      tasks: Array.from({ length: n }, () => ({
+        executable: '/bin/sh',
+        arguments: ['-c', line],
+      })),
+    }),
+  );
+}
+
+describe('pilotfish run, stopped and resumed', () => {
+  const roots: string[] = [];
+  afterEach(() => {
+    for (const r of roots.splice(0)) {
+      killAgents(r); // a test that failed midway
+      rmSync(r, { recursive: true, force: true });
+    }
+  });
+  const root = (): string => {
+    const r = mkdtempSync(path.join(os.tmpdir(), 'pf-run-stop-'));
+    roots.push(r);
+    return r;
+  };
+
+  it('a run killed with SIGKILL midway and resumed ends with every task DONE, none run twice', async () => {
+    const dir = root();
+    const [file, log] = [path.join(dir, 'w.json'), path.join(dir, 'ran')];
+    appenders(file, log, 40, 0.2);
+    const first = startCli(['run', file, '--dir', dir]);
+    const [, uid] = await first.stderrMatch(/session (pf\.\S+) /);
+    await lines(log, 8); // midway: some tasks ran, most did not
+    first.proc.kill('SIGKILL');
+    expect((await first.result).signal).toBe('SIGKILL');
+    const saved = path.join(dir, uid!, 'workload.json');
+    expect(statSync(saved).mode & 0o777).toBe(0o600);
+
+    const r = await runCli(['run', '--resume', uid!, '--dir', dir]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^session ${uid!.replace(/\./g, '\\.')}: 40 tasks in`));
+    expect(r.stdout).toMatch(/^ {2}DONE\s+40$/m);
+    const ran = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    expect(ran).toHaveLength(40);
+    expect(new Set(ran).size).toBe(40);
+    for (const pid of agentPids(dir)) await waitForExit(pid, 10_000);
+  }, 120_000);
+
+  it('SIGINT: says so, cancels what runs, ends the pilots, prints the summary, exit 130, nothing left', async () => {
+    const dir = root();
+    const [file, log] = [path.join(dir, 'w.json'), path.join(dir, 'ran')];
+    appenders(file, log, 6, 300);
+    const run = startCli(['run', file, '--dir', dir]);
+    await lines(log, 2); // both cores run a task
+    // a session has one client: no resume while its run lives
+    const [, live] = await run.stderrMatch(/session (pf\.\S+) /);
+    const second = await runCli(['run', '--resume', live!, '--dir', dir]);
+    expect(second.code).toBe(2);
+    expect(second.stderr).toMatch(/cannot resume pf\.\S+: pilotfish run \(pid \d+\) still runs it/);
+    run.proc.kill('SIGINT');
+    const r = await run.result;
+    expect(r.code).toBe(130);
+    expect(r.stderr).toMatch(
+      /SIGINT: stopping: canceling the tasks not ended, then ending the pilots/,
+    );
+    expect(r.stdout).toMatch(/^interrupted by SIGINT: /m);
+    expect(r.stdout).toMatch(/^ {2}CANCELED\s+6$/m);
+    expect(r.stderr).not.toMatch(CONTROL);
+    const uid = /session (pf\.\S+) /.exec(r.stderr)![1]!;
+    const pids = agentPids(dir);
+    expect(pids).toHaveLength(1);
+    for (const pid of pids) await waitForExit(pid, 10_000);
+    expect(leakedProcesses(process.env.PILOTFISH_TEST_MARK!)).toEqual([]);
+    expect(readdirSync(dir)).toContain(uid);
+  }, 120_000);
+
+  it('a second SIGINT leaves at once saying how to resume; the resumed run reports the end of every task', async () => {
+    const dir = root();
+    const [file, log] = [path.join(dir, 'w.json'), path.join(dir, 'ran')];
+    appenders(file, log, 4, 300, 1);
+    const run = startCli(['run', file, '--dir', dir]);
+    await lines(log, 1);
+    run.proc.kill('SIGINT');
+    await run.stderrMatch(/SIGINT: stopping/);
+    run.proc.kill('SIGINT');
+    const r = await run.result;
+    expect(r.code).toBe(130);
+    const [, uid, sessions] =
+      /SIGINT again: leaving now.*pilotfish run --resume (\S+) --dir (\S+)$/m.exec(r.stderr)!;
+    expect(sessions).toBe(dir);
+    const again = await runCli(['run', '--resume', uid!, '--dir', sessions!]);
+    // the first run had canceled what had not ended when it left: those stay canceled, and the
+    // resumed run sees each of them to its end
+    expect(again.stdout).toMatch(/^session \S+: 4 tasks in/);
+    expect(again.stdout).toMatch(/^ {2}CANCELED\s+4$/m);
+    expect(again.code).toBe(1);
+    for (const pid of agentPids(dir)) await waitForExit(pid, 10_000);
+  }, 120_000);
+
+  it('resume of an unknown session is a usage error', async () => {
+    const r = await runCli(['run', '--resume', 'pf.20200101.000000.abcdef', '--dir', root()]);
+    expect([r.code, r.stdout]).toEqual([2, '']);
+    expect(r.stderr).toMatch(/no session 'pf\.20200101\.000000\.abcdef'/);
+    const both = await runCli(['run', 'w.json', '--resume', 'x']);
+    expect(both.code).toBe(2);
+  });
+
+  it('on a terminal: a bar redrawn in place, in colour; then the summary', async () => {
+    const dir = root();
+    const file = path.join(dir, 'w.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        pilots: [{ resource: 'local', cores: 2 }],
+        tasks: Array.from({ length: 20 }, () => ({ executable: '/bin/true' })),
+      }),
+    );
+    // script(1) runs the command on a pseudo-terminal: stdout and stderr are a TTY
+    const cmd = `'${process.execPath}' '${CLI}' run '${file}' --dir '${dir}'`;
+    const tty = spawn('script', ['-qec', cmd, '/dev/null'], {
+      env: { ...process.env, TERM: 'xterm-256color' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    tty.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await withTimeout(
+      new Promise((resolve) => tty.on('close', resolve)),
+      60_000,
+      'run on a terminal',
+    );
+    expect(code).toBe(0);
+    expect(out).toContain('\x1b[1G'); // back to the line's start: redrawn in place
+    expect(out).toContain('20/20 | \x1b[32mdone 20\x1b[0m | running 0');
+    expect(out).toMatch(/DONE\s+20/);
+  }, 90_000);
+});
