@@ -24,6 +24,7 @@ does a run that was killed. The workload file and the summary: docs/cli.md.`;
 interface RunFlags {
   dir: string;
   resume?: string;
+  json?: boolean;
 }
 
 /** `pilotfish run WORKLOAD.json`: runs a workload to its end and prints a summary. */
@@ -39,6 +40,7 @@ export function registerRun(program: Command, done: (code: number) => void): voi
     .usage('[options] <workload> | --resume <session>')
     .option('--resume <session>', 'take up the run of a session whose pilotfish run ended early')
     .option('--dir <sessions-dir>', 'where session directories are', DEFAULT_SESSIONS_DIR)
+    .option('--json', 'print the summary as one JSON document (progress stays on stderr)')
     .addHelpText('after', EXIT_STATUS)
     .action(async (file: string | undefined, opts: RunFlags) => done(await run(file, opts)));
 }
@@ -117,7 +119,9 @@ async function run(file: string | undefined, flags: RunFlags): Promise<number> {
     view?.stop();
     dispose();
   }
-  process.stdout.write(formatSummary(summary));
+  process.stdout.write(
+    flags.json === true ? `${JSON.stringify(summary)}\n` : formatSummary(summary),
+  );
   if (summary.interrupted !== undefined) return stopCode(summary.interrupted);
   if (summary.timedOut !== undefined) return EXIT.timeout;
   return (summary.states.DONE ?? 0) === summary.tasks ? EXIT.ok : EXIT.failed;

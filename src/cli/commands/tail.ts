@@ -20,6 +20,7 @@ SESSION is a session uid in --dir or a session directory. Details: docs/cli.md.`
 interface TailFlags {
   follow?: boolean;
   stderr?: boolean;
+  json?: boolean;
   dir: string;
 }
 
@@ -38,6 +39,7 @@ export function registerTail(program: Command, done: (code: number) => void): vo
     .argument('<uid>', "the task's uid")
     .option('-f, --follow', 'go on with new lines until the task ends')
     .option('--stderr', 'print stderr instead of stdout')
+    .option('--json', 'one JSON object per line: {"task", "stream", "line"}')
     .option('--dir <sessions-dir>', 'where session directories are', DEFAULT_SESSIONS_DIR)
     .addHelpText('after', EXIT_STATUS)
     .action(async (session: string, uid: string, opts: TailFlags) =>
@@ -59,8 +61,12 @@ async function tail(session: string, uid: string, flags: TailFlags): Promise<num
     }
     const stream = flags.stderr === true ? 'stderr' : 'stdout';
     const lines = tailOutput(source, { follow: flags.follow === true, stream });
+    const out =
+      flags.json === true
+        ? (line: string) => `${JSON.stringify({ task: uid, stream, line })}\n`
+        : (line: string) => `${line}\n`;
     for await (const line of lines) {
-      if (!process.stdout.write(`${line}\n`)) await once(process.stdout, 'drain');
+      if (!process.stdout.write(out(line))) await once(process.stdout, 'drain');
     }
   } catch (e) {
     if (e instanceof UsageError) {

@@ -28,6 +28,10 @@ export function registerTimeline(program: Command, done: (code: number) => void)
     .argument('[session]', 'a session uid in --dir, or a session directory (default: the newest)')
     .option('-o, --output <file>', 'the HTML file to write', 'timeline.html')
     .option('--dir <sessions-dir>', 'where the sessions are', DEFAULT_SESSIONS_DIR)
+    .option(
+      '--json',
+      'say what was written as one JSON document: {"file", "tasks", "pilots", "bytes"}',
+    )
     .addHelpText('after', EXIT_STATUS)
     .action(async (session: string | undefined, opts: { output: string; dir: string }) =>
       done(await timeline(session, opts)),
@@ -36,7 +40,7 @@ export function registerTimeline(program: Command, done: (code: number) => void)
 
 async function timeline(
   session: string | undefined,
-  opts: { output: string; dir: string },
+  opts: { output: string; dir: string; json?: boolean },
 ): Promise<number> {
   let dir: string;
   try {
@@ -56,8 +60,11 @@ async function timeline(
     );
     return EXIT.failed;
   }
+  const file = path.resolve(opts.output);
   process.stdout.write(
-    `${path.resolve(opts.output)}: ${p.tasks.length} tasks, ${p.pilots.length} pilots\n`,
+    opts.json === true
+      ? `${JSON.stringify({ file, tasks: p.tasks.length, pilots: p.pilots.length, bytes: Buffer.byteLength(html) })}\n`
+      : `${file}: ${p.tasks.length} tasks, ${p.pilots.length} pilots\n`,
   );
   return EXIT.ok;
 }
