@@ -3,7 +3,7 @@ import type { Logger } from '../lib/logger';
 import { errorMeta } from '../errors';
 import type { Notification } from '../states/notification';
 import { CoalescingSender } from '../transport/coalescing-sender';
-import { QuietCarry } from '../components/shared/quiet-carry';
+import { published } from '../components/shared/transition';
 import type { UpdateWorker } from '../updater/update-worker';
 import { HeldStarts } from './held-starts';
 
@@ -18,7 +18,6 @@ export class AgentNotifications {
   private sent = 0;
   private next = 0;
   private readonly starts: HeldStarts;
-  private readonly carry = new QuietCarry();
 
   constructor(workers: readonly Pick<UpdateWorker, 'take'>[], log: Logger, clock: Clock) {
     const take = (bulk: unknown): Promise<void> => {
@@ -40,7 +39,7 @@ export class AgentNotifications {
 
   /** Sends what is to be published of `notifications` (quiet ones are not: see isQuiet). */
   send(notifications: readonly Notification[]): void {
-    this.out(this.starts.pass(this.carry.pass(notifications)));
+    this.out(this.starts.pass(published(notifications)));
   }
 
   /** Sends what is gathered now, held starts included (before the workers close). */

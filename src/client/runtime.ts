@@ -31,7 +31,7 @@ import { SessionSecurity } from './session-security';
 import { TaskRegistry } from './task-registry';
 import { StoreFollower } from './store-follower';
 import { heartbeats, openSessionControl } from './session-control';
-import { QuietCarry } from '../components/shared/quiet-carry';
+import { published } from '../components/shared/transition';
 
 /** How often the session tells its agents it is alive (agents give up after 30 s by default). */
 const HEARTBEAT_MS = 1_000;
@@ -50,7 +50,6 @@ export class ClientRuntime {
   private bridges: Bridge[] = [];
   private workers: UpdateWorker[] = [];
   private notes!: CoalescingSender<Notification>;
-  private readonly quiet = new QuietCarry();
   private storeServer!: StoreServer;
   /** Delivers the store's notifications to the managers. */
   private follower!: StoreFollower;
@@ -237,7 +236,7 @@ export class ClientRuntime {
 
   /** Publishes client-side notifications to the session's own workers (less quiet ones). */
   notify(ns: Notification[]): void {
-    this.notes.send(this.quiet.pass(ns));
+    this.notes.send(published(ns));
   }
 
   /** Every notification the store accepts, in store order, in bulks. */

@@ -16,7 +16,7 @@ import {
   TASK_RETRY_STATE,
   type TaskState,
 } from '../states/task-model';
-import { taskNotification, transition } from '../components/shared/transition';
+import { born, taskNotification, transition } from '../components/shared/transition';
 import { explainTask, type Explanation } from './explain';
 import { Listeners } from './listeners';
 import { managersOf } from './managers';
@@ -183,7 +183,9 @@ export class TaskManager {
       };
       const mode = task.description.mode;
       const tmgr = COMPONENTS.taskManager;
-      notes.push(taskNotification(task.uid, task.attempt, 'NEW', now, tmgr, undefined, mode));
+      const birth = taskNotification(task.uid, task.attempt, 'NEW', now, tmgr, undefined, mode);
+      born(rec, birth);
+      notes.push(birth);
       notes.push(transition(rec, 'TMGR_SCHEDULING_PENDING', COMPONENTS.taskManager, now));
       records.push(rec);
     }

@@ -17,16 +17,6 @@ export function pushPassed(passed: number[], state: string, ts: number): void {
   passed.push(CODE.get(state) ?? -1, ts);
 }
 
-/** Turns raw pairs [code, ts] into the wire form [code, msBefore] for a notification at `at`. */
-export function relativePassed(raw: readonly number[], at: number): Passed {
-  const out = new Array<number>(raw.length);
-  for (let i = 0; i < raw.length; i += 2) {
-    out[i] = raw[i]!;
-    out[i + 1] = at - raw[i + 1]!;
-  }
-  return out;
-}
-
 /** The time `state` was entered, if `n` carries it in `detail.passed`. */
 export function passedTs(n: Notification, state: string): number | undefined {
   const p = n.detail?.passed;

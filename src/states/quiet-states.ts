@@ -64,7 +64,7 @@ export const START_HOLD_MS = 25;
  * calls end within milliseconds; their start is then inferred (as a quiet state is) and the
  * store takes three notifications per call instead of four. A call that runs longer shows its
  * start while it runs, at most START_HOLD_MS late (with its real `ts`). Only a hand-back
- * supersedes it, and then carries its time (`detail.passed`, see QuietCarry): a call
+ * supersedes it, and then carries its time (`detail.passed`, see quiet-carry.ts): a call
  * that fails or is canceled shows its start before its end.
  */
 export function isSupersedable(

@@ -4,6 +4,7 @@ import { ownerOf } from '../../states/model';
 import { isQuiet, isSupersedable } from '../../states/quiet-states';
 import { TASK_MODEL, type TaskState } from '../../states/task-model';
 import type { TaskRecord } from '../../generated';
+import { carry } from './quiet-carry';
 
 /**
  * Moves a task the calling component holds to `to` and returns the notification to publish.
@@ -22,7 +23,27 @@ export function transition(
     throw new IllegalTransitionError(from, to, component);
   }
   task.state = to;
-  return taskNotification(task.uid, task.attempt, to, ts, component, detail, task.description.mode);
+  const n = taskNotification(task.uid, task.attempt, to, ts, component, detail, task.description.mode);
+  carry(task, n, n instanceof QuietNotification);
+  return n;
+}
+
+/**
+ * Records what `n`, the notification of a task's first state made without a transition (NEW,
+ * by the TaskManager), says, as transition() does for the others (see carry).
+ */
+export function born(task: TaskRecord, n: Notification): void {
+  if (n instanceof QuietNotification) carry(task, n, true);
+}
+
+/** The notifications to publish: `ns` less the quiet ones (`ns` itself when none is). */
+export function published(ns: readonly Notification[]): readonly Notification[] {
+  for (let i = 0; i < ns.length; i++) {
+    if (ns[i] instanceof QuietNotification) {
+      return ns.filter((n) => !(n instanceof QuietNotification));
+    }
+  }
+  return ns;
 }
 
 /** A task notification whose class marks how it is published (the two below). */

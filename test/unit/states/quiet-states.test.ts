@@ -1,7 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import type { TaskRecord } from '../../../src/generated';
-import { QuietCarry } from '../../../src/components/shared/quiet-carry';
-import { taskNotification, transition } from '../../../src/components/shared/transition';
+import {
+  born,
+  published,
+  taskNotification,
+  transition,
+} from '../../../src/components/shared/transition';
 import { StateTracker } from '../../../src/states/state-tracker';
 import {
   handOffNamesPilot,
@@ -30,6 +34,7 @@ const record = (mode: 'function' | 'executable', state: TaskState): TaskRecord =
 function life(mode: 'function' | 'executable'): Notification[] {
   const task = record(mode, 'NEW');
   const out = [taskNotification('t1', 1, 'NEW', 0, COMPONENTS.taskManager, undefined, mode)];
+  born(task, out[0]!);
   for (const state of TASK_STATES.slice(1, TASK_STATES.indexOf('DONE') + 1)) {
     const owner = TASK_MODEL.transitions.find(
       (t) => t.from === task.state && t.to === state,
@@ -47,8 +52,8 @@ function life(mode: 'function' | 'executable'): Notification[] {
   return out;
 }
 
-/** What one process's publisher sends of `ns`. */
-const publish = (ns: readonly Notification[]) => new QuietCarry().pass(ns);
+/** What the publishers send of `ns`. */
+const publish = published;
 
 describe('quiet states of function tasks', () => {
   it('are never final, and leave the hand-off, the start, the hand-back and the end published', () => {

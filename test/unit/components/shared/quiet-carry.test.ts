@@ -1,80 +1,109 @@
 import { describe, expect, it } from '@jest/globals';
-import { QuietCarry } from '../../../../src/components/shared/quiet-carry';
-import { taskNotification } from '../../../../src/components/shared/transition';
+import type { TaskRecord } from '../../../../src/generated';
+import {
+  born,
+  published,
+  taskNotification,
+  transition,
+} from '../../../../src/components/shared/transition';
 import type { Notification, NotificationDetail } from '../../../../src/states/notification';
 import { passedStates } from '../../../../src/states/passed';
-import type { TaskState } from '../../../../src/states/task-model';
+import { COMPONENTS as C, type TaskState } from '../../../../src/states/task-model';
 
-const fn = (
-  uid: string,
-  state: TaskState,
+const fnRecord = (uid: string, state: TaskState, attempt = 1): TaskRecord => ({
+  uid,
+  attempt,
+  state,
+  session: 's',
+  description: { mode: 'function', function: { module: '/m.js' } },
+});
+
+const move = (
+  t: TaskRecord,
+  to: TaskState,
+  owner: string,
   ts: number,
   detail?: NotificationDetail,
-  attempt = 1,
-): Notification => taskNotification(uid, attempt, state, ts, 'x', detail, 'function');
+) => transition(t, to, owner, ts, detail);
 
-describe('QuietCarry', () => {
-  it('passes a bulk with nothing quiet as it is', () => {
-    const ns = [fn('a', 'AGENT_STAGING_INPUT_PENDING', 1, { pilot: 'p' })];
-    expect(new QuietCarry().pass(ns)).toBe(ns);
-  });
-
-  it("drops quiet states and gives their times and facts to the task's next published one, across bulks", () => {
-    const q = new QuietCarry();
-    expect(
-      q.pass([
-        fn('a', 'AGENT_STAGING_INPUT', 1),
-        fn('b', 'AGENT_STAGING_INPUT', 2),
-        fn('a', 'AGENT_SCHEDULING', 3),
-      ]),
-    ).toEqual([]);
-    expect(q.size).toBe(2);
-    const out = q.pass([
-      fn('a', 'AGENT_STAGING_OUTPUT_PENDING', 5, {
-        exitCode: 0,
-        signal: null,
-        slots: [{ node: 'n', cores: [1], gpus: [] }],
-        launched: 4,
-        exited: 4.5,
-      }),
-      fn('a', 'TMGR_STAGING_OUTPUT_PENDING', 6, { exitCode: 0, signal: null, stdout: 'x' }),
+describe('quiet states carried on the record to the next published notification', () => {
+  it("gives the published one the quiet ones' states and times, and their detail under its own", () => {
+    const t = fnRecord('a', 'AGENT_STAGING_INPUT_PENDING');
+    const ns: Notification[] = [
+      move(t, 'AGENT_STAGING_INPUT', C.agentInputStager, 1),
+      move(t, 'AGENT_SCHEDULING_PENDING', C.agentInputStager, 2),
+      move(t, 'AGENT_SCHEDULING', C.agentScheduler, 3),
+      move(t, 'AGENT_EXECUTING_PENDING', C.agentScheduler, 3),
+    ];
+    expect(published(ns)).toEqual([]);
+    const start = move(t, 'AGENT_EXECUTING', C.executor, 4);
+    expect(passedStates(start)).toEqual([
+      ['AGENT_STAGING_INPUT', 1],
+      ['AGENT_SCHEDULING_PENDING', 2],
+      ['AGENT_SCHEDULING', 3],
+      ['AGENT_EXECUTING_PENDING', 3],
     ]);
-    expect(out).toHaveLength(1);
-    expect(out[0]).toMatchObject({ uid: 'a', state: 'TMGR_STAGING_OUTPUT_PENDING', ts: 6 });
-    expect(out[0]!.detail).toEqual({
+    const exit = move(t, 'AGENT_STAGING_OUTPUT_PENDING', C.executor, 6, {
+      exitCode: 0,
+      signal: null,
+      slots: [{ node: 'n', cores: [1], gpus: [] }],
+    });
+    move(t, 'AGENT_STAGING_OUTPUT', C.agentOutputStager, 7);
+    const back = move(t, 'TMGR_STAGING_OUTPUT_PENDING', C.agentOutputStager, 8, {
+      exitCode: 0,
+      signal: null,
+      stdout: 'x',
+    });
+    expect(published([exit, back])).toEqual([back]);
+    expect(back.detail).toEqual({
       exitCode: 0,
       signal: null,
       stdout: 'x',
       slots: [{ node: 'n', cores: [1], gpus: [] }],
-      launched: 4,
-      exited: 4.5,
-      passed: [6, 5, 8, 3, 11, 1], // [state code, ms before 6]
+      passed: [11, 2, 12, 1], // [state code, ms before 8]
     });
-    expect(passedStates(out[0]!)).toEqual([
-      ['AGENT_STAGING_INPUT', 1],
-      ['AGENT_SCHEDULING', 3],
-      ['AGENT_STAGING_OUTPUT_PENDING', 5],
-    ]);
-    expect(q.size).toBe(1); // b's still waits for its next published state
-    const [failed] = q.pass([
-      fn('b', 'FAILED', 9, { reason: { code: 'E_CANCELED', message: 'm', component: 'c' } }),
-    ]);
-    expect(passedStates(failed!)).toEqual([['AGENT_STAGING_INPUT', 2]]);
-    expect(q.size).toBe(0);
   });
 
-  it("does not give an older attempt's times to a newer attempt", () => {
-    const q = new QuietCarry();
-    q.pass([fn('a', 'AGENT_SCHEDULING', 1, undefined, 1)]);
-    const [n] = q.pass([fn('a', 'TMGR_SCHEDULING_PENDING', 2, { retried: 1 }, 2)]);
-    expect(n!.detail).toEqual({ retried: 1 });
-    expect(q.size).toBe(0);
+  it('carries the first state made without a transition (NEW) too', () => {
+    const t = fnRecord('b', 'NEW');
+    const birth = taskNotification('b', 1, 'NEW', 10, C.taskManager, undefined, 'function');
+    born(t, birth);
+    move(t, 'TMGR_SCHEDULING_PENDING', C.taskManager, 10);
+    move(t, 'TMGR_SCHEDULING', C.managerScheduler, 11);
+    move(t, 'TMGR_STAGING_INPUT_PENDING', C.managerScheduler, 12, { pilot: 'p' });
+    move(t, 'TMGR_STAGING_INPUT', C.managerInputStager, 13);
+    const handOff = move(t, 'AGENT_STAGING_INPUT_PENDING', C.managerInputStager, 13, {
+      pilot: 'p',
+    });
+    expect(passedStates(handOff).map(([s]) => s)).toEqual([
+      'NEW',
+      'TMGR_SCHEDULING_PENDING',
+      'TMGR_SCHEDULING',
+      'TMGR_STAGING_INPUT_PENDING',
+      'TMGR_STAGING_INPUT',
+    ]);
+    expect(handOff.detail!.pilot).toBe('p');
+  });
+
+  it('gives a failure what was carried, and never leaves it on the record for the wire', () => {
+    const t = fnRecord('c', 'AGENT_STAGING_INPUT_PENDING');
+    move(t, 'AGENT_STAGING_INPUT', C.agentInputStager, 1);
+    const failed = move(t, 'FAILED', C.agentInputStager, 2, {
+      reason: { code: 'E_STAGING', message: 'm', component: 'AgentInputStager' },
+    });
+    expect(passedStates(failed)).toEqual([['AGENT_STAGING_INPUT', 1]]);
+    expect(JSON.parse(JSON.stringify(t))).toEqual({ ...t }); // nothing but string keys
+    expect(Object.getOwnPropertySymbols(t).map((s) => (t as never)[s])).toEqual([undefined]);
   });
 
   it('leaves an executable task, which has no quiet states, alone', () => {
-    const q = new QuietCarry();
-    const n = taskNotification('e', 1, 'AGENT_SCHEDULING', 1, 'x', undefined, 'executable');
-    expect(q.pass([n])).toEqual([n]);
+    const t: TaskRecord = {
+      ...fnRecord('e', 'AGENT_SCHEDULING_PENDING'),
+      description: { executable: '/bin/true' },
+    };
+    const n = move(t, 'AGENT_SCHEDULING', C.agentScheduler, 1);
+    expect(published([n])).toEqual([n]);
     expect(n.detail).toBeUndefined();
+    expect(Object.getOwnPropertySymbols(t)).toEqual([]);
   });
 });
