@@ -23,7 +23,15 @@ export function transition(
     throw new IllegalTransitionError(from, to, component);
   }
   task.state = to;
-  const n = taskNotification(task.uid, task.attempt, to, ts, component, detail, task.description.mode);
+  const n = taskNotification(
+    task.uid,
+    task.attempt,
+    to,
+    ts,
+    component,
+    detail,
+    task.description.mode,
+  );
   carry(task, n, n instanceof QuietNotification);
   return n;
 }
