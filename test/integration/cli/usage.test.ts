@@ -26,6 +26,40 @@ describe('pilotfish usage', () => {
     },
   );
 
+  it.each([
+    'run',
+    'status',
+    'cancel',
+    'explain',
+    'sessions',
+    'clean',
+    'profile',
+    'timeline',
+    'tail',
+  ])('%s --help prints its usage and exit statuses on stdout, exit 0', async (cmd) => {
+    const r = await runCli([cmd, '--help']);
+    expect([r.code, r.stderr]).toEqual([0, '']);
+    expect(r.stdout).toContain(`Usage: pilotfish ${cmd}`);
+    expect(r.stdout).toMatch(/exit status/i);
+  });
+
+  it('lists every command in the help', async () => {
+    const r = await runCli(['--help']);
+    for (const cmd of [
+      'run',
+      'status',
+      'cancel',
+      'explain',
+      'sessions',
+      'clean',
+      'profile',
+      'timeline',
+      'tail',
+    ]) {
+      expect(r.stdout).toMatch(new RegExp(`^  ${cmd}\\b`, 'm'));
+    }
+  });
+
   it('--version prints the package version, exit 0', async () => {
     const r = await runCli(['--version']);
     expect([r.code, r.stdout, r.stderr]).toEqual([0, `${version}\n`, '']);
