@@ -1,8 +1,8 @@
-import { readFileSync, watch } from 'node:fs';
+import { watch } from 'node:fs';
 import * as path from 'node:path';
 import type { Notification, TaskDescription } from '../generated';
 import type { OutputSource, TaskView } from '../client/task-output';
-import { readNotifications } from '../profile/read';
+import { readNotifications, readSessionFacts } from '../profile/read';
 import { TASK_STATES, isFinalTaskState, type TaskState } from '../states/task-model';
 
 /** At most this often a follower reads the store again while the session writes it. */
@@ -21,7 +21,7 @@ export function storeOutputSource(
   sessionDir: string,
   uid: string,
 ): { source: OutputSource; description: TaskDescription } | undefined {
-  const journal = readJournal(sessionDir);
+  const journal = readSessionFacts(sessionDir);
   const description = journal.tasks.get(uid);
   if (description === undefined) return undefined;
   let seen: TaskView | undefined;
@@ -34,7 +34,8 @@ export function storeOutputSource(
     return viewOf(
       mine,
       (pilot) =>
-        journal.pilotSandboxes.get(pilot) ?? readJournal(sessionDir).pilotSandboxes.get(pilot),
+        journal.pilots.get(pilot)?.sandbox ??
+        readSessionFacts(sessionDir).pilots.get(pilot)?.sandbox,
       uid,
     );
   };
@@ -97,40 +98,4 @@ function viewOf(
     if (dir !== undefined) sandbox = path.join(dir, uid);
   }
   return { sandbox, final };
-}
-
-interface JournalFacts {
-  tasks: Map<string, TaskDescription>;
-  pilotSandboxes: Map<string, string>;
-}
-
-/** The tasks and the pilots' sandboxes in the session's journal.jsonl (read-only). */
-function readJournal(sessionDir: string): JournalFacts {
-  const facts: JournalFacts = { tasks: new Map(), pilotSandboxes: new Map() };
-  let text: string;
-  try {
-    text = readFileSync(path.join(sessionDir, 'journal.jsonl'), 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return facts;
-    throw e;
-  }
-  for (const line of text.split('\n')) {
-    let e: {
-      t?: string;
-      tasks?: [string, TaskDescription][];
-      pilots?: { uid: string; sandbox?: string }[];
-    };
-    try {
-      e = JSON.parse(line) as typeof e;
-    } catch {
-      continue; // empty, or a line a live client is writing
-    }
-    if (e.t === 'tasks') for (const [u, d] of e.tasks ?? []) facts.tasks.set(u, d);
-    if (e.t === 'pilots') {
-      for (const p of e.pilots ?? []) {
-        if (p.sandbox !== undefined) facts.pilotSandboxes.set(p.uid, p.sandbox);
-      }
-    }
-  }
-  return facts;
 }

@@ -8,7 +8,7 @@ import type { AttemptProfile, PilotNode, PilotProfile, Profile, Stamp, TaskProfi
 /** What a session's journal says that its store does not: descriptions and the agents' nodes. */
 export interface SessionFacts {
   tasks: Map<string, TaskDescription>;
-  pilots: Map<string, { resource?: string; nodes?: PilotNode[] }>;
+  pilots: Map<string, { resource?: string; nodes?: PilotNode[]; sandbox?: string }>;
 }
 
 /**

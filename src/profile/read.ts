@@ -23,12 +23,15 @@ export function readNotifications(sessionDir: string): Promise<Notification[]> {
 }
 
 type JournalLine =
-  | { t: 'pilots'; pilots: { uid: string; description?: { resource?: string } }[] }
+  | { t: 'pilots'; pilots: { uid: string; description?: { resource?: string }; sandbox?: string }[] }
   | { t: 'agent'; pilot: string; nodes?: PilotNode[] }
   | { t: 'tasks'; tasks: [string, TaskDescription][] }
   | { t: string };
 
-/** The descriptions and agents' nodes in the session's journal (journal.jsonl), read-only. */
+/**
+ * The descriptions, the pilots' sandboxes and the agents' nodes in the session's journal
+ * (journal.jsonl), read-only.
+ */
 export function readSessionFacts(sessionDir: string): SessionFacts {
   const facts: SessionFacts = { tasks: new Map(), pilots: new Map() };
   let text: string;
@@ -54,6 +57,7 @@ export function readSessionFacts(sessionDir: string): SessionFacts {
         facts.pilots.set(p.uid, {
           ...facts.pilots.get(p.uid),
           ...(resource !== undefined ? { resource } : {}),
+          ...(p.sandbox !== undefined ? { sandbox: p.sandbox } : {}),
         });
       }
     } else if (entry.t === 'agent' && 'pilot' in entry && entry.nodes !== undefined) {

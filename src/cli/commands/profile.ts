@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import { UsageError } from '../../errors';
 import { profileReport } from '../../profile/intervals';
 import { readProfile } from '../../profile/read';
 import { EXIT } from '../args';
+import { usageErrors } from '../usage';
 import { formatProfile } from '../profile-table';
 import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
 
@@ -29,7 +29,7 @@ export function registerProfile(program: Command, done: (code: number) => void):
     .option('--dir <sessions-dir>', 'where the sessions are', DEFAULT_SESSIONS_DIR)
     .addHelpText('after', EXIT_STATUS)
     .action(async (session: string | undefined, opts: { json?: boolean; dir: string }) =>
-      done(await profile(session, opts)),
+      done(await usageErrors(() => profile(session, opts))),
     );
 }
 
@@ -37,14 +37,7 @@ async function profile(
   session: string | undefined,
   opts: { json?: boolean; dir: string },
 ): Promise<number> {
-  let dir: string;
-  try {
-    dir = resolveSessionDir(session, opts.dir);
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    process.stderr.write(`pilotfish profile: ${e.message}\n`);
-    return EXIT.usage;
-  }
+  const dir = resolveSessionDir(session, opts.dir); // a UsageError: exit 2 (usageErrors)
   const p = await readProfile(dir);
   const report = profileReport(p);
   if (opts.json === true) process.stdout.write(`${JSON.stringify(report)}\n`);

@@ -1,10 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Command } from 'commander';
-import { UsageError } from '../../errors';
 import { readProfile } from '../../profile/read';
 import { renderTimeline } from '../../profile/timeline';
 import { EXIT } from '../args';
+import { usageErrors } from '../usage';
 import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
 
 const EXIT_STATUS = `
@@ -34,7 +34,7 @@ export function registerTimeline(program: Command, done: (code: number) => void)
     )
     .addHelpText('after', EXIT_STATUS)
     .action(async (session: string | undefined, opts: { output: string; dir: string }) =>
-      done(await timeline(session, opts)),
+      done(await usageErrors(() => timeline(session, opts))),
     );
 }
 
@@ -42,14 +42,7 @@ async function timeline(
   session: string | undefined,
   opts: { output: string; dir: string; json?: boolean },
 ): Promise<number> {
-  let dir: string;
-  try {
-    dir = resolveSessionDir(session, opts.dir);
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    process.stderr.write(`pilotfish timeline: ${e.message}\n`);
-    return EXIT.usage;
-  }
+  const dir = resolveSessionDir(session, opts.dir); // a UsageError: exit 2 (usageErrors)
   const p = await readProfile(dir);
   const html = renderTimeline(p);
   try {

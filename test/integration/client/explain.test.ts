@@ -2,7 +2,6 @@ import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import type { Explanation } from '../../../src/client/explain';
 import { runtimeOf } from '../../../src/client/runtime';
 import type { AgentConfig, TaskDescription, WaitReason } from '../../../src/generated';
 import { UsageError } from '../../../src/errors';
@@ -10,41 +9,11 @@ import { silentLogger } from '../../../src/lib/logger';
 import { ControlBus } from '../../../src/transport/control-bus';
 import { deferred, withTimeout } from '../../../src/lib/deferred';
 import { requestOf } from '../../../src/components/agent-scheduler/request';
+import { explained } from '../../support/explained';
 import { fixtures, type Fixture } from '../../support/session-fixture';
 
 /** A task that runs until the test cancels it (or the session closes). */
 const LONG: TaskDescription = { executable: '/bin/sleep', arguments: ['300'] };
-
-/**
- * Resolves with the task's explanation once `pred` holds: checked now, then at each state the
- * client delivers and at each waiting report an agent sends (the two may come in either order).
- */
-function explained(
-  fx: Fixture,
-  uid: string,
-  pred: (e: Explanation) => boolean,
-  timeoutMs = 20_000,
-): Promise<Explanation> {
-  const seen = deferred<Explanation>();
-  const check = (): void => {
-    const e = fx.tmgr.explain(uid);
-    if (pred(e)) seen.resolve(e);
-  };
-  const offState = fx.tmgr.onState(check);
-  const offBus = runtimeOf(fx.session).control.on((m) => {
-    if (m.type === 'agent_waits') check();
-  });
-  check();
-  const last = (): string => JSON.stringify(fx.tmgr.explain(uid));
-  return withTimeout(seen.promise, timeoutMs, `explanation of ${uid}`)
-    .catch((e: unknown) => {
-      throw new Error(`${String(e)}; last: ${last()}`);
-    })
-    .finally(() => {
-      offState();
-      offBus();
-    });
-}
 
 async function running(fx: Fixture, d: TaskDescription): Promise<string> {
   const [t] = await fx.tmgr.submitTasks([d]);

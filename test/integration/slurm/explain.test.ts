@@ -1,27 +1,7 @@
 import { expect, it } from '@jest/globals';
-import type { Explanation } from '../../../src/client/explain';
-import { runtimeOf } from '../../../src/client/runtime';
-import { deferred, withTimeout } from '../../../src/lib/deferred';
 import { describeSlurm, slurmEnv } from '../../support/slurm';
-import { fixtures, type Fixture } from '../../support/session-fixture';
-
-/** The task's explanation once `pred` holds (checked at each state and each agent report). */
-function explained(fx: Fixture, uid: string, pred: (e: Explanation) => boolean) {
-  const seen = deferred<Explanation>();
-  const check = (): void => {
-    const e = fx.tmgr.explain(uid);
-    if (pred(e)) seen.resolve(e);
-  };
-  const offState = fx.tmgr.onState(check);
-  const offBus = runtimeOf(fx.session).control.on((m) => {
-    if (m.type === 'agent_waits') check();
-  });
-  check();
-  return withTimeout(seen.promise, 60_000, `explanation of ${uid}`).finally(() => {
-    offState();
-    offBus();
-  });
-}
+import { explained } from '../../support/explained';
+import { fixtures } from '../../support/session-fixture';
 
 describeSlurm('why a task waits on a 2-node Slurm pilot', () => {
   const fixture = fixtures();
@@ -33,7 +13,7 @@ describeSlurm('why a task waits on a 2-node Slurm pilot', () => {
     const [g1] = await fx.tmgr.submitTasks([{ ...long, coresPerRank: 2, tags: { colocate: 'g' } }]);
     await fx.tmgr.waitTasks({ uids: [g1!.uid], states: ['AGENT_EXECUTING'], timeoutMs: 90_000 });
     const [g2] = await fx.tmgr.submitTasks([{ executable: '/bin/true', tags: { colocate: 'g' } }]);
-    const e = await explained(fx, g2!.uid, (x) => x.waiting?.kind === 'tag');
+    const e = await explained(fx, g2!.uid, (x) => x.waiting?.kind === 'tag', 60_000);
     // the group's node is full; the pilot's other node has both its cores free
     const node = e.waiting!.nodes?.[0];
     expect(node).toMatch(/^n[12]$/);
