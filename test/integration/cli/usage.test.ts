@@ -10,6 +10,19 @@ const version = (
   }
 ).version;
 
+/** Every command of pilotfish. */
+const COMMANDS = [
+  'run',
+  'status',
+  'cancel',
+  'explain',
+  'sessions',
+  'clean',
+  'profile',
+  'timeline',
+  'tail',
+];
+
 describe('pilotfish usage', () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pf-cli-usage-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -26,22 +39,15 @@ describe('pilotfish usage', () => {
     },
   );
 
-  it.each([
-    'run',
-    'status',
-    'cancel',
-    'explain',
-    'sessions',
-    'clean',
-    'profile',
-    'timeline',
-    'tail',
-  ])('%s --help prints its usage and exit statuses on stdout, exit 0', async (cmd) => {
-    const r = await runCli([cmd, '--help']);
-    expect([r.code, r.stderr]).toEqual([0, '']);
-    expect(r.stdout).toContain(`Usage: pilotfish ${cmd}`);
-    expect(r.stdout).toMatch(/exit status/i);
-  });
+  it.each(COMMANDS)(
+    '%s --help prints its usage and exit statuses on stdout, exit 0',
+    async (cmd) => {
+      const r = await runCli([cmd, '--help']);
+      expect([r.code, r.stderr]).toEqual([0, '']);
+      expect(r.stdout).toContain(`Usage: pilotfish ${cmd}`);
+      expect(r.stdout).toMatch(/exit status/i);
+    },
+  );
 
   it('lists every command in the help', async () => {
     const r = await runCli(['--help']);
