@@ -168,7 +168,8 @@ describe('pilotfish run, stopped and resumed', () => {
     // script(1) runs the command on a pseudo-terminal: stdout and stderr are a TTY
     const cmd = `'${process.execPath}' '${CLI}' run '${file}' --dir '${dir}'`;
     const tty = spawn('script', ['-qec', cmd, '/dev/null'], {
-      env: { ...process.env, TERM: 'xterm-256color' },
+      // FORCE_COLOR: a terminal takes colours, also where CI is set (Node then assumes none)
+      env: { ...process.env, TERM: 'xterm-256color', FORCE_COLOR: '1' },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
