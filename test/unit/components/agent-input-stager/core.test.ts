@@ -64,9 +64,11 @@ describe('AgentInputStagerCore', () => {
       'notify t1 AGENT_SCHEDULING_PENDING, t2 AGENT_SCHEDULING_PENDING',
       'forward t1, t2',
     ]);
+    // t2's AGENT_SCHEDULING_PENDING is published (a sandbox of its own) and carries the time of
+    // its quiet AGENT_STAGING_INPUT (code 6, 0 ms before)
     expect(notes.slice(-2).map((n) => n.detail)).toEqual([
       undefined,
-      { sandbox: `${PILOT_SANDBOX}/t2` },
+      { sandbox: `${PILOT_SANDBOX}/t2`, passed: [6, 0] },
     ]);
     rec.expectNoMore();
   });

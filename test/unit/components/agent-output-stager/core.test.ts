@@ -72,6 +72,7 @@ describe('AgentOutputStagerCore', () => {
       stdout: '',
       stderr: '',
       result: 42,
+      passed: [12, 0], // its quiet AGENT_STAGING_OUTPUT (code 12), at the same ms
     });
     rec.expectNoMore();
   });
