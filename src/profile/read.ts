@@ -23,7 +23,10 @@ export function readNotifications(sessionDir: string): Promise<Notification[]> {
 }
 
 type JournalLine =
-  | { t: 'pilots'; pilots: { uid: string; description?: { resource?: string }; sandbox?: string }[] }
+  | {
+      t: 'pilots';
+      pilots: { uid: string; description?: { resource?: string }; sandbox?: string }[];
+    }
   | { t: 'agent'; pilot: string; nodes?: PilotNode[] }
   | { t: 'tasks'; tasks: [string, TaskDescription][] }
   | { t: string };
