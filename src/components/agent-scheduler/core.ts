@@ -130,8 +130,9 @@ export class AgentSchedulerCore {
       bySize.set(k, e);
     }
     this.sizes.push(...bySize.values());
-    const report = effects.reportWaits?.bind(effects);
-    if (report !== undefined) this.waits = new WaitReports(clock, this.waitOf, report);
+    if (effects.reportWaits !== undefined) {
+      this.waits = new WaitReports(clock, this.waitOf, (ws) => effects.reportWaits?.(ws));
+    }
   }
 
   onTasks(tasks: TaskRecord[]): void {
