@@ -16,6 +16,7 @@ import type { ControlUplinks } from '../transport/control-uplinks';
 import { EmbeddedStore } from '../updater/embedded/store';
 import { StoreServer } from '../updater/embedded/store-server';
 import { UpdateWorker } from '../updater/update-worker';
+import { refuseIfLive } from './control-server';
 import { DeliveredCounters, DeliveryCursor } from './delivered';
 import { Journal, type JournalEntry, type SessionAddresses } from './journal';
 import { ManagerPipeline } from './manager-pipeline';
@@ -111,6 +112,7 @@ export class ClientRuntime {
     let resumed: JournalEntry[] | undefined;
     if (opts.resume !== undefined) {
       if (!existsSync(dir)) throw new UsageError(`cannot resume: no session directory '${dir}'`);
+      await refuseIfLive(dir);
       ({ journal, entries: resumed } = Journal.read(dir));
     } else {
       makePrivateDir(dir);

@@ -18,6 +18,7 @@ export interface SessionOptions {
    * addresses bound again (its agents reconnect on their own), its pilots and tasks adopted by
    * managers created in the same order as before, and callbacks already delivered are not
    * delivered again. Callbacks start with `replay()` (or the first wait), once they are set.
+   * A session whose client still runs (it answers on its control socket) is refused.
    */
   resume?: string;
   /** UpdateWorkers of the client side (default 1; agents have their own). */
