@@ -51,17 +51,7 @@ describe('pilotfish usage', () => {
 
   it('lists every command in the help', async () => {
     const r = await runCli(['--help']);
-    for (const cmd of [
-      'run',
-      'status',
-      'cancel',
-      'explain',
-      'sessions',
-      'clean',
-      'profile',
-      'timeline',
-      'tail',
-    ]) {
+    for (const cmd of COMMANDS) {
       expect(r.stdout).toMatch(new RegExp(`^  ${cmd}\\b`, 'm'));
     }
   });
