@@ -1,7 +1,7 @@
 /**
  * The Dask peer of the `functions` benchmark (bench/functions.ts), with e2e's Dask machinery
  * (bench/references.ts): Debian's /usr/bin/python3 and python3-distributed, a LocalCluster of
- * `workers` single-threaded worker processes. After `workers * 4` warm-up calls: `alone` calls
+ * `workers` single-threaded worker processes. After `workers * 4` warm-up calls: `warm` calls
  * of a no-op function one at a time (`client.submit(...).result()`), unmeasured, as pilotfish's
  * are; then `alone` more, measured; then `n` at once (`client.map`, then `client.gather`), timed
  * from the map to the last result.
@@ -15,7 +15,7 @@ def noop(x):
     return None
 
 def main():
-    n, workers, warmup, alone = (int(a) for a in sys.argv[1:5])
+    n, workers, warmup, warm, alone = (int(a) for a in sys.argv[1:6])
     import distributed
     from distributed import Client, LocalCluster
     t0 = time.perf_counter()
@@ -25,7 +25,7 @@ def main():
     client.wait_for_workers(workers)
     out = {'version': distributed.__version__, 'cluster_start_s': time.perf_counter() - t0}
     client.gather(client.map(noop, range(warmup), pure=False))
-    for i in range(alone):
+    for i in range(warm):
         client.submit(noop, i, pure=False).result()
     single = []
     for i in range(alone):
@@ -54,12 +54,13 @@ export interface DaskFunctions {
 export function daskFunctions(opts: {
   n: number;
   workers: number;
+  warm: number;
   alone: number;
 }): Promise<{ ok: true; result: DaskFunctions } | { ok: false; reason: string }> {
-  const { n, workers, alone } = opts;
+  const { n, workers, warm, alone } = opts;
   return runDaskScript<DaskFunctions>(
     DASK_FUNCTIONS_PY,
-    [n, workers, workers * 4, alone],
+    [n, workers, workers * 4, warm, alone],
     1_200_000,
   );
 }

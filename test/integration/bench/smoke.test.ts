@@ -40,6 +40,7 @@ const METRICS: Record<string, string[]> = {
     'function_tasks_per_s',
     'function_round_trip_ms_p50',
     'function_round_trip_ms_p99',
+    'function_round_trip_cold_ms_p50',
     'client_cpu_us_per_task',
   ],
   store: ['notifications_per_s', 'open_10m_ms'],
