@@ -6,6 +6,9 @@
  *   callback.
  * - `task_latency_ms_p50` / `_p99`: one task at a time on an idle pilot, submit to its DONE
  *   callback.
+ * - `client_cpu_us_per_task`, `agent_cpu_us_per_task`, `spawner_cpu_us_per_task`: CPU time
+ *   (user + system) of the client, the agent and its spawner helpers over the run of N, per
+ *   task (bench/process-cpu.ts; the tasks' own CPU is not in it).
  *
  * The same three again in a session opened `insecure: 'trusted-network'` (metrics suffixed
  * `_insecure`), and `encryption_tasks_per_s_ratio` (encrypted over insecure): what CurveZMQ
@@ -43,6 +46,7 @@ import {
   type BenchOptions,
   type Figure,
 } from './harness';
+import { cpuNow, cpuSince } from './process-cpu';
 import { dask, gnuParallel, peersForRun, spawnLimit, type Reference } from './references';
 
 export const name = 'e2e';
@@ -118,12 +122,14 @@ async function runPilot(
     emit({ metric: 'task_latency_ms_p50', value: sig(pct(0.5)), unit: 'ms', tasks: lat.length });
     emit({ metric: 'task_latency_ms_p99', value: sig(pct(0.99)), unit: 'ms', tasks: lat.length });
 
+    const cpu0 = cpuNow();
     const t0 = nowNs();
     const tasks = await tmgr.submitTasks(
       Array.from({ length: n }, () => ({ executable: '/bin/true' })),
     );
     await tmgr.waitTasks({ uids: tasks.map((t) => t.uid), timeoutMs: 600_000 });
     const secs = secondsBetween(t0, nowNs());
+    const cpu = cpuSince(cpu0);
     const failed = tasks.filter((t) => t.state !== 'DONE').length;
     if (failed > 0) throw new Error(`e2e: ${failed} of ${n} tasks did not end DONE`);
     emit({
@@ -133,6 +139,21 @@ async function runPilot(
       tasks: n,
       cores: pilot.cores,
     });
+    // the spawner helpers are the agent's `other` children; the tasks' own CPU is not counted
+    const roles = { client: cpu.client, agent: cpu.agent, spawner: cpu.other };
+    for (const [role, us] of Object.entries(roles)) {
+      if (us <= 0) {
+        log(`skipped ${role}_cpu_us_per_task: no CPU time measured`);
+        continue;
+      }
+      emit({
+        metric: `${role}_cpu_us_per_task`,
+        value: sig(us / n),
+        unit: 'us',
+        tasks: n,
+        timed: 'CPU time (user + system) of the process(es) over the run of N, per task',
+      });
+    }
     return { tasksPerS: n / secs, cores: pilot.cores };
   } finally {
     await session.close();

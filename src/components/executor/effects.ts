@@ -13,8 +13,14 @@ export interface SpawnSpec {
   args: string[];
   env: Record<string, string>;
   cwd: string;
+  /** Where its stdout and stderr go (made 0600). */
   stdoutPath: string;
   stderrPath: string;
+  /**
+   * output 'stream': stdout and stderr through pipes into the helper's stream file, framed
+   * with the uid and this attempt (src/lib/output-frames.ts); the exit event carries the tails.
+   */
+  stream?: { attempt: number };
   /** Small files to write before the process starts (e.g. mpirun's hostfile). */
   files?: LaunchFile[];
   /** 'process': kills signal this process alone, not its group and session (srun). */
@@ -115,6 +121,11 @@ export interface ExitedEvent {
   value?: unknown;
   /** A function call that did not (exit code 1): why. */
   error?: FunctionError;
+  /**
+   * A `stream` spawn: the last bytes (TAIL_BYTES, src/lib/file-tail.ts) of its stdout and
+   * stderr as read up to its exit, cut to a line start as file tails are, and the bytes each had.
+   */
+  output?: { stdout: string; stderr: string; stdoutBytes: number; stderrBytes: number };
 }
 
 /** The job never ran (or its runner was lost): `code` is an errno name or E_SPAWNER_DIED. */
