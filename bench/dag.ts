@@ -48,6 +48,7 @@
  * line on stderr instead.
  */
 import type { TaskDescription, TaskManager, TaskState } from '../src';
+import { passedStates } from '../src/states/passed';
 import { EmbeddedStore } from '../src/updater/embedded/store';
 import {
   mean,
@@ -173,6 +174,8 @@ async function readStamps(sessionDir: string): Promise<Map<string, Stamps>> {
       let s = out.get(note.uid);
       if (s === undefined) out.set(note.uid, (s = {}));
       s[note.state as TaskState] = note.ts;
+      // the quiet states it carries (src/components/shared/quiet-carry.ts)
+      for (const [state, ts] of passedStates(note)) s[state as TaskState] = ts;
     }
     return out;
   } finally {

@@ -11,6 +11,7 @@ import { ExecutorShell } from '../components/executor/shell';
 import { QueueSet } from '../components/shared/queue-set';
 import { sendLogged } from '../components/shared/shell';
 import { ControlBus } from '../transport/control-bus';
+import { BUSY_GAP_MS } from '../transport/send-gap';
 import { UpdateWorker } from '../updater/update-worker';
 import { FirstSight } from './first-sight';
 import type { AgentFinal } from './lifecycle/effects';
@@ -22,6 +23,13 @@ import { discoverNodes } from './resources/nodes';
 import { AgentTaskQueues } from './task-queues';
 import type { NodeResources } from '../components/agent-scheduler/node-state';
 import type { ShapeWait } from '../components/agent-scheduler/wait-reports';
+
+/**
+ * Least time between two notification batches of one UpdateWorker while tasks keep changing:
+ * the store's side of a batch (its receipt, an ack, a write) costs the client about as much
+ * as its content, and callbacks may come this much later under load, never a task.
+ */
+const UPDATE_GAP_MS = 5;
 
 /**
  * Wiring of one pilot's agent: AgentInputStager -> AgentScheduler -> Executor ->
@@ -101,7 +109,9 @@ export class Agent {
     const toExecutor = hops.into(C.executor);
     const toOutput = hops.into(C.agentOutputStager);
     const toUnschedule = this.queues.local<{ uid: string }>('unschedule', queueLog);
-    const toClient = this.queues.sender(cfg.addresses.managerOutput, cfg.curve);
+    const toClient = this.queues
+      .sender(cfg.addresses.managerOutput, cfg.curve)
+      .spaceBy(BUSY_GAP_MS);
 
     for (let i = 0; i < (cfg.updateWorkers ?? 2); i++) {
       this.workers.push(
@@ -112,6 +122,7 @@ export class Agent {
           ...(cfg.curve !== undefined ? { storeSecurity: cfg.curve } : {}),
           logger: this.log.child({ component: 'UpdateWorker', worker: i }),
           name: `${cfg.pilot}.uw${i}`,
+          gapMs: UPDATE_GAP_MS,
         }),
       );
     }
@@ -133,6 +144,7 @@ export class Agent {
       { notes, next: toScheduler, log: logIn, clock },
       cfg.sandbox,
       this.files,
+      { output: cfg.output ?? 'files', taskJson: cfg.taskJson ?? false },
     );
     const { launch, warnings } = await setup;
     this.warnings = warnings;

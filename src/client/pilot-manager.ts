@@ -301,6 +301,8 @@ export class PilotManager {
       ...(agent.functionWorkers !== undefined ? { functionWorkers: agent.functionWorkers } : {}),
       ...(agent.python !== undefined ? { python: agent.python } : {}),
       ...(agent.backfillLimit !== undefined ? { backfillLimit: agent.backfillLimit } : {}),
+      ...(agent.output !== undefined ? { output: agent.output } : {}),
+      ...(agent.taskJson !== undefined ? { taskJson: agent.taskJson } : {}),
       ...(agent.updateWorkers !== undefined ? { updateWorkers: agent.updateWorkers } : {}),
       ...(agent.killGraceMs !== undefined ? { killGraceMs: agent.killGraceMs } : {}),
       ...(agent.clientTimeoutS !== undefined

@@ -49,6 +49,14 @@ export interface AgentConfig {
    */
   backfillLimit?: number;
   /**
+   * Where executables' stdout and stderr go unless a task says (TaskDescription.output): 'files' (each task's `stdout` and `stderr` in a sandbox of its own) or 'stream' (framed into a few stream files in <pilot sandbox>/output/, no file or directory per task). Default 'files'.
+   */
+  output?: 'files' | 'stream';
+  /**
+   * Write each task's description as `task.json` in its sandbox (when it has one), for debugging; default false.
+   */
+  taskJson?: boolean;
+  /**
    * The Python interpreter of Python function workers; default python3.
    */
   python?: string;

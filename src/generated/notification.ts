@@ -30,6 +30,10 @@ export interface Notification {
     endpoint?: string;
     sandbox?: string;
     /**
+     * The task's stdout and stderr go to its pilot's stream files (<pilot sandbox>/output/*.pfout), not to files in its sandbox: sent with the state that names its sandbox.
+     */
+    output?: 'stream';
+    /**
      * On the first state of a new attempt: the retries used so far.
      */
     retried?: number;

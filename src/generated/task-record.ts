@@ -16,6 +16,10 @@ export interface TaskRecord {
   pilot?: string;
   sandbox?: string;
   /**
+   * Where its stdout and stderr go on the agent: the description's `output`, else the pilot's default; set by the AgentInputStager.
+   */
+  output?: 'files' | 'stream';
+  /**
    * Items: One rank's resources on one node.
    */
   slots?: {

@@ -1,7 +1,7 @@
 import { isFinal, rankOf, type StateModel } from './model';
 import { ownCopy } from '../lib/strings';
 import type { Notification } from './notification';
-import { passedTs } from './passed';
+import { passedStates, passedTs } from './passed';
 
 /** One state a tracked entity passed, in model order, exactly once per state and attempt. */
 export interface Emission<S extends string = string> {
@@ -98,7 +98,11 @@ export class StateTracker<S extends string = string> {
       p.attempt = n.attempt;
       p.rank = this.restartRank - 1;
     }
+    const carries = n.detail?.passed !== undefined && p.attempt === n.attempt;
     if (rank === this.failed || rank === this.canceled) {
+      // states it carries were passed before it ended (and, the model being a line, the ones
+      // before them): delivered first, as for a state reached
+      if (carries) out.push(...this.passUpTo(p, n, this.highestPassed(n)));
       p.rank = rank;
       p.final = true;
       out.push({
@@ -111,8 +115,22 @@ export class StateTracker<S extends string = string> {
       return out;
     }
     if (rank <= p.rank) return out;
-    const carries = n.detail?.passed !== undefined && p.attempt === n.attempt;
-    for (let r = p.rank + 1; r < rank; r++) {
+    out.push(...this.passUpTo(p, n, rank - 1, carries));
+    // the model's own string: a decoded one may be a slice that keeps a whole message alive
+    const state = this.model.states[rank]!;
+    out.push({ uid: n.uid, state, attempt: n.attempt, inferred: false, notification: n });
+    p.rank = rank;
+    p.final = isFinal(this.model, n.state);
+    return out;
+  }
+
+  /**
+   * The states after `p`'s up to rank `top`, which `n` implies: with the time `n` carries for
+   * one (`carries`), else inferred.
+   */
+  private passUpTo(p: Progress, n: Notification, top: number, carries = true): Emission<S>[] {
+    const out: Emission<S>[] = [];
+    for (let r = p.rank + 1; r <= top; r++) {
       const state = this.model.states[r]!;
       const ts = carries ? passedTs(n, state) : undefined;
       out.push(
@@ -121,12 +139,14 @@ export class StateTracker<S extends string = string> {
           : { uid: n.uid, state, attempt: p.attempt, inferred: false, ts },
       );
     }
-    // the model's own string: a decoded one may be a slice that keeps a whole message alive
-    const state = this.model.states[rank]!;
-    out.push({ uid: n.uid, state, attempt: n.attempt, inferred: false, notification: n });
-    p.rank = rank;
-    p.final = isFinal(this.model, n.state);
     return out;
+  }
+
+  /** The rank of the latest state `n` carries in `detail.passed` (-1: none of this model). */
+  private highestPassed(n: Notification): number {
+    let top = -1;
+    for (const [state] of passedStates(n)) top = Math.max(top, rankOf(this.model, state));
+    return top;
   }
 
   /** Forgets an entity (the client no longer follows it). */

@@ -2,6 +2,7 @@ import * as zmq from 'zeromq';
 import { encode } from './codec';
 import { clientOptions, serverOptions, type ClientSecurity, type ServerSecurity } from './curve';
 import { MAX_MESSAGE_BYTES, SerialSender, decodedMessages, type Decoded } from './frames';
+import { SendGap } from './send-gap';
 
 /** Most items one queue message carries (see PushEnd.send). */
 export const MAX_MESSAGE_ITEMS = 1_000;
@@ -14,7 +15,15 @@ const FLUSH_MS = 2_000;
 
 /** The producing end of a queue: one PUSH socket, bulks split to fit (see send). */
 export abstract class PushEnd {
+  private gap: SendGap | undefined;
+
   protected constructor(protected readonly out: SerialSender) {}
+
+  /** Spaces this queue's messages at least `gapMs` apart while it is busy (see SendGap). */
+  spaceBy(gapMs: number): this {
+    this.gap = gapMs > 0 ? new SendGap(gapMs, (items) => this.sendBulk(items)) : undefined;
+    return this;
+  }
 
   /**
    * Sends `value`; an array longer than MAX_MESSAGE_ITEMS goes as several messages of at most
@@ -25,6 +34,10 @@ export abstract class PushEnd {
    */
   send(value: unknown): Promise<void> {
     if (!Array.isArray(value)) return this.out.send(value);
+    return this.gap === undefined ? this.sendBulk(value) : this.gap.send(value);
+  }
+
+  private sendBulk(value: unknown[]): Promise<void> {
     let last: Promise<void> = Promise.resolve();
     for (let i = 0; i < value.length || i === 0; i += MAX_MESSAGE_ITEMS) {
       last = this.sendFitting(value.slice(i, i + MAX_MESSAGE_ITEMS));
@@ -33,6 +46,16 @@ export abstract class PushEnd {
   }
 
   abstract close(): Promise<void>;
+
+  /** Sends what a gap holds back, before a close. */
+  protected flushGap(): void {
+    void this.gap?.flush().catch(() => undefined); // each held send reports its own failure
+  }
+
+  /** Drops what a gap holds back (a discard). */
+  protected dropGap(): void {
+    this.gap?.drop();
+  }
 
   private sendFitting(items: unknown[]): Promise<void> {
     const frame = encode(items);
@@ -54,6 +77,7 @@ export class QueueSender extends PushEnd {
   }
 
   close(): Promise<void> {
+    this.flushGap();
     return this.out.close();
   }
 }
@@ -84,11 +108,13 @@ export class BoundQueueSender extends PushEnd {
    * consumer to go to (it is gone), which are then dropped.
    */
   close(): Promise<void> {
+    this.flushGap();
     return this.out.close(FLUSH_MS);
   }
 
   /** Closes at once: what the consumer has not taken yet is dropped. */
   discard(): Promise<void> {
+    this.dropGap();
     this.sock.linger = 0;
     return this.out.close(0);
   }

@@ -34,6 +34,12 @@ export interface UpdateWorkerOptions {
    * ack sends what gathered meanwhile: low latency when idle, big batches under load.
    */
   batchMs?: number;
+  /**
+   * Least time between two batches while notifications keep coming (default 0): what comes
+   * within it joins the next batch. Each batch costs its worker and the store a wake-up; a
+   * batch after a quiet spell goes at once.
+   */
+  gapMs?: number;
   /** A batch not acknowledged within this time is sent again (default 5000). */
   ackTimeoutMs?: number;
   /** Unacknowledged batches at which the worker stops pulling notifications (default 8). */
@@ -78,6 +84,8 @@ export class UpdateWorker {
   private buffer: Notification[] = [];
   private batchTimer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
+  /** When the last batch went (performance.now()). */
+  private lastSent = -Infinity;
   private readonly unacked = new Map<string, Unacked>();
   /** Resolved when a batch is acknowledged while the worker waits for room to pull more. */
   private room: Deferred<void> | undefined;
@@ -125,6 +133,7 @@ export class UpdateWorker {
       ...(opts.storeSecurity !== undefined ? { storeSecurity: opts.storeSecurity } : {}),
       batchSize: positiveInt('batchSize', opts.batchSize, 1024),
       batchMs: positiveInt('batchMs', opts.batchMs, 20),
+      gapMs: opts.gapMs ?? 0,
       ackTimeoutMs: positiveInt('ackTimeoutMs', opts.ackTimeoutMs, 5_000),
       maxInFlight: positiveInt('maxInFlight', opts.maxInFlight, 8),
       logger: opts.logger,
@@ -169,10 +178,15 @@ export class UpdateWorker {
     for (const n of notifications) this.buffer.push(n);
     // what a process hands over is gathered per turn already (CoalescingSender): with no batch
     // in flight it goes now, not a turn later
-    if (this.unacked.size === 0) this.flush(true);
+    if (this.unacked.size === 0 && this.gapPassed()) this.flush(true);
     else if (this.buffer.length >= this.opts.batchSize) this.flush(false);
     this.armFlush();
     this.pulled();
+  }
+
+  /** Whether the gap since the last batch has passed (see gapMs). */
+  private gapPassed(): boolean {
+    return performance.now() - this.lastSent >= this.opts.gapMs;
   }
 
   private async shutdown(ackWaitMs: number): Promise<void> {
@@ -234,11 +248,16 @@ export class UpdateWorker {
 
   private armFlush(): void {
     if (this.buffer.length === 0) return;
-    if (this.unacked.size === 0) {
+    const wait = this.lastSent + this.opts.gapMs - performance.now();
+    if (this.unacked.size === 0 && wait <= 0) {
       this.immediate ??= setImmediate(() => {
         this.immediate = undefined;
         this.flush(true);
       });
+    } else if (this.unacked.size === 0) {
+      // sooner than a timer armed while batches were in flight
+      clearTimeout(this.batchTimer);
+      this.batchTimer = setTimeout(() => this.flush(true), wait);
     } else if (this.batchTimer === undefined) {
       this.batchTimer = setTimeout(() => this.flush(true), this.opts.batchMs);
     }
@@ -276,6 +295,7 @@ export class UpdateWorker {
       ...(this.opts.pilot !== undefined ? { pilot: this.opts.pilot } : {}),
       notifications,
     };
+    this.lastSent = performance.now();
     this.unacked.set(request.batch, {
       count: notifications.length,
       timer: this.armResend(request.batch),
@@ -325,7 +345,8 @@ export class UpdateWorker {
     if (this.unacked.size < this.opts.maxInFlight) this.room?.resolve();
     if (this.unacked.size === 0) {
       this.drained?.resolve();
-      if (this.closing === undefined) this.flush(true);
+      if (this.closing === undefined && this.gapPassed()) this.flush(true);
+      else if (this.closing === undefined) this.armFlush();
     }
   }
 }

@@ -1,6 +1,6 @@
 import type { Reason, TaskRecord } from '../../generated';
 import type { Clock } from '../../lib/clock';
-import type { Notification } from '../../states/notification';
+import type { Notification, NotificationDetail } from '../../states/notification';
 import { COMPONENTS, type AbortedTaskState } from '../../states/task-model';
 import { cancelIfAsked } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
@@ -18,15 +18,34 @@ import type { AgentInputStagerEffects } from './effects';
 const ME = COMPONENTS.agentInputStager;
 
 /**
- * Whether a task gets a sandbox directory of its own. A function task runs in a warm worker and
- * writes no stdout or stderr files, so it gets one only when it has staging directives (which
- * name files in it); else it runs in the pilot's sandbox, and no directory or task.json is made.
+ * Whether a task gets a sandbox directory of its own: when it asks for one (`sandbox: true`) or
+ * needs one for files pilotfish makes there: staging directives name files in it, output
+ * 'files' writes `stdout` and `stderr` in it (services always do), preExec/postExec leave
+ * their status files, MPI launches their hostfile. Otherwise (a function call, an executable
+ * whose output streams) it runs in the pilot's sandbox and no directory or file is made for
+ * it: on a parallel file system, four metadata operations per task are what slows everyone.
  */
 export function needsOwnSandbox(task: TaskRecord): boolean {
   const d = task.description;
-  if (d.mode !== 'function') return true;
-  return (d.inputStaging?.length ?? 0) > 0 || (d.outputStaging?.length ?? 0) > 0;
+  if (d.sandbox === true) return true;
+  if ((d.inputStaging?.length ?? 0) > 0 || (d.outputStaging?.length ?? 0) > 0) return true;
+  if (d.mode === 'function') return false;
+  if (task.output !== 'stream') return true;
+  const steps = (d.preExec?.length ?? 0) > 0 || (d.postExec?.length ?? 0) > 0;
+  return steps || (d.ranks ?? 1) > 1 || d.launch === 'mpirun';
 }
+
+/** Where a task's stdout and stderr go: services' to files, a call has none (undefined). */
+export function outputOf(
+  d: TaskRecord['description'],
+  pilotDefault: OutputMode,
+): OutputMode | undefined {
+  if (d.mode === 'function') return undefined;
+  if (d.mode === 'service') return 'files';
+  return d.output ?? pilotDefault;
+}
+
+export type OutputMode = 'files' | 'stream';
 
 /**
  * Owns AGENT_STAGING_INPUT: gives each task its sandbox inside the pilot's sandbox (see
@@ -48,6 +67,8 @@ export class AgentInputStagerCore {
     private readonly effects: AgentInputStagerEffects,
     private readonly clock: Clock,
     private readonly pilotSandbox: string,
+    /** The pilot's agent.output: where executables' output goes unless they say. */
+    private readonly defaultOutput: OutputMode = 'files',
   ) {}
 
   onTasks(tasks: TaskRecord[]): void {
@@ -58,6 +79,8 @@ export class AgentInputStagerCore {
     for (const task of tasks) {
       if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       notes.push(transition(task, 'AGENT_STAGING_INPUT', ME, now));
+      const output = outputOf(task.description, this.defaultOutput);
+      if (output !== undefined) task.output = output;
       task.sandbox = needsOwnSandbox(task) ? `${this.pilotSandbox}/${task.uid}` : this.pilotSandbox;
       this.staging.set(task.uid, task);
       work.push(task);
@@ -136,7 +159,9 @@ export class AgentInputStagerCore {
 
   private done(task: TaskRecord, now: number, notes: Notification[], out: TaskRecord[]): void {
     const own = task.sandbox !== undefined && task.sandbox !== this.pilotSandbox;
-    const detail = own ? { sandbox: task.sandbox! } : undefined;
+    // where to find what it writes: a sandbox of its own, and whether its output streams
+    let detail: NotificationDetail | undefined = own ? { sandbox: task.sandbox! } : undefined;
+    if (task.output === 'stream') (detail ??= {}).output = 'stream';
     notes.push(transition(task, 'AGENT_SCHEDULING_PENDING', ME, now, detail));
     out.push(task);
   }

@@ -8,7 +8,7 @@ import type { ShellDeps } from '../shared/shell-deps';
 import { STAGING_CONCURRENCY, stageEach } from '../shared/staging-io';
 import type { StagingStep } from '../shared/staging-paths';
 import type { Transfers } from '../shared/transfers';
-import { AgentInputStagerCore } from './core';
+import { AgentInputStagerCore, type OutputMode } from './core';
 import type { AgentInputStagerEffects } from './effects';
 
 /** Runs AgentInputStagerCore: makes the sandboxes and performs input directives here. */
@@ -21,8 +21,13 @@ export class AgentInputStagerShell implements AgentInputStagerEffects {
     private readonly pilotSandbox: string,
     /** The `transfer` action's way to the client; none: such directives fail the task. */
     private readonly transfers?: Transfers,
+    /** The pilot's agent.output and agent.taskJson. */
+    private readonly opts: { output: OutputMode; taskJson: boolean } = {
+      output: 'files',
+      taskJson: false,
+    },
   ) {
-    this.core = new AgentInputStagerCore(this, deps.clock, pilotSandbox);
+    this.core = new AgentInputStagerCore(this, deps.clock, pilotSandbox, opts.output);
   }
 
   notify(notifications: Notification[]): void {
@@ -36,7 +41,9 @@ export class AgentInputStagerShell implements AgentInputStagerEffects {
   stage(tasks: TaskRecord[]): void {
     // a task the core gave the pilot's sandbox has nothing to make
     const shared = (t: TaskRecord): boolean => t.sandbox === this.pilotSandbox;
-    makeSandboxes(tasks, (results) => this.core.onStaged(results), shared);
+    const made = (results: Parameters<AgentInputStagerCore['onStaged']>[0]): void =>
+      this.core.onStaged(results);
+    makeSandboxes(tasks, made, shared, this.opts.taskJson);
   }
 
   stageInput(work: { uid: string; steps: StagingStep[] }[]): void {

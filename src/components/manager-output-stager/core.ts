@@ -43,7 +43,13 @@ export class ManagerOutputStagerCore {
       if (this.ended.get(task.uid) === task.attempt) continue;
       this.ended.set(task.uid, task.attempt);
       if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
-      notes.push(transition(task, 'TMGR_STAGING_OUTPUT', ME, now));
+      const why = task.reason ?? withStagingProblems(exitReason(task), task);
+      const retry = why !== undefined && retryable(why) && retriesLeft(task) > 0;
+      // an attempt that is retried ends here: published (with why), so that the states it
+      // carries reach the store, and callbacks, before the next attempt's
+      notes.push(
+        transition(task, 'TMGR_STAGING_OUTPUT', ME, now, retry ? { reason: why } : undefined),
+      );
       const detail: NotificationDetail = {
         exitCode: task.exitCode ?? null,
         signal: task.signal ?? null,
@@ -53,10 +59,9 @@ export class ManagerOutputStagerCore {
       if (task.result !== undefined) detail.result = task.result;
       if (task.pilot !== undefined) detail.pilot = task.pilot;
       if (task.sandbox !== undefined) detail.sandbox = task.sandbox;
-      const why = task.reason ?? withStagingProblems(exitReason(task), task);
       if (why === undefined) {
         notes.push(transition(task, 'DONE', ME, now, detail));
-      } else if (retryable(why) && retriesLeft(task) > 0) {
+      } else if (retry) {
         const next = nextAttempt(task, why, true, ME, now);
         notes.push({ ...next.note, detail: { ...detail, ...next.note.detail } });
         retries.push(next.record);

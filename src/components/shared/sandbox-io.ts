@@ -18,18 +18,24 @@ export function makeSandboxes(
   done: (results: { uid: string; error?: { code: string; message: string } }[]) => void,
   /** Tasks whose sandbox exists already (reported made, in their place in the bulk). */
   exists: (task: TaskRecord) => boolean = () => false,
+  /** Write each description as `task.json` in its sandbox (a debugging aid: agent.taskJson). */
+  taskJson = false,
 ): void {
   inChunks(tasks, (chunk) =>
-    done(chunk.map((t) => (exists(t) ? { uid: t.uid } : makeSandboxSync(t)))),
+    done(chunk.map((t) => (exists(t) ? { uid: t.uid } : makeSandboxSync(t, taskJson)))),
   );
 }
 
-function makeSandboxSync(task: TaskRecord): {
+function makeSandboxSync(
+  task: TaskRecord,
+  taskJson: boolean,
+): {
   uid: string;
   error?: { code: string; message: string };
 } {
   try {
     mkdirSync(task.sandbox!, { recursive: true, mode: PRIVATE_DIR });
+    if (!taskJson) return { uid: task.uid };
     writeFileSync(`${task.sandbox!}/task.json`, JSON.stringify(task.description), {
       mode: PRIVATE_FILE,
     });

@@ -23,6 +23,7 @@ export function transition(
     throw new IllegalTransitionError(from, to, component);
   }
   task.state = to;
+  const d = task.description;
   const n = taskNotification(
     task.uid,
     task.attempt,
@@ -30,7 +31,8 @@ export function transition(
     ts,
     component,
     detail,
-    task.description.mode,
+    d.mode,
+    d.inputStaging !== undefined || d.outputStaging !== undefined,
   );
   carry(task, n, n instanceof QuietNotification);
   return n;
@@ -103,8 +105,10 @@ export function taskNotification(
   component: string,
   detail: NotificationDetail | undefined,
   mode: string | undefined,
+  /** The task has staging directives (see isQuiet). */
+  staged = false,
 ): Notification {
-  const n: Notification = isQuiet(mode, state, detail)
+  const n: Notification = isQuiet(mode, state, detail, staged)
     ? new QuietNotification(uid, attempt, state, ts, component)
     : isSupersedable(mode, state, detail)
       ? new SupersedableNotification(uid, attempt, state, ts, component)

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Notification, TaskRecord } from '../../../src/generated';
@@ -40,17 +40,41 @@ describe('the agent-side component shells, on real files', () => {
     return d;
   };
 
-  it('AgentInputStagerShell makes the sandbox with task.json, then hands the task on', async () => {
+  it('AgentInputStagerShell makes the sandbox (with task.json when asked), then hands the task on', async () => {
     const dir = tmp();
     const { deps: d, forwarded, states } = deps();
-    const shell = new AgentInputStagerShell(d, dir);
+    const shell = new AgentInputStagerShell(d, dir, undefined, { output: 'files', taskJson: true });
     shell.core.onTasks([taskIn('AGENT_STAGING_INPUT_PENDING', { uid: 't1', pilot: 'p' })]);
     const [task] = await forwarded;
-    expect(task).toMatchObject({ uid: 't1', state: 'AGENT_SCHEDULING_PENDING' });
+    expect(task).toMatchObject({ uid: 't1', state: 'AGENT_SCHEDULING_PENDING', output: 'files' });
     expect(JSON.parse(readFileSync(path.join(dir, 't1', 'task.json'), 'utf8'))).toEqual({
       executable: '/bin/true',
     });
     expect(states()).toEqual(['t1 AGENT_STAGING_INPUT', 't1 AGENT_SCHEDULING_PENDING']);
+  });
+
+  it('AgentInputStagerShell makes no task.json by default, and no directory for a task whose output streams', async () => {
+    const dir = tmp();
+    const { deps: d, forwarded } = deps();
+    const shell = new AgentInputStagerShell(d, dir, undefined, {
+      output: 'stream',
+      taskJson: false,
+    });
+    shell.core.onTasks([
+      taskIn('AGENT_STAGING_INPUT_PENDING', { uid: 't1', pilot: 'p' }),
+      taskIn('AGENT_STAGING_INPUT_PENDING', {
+        uid: 't2',
+        pilot: 'p',
+        description: { output: 'files' },
+      }),
+    ]);
+    const tasks = await forwarded;
+    expect(tasks.map((t) => [t.uid, t.output, t.sandbox])).toEqual([
+      ['t1', 'stream', dir],
+      ['t2', 'files', path.join(dir, 't2')],
+    ]);
+    expect(readdirSync(dir)).toEqual(['t2']);
+    expect(readdirSync(path.join(dir, 't2'))).toEqual([]);
   });
 
   it('AgentSchedulerShell hands a task that fits on with its slots', async () => {

@@ -99,6 +99,8 @@ describe('tmgr.explain: why a task waits', () => {
       { executable: '/bin/true', uid: 'small' },
     ]);
     await fx.tmgr.waitTasks({ uids: [small!.uid], timeoutMs: 20_000 });
+    // a wait for cores is published once it has lasted START_HOLD_MS
+    await fx.tmgr.waitTasks({ uids: [big!.uid], states: ['AGENT_SCHEDULING'], timeoutMs: 20_000 });
     expect([small!.state, big!.state]).toEqual(['DONE', 'AGENT_SCHEDULING']);
     await fx.tmgr.cancelTasks([long]);
     await fx.tmgr.waitTasks({ uids: [big!.uid], timeoutMs: 20_000 });

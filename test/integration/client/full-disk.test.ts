@@ -247,7 +247,14 @@ d(title, () => {
     const pmgr = new PilotManager(session, { shutdownGraceMs: 5_000 });
     const tmgr = new TaskManager(session);
     const [pilot] = await pmgr.submitPilots([
-      { resource: 'local', cores: 1, runtimeMin: 5, sandbox: `${sandboxes.dir}/pilot` },
+      // task.json: a file to write in the sandbox (a directory alone may still fit)
+      {
+        resource: 'local',
+        cores: 1,
+        runtimeMin: 5,
+        sandbox: `${sandboxes.dir}/pilot`,
+        agent: { taskJson: true },
+      },
     ]);
     tmgr.addPilots([pilot!]);
     await pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 30_000 });

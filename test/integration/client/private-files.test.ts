@@ -36,7 +36,7 @@ describe('files a session writes', () => {
       expect(readdirSync(path.join(fx.session.dir, fx.pilot.uid))).toEqual(
         expect.arrayContaining(['agent.log', 'agent.json', 'agent.out', 'agent.err', task!.uid]),
       );
-      expect(readdirSync(task!.sandbox!).sort()).toEqual(['stderr', 'stdout', 'task.json']);
+      expect(readdirSync(task!.sandbox!).sort()).toEqual(['stderr', 'stdout']);
       expect(openToOthers(fx.session.dir)).toEqual([]);
     } finally {
       process.umask(before);

@@ -1,8 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { HeldStarts } from '../../../src/agent/held-starts';
 import { taskNotification } from '../../../src/components/shared/transition';
-import type { Notification } from '../../../src/states/notification';
+import type { Notification, NotificationDetail } from '../../../src/states/notification';
 import { START_HOLD_MS } from '../../../src/states/quiet-states';
+import { STATE_CODES } from '../../../src/states/state-codes';
 import { COMPONENTS, type TaskState } from '../../../src/states/task-model';
 import { FakeClock } from '../../support/fake-clock';
 
@@ -28,10 +29,44 @@ function held(): { starts: HeldStarts; clock: FakeClock; released: Notification[
 }
 
 describe('HeldStarts', () => {
-  it('passes bulks without a function start as they are', () => {
+  it('passes bulks without a start to hold as they are', () => {
     const { starts } = held();
-    const ns = [note('a', 'AGENT_EXECUTING', 'executable'), note('b', 'FAILED')];
+    const service = taskNotification(
+      'a',
+      1,
+      'AGENT_EXECUTING',
+      0,
+      C.executor,
+      undefined,
+      'service',
+    );
+    const ns = [service, note('b', 'FAILED')];
     expect(starts.pass(ns)).toBe(ns);
+  });
+
+  it("holds an executable's wait for cores and its start, each superseded by the next", () => {
+    const { starts, released } = held();
+    const waiting = taskNotification(
+      'a',
+      1,
+      'AGENT_SCHEDULING',
+      1,
+      C.agentScheduler,
+      undefined,
+      'executable',
+    );
+    const slots: NotificationDetail = { slots: [{ node: 'n1', cores: [0], gpus: [] }] };
+    const start = taskNotification('a', 1, 'AGENT_EXECUTING', 3, C.executor, slots, 'executable');
+    expect(starts.pass([waiting])).toEqual([]);
+    expect(starts.pass([start])).toEqual([]);
+    const back = note('a', 'TMGR_STAGING_OUTPUT_PENDING', 'executable');
+    back.ts = 10;
+    expect(starts.pass([back])).toEqual([back]);
+    // both states kept with their times, and where it ran
+    const code = (st: string): number => STATE_CODES.indexOf(st);
+    expect(back.detail?.passed).toEqual([code('AGENT_SCHEDULING'), 9, code('AGENT_EXECUTING'), 7]);
+    expect(back.detail?.slots).toEqual(slots.slots);
+    expect(released).toEqual([]);
   });
 
   it("gives a dropped start's time, and the times it carried, to the hand-back that supersedes it", () => {

@@ -66,17 +66,34 @@ describe('quiet states of function tasks', () => {
     ]);
   });
 
-  it('leave the notifications of every other mode alone (the same array)', () => {
+  it("leave an executable's waits published: scheduling, the hand-off, cores, its run, the hand-back, the end", () => {
     const all = life('executable');
-    expect(publish(all)).toBe(all);
     expect(all).toHaveLength(TASK_STATES.indexOf('DONE') + 1);
+    expect(publish(all).map((n) => n.state)).toEqual([
+      'TMGR_SCHEDULING',
+      'AGENT_STAGING_INPUT_PENDING',
+      'AGENT_SCHEDULING',
+      'AGENT_EXECUTING',
+      'TMGR_STAGING_OUTPUT_PENDING',
+      'DONE',
+    ]);
+    // each quiet state rides, with its time, on the next published notification
+    const carried = publish(all).flatMap((n) => n.detail?.passed ?? []).length / 2;
+    expect(carried + publish(all).length).toBe(all.length);
     expect(isQuiet(undefined, 'TMGR_SCHEDULING', undefined)).toBe(false);
+    // a stager with directives to perform can take long: its states are published then
+    expect(isQuiet('executable', 'AGENT_STAGING_INPUT', undefined, false)).toBe(true);
+    expect(isQuiet('executable', 'AGENT_STAGING_INPUT', undefined, true)).toBe(false);
+    for (const s of TASK_STATES) expect(isQuiet('service', s, undefined)).toBe(false);
   });
 
   it('publish a quiet state that carries a fact no later notification repeats', () => {
     expect(isQuiet('function', 'TMGR_SCHEDULING_PENDING', undefined)).toBe(true);
     expect(isQuiet('function', 'TMGR_SCHEDULING_PENDING', { retried: 1 })).toBe(false);
-    expect(isQuiet('function', 'AGENT_SCHEDULING_PENDING', { sandbox: '/s/t1' })).toBe(false);
+    // where its files are can wait for the next published notification, which carries it
+    expect(isQuiet('function', 'AGENT_SCHEDULING_PENDING', { sandbox: '/s/t1' })).toBe(true);
+    expect(isQuiet('executable', 'AGENT_SCHEDULING_PENDING', { output: 'stream' })).toBe(true);
+    expect(isQuiet('executable', 'AGENT_SCHEDULING_PENDING', { retried: 1 })).toBe(false);
     expect(isQuiet('function', 'TMGR_STAGING_INPUT_PENDING', { pilot: 'p1' })).toBe(true);
     expect(isQuiet('function', 'AGENT_STAGING_OUTPUT_PENDING', { exitCode: 1 })).toBe(true);
     for (const s of ['FAILED', 'CANCELED'] as const) {
@@ -85,7 +102,8 @@ describe('quiet states of function tasks', () => {
       ).toBe(false);
     }
     expect(handOffNamesPilot('function')).toBe(true);
-    expect(handOffNamesPilot('executable')).toBe(false);
+    expect(handOffNamesPilot('executable')).toBe(true);
+    expect(handOffNamesPilot('service')).toBe(false);
   });
 
   it('are delivered by the tracker in model order from what is published, in any order: with their real time when what carried it came in order, else inferred', () => {

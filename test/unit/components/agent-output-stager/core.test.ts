@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { facts } from '../../../support/facts';
 import { AgentOutputStagerCore } from '../../../../src/components/agent-output-stager/core';
 import type { StagingStep } from '../../../../src/components/shared/staging-paths';
 import type { TaskRecord } from '../../../../src/generated';
@@ -104,7 +105,7 @@ describe('AgentOutputStagerCore', () => {
       'notify t1 TMGR_STAGING_OUTPUT_PENDING, t2 TMGR_STAGING_OUTPUT_PENDING',
       'forward t1, t2',
     ]);
-    expect(notes.slice(-2).map((n) => n.detail)).toEqual([
+    expect(notes.slice(-2).map(facts)).toEqual([
       { exitCode: null, signal: 'SIGTERM', stdout: 'o\n', stderr: 'e\n', reason: why },
       { exitCode: 0, signal: null, stdout: 'out of t2\n', stderr: '' },
     ]);
@@ -136,7 +137,7 @@ describe('AgentOutputStagerCore', () => {
     core.onTasks([t, pending('t2')]);
     expect(rec.take()).toEqual(['notify t1 CANCELED, t2 AGENT_STAGING_OUTPUT', 'collect t2']);
     expect(t.state).toBe('CANCELED');
-    expect(notes[0]?.detail).toEqual({ reason: CANCELED });
+    expect(facts(notes[0])).toEqual({ reason: CANCELED });
     rec.expectNoMore();
   });
 
@@ -155,7 +156,7 @@ describe('AgentOutputStagerCore', () => {
     expect(t.state).toBe('CANCELED');
     expect(t.stdout).toBe('partial\n');
     expect(t.stderr).toBe('err\n');
-    expect(notes.find((n) => n.uid === 't1' && n.state === 'CANCELED')?.detail).toEqual({
+    expect(facts(notes.find((n) => n.uid === 't1' && n.state === 'CANCELED'))).toEqual({
       reason: CANCELED,
     });
     rec.expectNoMore();
@@ -184,7 +185,7 @@ describe('AgentOutputStagerCore', () => {
       core.onShutdown(final, AGENT_SHUTDOWN);
       expect(rec.take()).toEqual([`notify a ${final}`]);
       expect(a.state).toBe(final);
-      expect(notes.at(-1)?.detail).toEqual({ reason: AGENT_SHUTDOWN });
+      expect(facts(notes.at(-1))).toEqual({ reason: AGENT_SHUTDOWN });
       expect(gone.state).toBe('TMGR_STAGING_OUTPUT_PENDING');
       core.onCollected([collected('a')]);
       core.onShutdown(final, AGENT_SHUTDOWN);
@@ -297,7 +298,7 @@ describe('AgentOutputStagerCore', () => {
         detail: { directive: 0, path: '/sb/t1/result.txt', errno: 'ENOENT', staging: problems },
       };
       expect(t.reason).toEqual(why);
-      expect(notes.at(-1)?.detail).toEqual({
+      expect(facts(notes.at(-1))).toEqual({
         exitCode: 0,
         signal: null,
         stdout: 'out of t1\n',
@@ -361,7 +362,7 @@ describe('AgentOutputStagerCore', () => {
       core.onCancel(['t1']);
       core.onOutputStaged([{ uid: 't1', failures: [] }]);
       expect(rec.take()).toEqual(['notify t1 CANCELED']);
-      expect(notes.at(-1)?.detail).toEqual({ reason: CANCELED });
+      expect(facts(notes.at(-1))).toEqual({ reason: CANCELED });
       rec.expectNoMore();
     });
 

@@ -1,4 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
+import { STATE_CODES } from '../../../../src/states/state-codes';
+import { facts } from '../../../support/facts';
 import { ManagerInputStagerCore } from '../../../../src/components/manager-input-stager/core';
 import type { TaskRecord } from '../../../../src/generated';
 import {
@@ -39,7 +41,12 @@ describe('ManagerInputStagerCore', () => {
     const base = noteBase('ManagerInputStager');
     expect(notes).toEqual([
       { ...base, state: 'TMGR_STAGING_INPUT' },
-      { ...base, state: 'AGENT_STAGING_INPUT_PENDING' },
+      {
+        ...base,
+        state: 'AGENT_STAGING_INPUT_PENDING',
+        // the hand-off names the pilot, and carries the quiet TMGR_STAGING_INPUT's time
+        detail: { pilot: 'p1', passed: [STATE_CODES.indexOf('TMGR_STAGING_INPUT'), 0] },
+      },
     ]);
     rec.expectNoMore();
   });
@@ -110,7 +117,7 @@ describe('ManagerInputStagerCore', () => {
       'forwardToPilot p1: t2',
     ]);
     expect(t.state).toBe('CANCELED');
-    expect(notes[0]?.detail).toEqual({
+    expect(facts(notes[0])).toEqual({
       reason: {
         code: 'E_CANCELED',
         message: 'task canceled by the user',
@@ -210,7 +217,7 @@ describe('ManagerInputStagerCore', () => {
         component: 'ManagerInputStager',
       };
       expect(t.reason).toEqual(why);
-      expect(notes[1]?.detail).toEqual({ reason: why });
+      expect(facts(notes[1])).toEqual({ reason: why });
       rec.expectNoMore();
     });
   });

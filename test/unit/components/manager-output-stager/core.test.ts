@@ -1,4 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
+import { STATE_CODES } from '../../../../src/states/state-codes';
+import { facts } from '../../../support/facts';
 import { ManagerOutputStagerCore } from '../../../../src/components/manager-output-stager/core';
 import type { Reason, TaskRecord } from '../../../../src/generated';
 import {
@@ -55,6 +57,8 @@ describe('ManagerOutputStagerCore', () => {
           stderr: 'note\n',
           pilot: 'p1',
           sandbox: '/sb/p1/t1',
+          // TMGR_STAGING_OUTPUT is quiet (no directives): its time rides on DONE
+          passed: [STATE_CODES.indexOf('TMGR_STAGING_OUTPUT'), 0],
         },
       },
     ]);
@@ -66,7 +70,7 @@ describe('ManagerOutputStagerCore', () => {
     const t = taskIn('TMGR_STAGING_OUTPUT_PENDING', { exitCode: 0, signal: null });
     core.onTasks([t]);
     expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT, t1 DONE']);
-    expect(notes.at(-1)?.detail).toEqual({ exitCode: 0, signal: null, stdout: '', stderr: '' });
+    expect(facts(notes.at(-1))).toEqual({ exitCode: 0, signal: null, stdout: '', stderr: '' });
     rec.expectNoMore();
   });
 
@@ -92,7 +96,7 @@ describe('ManagerOutputStagerCore', () => {
         component: 'ManagerOutputStager',
         detail: { exitCode: 3 },
       };
-      expect(notes.at(-1)?.detail).toEqual({
+      expect(facts(notes.at(-1))).toEqual({
         ...OUTPUT,
         exitCode: 3,
         signal: null,
@@ -107,7 +111,7 @@ describe('ManagerOutputStagerCore', () => {
     const { rec, notes, core } = setup();
     core.onTasks([back('t1', { exitCode: null, signal: 'SIGKILL' })]);
     expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT, t1 FAILED']);
-    expect(notes.at(-1)?.detail).toEqual({
+    expect(facts(notes.at(-1))).toEqual({
       ...OUTPUT,
       exitCode: null,
       signal: 'SIGKILL',
@@ -174,7 +178,7 @@ describe('ManagerOutputStagerCore', () => {
       core.onTasks([t]);
       expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT, t1 FAILED']);
       expect(t.reason).toEqual(why);
-      expect(notes.at(-1)?.detail).toEqual({ ...OUTPUT, stderr: '', ...exit, reason: why });
+      expect(facts(notes.at(-1))).toEqual({ ...OUTPUT, stderr: '', ...exit, reason: why });
       rec.expectNoMore();
     },
   );
@@ -187,7 +191,7 @@ describe('ManagerOutputStagerCore', () => {
     const t = taskIn('TMGR_STAGING_OUTPUT_PENDING', { pilot: 'p1', ...exit });
     core.onTasks([t]);
     expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT, t1 FAILED']);
-    expect(notes.at(-1)?.detail).toEqual({
+    expect(facts(notes.at(-1))).toEqual({
       exitCode: null,
       signal: null,
       stdout: '',
@@ -212,7 +216,7 @@ describe('ManagerOutputStagerCore', () => {
       'notify ok CANCELED, bad CANCELED, other TMGR_STAGING_OUTPUT, other DONE',
     ]);
     expect(ok.state).toBe('CANCELED');
-    expect(notes[0]?.detail).toEqual({ reason: canceledByUser('ManagerOutputStager') });
+    expect(facts(notes[0])).toEqual({ reason: canceledByUser('ManagerOutputStager') });
     rec.expectNoMore();
   });
 
