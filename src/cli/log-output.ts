@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, openSync, writeSync, writevSync } from 'node:fs';
 import { once } from 'node:events';
 import * as path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
@@ -65,30 +65,33 @@ export class LinePrinter {
 /** Open files at most: tasks whose end frame is missing keep theirs until the pass ends. */
 const MAX_OPEN = 128;
 
+/** Buffers per writev call (IOV_MAX on Linux). */
+const IOV_MAX = 1024;
+
 /**
  * Writes tasks' output as files mode would have laid it out: `<root>/<uid>/stdout` and
  * `stderr` (files 0600, directories 0700). A task's files are made (empty, or emptied) when it is
- * first met, so a task that wrote nothing has both; its bytes are appended as they come, through
- * a bounded number of open files.
+ * first met, so a task that wrote nothing has both. Its bytes are gathered until `flush` (once per
+ * chunk read: they are views of the reader's buffer until then) and written with one writev per
+ * file, through a bounded number of open files: a frame is often a line, a syscall per frame
+ * would cost most of the time.
  */
 export class OutFiles {
   /** Open descriptors by `uid/stream`, least recently used first. */
   private readonly fds = new Map<string, number>();
   private readonly made = new Set<string>();
+  /** Bytes not written yet, by `uid/stream`. */
+  private readonly pending = new Map<string, { uid: string; stream: Stream; bufs: Buffer[] }>();
 
   constructor(readonly root: string) {}
 
-  /** The task's directory, made with both its files empty, once. */
+  /** The task's directory, made with both its files empty (and left open), once. */
   start(uid: string): string {
     const dir = path.join(this.root, uid);
     if (this.made.has(uid)) return dir;
     makePrivateDir(dir);
-    for (const s of STREAMS) {
-      const file = path.join(dir, s);
-      closeSync(openSync(file, 'w', PRIVATE_FILE));
-      chmodSync(file, PRIVATE_FILE);
-    }
     this.made.add(uid);
+    for (const s of STREAMS) this.keep(`${uid}/${s}`, this.open(dir, s, 'w'));
     return dir;
   }
 
@@ -97,35 +100,70 @@ export class OutFiles {
     return this.made.size;
   }
 
-  has(uid: string): boolean {
-    return this.made.has(uid);
-  }
-
+  /** Bytes of a task's stream, in order: a view that stays valid until the next flush. */
   data(uid: string, stream: Stream, bytes: Buffer): void {
-    const fd = this.fd(uid, stream);
-    for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at, bytes.length - at);
+    const key = `${uid}/${stream}`;
+    const p = this.pending.get(key);
+    if (p === undefined) this.pending.set(key, { uid, stream, bufs: [bytes] });
+    else p.bufs.push(bytes);
   }
 
-  /** The task's output is complete: its files are closed. */
+  /** Writes every byte gathered. */
+  flush(): void {
+    for (const key of [...this.pending.keys()]) this.write(key);
+  }
+
+  /** The task's output is complete: its bytes are written and its files closed. */
   end(uid: string): void {
-    for (const s of STREAMS) this.release(`${uid}/${s}`);
+    for (const s of STREAMS) {
+      this.write(`${uid}/${s}`);
+      this.release(`${uid}/${s}`);
+    }
   }
 
   closeAll(): void {
+    this.flush();
     for (const key of [...this.fds.keys()]) this.release(key);
+  }
+
+  private write(key: string): void {
+    const p = this.pending.get(key);
+    if (p === undefined) return;
+    this.pending.delete(key);
+    const fd = this.fd(p.uid, p.stream);
+    for (let i = 0; i < p.bufs.length; i += IOV_MAX) {
+      const bufs = p.bufs.slice(i, i + IOV_MAX);
+      const size = bufs.reduce((n, b) => n + b.length, 0);
+      const done = writevSync(fd, bufs);
+      if (done === size) continue;
+      // a short write (a full disk says so on the next one): the rest, one buffer
+      const rest = Buffer.concat(bufs).subarray(done);
+      for (let at = 0; at < rest.length;) at += writeSync(fd, rest, at, rest.length - at);
+    }
   }
 
   private fd(uid: string, stream: Stream): number {
     const key = `${uid}/${stream}`;
-    let fd = this.fds.get(key);
-    if (fd !== undefined) {
-      this.fds.delete(key); // to the most recently used end
-    } else {
-      const oldest = this.fds.keys().next();
-      if (this.fds.size >= MAX_OPEN && oldest.done !== true) this.release(oldest.value);
-      fd = openSync(path.join(this.start(uid), stream), 'a', PRIVATE_FILE);
-    }
+    const dir = this.start(uid);
+    const fd = this.fds.get(key);
+    if (fd !== undefined) this.fds.delete(key); // to the most recently used end
+    return this.keep(key, fd ?? this.open(dir, stream, 'a'));
+  }
+
+  /** Opens a file of the task's, its owner's alone (also one left by an earlier export). */
+  private open(dir: string, stream: Stream, flags: 'w' | 'a'): number {
+    const fd = openSync(path.join(dir, stream), flags, PRIVATE_FILE);
+    fchmodSync(fd, PRIVATE_FILE);
+    return fd;
+  }
+
+  /** Holds `fd` as the most recently used, closing the least recently used past MAX_OPEN. */
+  private keep(key: string, fd: number): number {
     this.fds.set(key, fd);
+    for (const [old] of this.fds) {
+      if (this.fds.size <= MAX_OPEN) break;
+      this.release(old);
+    }
     return fd;
   }
 

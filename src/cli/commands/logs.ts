@@ -105,7 +105,10 @@ async function logs(session: string, uids: string[], flags: LogsFlags): Promise<
       } else if (writer !== undefined) writer.data(f.uid, f.kind, f.data);
       else if (f.kind === stream) printer!.data(f.uid, f.attempt, f.data);
     },
-    flush: () => printer?.flush() ?? Promise.resolve(),
+    flush: async () => {
+      writer?.flush(); // before the next chunk is read over the frames' data
+      await printer?.flush();
+    },
   };
   const unreachable = new Set<string>();
   try {
