@@ -11,7 +11,7 @@ export type OutputStream = 'stdout' | 'stderr';
 export interface TailOptions {
   /** Go on with new lines as they are written, and end when the task ends (default false). */
   follow?: boolean;
-  /** Which file of the task's sandbox (default 'stdout'). */
+  /** Which of its output streams (default 'stdout'). */
   stream?: OutputStream;
 }
 
