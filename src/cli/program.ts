@@ -4,6 +4,7 @@ import { EXIT, packageVersion } from './args';
 import { registerCancel } from './commands/cancel';
 import { registerClean } from './commands/clean';
 import { registerExplain } from './commands/explain';
+import { registerLogs } from './commands/logs';
 import { registerProfile } from './commands/profile';
 import { registerRun } from './commands/run';
 import { registerSessions } from './commands/sessions';
@@ -27,6 +28,7 @@ const COMMANDS: Register[] = [
   registerProfile,
   registerTimeline,
   registerTail,
+  registerLogs,
 ];
 
 /** The `pilotfish` program: help and usage errors go through `write`, nothing calls process.exit. */

@@ -69,7 +69,30 @@ export function storeOutputSource(
   return { source, description };
 }
 
-/** The task's sandbox and whether it ended, from its notifications in store order. */
+/**
+ * The view of every task with notifications in `notes` (store order), by uid: for a reader of
+ * many tasks' output (`pilotfish logs`), from one read of the store.
+ */
+export function viewsOf(
+  notes: Notification[],
+  pilotSandbox: (pilot: string) => string | undefined,
+): Map<string, TaskView> {
+  const byTask = new Map<string, Notification[]>();
+  for (const n of notes) {
+    if (n.kind !== 'task') continue;
+    const mine = byTask.get(n.uid);
+    if (mine === undefined) byTask.set(n.uid, [n]);
+    else mine.push(n);
+  }
+  const views = new Map<string, TaskView>();
+  for (const [uid, mine] of byTask) views.set(uid, viewOf(mine, pilotSandbox, uid));
+  return views;
+}
+
+/**
+ * The task's sandbox, its pilot's, its attempt and whether it ended, from its notifications in
+ * store order.
+ */
 function viewOf(
   notes: Notification[],
   pilotSandbox: (pilot: string) => string | undefined,
@@ -92,10 +115,10 @@ function viewOf(
     if (TASK_STATES.indexOf(state) >= EXECUTING) ran = true;
     if (n.detail?.sandbox !== undefined) sandbox = n.detail.sandbox;
     if (n.detail?.pilot !== undefined) pilot = n.detail.pilot;
+    // TODO(lead, issue 17): `output = n.detail.output` once the notification detail says
+    // that a task streams (schemas/notification.schema.json); until then output is unknown.
   }
-  if (sandbox === undefined && ran && pilot !== undefined) {
-    const dir = pilotSandbox(pilot);
-    if (dir !== undefined) sandbox = path.join(dir, uid);
-  }
-  return { sandbox, final };
+  const pilotDir = pilot === undefined ? undefined : pilotSandbox(pilot);
+  if (sandbox === undefined && ran && pilotDir !== undefined) sandbox = path.join(pilotDir, uid);
+  return { sandbox, final, pilotSandbox: pilotDir, attempt: Math.max(attempt, 1) };
 }

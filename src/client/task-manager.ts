@@ -40,7 +40,7 @@ import { validateAll } from './validate-all';
 import { Waiters } from './waiters';
 import { checkSelection } from './selection';
 import { checkDependencies } from './check-dependencies';
-import { tailTask, type TailOptions } from './task-output';
+import { pilotSandboxIn, tailTask, type TailOptions } from './task-output';
 
 /**
  * Submits tasks to the session's pilots and follows them: every state reaches `onState`
@@ -310,7 +310,8 @@ export class TaskManager {
   /** A task's stdout (or stderr) as lines; with `follow`, until it ends (see tailTask). */
   tail(uid: string, opts: TailOptions = {}): AsyncGenerator<string, void, undefined> {
     checkSelection('tail', { uids: [uid] }, (u) => this.tasks.has(u), 'a task of this manager');
-    return tailTask(this.tasks.get(uid)!, (fn) => this.onState(fn), opts);
+    const pilots = pilotSandboxIn(managersOf(this.rt).pilots);
+    return tailTask(this.tasks.get(uid)!, (fn) => this.onState(fn), opts, pilots);
   }
 
   /** Cancels tasks (default: all of this manager's) in whatever state they are. */

@@ -2,14 +2,16 @@ import { existsSync, watch, type FSWatcher } from 'node:fs';
 import * as path from 'node:path';
 import { OutputUnavailableError } from '../errors';
 import { FileLines } from '../lib/file-lines';
-import type { Task } from './task';
+import { streamDirOf } from '../lib/stream-cursor';
+import { StreamLines } from '../lib/stream-lines';
+import type { OutputMode, Task } from './task';
 
 export type OutputStream = 'stdout' | 'stderr';
 
 export interface TailOptions {
   /** Go on with new lines as they are written, and end when the task ends (default false). */
   follow?: boolean;
-  /** Which file of the task's sandbox (default 'stdout'). */
+  /** Which of its output streams (default 'stdout'). */
   stream?: OutputStream;
 }
 
@@ -19,6 +21,15 @@ export interface TaskView {
   sandbox: string | undefined;
   /** It has ended (final state): what its files hold is all there will be. */
   final: boolean;
+  /**
+   * Where its output goes: 'files' (`stdout`, `stderr` in its sandbox) or 'stream' (framed into
+   * its pilot's stream files, src/lib/output-frames.ts). Undefined until known: read as files.
+   */
+  output?: OutputMode | undefined;
+  /** Its pilot's sandbox, once it is bound to one (output 'stream': the stream files are there). */
+  pilotSandbox?: string | undefined;
+  /** Its current attempt (output 'stream': frames name theirs); default 1. */
+  attempt?: number;
 }
 
 /** Where a follower learns about its task: a TaskManager's Task, or a session's store. */
@@ -38,11 +49,14 @@ export interface OutputSource {
 export const RECHECK_MS = 2_000;
 
 /**
- * The lines of a task's stdout (or stderr), from the file's start: those there now, and with
- * `follow` those written later, until the task ends (final state) and its last lines are read.
- * A partial last line is given at the end. Wakes on file changes (fs.watch on the sandbox) and
- * on the task's changes (the source), not by polling. Leaving the loop early releases the
- * watchers. Throws OutputUnavailableError when the sandbox is not on this machine.
+ * The lines of a task's stdout (or stderr), from the start: those there now, and with `follow`
+ * those written later, until the task ends (final state) and its last lines are read. A
+ * partial last line is given at the end. Output 'files' is read from the file in the task's
+ * sandbox, output 'stream' from its pilot's stream files (StreamLines), where the task's end
+ * frame also ends a follower. A new attempt starts over. Wakes on file changes (fs.watch on the
+ * sandbox, or the stream directory) and on the task's changes (the source), not by polling.
+ * Leaving the loop early releases the watchers. Throws OutputUnavailableError when the sandbox
+ * (output 'stream': the pilot's) is not on this machine.
  */
 export async function* tailOutput(
   src: OutputSource,
@@ -53,34 +67,41 @@ export async function* tailOutput(
   const wake = new Wake();
   const stopSource = follow ? src.watch(() => wake.ring()) : undefined;
   const timer = follow ? setInterval(() => wake.ring(), RECHECK_MS) : undefined;
-  let dir: string | undefined;
+  /** What `lines` reads, and the directory watched for it. */
+  let reading: Origin | undefined;
+  let watched: string | undefined;
   let dirWatch: FSWatcher | undefined;
-  let lines: FileLines | undefined;
+  let lines: FileLines | StreamLines | undefined;
   try {
     for (;;) {
       wake.clear();
-      // the task's state before its file: when it had ended, this read gets every line
+      // the task's state before its output: when it had ended, this read gets every line
       const task = await src.now();
-      if (task.sandbox !== undefined && task.sandbox !== dir) {
-        // a first sandbox, or a new attempt's elsewhere: the old one's lines were given
-        if (!existsSync(task.sandbox)) throw unreachable(src.uid, task.sandbox);
+      const origin = originOf(src.uid, task);
+      if (origin !== undefined && origin.key !== reading?.key) {
+        // a first place, or a new attempt's: the old one's lines were given
+        if (!existsSync(origin.root)) throw unreachable(src.uid, origin);
         const rest = lines?.rest();
         if (rest !== undefined) yield rest;
         await lines?.close();
-        dir = task.sandbox;
-        lines = new FileLines(path.join(dir, stream));
-        if (follow) {
-          dirWatch?.close();
-          dirWatch = watch(dir, () => wake.ring());
-          dirWatch.on('error', () => wake.ring()); // e.g. the sandbox removed: the timer goes on
-        }
+        reading = origin;
+        lines = origin.open(stream);
+      }
+      // a stream directory that does not exist yet: its parent is watched until it does
+      const dir = reading === undefined ? undefined : watchedDir(reading);
+      if (follow && dir !== undefined && dir !== watched) {
+        dirWatch?.close();
+        watched = dir;
+        dirWatch = watch(dir, () => wake.ring());
+        dirWatch.on('error', () => wake.ring()); // e.g. the sandbox removed: the timer goes on
       }
       if (lines !== undefined) {
         do {
           for (const line of await lines.read()) yield line;
         } while (await lines.more());
       }
-      if (!follow || task.final) {
+      const complete = lines instanceof StreamLines && lines.complete;
+      if (!follow || task.final || complete) {
         const rest = lines?.rest();
         if (rest !== undefined) yield rest;
         return;
@@ -95,14 +116,55 @@ export async function* tailOutput(
   }
 }
 
+/** Where a task's output is read from. */
+interface Origin {
+  /** Changes when the output read must start over (another sandbox, attempt or mode). */
+  key: string;
+  /** The directory that must be on this machine: the sandbox, or the pilot's. */
+  root: string;
+  mode: OutputMode;
+  open(stream: OutputStream): FileLines | StreamLines;
+}
+
+/** Where the task's output is now, or undefined while it has none. */
+function originOf(uid: string, task: TaskView): Origin | undefined {
+  if (task.output === 'stream') {
+    const pilot = task.pilotSandbox;
+    if (pilot === undefined) return undefined;
+    const attempt = task.attempt ?? 1;
+    return {
+      key: `stream ${attempt} ${pilot}`,
+      root: pilot,
+      mode: 'stream',
+      open: (stream) => new StreamLines(streamDirOf(pilot), uid, attempt, stream),
+    };
+  }
+  const sandbox = task.sandbox;
+  if (sandbox === undefined) return undefined;
+  return {
+    key: `files ${sandbox}`,
+    root: sandbox,
+    mode: 'files',
+    open: (stream) => new FileLines(path.join(sandbox, stream)),
+  };
+}
+
+function watchedDir(origin: Origin): string {
+  if (origin.mode === 'files') return origin.root;
+  const dir = streamDirOf(origin.root);
+  return existsSync(dir) ? dir : origin.root;
+}
+
 /**
  * tailOutput of a task this client follows: its sandbox and its end as its states are delivered
- * (`onState`: the TaskManager's). A function call writes no output file: OutputUnavailableError.
+ * (`onState`: the TaskManager's), its pilot's sandbox from `pilotSandbox`. A function call writes
+ * no output file: OutputUnavailableError.
  */
 export function tailTask(
   task: Task,
   onState: (fn: (t: Task) => void) => () => void,
   opts: TailOptions = {},
+  pilotSandbox: (pilot: string) => string | undefined = () => undefined,
 ): AsyncGenerator<string, void, undefined> {
   if (task.description.mode === 'function') {
     throw new OutputUnavailableError(
@@ -112,19 +174,40 @@ export function tailTask(
   return tailOutput(
     {
       uid: task.uid,
-      now: () => ({ sandbox: task.sandbox, final: task.final }),
+      now: () => ({
+        sandbox: task.sandbox,
+        final: task.final,
+        output: task.output,
+        pilotSandbox: task.pilot === undefined ? undefined : pilotSandbox(task.pilot),
+        attempt: task.attempt,
+      }),
       watch: (wake) => onState((t) => t === task && wake()),
     },
     opts,
   );
 }
 
-function unreachable(uid: string, sandbox: string): OutputUnavailableError {
+/** A pilot's sandbox, from the session's pilot managers (`managersOf(rt).pilots`). */
+export function pilotSandboxIn(
+  managers: Iterable<{ get(uid: string): { sandbox: string } | undefined }>,
+): (pilot: string) => string | undefined {
+  return (pilot) => {
+    for (const m of managers) {
+      const p = m.get(pilot);
+      if (p !== undefined) return p.sandbox;
+    }
+    return undefined;
+  };
+}
+
+function unreachable(uid: string, origin: Origin): OutputUnavailableError {
+  const where =
+    origin.mode === 'files' ? `its sandbox ${origin.root}` : `its pilot's sandbox ${origin.root}`;
   return new OutputUnavailableError(
-    `cannot read the output of task ${uid}: its sandbox ${sandbox} is not on this machine ` +
+    `cannot read the output of task ${uid}: ${where} is not on this machine ` +
       '(its pilot runs on nodes that share no file system with this one: read it there; or the ' +
       'sandbox was removed since)',
-    sandbox,
+    origin.root,
   );
 }
 

@@ -143,6 +143,9 @@ function compact(trail: number[]): string | undefined {
   return out;
 }
 
+/** Where a task's output goes: files in its sandbox, or its pilot's stream files. */
+export type OutputMode = 'files' | 'stream';
+
 /** A task as the client sees it: updated as its states are delivered, in model order. */
 export class Task {
   state: TaskState = 'NEW';
@@ -164,6 +167,13 @@ export class Task {
   stdout?: string;
   /** A tail of stderr, as `stdout`; the whole file is `${task.sandbox}/stderr`. */
   stderr?: string;
+  /**
+   * Where its output goes (undefined until known): 'files', `stdout` and `stderr` in its
+   * sandbox; 'stream', framed into its pilot's stream files (`tmgr.tail` reads both).
+   * TODO(lead, issue 17): set from the notification detail that says a task streams
+   * (TaskManager.ingest, and keepLateFacts on resume).
+   */
+  output?: OutputMode;
   /** mode 'function': the value the function returned (DONE). */
   result?: unknown;
   /** mode 'service': where an attempt of it became ready (see `endpoint`). */

@@ -21,6 +21,7 @@ const COMMANDS = [
   'profile',
   'timeline',
   'tail',
+  'logs',
 ];
 
 describe('pilotfish usage', () => {

@@ -1,9 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { OutputUnavailableError } from '../../../src/errors';
 import { tailOutput } from '../../../src/client/task-output';
 import { withTimeout } from '../../../src/lib/deferred';
+import { STREAM_MAGIC, encodeFrame, type FrameKind } from '../../../src/lib/output-frames';
 import { fixtures } from '../../support/session-fixture';
 import { collect, followGatedPrinter } from '../../support/tail-check';
 import { tempDirs } from '../../support/temp-dirs';
@@ -69,6 +70,26 @@ describe('tmgr.tail on a local pilot', () => {
     expect(() => fx.tmgr.tail('no-such-task')).toThrow(/no-such-task/);
     await fx.tmgr.waitTasks({ timeoutMs: 30_000 });
   }, 60_000);
+
+  it("a task with output stream: its lines from its pilot's stream files", async () => {
+    const fx = await fixture.open();
+    const [t] = await fx.tmgr.submitTasks([{ executable: '/bin/true' }]);
+    await fx.tmgr.waitTasks({ timeoutMs: 60_000 });
+    // what the agent and a spawner helper will do for output 'stream' (issue 17), by hand
+    t!.output = 'stream';
+    const dir = path.join(fx.pilot.sandbox, 'output');
+    mkdirSync(dir, { recursive: true });
+    const frame = (kind: FrameKind, data?: string): Buffer =>
+      encodeFrame(kind, t!.uid, t!.attempt, data === undefined ? undefined : Buffer.from(data));
+    writeFileSync(
+      path.join(dir, 'spawner-0.pfout'),
+      Buffer.concat([STREAM_MAGIC, frame('stdout', 'streamed\nlast'), frame('stderr', 'e\n')]),
+    );
+    expect(await collect(fx.tmgr.tail(t!.uid))).toEqual(['streamed', 'last']);
+    // final, no end frame: a follower reads what there is and ends
+    const follow = collect(fx.tmgr.tail(t!.uid, { follow: true, stream: 'stderr' }));
+    expect(await withTimeout(follow, 10_000, 'follower')).toEqual(['e']);
+  }, 90_000);
 
   it('a sandbox the client cannot see: an error naming the path', async () => {
     const root = temp.make();

@@ -1,0 +1,223 @@
+import type { Command } from 'commander';
+import { chmodSync, copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import * as path from 'node:path';
+import type { TaskView } from '../../client/task-output';
+import { UsageError } from '../../errors';
+import { FileLines } from '../../lib/file-lines';
+import { StreamFormatError } from '../../lib/output-frames';
+import { PRIVATE_DIR, PRIVATE_FILE } from '../../lib/private-files';
+import { streamDirOf } from '../../lib/stream-cursor';
+import { passStreamDir, type FrameSink } from '../../lib/stream-pass';
+import { readNotifications, readSessionFacts } from '../../profile/read';
+import { EXIT } from '../args';
+import { LinePrinter, OutFiles, STREAMS, type LineFormat, type Stream } from '../log-output';
+import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
+import { viewsOf } from '../store-source';
+import { usageErrors } from '../usage';
+
+const EXIT_STATUS = `
+exit status:
+  0  the output was printed (with --out: written)
+  1  a named task is not in the session (nothing is printed), or some output cannot be read
+     here (a pilot's sandbox on nodes that share no file system with this machine, a damaged
+     stream file, a named function call): the rest is printed, the message is on stderr
+  2  wrong usage, or no such session (the message is on stderr)
+
+SESSION is a session uid in --dir or a session directory. Details: docs/cli.md.`;
+
+interface LogsFlags {
+  stderr?: boolean;
+  out?: string;
+  json?: boolean;
+  dir: string;
+}
+
+/** `pilotfish logs SESSION [UID...]`: tasks' output, printed or written out as files. */
+export function registerLogs(program: Command, done: (code: number) => void): void {
+  program
+    .command('logs')
+    .summary("print a session's tasks' output, or write it out as files (--out)")
+    .description(
+      "Prints the stdout (or stderr) of the session's tasks, or of those named: output " +
+        "'stream' from their pilots' stream files, output 'files' from their sandboxes. Lines of " +
+        'several tasks are prefixed with the uid. With --out DIR, writes DIR/<uid>/stdout and ' +
+        'stderr for each task instead. Reads the session directory only: a running session ' +
+        'gives what its tasks wrote so far.',
+    )
+    .argument('<session>', 'session uid (in --dir) or session directory')
+    .argument('[uid...]', "the tasks' uids (default: every task of the session)")
+    .option('--stderr', 'print stderr instead of stdout')
+    .option('--out <dir>', 'write <dir>/<uid>/stdout and stderr per task instead of printing')
+    .option('--json', 'one JSON object per line: {"uid", "attempt", "stream", "line"}')
+    .option('--dir <sessions-dir>', 'where session directories are', DEFAULT_SESSIONS_DIR)
+    .addHelpText('after', EXIT_STATUS)
+    .action(async (session: string, uids: string[], opts: LogsFlags) =>
+      done(await usageErrors(() => logs(session, uids, opts))),
+    );
+}
+
+/** A task whose output is read: its latest attempt, as the store knows it. */
+interface Wanted {
+  attempt: number;
+  view: TaskView;
+}
+
+async function logs(session: string, uids: string[], flags: LogsFlags): Promise<number> {
+  if (flags.out !== undefined && flags.stderr === true) {
+    throw new UsageError('--out writes both stdout and stderr: leave out --stderr');
+  }
+  const dir = resolveSessionDir(session, flags.dir);
+  const facts = readSessionFacts(dir);
+  const unknown = uids.filter((u) => !facts.tasks.has(u));
+  for (const u of unknown) {
+    process.stderr.write(`pilotfish logs: no task '${u}' in session ${path.basename(dir)}\n`);
+  }
+  if (unknown.length > 0) return EXIT.failed;
+  const problems: string[] = [];
+  const views = viewsOf(await readNotifications(dir), (p) => facts.pilots.get(p)?.sandbox);
+  const wanted = new Map<string, Wanted>();
+  for (const uid of uids.length > 0 ? new Set(uids) : facts.tasks.keys()) {
+    if (facts.tasks.get(uid)!.mode === 'function') {
+      if (uids.length > 0) problems.push(`task ${uid} is a function call: it writes no output`);
+      continue;
+    }
+    if (flags.out !== undefined && (uid === '.' || uid === '..')) {
+      problems.push(`task '${uid}' cannot be written out: its uid is not a file name`);
+      continue;
+    }
+    const view = views.get(uid);
+    // never bound to a pilot: it wrote nothing
+    if (view?.pilotSandbox !== undefined) wanted.set(uid, { attempt: view.attempt ?? 1, view });
+  }
+  const stream: Stream = flags.stderr === true ? 'stderr' : 'stdout';
+  const writer = flags.out === undefined ? undefined : new OutFiles(outDir(flags.out));
+  const printer =
+    writer === undefined ? new LinePrinter(formatOf(flags, stream, uids, wanted)) : undefined;
+  const streamed = new Set<string>();
+  const sink: FrameSink = {
+    wants: (uid, attempt) => wanted.get(uid)?.attempt === attempt,
+    frame: (f) => {
+      streamed.add(f.uid);
+      if (f.kind === 'end') {
+        writer?.start(f.uid);
+        writer?.end(f.uid);
+        printer?.end(f.uid, f.attempt);
+      } else if (writer !== undefined) writer.data(f.uid, f.kind, f.data);
+      else if (f.kind === stream) printer!.data(f.uid, f.attempt, f.data);
+    },
+    flush: async () => {
+      writer?.flush(); // before the next chunk is read over the frames' data
+      await printer?.flush();
+    },
+  };
+  const unreachable = new Set<string>();
+  try {
+    // one pass over each pilot's stream files, whatever the number of tasks in them
+    for (const [pilotDir, tasks] of byPilot(wanted)) {
+      if (!existsSync(pilotDir)) {
+        for (const uid of tasks) unreachable.add(uid);
+        problems.push(
+          `cannot read the output of ${plural(tasks.length, 'task')} (${tasks[0]}…): their ` +
+            `pilot's sandbox ${pilotDir} is not on this machine`,
+        );
+        continue;
+      }
+      try {
+        await passStreamDir(streamDirOf(pilotDir), sink);
+      } catch (e) {
+        if (!(e instanceof StreamFormatError)) throw e;
+        problems.push(e.message);
+      }
+    }
+    printer?.endAll((uid) => wanted.get(uid)!.attempt);
+    await printer?.flush();
+    // output 'files' (or not known, and no frames of it): its sandbox's files
+    for (const [uid, w] of wanted) {
+      if (streamed.has(uid) || unreachable.has(uid) || w.view.output === 'stream') continue;
+      const sandbox = w.view.sandbox;
+      if (sandbox === undefined || !existsSync(sandbox)) continue;
+      if (writer !== undefined) copyFiles(sandbox, writer.start(uid));
+      else await printFile(path.join(sandbox, stream), uid, w.attempt, printer!);
+    }
+  } finally {
+    writer?.closeAll();
+  }
+  if (writer !== undefined) {
+    const summary = { out: writer.root, tasks: writer.tasks };
+    process.stdout.write(
+      flags.json === true
+        ? `${JSON.stringify(summary)}\n`
+        : `wrote the output of ${plural(summary.tasks, 'task')} to ${summary.out}\n`,
+    );
+  }
+  for (const p of problems) process.stderr.write(`pilotfish logs: ${p}\n`);
+  return problems.length > 0 ? EXIT.failed : EXIT.ok;
+}
+
+/** Each line as it is for one named task, prefixed with the uid for several, or as JSON. */
+function formatOf(
+  flags: LogsFlags,
+  stream: Stream,
+  uids: string[],
+  wanted: Map<string, Wanted>,
+): LineFormat {
+  if (flags.json === true) {
+    return (uid, attempt, line) => `${JSON.stringify({ uid, attempt, stream, line })}\n`;
+  }
+  if (new Set(uids).size === 1) return (_uid, _attempt, line) => `${line}\n`;
+  const width = Math.max(0, ...[...wanted.keys()].map((u) => u.length));
+  return (uid, _attempt, line) => `${uid.padEnd(width)} | ${line}\n`;
+}
+
+/** The wanted tasks by their pilot's sandbox. */
+function byPilot(wanted: Map<string, Wanted>): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const [uid, w] of wanted) {
+    const dir = w.view.pilotSandbox!;
+    const tasks = out.get(dir);
+    if (tasks === undefined) out.set(dir, [uid]);
+    else tasks.push(uid);
+  }
+  return out;
+}
+
+/** --out: made 0700 when it does not exist; an existing directory keeps its mode. */
+function outDir(dir: string): string {
+  const abs = path.resolve(dir);
+  mkdirSync(abs, { recursive: true, mode: PRIVATE_DIR });
+  return abs;
+}
+
+/** A files-mode task's stdout and stderr into its --out directory (missing: left empty). */
+function copyFiles(sandbox: string, to: string): void {
+  for (const s of STREAMS) {
+    const from = path.join(sandbox, s);
+    if (!existsSync(from)) continue;
+    copyFileSync(from, path.join(to, s));
+    chmodSync(path.join(to, s), PRIVATE_FILE);
+  }
+}
+
+async function printFile(
+  file: string,
+  uid: string,
+  attempt: number,
+  printer: LinePrinter,
+): Promise<void> {
+  const lines = new FileLines(file);
+  try {
+    do {
+      for (const l of await lines.read()) printer.line(uid, attempt, l);
+      await printer.flush();
+    } while (await lines.more());
+    const rest = lines.rest();
+    if (rest !== undefined) printer.line(uid, attempt, rest);
+    await printer.flush();
+  } finally {
+    await lines.close();
+  }
+}
+
+function plural(n: number, what: string): string {
+  return `${n} ${what}${n === 1 ? '' : 's'}`;
+}

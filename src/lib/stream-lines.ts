@@ -1,0 +1,114 @@
+import * as path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
+import { StreamCursor, chunkBuffer, listStreamFiles } from './stream-cursor';
+
+/**
+ * Reads one task attempt's stdout (or stderr) as lines from a pilot's stream files (output
+ * 'stream', src/lib/output-frames.ts), as FileLines reads a task's own file: each `read()`
+ * returns the complete lines written since the last one (without their '\n'), `rest()` the
+ * partial last line once the writer is done. The task's frames are all in one of the
+ * directory's `*.pfout` files, interleaved with other tasks' frames: until the first of them
+ * is found, every file is scanned from where its last scan stopped (files that appear later
+ * too); from then on only that file is read. `complete` turns true at the task's end frame.
+ */
+export class StreamLines {
+  /** The files scanned so far, while the task's one is not known. */
+  private readonly scans = new Map<string, StreamCursor>();
+  /** The file that holds the task's frames, once found. */
+  private home: StreamCursor | undefined;
+  private readonly buf = chunkBuffer();
+  private partial = '';
+  private readonly decoder = new StringDecoder('utf8');
+  private ended = false;
+  private closed = false;
+
+  constructor(
+    readonly dir: string,
+    readonly uid: string,
+    readonly attempt: number,
+    readonly stream: 'stdout' | 'stderr',
+  ) {}
+
+  /** The task's end frame was read: its output is complete and read. */
+  get complete(): boolean {
+    return this.ended;
+  }
+
+  /** The file the task's frames are in, once one was found. */
+  get file(): string | undefined {
+    return this.home?.file;
+  }
+
+  /** Complete lines written since the last call (from at most one chunk of a file). */
+  async read(): Promise<string[]> {
+    const cursor = await this.next();
+    if (cursor === undefined) return [];
+    let text = '';
+    for (const f of await cursor.read()) {
+      if (f.attempt !== this.attempt || f.uid !== this.uid) continue;
+      if (this.home === undefined) await this.settle(cursor);
+      if (f.kind === 'end') {
+        this.ended = true;
+        await this.home?.close();
+        break;
+      }
+      if (f.kind === this.stream) text += this.decoder.write(f.data);
+    }
+    if (text === '') return [];
+    const lines = (this.partial + text).split('\n');
+    this.partial = lines.pop()!;
+    return lines;
+  }
+
+  /** Whether bytes are left to read now (read() reads at most a chunk at a time). */
+  async more(): Promise<boolean> {
+    return (await this.next()) !== undefined;
+  }
+
+  /** The partial last line (no '\n' after it), once; undefined when there is none. */
+  rest(): string | undefined {
+    const rest = this.partial + this.decoder.end();
+    this.partial = '';
+    return rest === '' ? undefined : rest;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.home?.close();
+    await this.dropScans();
+  }
+
+  /** The file to read next: the task's own, else the first scan with unread bytes. */
+  private async next(): Promise<StreamCursor | undefined> {
+    if (this.ended || this.closed) return undefined;
+    if (this.home !== undefined) return (await this.home.unread()) ? this.home : undefined;
+    const caughtUp = await this.firstUnread();
+    if (caughtUp !== undefined) return caughtUp;
+    // every known file read to its end: look for files that appeared since
+    let added = false;
+    for (const name of await listStreamFiles(this.dir)) {
+      if (this.closed || this.scans.has(name)) continue;
+      this.scans.set(name, new StreamCursor(path.join(this.dir, name), this.buf));
+      added = true;
+    }
+    return added ? this.firstUnread() : undefined;
+  }
+
+  private async firstUnread(): Promise<StreamCursor | undefined> {
+    for (const c of this.scans.values()) if (await c.unread()) return c;
+    return undefined;
+  }
+
+  /** The task's frames are in `cursor`'s file: the other files need no more reading. */
+  private async settle(cursor: StreamCursor): Promise<void> {
+    this.scans.delete(path.basename(cursor.file));
+    this.home = cursor;
+    await this.dropScans();
+  }
+
+  private async dropScans(): Promise<void> {
+    const all = [...this.scans.values()];
+    this.scans.clear();
+    for (const c of all) await c.close();
+  }
+}

@@ -1,0 +1,48 @@
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import type { Frame } from './output-frames';
+import { StreamCursor, chunkBuffer, listStreamFiles } from './stream-cursor';
+
+/** What a pass over stream files does with the frames it reads. */
+export interface FrameSink {
+  /** Whether the frames of this task attempt are wanted (the others are skipped, not copied). */
+  wants(uid: string, attempt: number): boolean;
+  /** A wanted frame; its data is a view of the reader's buffer, valid during the call only. */
+  frame(f: Frame): void;
+  /** After each chunk: a moment to hand on what the frames made (e.g. write it out). */
+  flush(): Promise<void>;
+}
+
+/**
+ * Reads every stream file in `dir` once, from its start to the size it had when its turn
+ * came (frames a live writer appends later are left for another pass), a chunk at a time, and
+ * hands the wanted frames to `sink` in file order. Throws a StreamFormatError naming a file whose
+ * bytes are not frames, after the frames before the damage were handed on.
+ */
+export async function passStreamDir(dir: string, sink: FrameSink): Promise<void> {
+  const buf = chunkBuffer();
+  for (const name of await listStreamFiles(dir)) {
+    const file = path.join(dir, name);
+    const cursor = new StreamCursor(file, buf);
+    try {
+      const size = await sizeOf(file);
+      for (let at = -1; cursor.scanned < size && cursor.scanned > at;) {
+        at = cursor.scanned;
+        for (const f of await cursor.read()) if (sink.wants(f.uid, f.attempt)) sink.frame(f);
+        await sink.flush();
+      }
+    } finally {
+      await cursor.close();
+    }
+  }
+}
+
+/** A file's size; 0 when it is gone. */
+async function sizeOf(file: string): Promise<number> {
+  try {
+    return (await fsp.stat(file)).size;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw e;
+  }
+}
