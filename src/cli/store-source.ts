@@ -103,22 +103,24 @@ function viewOf(
   let pilot: string | undefined;
   let ran = false;
   let final = false;
+  let output: TaskView['output'];
   for (const n of notes) {
     if (n.attempt < attempt) continue;
     if (n.attempt > attempt) {
       // a new attempt: it runs elsewhere, or in a sandbox made again
       attempt = n.attempt;
-      [sandbox, pilot, ran] = [undefined, undefined, false];
+      [sandbox, pilot, ran, output] = [undefined, undefined, false, undefined];
     }
     const state = n.state as TaskState;
     if (isFinalTaskState(state)) final = true;
     if (TASK_STATES.indexOf(state) >= EXECUTING) ran = true;
     if (n.detail?.sandbox !== undefined) sandbox = n.detail.sandbox;
     if (n.detail?.pilot !== undefined) pilot = n.detail.pilot;
-    // TODO(lead, issue 17): `output = n.detail.output` once the notification detail says
-    // that a task streams (schemas/notification.schema.json); until then output is unknown.
+    if (n.detail?.output !== undefined) output = n.detail.output;
   }
   const pilotDir = pilot === undefined ? undefined : pilotSandbox(pilot);
   if (sandbox === undefined && ran && pilotDir !== undefined) sandbox = path.join(pilotDir, uid);
-  return { sandbox, final, pilotSandbox: pilotDir, attempt: Math.max(attempt, 1) };
+  const view: TaskView = { sandbox, final, pilotSandbox: pilotDir, attempt: Math.max(attempt, 1) };
+  if (output !== undefined) view.output = output;
+  return view;
 }

@@ -352,6 +352,7 @@ export class TaskManager {
           if (d.sandbox !== undefined && d.sandbox !== task.sandbox) {
             task.setSandbox(d.sandbox, this.rt.tasks.sandboxDirs);
           }
+          if (d.output !== undefined) task.output = d.output;
           if (d.exitCode !== undefined) task.exitCode = d.exitCode;
           if (d.signal !== undefined) task.signal = d.signal;
           if (d.stdout !== undefined) task.stdout = ownCopy(d.stdout);

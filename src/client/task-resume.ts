@@ -115,6 +115,7 @@ export function keepLateFacts(
   if (d.sandbox !== undefined && task.sandbox === undefined) {
     task.setSandbox(d.sandbox, sandboxDirs);
   }
+  if (d.output !== undefined && task.output === undefined) task.output = d.output;
 }
 
 /** A task starts its next attempt: what the last one left (exit, output, reason, place) goes. */
@@ -126,6 +127,7 @@ export function restartAttempt(task: Task): void {
   delete task.result;
   delete task.reason;
   delete task.pilot;
+  delete task.output;
 }
 
 /** The record a component needs to take a task back in `state`. */

@@ -170,8 +170,7 @@ export class Task {
   /**
    * Where its output goes (undefined until known): 'files', `stdout` and `stderr` in its
    * sandbox; 'stream', framed into its pilot's stream files (`tmgr.tail` reads both).
-   * TODO(lead, issue 17): set from the notification detail that says a task streams
-   * (TaskManager.ingest, and keepLateFacts on resume).
+   * Set from the notification detail that says a task streams (`detail.output`).
    */
   output?: OutputMode;
   /** mode 'function': the value the function returned (DONE). */
