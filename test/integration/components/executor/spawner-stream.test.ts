@@ -198,6 +198,32 @@ describeEachHelper('output stream through SpawnerPool', (helper: SpawnerHelper) 
     expect(frames.of(s.uid, all).at(-1)?.kind).toBe('end');
   });
 
+  it("keeps each attempt's frames apart when a uid runs again while its leftovers write", async () => {
+    const p = await start({ killGraceMs: 60_000 });
+    const gatePath = path.join(tempDir(), `gate2.${helper}`);
+    gate = await closedGate(gatePath);
+    const first = spec(...sh(`trap '' TERM; (flock -s "$1" true; echo late) &`, gatePath), 1);
+    p.spawn(first);
+    await events.exit(first.uid);
+    events.exited.delete(first.uid); // to await the second exit
+    const second: SpawnSpec = { ...spec(...sh('echo second'), 2), uid: first.uid };
+    p.spawn(second);
+    expect((await events.exit(first.uid)).output?.stdout).toBe('second\n');
+    await gate.open();
+    const all = await frames.until(
+      'both ends',
+      (fr) => frames.of(first.uid, fr).filter((f) => f.kind === 'end').length === 2,
+    );
+    const text = (attempt: number): string =>
+      Buffer.concat(
+        frames
+          .of(first.uid, all)
+          .filter((f) => f.attempt === attempt && f.kind === 'stdout')
+          .map((f) => f.data),
+      ).toString();
+    expect([text(1), text(2)]).toEqual(['late\n', 'second\n']);
+  });
+
   it('frames a task killed mid-output up to its kill, then ends its output', async () => {
     const p = await start();
     const s = spec(...sh('i=0; while :; do i=$((i+1)); echo "line $i"; done'));
