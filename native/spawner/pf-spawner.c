@@ -7,18 +7,20 @@
  * helper (spawner-main.ts) when this binary is not built. Both speak the same protocol and have
  * the same semantics; the integration tests run against both.
  *
- * Usage: pf-spawner [--cgroup BASE] [--kill-grace-ms N] (the pool gives both).
+ * Usage: pf-spawner [--cgroup BASE] [--kill-grace-ms N] [--stream PATH] (the pool gives them).
  *
  * Protocol: newline-delimited JSON, one object per line, UTF-8.
  *   in (stdin):
  *     {"op":"spawn","uid":S,"executable":S,"args":[S...],"env":{K:S...},"cwd":S,
  *      "stdoutPath":S,"stderrPath":S,"files"?:[{"path":S,"content":S}...],"killScope"?:"process",
  *      "cpus"?:S}
+ *     the same with "stream":{"attempt":N} (N a whole number in [0, 2^32)) instead of the paths
  *     {"op":"kill","uid":S,"signal":"SIGTERM"|"SIGKILL"}
  *   out (stdout):
  *     {"ev":"ready","pid":N,"tracking":"cgroup"|"proc","markPrefix":S,"why"?:S}   first, once
  *     {"ev":"started","uid":S,"pid":N,"t":MS}          MS: epoch ms (CLOCK_REALTIME, to the µs)
  *     {"ev":"exited","uid":S,"exitCode":N|null,"signal":"SIGTERM"|...|null,"t":MS}
+ *      and for a 'stream' spawn "stdoutTail":B64,"stderrTail":B64,"stdoutBytes":N,"stderrBytes":N
  *     {"ev":"failed","uid":S,"code":"ENOENT"|...,"message":S}   the task never ran
  *     {"ev":"error","message":S}                         a bad request, a failed kill
  * The reader is strict RFC 8259 JSON (string escapes including \uXXXX and surrogate pairs; a lone
@@ -55,12 +57,27 @@
  *     behind gets SIGTERM, then SIGKILL after the kill grace (default 3000 ms), as Slurm ends a
  *     step; not for srun, whose shepherd ends its step. So a SIGKILL still comes when the main
  *     process of a canceled task exits during the grace and the Executor forgets it.
+ *   - output 'stream' (a spawn with `stream`; fails with EINVAL unless the helper was started
+ *     with --stream PATH, which it opens O_APPEND, 0600, and starts with the magic when empty):
+ *     the task's stdout and stderr are pipes, whose helper ends (non-blocking, close-on-exec) are
+ *     in one epoll set; whatever the helper reads from them becomes frames (src/lib/
+ *     output-frames.ts: the task's uid and attempt, at most 64 KiB of data each), appended in
+ *     read order to the stream file, a loop turn's frames in one write, before that turn's
+ *     events. A pipe is read whenever readable: output never blocks a task. When the task's main
+ *     process exits, both pipes are drained first (what it wrote before its exit is in them),
+ *     and its exit event carries the tails: the last 2,048 bytes read of each (TAIL_BYTES of
+ *     src/lib/file-tail.ts, base64) and the bytes read in all. What it left behind is framed on
+ *     under its uid until both pipes reach EOF (the kill grace ends those processes), then one
+ *     end frame (kind 3). A spawn that fails writes no frames. At the helper's end, what is still
+ *     open is read and ended. A failed write of the file is cut back off and said once in an
+ *     error event; its frames are lost, the tasks run on.
  *   - Exits come from SIGCHLD (signalfd), reaped with waitpid(-1, WNOHANG) loops: no polling.
  *   - Every event of one loop turn goes out in one write.
  *   - End: on stdin EOF, SIGTERM or SIGHUP, or when stdout is gone (EPIPE), the helper SIGKILLs
  *     every task it runs (each with its kill scope) and all that ended tasks left, reports the
- *     exits, waits for them all (and for every task cgroup to empty), removes its cgroups and
- *     exits 0, so no task outlives the agent. SIGINT is ignored: the agent decides.
+ *     exits, waits for them all (and for every task cgroup to empty), writes the end frames of
+ *     the outputs still open, removes its cgroups and exits 0, so no task outlives the agent.
+ *     SIGINT is ignored: the agent decides. A stream file it cannot open: exit 66, on stderr.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -78,6 +95,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -262,7 +281,14 @@ static void emit_started(const char *uid, size_t ulen, pid_t pid) {
   buf_str(&out, "}\n");
 }
 
-static void emit_exited(const char *uid, size_t ulen, int code, const char *signal) {
+/** The output of a 'stream' spawn (see Output streams below). */
+typedef struct Output Output;
+
+static void buf_tails(Buf *b, const Output *o);
+
+/** `o`: a 'stream' spawn's output, whose tails the event carries; NULL for files. */
+static void emit_exited(const char *uid, size_t ulen, int code, const char *signal,
+                        const Output *o) {
   buf_str(&out, "{\"ev\":\"exited\",\"uid\":");
   buf_json(&out, uid, ulen);
   buf_str(&out, ",\"exitCode\":");
@@ -271,6 +297,7 @@ static void emit_exited(const char *uid, size_t ulen, int code, const char *sign
   buf_str(&out, ",\"signal\":");
   if (signal == NULL) buf_str(&out, "null");
   else buf_json(&out, signal, strlen(signal));
+  if (o != NULL) buf_tails(&out, o);
   buf_now(&out);
   buf_str(&out, "}\n");
 }
@@ -405,7 +432,10 @@ enum { J_NULL, J_FALSE, J_TRUE, J_NUM, J_STR, J_ARR, J_OBJ };
 
 typedef struct JVal {
   int type;
-  /** J_STR: the decoded bytes, NUL-terminated (and possibly holding NULs: use len). */
+  /**
+   * J_STR: the decoded bytes, NUL-terminated (and possibly holding NULs: use len); J_NUM: its
+   * text in the line (not NUL-terminated).
+   */
   char *str;
   size_t len;
   /** A member of an object: its key. */
@@ -638,7 +668,10 @@ static JVal *parse_value(Parser *ps) {
   }
   if (c == '-' || (c >= '0' && c <= '9')) {
     v->type = J_NUM;
-    return parse_number(ps) ? v : NULL;
+    v->str = (char *)ps->p;
+    if (!parse_number(ps)) return NULL;
+    v->len = (size_t)((char *)ps->p - v->str);
+    return v;
   }
   if (literal(ps, "true")) v->type = J_TRUE;
   else if (literal(ps, "false")) v->type = J_FALSE;
@@ -672,6 +705,21 @@ static bool str_is(const JVal *v, const char *s) {
   return is_str(v) && v->len == strlen(s) && memcmp(v->str, s, v->len) == 0;
 }
 
+/**
+ * A JSON number that is a whole number in [0, 2^32) into *out, as JavaScript reads it (1.0 and
+ * 1e0 are 1); false otherwise.
+ */
+static bool u32_value(const JVal *v, uint32_t *out) {
+  char text[128];
+  if (v == NULL || v->type != J_NUM || v->len >= sizeof text) return false;
+  memcpy(text, v->str, v->len);
+  text[v->len] = '\0';
+  double d = strtod(text, NULL);
+  if (!(d >= 0 && d <= 4294967295.0) || d != (double)(uint32_t)d) return false;
+  *out = (uint32_t)d;
+  return true;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Tasks: by uid (kills) and by pid (exits)                                                    */
 
@@ -680,6 +728,8 @@ typedef struct Task {
   size_t ulen;
   pid_t pid;
   bool process_only;
+  /** A 'stream' spawn: its output, which outlives the task until its pipes' end; else NULL. */
+  Output *output;
   /** Numbers the task within the helper: its cgroup's name and the end of its mark. */
   unsigned long serial;
   /** It runs in the cgroup <home>/<serial>. */
@@ -741,7 +791,7 @@ static Task *task_by_pid(pid_t pid) {
 }
 
 static void task_add(const char *uid, size_t n, pid_t pid, bool process_only,
-                     unsigned long serial, bool has_cg) {
+                     unsigned long serial, bool has_cg, Output *output) {
   if (n_tasks >= n_buckets) tasks_grow();
   Task *t = xmalloc(sizeof *t);
   t->uid = xmalloc(n + 1);
@@ -752,6 +802,7 @@ static void task_add(const char *uid, size_t n, pid_t pid, bool process_only,
   t->process_only = process_only;
   t->serial = serial;
   t->has_cg = has_cg;
+  t->output = output;
   size_t i = hash_bytes(uid, n) & (n_buckets - 1), j = hash_pid(pid) & (n_buckets - 1);
   t->next_uid = by_uid[i];
   by_uid[i] = t;
@@ -1468,6 +1519,315 @@ static void flush_kills(void) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Output streams ('stream' spawns, src/lib/output-frames.ts)                                  */
+/*                                                                                            */
+/* A 'stream' task writes into two pipes instead of two files. The helper reads whatever a    */
+/* pipe holds whenever it is readable (epoll: one set for every pipe, so a turn costs the same */
+/* with hundreds of tasks), so output never blocks a task, and appends it, framed with the    */
+/* task's uid and attempt, to its one stream file (--stream PATH): the frames of one turn in  */
+/* one write, before that turn's events. When the main process exits, its pipes are drained   */
+/* first, so its exit event follows every frame of what it wrote. The pipes stay open for     */
+/* what it left behind (ended by the kill grace) until both reach EOF: then one end frame.   */
+
+#define STREAM_MAGIC "PFSTRM1\n"
+/** u32 size, u8 kind, u32 attempt, u16 uid length (little-endian), then the uid and the data. */
+#define FRAME_HEAD 11
+#define FRAME_DATA_MAX ((size_t)64 << 10)
+enum { FRAME_STDOUT = 1, FRAME_STDERR = 2, FRAME_END = 3 };
+/** The tails in exit events: TAIL_BYTES of src/lib/file-tail.ts. */
+#define TAIL_BYTES 2048
+/** Pipe events handled per turn; the rest wait for the next (epoll is level-triggered). */
+#define MAX_READY 64
+
+typedef struct {
+  Output *owner;
+  /** The read end; -1 once it reached EOF (and was closed, which leaves the epoll set). */
+  int fd;
+  unsigned char kind;
+  /** Bytes read in all; the last TAIL_BYTES of them, a ring whose next byte is at bytes % size. */
+  unsigned long long bytes;
+  unsigned char tail[TAIL_BYTES];
+} Pipe;
+
+struct Output {
+  char *uid;
+  size_t ulen;
+  uint32_t attempt;
+  /** stdout, stderr. */
+  Pipe pipes[2];
+  /** Its main process exited (and the exit event went out). */
+  bool exited;
+  /** Every open output, for the end frames at exit. */
+  Output *prev, *next;
+};
+
+static const char *stream_path;
+static int stream_fd = -1, epfd = -1;
+static Output *outputs;
+/** The frames of this turn. */
+static Buf frames;
+/** A write of the stream file failed: said once, until one succeeds. */
+static bool stream_failing;
+
+static void put_u32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/** Appends a frame's head and uid, for `n` data bytes that follow. */
+static void frame_head(unsigned char kind, const Output *o, size_t n) {
+  unsigned char h[FRAME_HEAD];
+  put_u32(h, (uint32_t)(FRAME_HEAD - 4 + o->ulen + n));
+  h[4] = kind;
+  put_u32(h + 5, o->attempt);
+  h[9] = (unsigned char)(o->ulen & 0xff);
+  h[10] = (unsigned char)(o->ulen >> 8);
+  buf_add(&frames, h, FRAME_HEAD);
+  buf_add(&frames, o->uid, o->ulen);
+}
+
+static void tail_add(Pipe *p, const unsigned char *s, size_t n) {
+  size_t at = (size_t)(p->bytes % TAIL_BYTES);
+  p->bytes += n;
+  if (n > TAIL_BYTES) { /* only its last TAIL_BYTES stay */
+    at = (at + n - TAIL_BYTES) % TAIL_BYTES;
+    s += n - TAIL_BYTES;
+    n = TAIL_BYTES;
+  }
+  size_t first = TAIL_BYTES - at < n ? TAIL_BYTES - at : n;
+  memcpy(p->tail + at, s, first);
+  memcpy(p->tail, s + first, n - first);
+}
+
+/** The tail in order into `dst`; returns its length. */
+static size_t tail_copy(const Pipe *p, unsigned char *dst) {
+  if (p->bytes <= TAIL_BYTES) {
+    memcpy(dst, p->tail, (size_t)p->bytes);
+    return (size_t)p->bytes;
+  }
+  size_t at = (size_t)(p->bytes % TAIL_BYTES);
+  memcpy(dst, p->tail + at, TAIL_BYTES - at);
+  memcpy(dst + TAIL_BYTES - at, p->tail, at);
+  return TAIL_BYTES;
+}
+
+/**
+ * One read of a pipe, straight into a frame: the bytes read, 0 at its end (EOF, or an error
+ * that ends it as well), -1 when it is empty now.
+ */
+static ssize_t pipe_read(Pipe *p) {
+  size_t head = FRAME_HEAD + p->owner->ulen;
+  buf_reserve(&frames, head + FRAME_DATA_MAX);
+  unsigned char *data = (unsigned char *)frames.p + frames.len + head;
+  ssize_t n;
+  do n = read(p->fd, data, FRAME_DATA_MAX);
+  while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN) return -1;
+  if (n <= 0) return 0;
+  frame_head(p->kind, p->owner, (size_t)n); /* reserved: the data stays where it was read */
+  frames.len += (size_t)n;
+  tail_add(p, data, (size_t)n);
+  return n;
+}
+
+/**
+ * The pipe reached its end: out of the epoll set, and closed. Its close alone would not do: a
+ * child just spawned may still hold a copy of the fd (posix_spawn resumes the helper before the
+ * exec closes it), and the file, still open, would stay in the set, with a dangling pointer.
+ */
+static void pipe_close(Pipe *p) {
+  epoll_ctl(epfd, EPOLL_CTL_DEL, p->fd, NULL);
+  close(p->fd);
+  p->fd = -1;
+}
+
+/**
+ * Reads what the pipe holds now, all the main process wrote when it has exited, but not what
+ * its leftovers add meanwhile (those are read as they come): a short read found it empty.
+ */
+static void pipe_drain(Pipe *p) {
+  if (p->fd < 0) return;
+  ssize_t n = pipe_read(p);
+  if (n == (ssize_t)FRAME_DATA_MAX) {
+    int left = 0;
+    if (ioctl(p->fd, FIONREAD, &left) != 0) left = 0;
+    while (left > 0 && (n = pipe_read(p)) > 0) left -= (int)n;
+  }
+  if (n == 0) pipe_close(p);
+}
+
+/** Frees an output without an end frame (a spawn that failed, or once it was written). */
+static void output_free(Output *o) {
+  for (int k = 0; k < 2; k++) {
+    if (o->pipes[k].fd >= 0) pipe_close(&o->pipes[k]);
+  }
+  if (o->prev != NULL) o->prev->next = o->next;
+  else outputs = o->next;
+  if (o->next != NULL) o->next->prev = o->prev;
+  free(o->uid);
+  free(o);
+}
+
+static void output_end(Output *o) {
+  frame_head(FRAME_END, o, 0);
+  output_free(o);
+}
+
+/** Once the main process exited and both pipes reached EOF: the end frame. */
+static void output_check(Output *o) {
+  if (o->exited && o->pipes[0].fd < 0 && o->pipes[1].fd < 0) output_end(o);
+}
+
+/**
+ * The pipes of a 'stream' spawn: returns its output, whose read ends (non-blocking, like every
+ * fd of the helper close-on-exec) are in the epoll set, and gives the write ends in `wr`, for
+ * the task's stdout and stderr; NULL with errno.
+ */
+static Output *output_new(const char *uid, size_t ulen, uint32_t attempt, int wr[2]) {
+  Output *o = xmalloc(sizeof *o);
+  o->uid = xmalloc(ulen);
+  memcpy(o->uid, uid, ulen);
+  o->ulen = ulen;
+  o->attempt = attempt;
+  o->exited = false;
+  o->prev = NULL;
+  o->next = outputs;
+  if (outputs != NULL) outputs->prev = o;
+  outputs = o;
+  for (int k = 0; k < 2; k++) {
+    o->pipes[k] = (Pipe){.owner = o, .fd = -1, .kind = k == 0 ? FRAME_STDOUT : FRAME_STDERR};
+    wr[k] = -1;
+  }
+  for (int k = 0; k < 2; k++) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) goto fail;
+    o->pipes[k].fd = fds[0];
+    wr[k] = fds[1];
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &o->pipes[k]};
+    if (fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0 ||
+        epoll_ctl(epfd, EPOLL_CTL_ADD, fds[0], &ev) != 0) {
+      goto fail;
+    }
+  }
+  return o;
+fail:;
+  int e = errno;
+  for (int k = 0; k < 2; k++) {
+    if (wr[k] >= 0) close(wr[k]);
+  }
+  output_free(o);
+  errno = e;
+  return NULL;
+}
+
+/** The pipes epoll found readable: one read each (the rest of a busy one comes next turn). */
+static void output_ready(void) {
+  struct epoll_event evs[MAX_READY];
+  int n;
+  do n = epoll_wait(epfd, evs, MAX_READY, 0);
+  while (n < 0 && errno == EINTR);
+  for (int i = 0; i < n; i++) {
+    Pipe *p = evs[i].data.ptr;
+    if (pipe_read(p) != 0) continue;
+    pipe_close(p);
+    output_check(p->owner);
+  }
+}
+
+/** The main process of `o` exited: frames what it wrote; the exit event carries the tails. */
+static void output_exit(Output *o) {
+  pipe_drain(&o->pipes[0]);
+  pipe_drain(&o->pipes[1]);
+}
+
+static void buf_base64(Buf *b, const unsigned char *s, size_t n) {
+  static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  for (size_t i = 0; i < n; i += 3) {
+    uint32_t v = (uint32_t)s[i] << 16;
+    if (i + 1 < n) v |= (uint32_t)s[i + 1] << 8;
+    if (i + 2 < n) v |= s[i + 2];
+    char q[4] = {abc[v >> 18], abc[(v >> 12) & 63], i + 1 < n ? abc[(v >> 6) & 63] : '=',
+                 i + 2 < n ? abc[v & 63] : '='};
+    buf_add(b, q, 4);
+  }
+}
+
+/** ,"stdoutTail":"<base64>","stderrTail":…,"stdoutBytes":N,"stderrBytes":N */
+static void buf_tails(Buf *b, const Output *o) {
+  static const char *names[2] = {"stdout", "stderr"};
+  unsigned char tail[TAIL_BYTES];
+  for (int k = 0; k < 2; k++) {
+    buf_str(b, ",\"");
+    buf_str(b, names[k]);
+    buf_str(b, "Tail\":\"");
+    buf_base64(b, tail, tail_copy(&o->pipes[k], tail));
+    buf_char(b, '"');
+  }
+  for (int k = 0; k < 2; k++) {
+    char num[32];
+    buf_str(b, ",\"");
+    buf_str(b, names[k]);
+    buf_str(b, "Bytes\":");
+    buf_add(b, num, (size_t)snprintf(num, sizeof num, "%llu", o->pipes[k].bytes));
+  }
+}
+
+/**
+ * Appends this turn's frames to the stream file in one write. A failed write is cut back off
+ * (never half a frame in the file), said once until a write succeeds, and its frames are lost:
+ * output never stops a task.
+ */
+static void flush_frames(void) {
+  if (frames.len == 0) return;
+  size_t off = 0;
+  int e = 0;
+  while (off < frames.len && e == 0) {
+    ssize_t n = write(stream_fd, frames.p + off, frames.len - off);
+    if (n > 0) off += (size_t)n;
+    else if (n == 0) e = EIO;
+    else if (errno != EINTR) e = errno;
+  }
+  if (e != 0) {
+    struct stat st;
+    if (off > 0 && fstat(stream_fd, &st) == 0) (void)!ftruncate(stream_fd, st.st_size - (off_t)off);
+    if (!stream_failing) emit_errno("cannot write the output stream", stream_path, e);
+  }
+  stream_failing = e != 0;
+  frames.len = 0;
+  if (frames.cap > ((size_t)4 << 20)) { /* give back the room a busy turn took */
+    frames.p = xrealloc(frames.p, (size_t)1 << 20);
+    frames.cap = (size_t)1 << 20;
+  }
+}
+
+/** --stream PATH: opens it for appending (0600), with STREAM_MAGIC first when it is empty. */
+static void stream_open(void) {
+  stream_fd = open(stream_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  struct stat st;
+  if (stream_fd < 0 || fstat(stream_fd, &st) != 0) {
+    fprintf(stderr, "pf-spawner: cannot open the output stream '%s': %s\n", stream_path,
+            strerror(errno));
+    exit(66);
+  }
+  size_t n = strlen(STREAM_MAGIC);
+  if (st.st_size == 0 && write(stream_fd, STREAM_MAGIC, n) != (ssize_t)n) {
+    fprintf(stderr, "pf-spawner: cannot write the output stream '%s': %s\n", stream_path,
+            strerror(errno));
+    exit(66);
+  }
+  epfd = epoll_create1(EPOLL_CLOEXEC);
+  if (epfd < 0) die("epoll_create1");
+}
+
+/** The helper exits: what is still open is read, then ended (its end frame). */
+static void outputs_finish(void) {
+  while (outputs != NULL) {
+    pipe_drain(&outputs->pipes[0]);
+    pipe_drain(&outputs->pipes[1]);
+    output_end(outputs);
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* Spawning                                                                                    */
 
 static posix_spawnattr_t spawn_attr;
@@ -1749,12 +2109,20 @@ static int enter_for_spawn(const JVal *uid, unsigned long serial, bool process_o
   return -2;
 }
 
-static void do_spawn(const JVal *req) {
-  const JVal *uid = member(req, "uid"), *exe = member(req, "executable"),
-             *args = member(req, "args"), *env = member(req, "env"), *cwd = member(req, "cwd"),
-             *so = member(req, "stdoutPath"), *se = member(req, "stderrPath"),
-             *files = member(req, "files"), *scope = member(req, "killScope");
+/** The attempt of a 'stream' spawn into *attempt; false for a spawn to files. */
+static bool stream_attempt(const JVal *req, uint32_t *attempt) {
+  const JVal *stream = member(req, "stream");
+  return stream != NULL && u32_value(member(stream, "attempt"), attempt);
+}
 
+/**
+ * Fails (and returns true for) a spawn that cannot be run as asked: its uid runs already
+ * (EEXIST); 'stream' without --stream, or a uid too long for a frame; a NUL in a string the
+ * kernel gets (EINVAL).
+ */
+static bool refused(const JVal *req, bool streamed) {
+  const JVal *uid = member(req, "uid"), *args = member(req, "args"), *env = member(req, "env"),
+             *files = member(req, "files");
   if (task_by_uid(uid->str, uid->len) != NULL) {
     Buf m = {0};
     buf_str(&m, "task '");
@@ -1762,27 +2130,77 @@ static void do_spawn(const JVal *req) {
     buf_str(&m, "' is already running");
     emit_failed(uid->str, uid->len, "EEXIST", &m);
     free(m.p);
-    return;
+    return true;
   }
-  if (refuse_nul(uid, exe, "executable", -1)) return;
+  if (streamed && stream_fd < 0) {
+    fail_text(uid, "EINVAL", "output 'stream' needs a helper started with --stream");
+    return true;
+  }
+  if (streamed && uid->len > 0xffff) {
+    fail_text(uid, "EINVAL", "a uid of more than 65535 bytes does not fit in a stream frame");
+    return true;
+  }
+  if (refuse_nul(uid, member(req, "executable"), "executable", -1)) return true;
   long i = 0;
   for (const JVal *a = args->kid; a != NULL; a = a->next, i++) {
-    if (refuse_nul(uid, a, "args", i)) return;
+    if (refuse_nul(uid, a, "args", i)) return true;
   }
   for (const JVal *m = env->kid; m != NULL; m = m->next) {
     if (memchr(m->key, '\0', m->klen) != NULL || has_nul(m)) {
       fail_text(uid, "EINVAL", "env contains a NUL byte");
-      return;
+      return true;
     }
   }
-  if (refuse_nul(uid, cwd, "cwd", -1) || refuse_nul(uid, so, "stdoutPath", -1) ||
-      refuse_nul(uid, se, "stderrPath", -1)) {
-    return;
+  if (refuse_nul(uid, member(req, "cwd"), "cwd", -1) ||
+      (!streamed && (refuse_nul(uid, member(req, "stdoutPath"), "stdoutPath", -1) ||
+                     refuse_nul(uid, member(req, "stderrPath"), "stderrPath", -1)))) {
+    return true;
   }
   i = 0;
   for (const JVal *f = files == NULL ? NULL : files->kid; f != NULL; f = f->next, i++) {
-    if (refuse_nul(uid, member(f, "path"), "files.path", i)) return;
+    if (refuse_nul(uid, member(f, "path"), "files.path", i)) return true;
   }
+  return false;
+}
+
+/**
+ * Where the task's stdout and stderr go, into `fds`: its files (made 0600), or for a 'stream'
+ * spawn the write ends of its pipes, whose output *o reads. False once the failure is emitted.
+ */
+static bool open_outputs(const JVal *req, const uint32_t *attempt, int fds[2], Output **o) {
+  const JVal *uid = member(req, "uid");
+  *o = NULL;
+  if (attempt != NULL) {
+    *o = output_new(uid->str, uid->len, *attempt, fds);
+    if (*o != NULL) return true;
+    int e = errno;
+    Buf m = {0};
+    buf_str(&m, "cannot make the output pipes: ");
+    errno_text(&m, e);
+    emit_failed(uid->str, uid->len, errno_name(e), &m);
+    free(m.p);
+    return false;
+  }
+  const JVal *outs[2] = {member(req, "stdoutPath"), member(req, "stderrPath")};
+  for (int k = 0; k < 2; k++) {
+    fds[k] = open_output(outs[k]->str);
+    if (fds[k] < 0) {
+      int e = errno;
+      fail_path(uid, e, "cannot open", outs[k]->str, outs[k]->len, " for writing: ");
+      if (k == 1) close(fds[0]);
+      return false;
+    }
+  }
+  return true;
+}
+
+static void do_spawn(const JVal *req) {
+  const JVal *uid = member(req, "uid"), *exe = member(req, "executable"),
+             *args = member(req, "args"), *env = member(req, "env"), *cwd = member(req, "cwd"),
+             *files = member(req, "files"), *scope = member(req, "killScope");
+  uint32_t attempt;
+  bool streamed = stream_attempt(req, &attempt);
+  if (refused(req, streamed)) return;
 
   for (const JVal *f = files == NULL ? NULL : files->kid; f != NULL; f = f->next) {
     const JVal *path = member(f, "path"), *content = member(f, "content");
@@ -1793,48 +2211,40 @@ static void do_spawn(const JVal *req) {
     }
   }
   int fds[2] = {-1, -1};
-  const JVal *outs[2] = {so, se};
-  for (int k = 0; k < 2; k++) {
-    fds[k] = open_output(outs[k]->str);
-    if (fds[k] < 0) {
-      int e = errno;
-      fail_path(uid, e, "cannot open", outs[k]->str, outs[k]->len, " for writing: ");
-      if (k == 1) close(fds[0]);
-      return;
-    }
-  }
+  Output *o;
+  if (!open_outputs(req, streamed ? &attempt : NULL, fds, &o)) return;
 
   char **argv = arena_alloc((args->count + 2) * sizeof *argv);
   argv[0] = exe->str;
-  i = 1;
+  long i = 1;
   for (const JVal *a = args->kid; a != NULL; a = a->next) argv[i++] = a->str;
   argv[i] = NULL;
   pid_t pid = -1;
-  bool cwd_failed, process_only = str_is(scope, "process");
+  bool cwd_failed = false, process_only = str_is(scope, "process");
   unsigned long serial = ++next_serial;
   int moved = enter_for_spawn(uid, serial, process_only);
-  if (moved == -2) {
-    close(fds[0]);
-    close(fds[1]);
-    return;
+  int e = 0;
+  if (moved != -2) {
+    /* `cpus` (fork): the helper pins itself around posix_spawn; the child inherits the mask */
+    const JVal *cpus = member(req, "cpus");
+    cpu_set_t pin;
+    bool pinned = false;
+    if (is_str(cpus)) {
+      pinned = parse_cpulist(cpus, &pin) && sched_setaffinity(0, sizeof pin, &pin) == 0;
+      if (!pinned) dprintf(fds[1], "pf-spawner: runs unpinned: cannot pin to CPUs %s\n", cpus->str);
+    }
+    e = spawn_task(&pid, exe, argv, env, serial, cwd->str, fds[0], fds[1], &cwd_failed);
+    if (pinned && sched_setaffinity(0, sizeof home_cpus, &home_cpus) != 0) die("sched_setaffinity");
+    if (moved >= 0) {
+      if (move_self(cg_home_procs) != 0) die("cannot move back into the helper's cgroup");
+      close(moved);
+    }
   }
-  /* `cpus` (fork): the helper pins itself around posix_spawn and the child inherits the mask */
-  const JVal *cpus = member(req, "cpus");
-  cpu_set_t pin;
-  bool pinned = false;
-  if (is_str(cpus)) {
-    pinned = parse_cpulist(cpus, &pin) && sched_setaffinity(0, sizeof pin, &pin) == 0;
-    if (!pinned) dprintf(fds[1], "pf-spawner: runs unpinned: cannot pin to CPUs %s\n", cpus->str);
-  }
-  int e = spawn_task(&pid, exe, argv, env, serial, cwd->str, fds[0], fds[1], &cwd_failed);
-  if (pinned && sched_setaffinity(0, sizeof home_cpus, &home_cpus) != 0) die("sched_setaffinity");
-  if (moved >= 0) {
-    if (move_self(cg_home_procs) != 0) die("cannot move back into the helper's cgroup");
-    close(moved);
-  }
-  close(fds[0]);
+  close(fds[0]); /* the task's ends: only the task holds them now */
   close(fds[1]);
-  if (e != 0) {
+  if (moved == -2 || e != 0) {
+    if (o != NULL) output_free(o); /* it never ran: no frames */
+    if (moved == -2) return;
     task_ended(serial, 0, process_only, moved >= 0 && !process_only); /* removes its cgroup */
     if (cwd_failed) {
       fail_cwd(uid, e, cwd->str, cwd->len);
@@ -1846,7 +2256,7 @@ static void do_spawn(const JVal *req) {
     }
     return;
   }
-  task_add(uid->str, uid->len, pid, process_only, serial, moved >= 0 && !process_only);
+  task_add(uid->str, uid->len, pid, process_only, serial, moved >= 0 && !process_only, o);
   emit_started(uid->str, uid->len, pid);
 }
 
@@ -1863,9 +2273,17 @@ static bool all_strings(const JVal *arr) {
 static bool valid_spawn(const JVal *m) {
   const JVal *args = member(m, "args"), *env = member(m, "env"), *files = member(m, "files"),
              *scope = member(m, "killScope");
+  const JVal *stream = member(m, "stream"), *so = member(m, "stdoutPath"),
+             *se = member(m, "stderrPath");
+  uint32_t attempt;
   if (!is_str(member(m, "uid")) || !is_str(member(m, "executable")) ||
-      !is_str(member(m, "cwd")) || !is_str(member(m, "stdoutPath")) ||
-      !is_str(member(m, "stderrPath"))) {
+      !is_str(member(m, "cwd"))) {
+    return false;
+  }
+  /* files: both paths; 'stream': an attempt, and no paths */
+  if (stream == NULL ? !is_str(so) || !is_str(se)
+                     : stream->type != J_OBJ || !u32_value(member(stream, "attempt"), &attempt) ||
+                           so != NULL || se != NULL) {
     return false;
   }
   if (args == NULL || args->type != J_ARR || !all_strings(args)) return false;
@@ -1984,14 +2402,20 @@ static void reap(void) {
     if (pid <= 0) return;
     Task *t = task_by_pid(pid);
     if (t == NULL) continue;
+    Output *o = t->output;
+    if (o != NULL) output_exit(o); /* its frames first, then the exit with its tails */
     char tmp[16];
     if (WIFSIGNALED(st)) {
-      emit_exited(t->uid, t->ulen, 0, signal_name(WTERMSIG(st), tmp, sizeof tmp));
+      emit_exited(t->uid, t->ulen, 0, signal_name(WTERMSIG(st), tmp, sizeof tmp), o);
     } else {
-      emit_exited(t->uid, t->ulen, WEXITSTATUS(st), NULL);
+      emit_exited(t->uid, t->ulen, WEXITSTATUS(st), NULL, o);
     }
     task_ended(t->serial, t->pid, t->process_only, t->has_cg); /* SIGTERM what it left */
     task_remove(t);
+    if (o != NULL) {
+      o->exited = true;
+      output_check(o); /* its end frame, unless leftovers still hold a pipe */
+    }
   }
 }
 
@@ -2040,7 +2464,7 @@ static void base36(char *buf, size_t n, unsigned long long v) {
   buf[i] = '\0';
 }
 
-/** --cgroup BASE, --kill-grace-ms N; anything else stops the helper (exit 64). */
+/** --cgroup BASE, --kill-grace-ms N, --stream PATH; anything else stops the helper (exit 64). */
 static void parse_args(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     char *end = NULL;
@@ -2049,9 +2473,11 @@ static void parse_args(int argc, char **argv) {
     } else if (strcmp(argv[i], "--kill-grace-ms") == 0 && i + 1 < argc &&
                (kill_grace_ms = strtoll(argv[++i], &end, 10)) >= 0 && *end == '\0') {
       continue;
+    } else if (strcmp(argv[i], "--stream") == 0 && i + 1 < argc) {
+      stream_path = argv[++i];
     } else {
       fprintf(stderr, "pf-spawner: bad arguments (usage: pf-spawner [--cgroup BASE] "
-                      "[--kill-grace-ms N])\n");
+                      "[--kill-grace-ms N] [--stream PATH])\n");
       exit(64);
     }
   }
@@ -2104,6 +2530,7 @@ int main(int argc, char **argv) {
   home_dir = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (home_dir < 0) die("cannot open the working directory");
   if (sched_getaffinity(0, sizeof home_cpus, &home_cpus) != 0) die("sched_getaffinity");
+  if (stream_path != NULL) stream_open();
 
   emit_ready(cg_home >= 0, mark_prefix, &cg_why);
   flush_output();
@@ -2111,24 +2538,28 @@ int main(int argc, char **argv) {
   struct pollfd *fds = NULL;
   size_t cap_fds = 0;
   while (!(stopping && n_tasks == 0 && lingers.n == 0)) {
-    /* signals, stdin (until stopping), and the cgroup.events of each lingering cgroup */
-    if (2 + lingers.n > cap_fds) {
-      cap_fds = 2 * (2 + lingers.n);
+    /* signals, stdin (until stopping), the pipes of 'stream' tasks (one epoll set), and the
+       cgroup.events of each lingering cgroup */
+    if (3 + lingers.n > cap_fds) {
+      cap_fds = 2 * (3 + lingers.n);
       fds = xrealloc(fds, cap_fds * sizeof *fds);
     }
     fds[0] = (struct pollfd){sigfd, POLLIN, 0};
     fds[1] = (struct pollfd){stopping ? -1 : STDIN_FILENO, POLLIN, 0};
+    fds[2] = (struct pollfd){epfd, POLLIN, 0};
     size_t polled = lingers.n;
     for (size_t i = 0; i < polled; i++) {
-      fds[2 + i] = (struct pollfd){lingers.v[i].events, POLLPRI, 0};
+      fds[3 + i] = (struct pollfd){lingers.v[i].events, POLLPRI, 0};
     }
-    int r = poll(fds, 2 + polled, poll_timeout());
+    int r = poll(fds, 3 + polled, poll_timeout());
     if (r < 0) {
       if (errno == EINTR) continue;
       die("poll");
     }
+    /* before reap, which may end outputs: no event read here points at a freed pipe */
+    if (fds[2].revents != 0) output_ready();
     for (size_t i = polled; i-- > 0;) {
-      if (fds[2 + i].revents != 0 && lingers.v[i].events >= 0) linger_check(i);
+      if (fds[3 + i].revents != 0 && lingers.v[i].events >= 0) linger_check(i);
     }
     if (fds[0].revents != 0) {
       struct signalfd_siginfo si[16];
@@ -2144,8 +2575,11 @@ int main(int argc, char **argv) {
     }
     if (!stopping && fds[1].revents != 0) handle_input();
     run_timers();
+    flush_frames(); /* before the events: an exit event follows its task's frames */
     flush_output();
   }
+  outputs_finish();
+  flush_frames();
   cgroup_leave();
   flush_output();
   return 0;

@@ -2,12 +2,17 @@
 //
 //   npm run build && node native/spawner/spawn-rate.js [--n 5000] [--count 2] [--per 4]
 //       [--helper native|node|both] [--exe /bin/true] [--rounds 3] [--tracking cgroup|proc]
+//       [--output devnull|files|stream[,...]]
 //
 // Keeps count*per tasks in flight (each exit starts the next), as the Executor does, and times
-// n exits after a warm-up of n/10. Prints one JSON line per helper and round on stdout, with the
-// helpers' own CPU time (user + system, from /proc) per spawn, which a busy box disturbs less
-// than the rate. --tracking picks how the helpers track task processes (default: a cgroup per
-// task where the machine offers it). A measurement, not a test: nothing here asserts a time.
+// n exits after a warm-up of n/10. Prints one JSON line per helper, output and round on stdout,
+// with the helpers' own CPU time (user + system, from /proc) per spawn, which a busy box disturbs
+// less than the rate, and this process's (the pool's: it reads the events). --tracking picks how
+// the helpers track task processes (default: a cgroup per task where the machine offers it).
+// --output says where the tasks' stdout and stderr go: devnull (both paths /dev/null, the
+// default), files (two new files per task, as a task sandbox has) or stream (output 'stream':
+// pipes framed into the helpers' stream files); several, comma-separated, alternate round by
+// round, each with its own pool. A measurement, not a test: nothing here asserts a time.
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
@@ -32,7 +37,14 @@ const ROUNDS = Number(option('rounds', '3'));
 const EXE = option('exe', '/bin/true');
 const which = option('helper', 'both');
 const TRACKING = option('tracking', undefined);
+const OUTPUTS = option('output', 'devnull').split(',');
 const helpers = which === 'both' ? ['native', 'node'] : [which];
+for (const o of OUTPUTS) {
+  if (!['devnull', 'files', 'stream'].includes(o)) {
+    process.stderr.write(`spawn-rate: --output must list devnull, files or stream, not '${o}'\n`);
+    process.exit(2);
+  }
+}
 
 const logger = {
   error: (m, meta) => process.stderr.write(`error ${m} ${JSON.stringify(meta ?? {})}\n`),
@@ -42,8 +54,17 @@ const logger = {
   child: () => logger,
 };
 
+/** Where a task's output goes, as its spec says. */
+function outputOf(output, dir, uid) {
+  if (output === 'stream') return { stream: { attempt: 1 } };
+  if (output === 'files') {
+    return { stdoutPath: path.join(dir, `${uid}.out`), stderrPath: path.join(dir, `${uid}.err`) };
+  }
+  return { stdoutPath: '/dev/null', stderrPath: '/dev/null' };
+}
+
 /** Runs `total` tasks with `inFlight` at a time; resolves with the seconds it took. */
-function run(pool, state, total, inFlight, dir) {
+function run(pool, state, total, inFlight, dir, output) {
   return new Promise((resolve, reject) => {
     let started = 0;
     let done = 0;
@@ -69,8 +90,7 @@ function run(pool, state, total, inFlight, dir) {
         args: [],
         env: { PF_TASK_ID: uid },
         cwd: dir,
-        stdoutPath: '/dev/null',
-        stderrPath: '/dev/null',
+        ...outputOf(output, dir, uid),
       });
     };
     for (let i = 0; i < inFlight && started < total; i++) next();
@@ -83,7 +103,8 @@ function cpuSeconds(pid) {
   return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
 }
 
-async function measure(helper) {
+/** A pool for `output`, warmed up, with its own directory. */
+async function startPool(helper, output) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-spawn-rate-'));
   const state = { seq: 0, onDone: () => undefined };
   const pool = await SpawnerPool.start({
@@ -91,37 +112,61 @@ async function measure(helper) {
     helper,
     logger,
     ...(TRACKING === undefined ? {} : { tracking: TRACKING }),
+    ...(output === 'stream' ? { streamDir: path.join(dir, 'streams') } : {}),
     handlers: {
       started: () => undefined,
       exited: (evs) => state.onDone(evs.length, []),
       failed: (evs) => state.onDone(evs.length, evs),
     },
   });
+  const work = path.join(dir, 'work');
+  fs.mkdirSync(work);
+  await run(pool, state, Math.max(1, Math.floor(N / 10)), COUNT * PER, work, output); // warm-up
+  return { pool, state, dir, work, output };
+}
+
+/** One timed round on a pool: its JSON line. */
+async function round(helper, p) {
+  // a fresh directory for the files of 'files' (outside the timing)
+  fs.rmSync(p.work, { recursive: true, force: true });
+  fs.mkdirSync(p.work);
+  const helperPids = p.pool.helpers.map((h) => h.pid);
+  const cpu = () => helperPids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+  const cpu0 = cpu();
+  const own0 = process.cpuUsage();
+  const s = await run(p.pool, p.state, N, COUNT * PER, p.work, p.output);
+  const own = process.cpuUsage(own0);
+  const figure = {
+    bench: 'spawn-rate',
+    helper,
+    tracking: p.pool.tracking,
+    output: p.output,
+    helpers: COUNT,
+    perHelper: PER,
+    n: N,
+    executable: EXE,
+    seconds: Number(s.toFixed(3)),
+    spawnsPerSecond: Math.round(N / s),
+    helperCpuUsPerSpawn: Math.round(((cpu() - cpu0) / N) * 1e6),
+    poolCpuUsPerSpawn: Math.round((own.user + own.system) / N),
+    cpus: os.cpus().length,
+  };
+  process.stdout.write(`${JSON.stringify(figure)}\n`);
+}
+
+/** ROUNDS rounds of each output, alternating, on the helper `helper`. */
+async function measure(helper) {
+  const pools = [];
   try {
-    await run(pool, state, Math.max(1, Math.floor(N / 10)), COUNT * PER, dir); // warm-up
-    const helperPids = pool.helpers.map((h) => h.pid);
-    const cpu = () => helperPids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+    for (const output of OUTPUTS) pools.push(await startPool(helper, output));
     for (let r = 0; r < ROUNDS; r++) {
-      const cpu0 = cpu();
-      const s = await run(pool, state, N, COUNT * PER, dir);
-      const figure = {
-        bench: 'spawn-rate',
-        helper,
-        tracking: pool.tracking,
-        helpers: COUNT,
-        perHelper: PER,
-        n: N,
-        executable: EXE,
-        seconds: Number(s.toFixed(3)),
-        spawnsPerSecond: Math.round(N / s),
-        helperCpuUsPerSpawn: Math.round(((cpu() - cpu0) / N) * 1e6),
-        cpus: os.cpus().length,
-      };
-      process.stdout.write(`${JSON.stringify(figure)}\n`);
+      for (const p of pools) await round(helper, p);
     }
   } finally {
-    await pool.close();
-    fs.rmSync(dir, { recursive: true, force: true });
+    for (const p of pools) {
+      await p.pool.close();
+      fs.rmSync(p.dir, { recursive: true, force: true });
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 import { closeSync, fstatSync, openSync, promises as fsp, readSync } from 'node:fs';
 
 /** Enough of a task's or an agent's stdout/stderr to say why it failed. */
-const TAIL_BYTES = 2_048;
+export const TAIL_BYTES = 2_048;
 
 /** The last bytes of a file ('' when it does not exist), cut at a line start where possible. */
 export async function readTail(file: string, bytes = TAIL_BYTES): Promise<string> {
@@ -39,7 +39,12 @@ export function readTailSync(file: string, bytes = TAIL_BYTES): string {
   }
 }
 
-function cutToLine(text: string, cut: boolean): string {
+/**
+ * A tail as shown: `text` from the start of its first whole line when `cut` (bytes before it
+ * were left out), unless that would leave nothing. Spawner helpers' tails (ExitedEvent.output)
+ * are cut so too.
+ */
+export function cutToLine(text: string, cut: boolean): string {
   if (!cut) return text;
   const nl = text.indexOf('\n');
   return nl >= 0 && nl < text.length - 1 ? text.slice(nl + 1) : text;

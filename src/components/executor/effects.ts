@@ -6,21 +6,37 @@ import type { LaunchFile, LaunchMethod, StepFailure } from './launch';
 
 export type KillSignal = 'SIGTERM' | 'SIGKILL';
 
-/** One process to start. `env` holds only the overrides; the spawner merges them over its own. */
-export interface SpawnSpec {
+/**
+ * One process to start: its output to two files, or ('stream') through pipes into the helper's
+ * stream file.
+ */
+export type SpawnSpec = FileSpawnSpec | StreamSpawnSpec;
+
+/** output 'files': stdout and stderr go to these files (made 0600). */
+export interface FileSpawnSpec extends SpawnBase {
+  stdoutPath: string;
+  stderrPath: string;
+  stream?: undefined;
+}
+
+/**
+ * output 'stream': stdout and stderr through pipes into the helper's stream file, framed with
+ * the uid and this attempt (src/lib/output-frames.ts); the exit event carries the tails
+ * (ExitedEvent.output). The pool needs a `streamDir`, else the spawn fails (EINVAL).
+ */
+export interface StreamSpawnSpec extends SpawnBase {
+  stream: { attempt: number };
+  stdoutPath?: undefined;
+  stderrPath?: undefined;
+}
+
+/** `env` holds only the overrides; the spawner merges them over its own. */
+interface SpawnBase {
   uid: string;
   executable: string;
   args: string[];
   env: Record<string, string>;
   cwd: string;
-  /** Where its stdout and stderr go (made 0600). */
-  stdoutPath: string;
-  stderrPath: string;
-  /**
-   * output 'stream': stdout and stderr through pipes into the helper's stream file, framed
-   * with the uid and this attempt (src/lib/output-frames.ts); the exit event carries the tails.
-   */
-  stream?: { attempt: number };
   /** Small files to write before the process starts (e.g. mpirun's hostfile). */
   files?: LaunchFile[];
   /** 'process': kills signal this process alone, not its group and session (srun). */

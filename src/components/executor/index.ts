@@ -9,12 +9,14 @@ export type {
   ExecutorJob,
   ExitedEvent,
   FailedEvent,
+  FileSpawnSpec,
   KillSignal,
   ProcessJob,
   SpawnSpec,
   StartedDetail,
   StartedEvent,
   StopHow,
+  StreamSpawnSpec,
 } from './effects';
 export {
   EXECUTOR_KINDS,

@@ -87,7 +87,8 @@ export class ServiceRunner {
     this.opts.spawn(spec);
     const target = {
       host: job.host,
-      outputs: [spec.stdoutPath, spec.stderrPath],
+      // services keep output 'files': their ready pattern is looked for there
+      outputs: spec.stream === undefined ? [spec.stdoutPath, spec.stderrPath] : [],
       ...(port === undefined ? {} : { port }),
     };
     s.probe = new ReadinessProbe(job.ready, target, this.opts.clock, () => {

@@ -4,8 +4,9 @@
  * it starts fast and stays small. It speaks the line protocol of spawner-protocol.ts on
  * stdin/stdout (types only: erased at run time).
  *
- * Arguments: `--cgroup BASE` (task cgroups under BASE, made by the pool) and `--kill-grace-ms N`
- * (between the SIGTERM and the SIGKILL of what a task leaves behind; default 3000).
+ * Arguments: `--cgroup BASE` (task cgroups under BASE, made by the pool), `--kill-grace-ms N`
+ * (between the SIGTERM and the SIGKILL of what a task leaves behind; default 3000) and
+ * `--stream PATH` (the stream file of 'stream' spawns, helper-output.ts; without it they fail).
  * `files` ({path, content}[], e.g. mpirun's hostfile) are written before the task starts. Every
  * task gets PF_TASK_MARK in its environment. A kill reaches every process of the task, or, for a
  * spawn with `killScope: 'process'` (srun), the task's process alone; when a task's main process
@@ -18,6 +19,17 @@
  * run both). One difference: Node cannot pin a task to `cpus` (fork), which the C helper does.
  * Both refuse a NUL byte in the executable, an argument, the environment, cwd or a path with a
  * failed event (EINVAL), and name the working directory when it is what is wrong.
+ *
+ * The exit of a 'stream' task must follow the frames of all it wrote before it exited, and must
+ * not wait for what it left behind (which may hold its pipes until the kill grace ends it). So
+ * the exited event waits two loop turns, not for EOF: 'exit' comes from SIGCHLD in libuv's poll
+ * phase (turn N); the next turn's poll (N+1) polls every pipe of the task, readable since before
+ * the exit, and libuv reads a readable stream until a short read finds it empty; Node hands each
+ * chunk to 'data' at once (or in the next ticks); then the check phase of N+1 runs the event.
+ * The poll of turn N is not enough: it may not have polled the pipes at all, when the task
+ * started in that same turn (libuv adds new fds to epoll at the start of a poll), as a fast
+ * task spawned in a burst of requests does. The pipes' 'close' (EOF) then ends the task's
+ * output: its end frame.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, closeSync, constants, openSync, statSync, writeFileSync } from 'node:fs';
@@ -31,6 +43,7 @@ import {
   type Tracking,
   type TrackingOptions,
 } from './helper-tracking';
+import { StreamFile, type TaskOutput } from './helper-output';
 import { MARK_VAR } from './kill-session';
 import type { HelperEvent, KillRequest, SpawnRequest } from './spawner-protocol';
 
@@ -46,6 +59,9 @@ const FILE_MODE = 0o600;
 let stopping = false;
 let left = false;
 let stdoutBroken = false;
+/** Exits of 'stream' tasks waiting for the turn that read what the task wrote. */
+let pendingExits = 0;
+let flushQueued = false;
 
 /** The value after `--name` on the command line. */
 function option(name: string): string | undefined {
@@ -62,14 +78,46 @@ let serial = 0;
 function emit(ev: HelperEvent): void {
   if (stdoutBroken) return;
   outbox.push(JSON.stringify(ev));
-  if (outbox.length === 1) setImmediate(flush);
+  schedule();
 }
 
+function schedule(): void {
+  if (flushQueued) return;
+  flushQueued = true;
+  setImmediate(flush);
+}
+
+/** The turn's frames, then its events: an exit event follows its task's frames. */
 function flush(): void {
+  flushQueued = false;
+  stream?.flush();
   if (outbox.length === 0 || stdoutBroken) return;
   const text = outbox.join('\n') + '\n';
   outbox = [];
   process.stdout.write(text);
+}
+
+/** The stream file (`--stream PATH`); a helper that cannot open it cannot start (exit 66). */
+const stream = ((): StreamFile | undefined => {
+  const file = option('stream');
+  if (file === undefined) return undefined;
+  try {
+    return new StreamFile(file, { schedule, error: (message) => emit({ ev: 'error', message }) });
+  } catch (e) {
+    const text = errnoText(errnoOf(e), e);
+    process.stderr.write(`spawner-main: cannot open the output stream '${file}': ${text}\n`);
+    process.exit(66);
+  }
+})();
+
+/** Why a spawn's 'stream' cannot be had here (EINVAL), as pf-spawner says it. */
+function streamProblem(m: SpawnRequest): string | undefined {
+  if (m.stream === undefined) return undefined;
+  if (stream === undefined) return "output 'stream' needs a helper started with --stream";
+  if (Buffer.byteLength(m.uid) > 0xffff) {
+    return 'a uid of more than 65535 bytes does not fit in a stream frame';
+  }
+  return undefined;
 }
 
 /** The first string the kernel would get that holds a NUL byte, named as pf-spawner names it. */
@@ -80,8 +128,8 @@ function nulField(m: SpawnRequest): string | undefined {
   if (arg >= 0) return `args[${arg}]`;
   for (const [k, v] of Object.entries(m.env)) if (has(k) || has(v)) return 'env';
   if (has(m.cwd)) return 'cwd';
-  if (has(m.stdoutPath)) return 'stdoutPath';
-  if (has(m.stderrPath)) return 'stderrPath';
+  if (m.stdoutPath !== undefined && has(m.stdoutPath)) return 'stdoutPath';
+  if (m.stderrPath !== undefined && has(m.stderrPath)) return 'stderrPath';
   const file = (m.files ?? []).findIndex((f) => has(f.path));
   return file >= 0 ? `files.path[${file}]` : undefined;
 }
@@ -99,6 +147,11 @@ function doSpawn(m: SpawnRequest): void {
     emit({ ev: 'failed', uid, code: 'EEXIST', message: `task '${uid}' is already running` });
     return;
   }
+  const refused = streamProblem(m);
+  if (refused !== undefined) {
+    emit({ ev: 'failed', uid, code: 'EINVAL', message: refused });
+    return;
+  }
   const nul = nulField(m);
   if (nul !== undefined) {
     emit({ ev: 'failed', uid, code: 'EINVAL', message: `${nul} contains a NUL byte` });
@@ -114,8 +167,9 @@ function doSpawn(m: SpawnRequest): void {
     }
   }
   const fds: number[] = [];
+  let out: TaskOutput | undefined;
   try {
-    for (const path of [m.stdoutPath, m.stderrPath]) {
+    for (const path of m.stream === undefined ? [m.stdoutPath, m.stderrPath] : []) {
       try {
         fds.push(openSync(path, 'w', FILE_MODE));
       } catch (e) {
@@ -133,12 +187,18 @@ function doSpawn(m: SpawnRequest): void {
         cwd: m.cwd,
         env,
         detached: true, // own session and process group, so kill reaches the task's children
-        stdio: ['ignore', fds[0], fds[1]],
+        stdio: m.stream === undefined ? ['ignore', fds[0], fds[1]] : ['ignore', 'pipe', 'pipe'],
       }),
     );
     if (child.pid !== undefined) task.pid = child.pid;
-    watch(task, child, m.cwd);
+    if (m.stream !== undefined) {
+      out = stream!.task(uid, m.stream.attempt);
+      // none after EMFILE or ENFILE: then 'error' comes, and abandons it
+      if (child.stdout !== null && child.stderr !== null) out.attach(child.stdout, child.stderr);
+    }
+    watch(task, child, m.cwd, out);
   } catch (e) {
+    out?.abandon();
     tracking.ended(task); // removes its cgroup if it got one
     if (e instanceof TrackingError) {
       emit({ ev: 'failed', uid, code: e.code, message: e.message });
@@ -153,7 +213,8 @@ function doSpawn(m: SpawnRequest): void {
   }
 }
 
-function watch(task: TrackedTask, child: ChildProcess, cwd: string): void {
+/** `out`: a 'stream' task's output. */
+function watch(task: TrackedTask, child: ChildProcess, cwd: string, out?: TaskOutput): void {
   const { uid } = task;
   children.set(uid, { child, task });
   if (task.pid !== undefined) mains.add(task.pid);
@@ -164,6 +225,7 @@ function watch(task: TrackedTask, child: ChildProcess, cwd: string): void {
   });
   child.on('error', (e) => {
     if (spawned) return; // a failed kill; the exit still comes
+    out?.abandon();
     children.delete(uid);
     if (task.pid !== undefined) mains.delete(task.pid);
     tracking.ended(task);
@@ -174,11 +236,25 @@ function watch(task: TrackedTask, child: ChildProcess, cwd: string): void {
   });
   child.once('exit', (exitCode, signal) => {
     if (!spawned) return;
+    const t = Date.now();
     children.delete(uid);
     mains.delete(task.pid!);
     tracking.ended(task); // what it left behind: SIGTERM, then SIGKILL after the grace
-    emit({ ev: 'exited', uid, exitCode, signal, t: Date.now() });
-    maybeExit();
+    if (out === undefined) {
+      emit({ ev: 'exited', uid, exitCode, signal, t });
+      maybeExit();
+      return;
+    }
+    pendingExits += 1;
+    // in the check phase of this turn, then of the next, whose poll read all it wrote (see the
+    // top of this file)
+    setImmediate(() =>
+      setImmediate(() => {
+        pendingExits -= 1;
+        emit({ ev: 'exited', uid, exitCode, signal, ...out.exit(), t });
+        maybeExit();
+      }),
+    );
   });
 }
 
@@ -249,8 +325,9 @@ function isSpawnRequest(m: unknown): m is SpawnRequest {
     !Array.isArray(s.env) &&
     Object.values(s.env).every((v) => typeof v === 'string') &&
     typeof s.cwd === 'string' &&
-    typeof s.stdoutPath === 'string' &&
-    typeof s.stderrPath === 'string' &&
+    (s.stream === undefined
+      ? typeof s.stdoutPath === 'string' && typeof s.stderrPath === 'string'
+      : isStream(s.stream) && s.stdoutPath === undefined && s.stderrPath === undefined) &&
     (s.killScope === undefined || s.killScope === 'process') &&
     (s.cpus === undefined || typeof s.cpus === 'string') &&
     (s.files === undefined ||
@@ -262,6 +339,14 @@ function isSpawnRequest(m: unknown): m is SpawnRequest {
             typeof f.path === 'string' &&
             typeof f.content === 'string',
         )))
+  );
+}
+
+/** `{attempt}`, a whole number in [0, 2^32): a frame's u32. */
+function isStream(v: unknown): boolean {
+  const a = (v as { attempt?: unknown } | null)?.attempt;
+  return (
+    typeof v === 'object' && Number.isInteger(a) && (a as number) >= 0 && (a as number) < 2 ** 32
   );
 }
 
@@ -282,9 +367,10 @@ function stop(): void {
 }
 
 function maybeExit(): void {
-  if (stopping && !left && children.size === 0 && tracking.idle()) {
+  if (stopping && !left && children.size === 0 && pendingExits === 0 && tracking.idle()) {
     left = true;
     tracking.leave();
+    stream?.finish(); // the end frames of what is still open
     flush();
     process.exitCode = 0;
   }

@@ -21,11 +21,21 @@
  * rmdir: ~75 -> ~165 us), /proc tracking ~15-35 us (its sweeps); e2e throughput did not change
  * out of the noise (docs/performance.md, 2026-11-24).
  *
+ * With SpawnerPoolOptions.streamDir, each helper also writes a stream file there, for the
+ * tasks spawned with output 'stream' (SpawnSpec.stream): their stdout and stderr framed, and
+ * their exits carry the tails (ExitedEvent.output). For /bin/true through the C helper that
+ * costs ~10-20 us more helper CPU per spawn than outputs to /dev/null (~110 against ~100 us with
+ * /proc tracking), where two new files per task cost ~1,000 us on this box's ext4: ~2,100/s
+ * against ~700/s (spawn-rate.js --output devnull,files,stream, 2026-11-24).
+ *
  * Both speak the line protocol in spawner-protocol.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import * as path from 'node:path';
 import { UsageError, errorMeta } from '../../errors';
 import { deferred, withTimeout, type Deferred } from '../../lib/deferred';
+import { cutToLine } from '../../lib/file-tail';
 import type { Logger } from '../../lib/logger';
 import type { ExitedEvent, FailedEvent, KillSignal, SpawnSpec, StartedEvent } from './effects';
 import type { TrackingKind } from './helper-tracking';
@@ -37,7 +47,10 @@ import {
   spawnerCommand,
   type SpawnerHelper,
 } from './spawner-command';
+import { DEFAULT_RESPAWN, type SpawnerPoolOptions } from './spawner-pool-options';
 import type { HelperEvent, HelperRequest } from './spawner-protocol';
+
+export type { RespawnPolicy, SpawnerHandlers, SpawnerPoolOptions } from './spawner-pool-options';
 
 export {
   SPAWNER_ENV,
@@ -48,64 +61,11 @@ export {
   type SpawnerHelper,
 } from './spawner-command';
 
-/** Receives helper events in bulks (one call per kind per chunk read from a helper). */
-export interface SpawnerHandlers {
-  started(events: StartedEvent[]): void;
-  exited(events: ExitedEvent[]): void;
-  failed(events: FailedEvent[]): void;
-  /**
-   * Helpers keep dying (more than `respawn.max` in `respawn.windowMs`): the pool stops
-   * replacing them and fails every later spawn; the pilot cannot run tasks and should end.
-   */
-  unusable?(message: string): void;
-}
-
-/** How many helper deaths the pool replaces in a window before it gives up. */
-export interface RespawnPolicy {
-  max: number;
-  windowMs: number;
-}
-
-const DEFAULT_RESPAWN: RespawnPolicy = { max: 5, windowMs: 60_000 };
-
-export interface SpawnerPoolOptions {
-  /** Number of helper processes. */
-  count: number;
-  logger: Logger;
-  handlers: SpawnerHandlers;
-  readyTimeoutMs?: number;
-  /** After this, close() SIGKILLs helpers that have not exited. */
-  closeTimeoutMs?: number;
-  /** Replacing helpers that die (default: up to 5 a minute). */
-  respawn?: RespawnPolicy;
-  /**
-   * Variables set in the helpers' environment, over this process's own (which every task
-   * inherits); e.g. a test standing in for an agent inside a Slurm job gives the job's.
-   */
-  env?: Record<string, string>;
-  /**
-   * Which spawner helper to run. Default: the PILOTFISH_SPAWNER variable if set, else 'native'
-   * when dist/native/pf-spawner is built, else 'node'. An explicit 'native' that is not built
-   * fails start().
-   */
-  helper?: SpawnerHelper;
-  /**
-   * How the helpers keep hold of every process of a task: 'cgroup' (a cgroup per task; start()
-   * fails where the machine has none) or 'proc' (sessions, descendants and PF_TASK_MARK, in
-   * /proc). Default: the PILOTFISH_TASK_TRACKING variable if set, else 'cgroup' where the
-   * machine offers it, else 'proc'.
-   */
-  tracking?: TrackingKind;
-  /**
-   * Between the SIGTERM and the SIGKILL of what a task leaves behind when its main process exits
-   * (the helpers do it on their own). Default 3000.
-   */
-  killGraceMs?: number;
-}
-
 interface Helper {
   proc: ChildProcess;
   pid: number;
+  /** Its place in the pool (0..count-1), which a replacement takes. */
+  slot: number;
   /** uid -> pid (undefined until started) of every task this helper runs. */
   tasks: Map<string, number | undefined>;
   outbox: string[];
@@ -134,6 +94,9 @@ export class SpawnerPool {
   private deaths: number[] = [];
   /** Set once helpers kept dying: why every spawn fails now. */
   private unusable: string | undefined;
+  /** Per slot, the generation of its latest helper (streamDir). */
+  private readonly generations: number[] = [];
+  private readonly files: string[] = [];
 
   private constructor(
     private readonly opts: SpawnerPoolOptions,
@@ -160,8 +123,9 @@ export class SpawnerPool {
     }
     const command = spawnerCommand(helper);
     const track = PoolTracking.choose(opts, opts.logger);
+    if (opts.streamDir !== undefined) mkdirSync(opts.streamDir, { recursive: true, mode: 0o700 });
     const pool = new SpawnerPool(opts, helper, command, track);
-    for (let i = 0; i < opts.count; i++) pool.launch();
+    for (let i = 0; i < opts.count; i++) pool.launch(i);
     const ready = Promise.all(pool.helpers.map((h) => h.ready.promise));
     try {
       await withTimeout(ready, opts.readyTimeoutMs ?? 10_000, 'spawner helpers start');
@@ -210,6 +174,11 @@ export class SpawnerPool {
     if (h !== undefined) this.send(h, { op: 'kill', uid, signal });
   }
 
+  /** Every stream file its helpers were given (streamDir), in the order they started. */
+  streamFiles(): readonly string[] {
+    return this.files;
+  }
+
   /** Number of tasks the helpers run now. */
   running(): number {
     return this.owner.size;
@@ -241,15 +210,22 @@ export class SpawnerPool {
     await this.track.close();
   }
 
-  private launch(): void {
+  private launch(slot: number): void {
     const command = this.command;
     // No execArgv: a Node helper must not inherit the agent's (or jest's) flags.
     const env = this.opts.env === undefined ? process.env : { ...process.env, ...this.opts.env };
     const args = [...command.args, ...this.track.args(this.opts.killGraceMs ?? 3_000)];
+    if (this.opts.streamDir !== undefined) {
+      const generation = (this.generations[slot] = (this.generations[slot] ?? -1) + 1);
+      const file = path.join(this.opts.streamDir, `spawner.${slot}.${generation}.pfout`);
+      this.files.push(file);
+      args.push('--stream', file);
+    }
     const proc = spawn(command.file, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     const h: Helper = {
       proc,
       pid: proc.pid ?? -1,
+      slot,
       tasks: new Map(),
       outbox: [],
       partial: '',
@@ -333,12 +309,7 @@ export class SpawnerPool {
           break;
         case 'exited':
           this.forget(h, ev.uid);
-          exited.push({
-            uid: ev.uid,
-            exitCode: ev.exitCode,
-            signal: ev.signal,
-            ...(ev.t === undefined ? {} : { t: ev.t }),
-          });
+          exited.push(exitedOf(ev));
           break;
         case 'failed':
           this.forget(h, ev.uid);
@@ -400,7 +371,7 @@ export class SpawnerPool {
       this.call('unusable', [this.unusable], ([m]) => this.opts.handlers.unusable?.(m!));
       return;
     }
-    this.launch();
+    this.launch(dead.slot);
     this.log.warn('spawner helper replaced', { dead: dead.pid, pid: this.helpers.at(-1)?.pid });
   }
 
@@ -442,4 +413,23 @@ export class SpawnerPool {
       });
     }
   }
+}
+
+/** An exit as the handlers get it: a 'stream' spawn's tails decoded, cut as file tails are. */
+function exitedOf(ev: Extract<HelperEvent, { ev: 'exited' }>): ExitedEvent {
+  const { uid, exitCode, signal, t } = ev;
+  const exit: ExitedEvent = { uid, exitCode, signal, ...(t === undefined ? {} : { t }) };
+  const { stdoutTail, stderrTail, stdoutBytes, stderrBytes } = ev;
+  if (stdoutTail === undefined || stderrTail === undefined) return exit;
+  const text = (base64: string, bytes = 0): string => {
+    const tail = Buffer.from(base64, 'base64');
+    return cutToLine(tail.toString('utf8'), bytes > tail.length);
+  };
+  exit.output = {
+    stdout: text(stdoutTail, stdoutBytes),
+    stderr: text(stderrTail, stderrBytes),
+    stdoutBytes: stdoutBytes ?? 0,
+    stderrBytes: stderrBytes ?? 0,
+  };
+  return exit;
 }

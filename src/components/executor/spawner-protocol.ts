@@ -3,10 +3,12 @@
  * which SpawnerPool speaks: newline-delimited JSON, one object per line, both ways (UTF-8).
  *   to a helper:   {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath,files?,killScope?,
  *                   cpus?}
+ *                  | {"op":"spawn",uid,executable,args,env,cwd,stream:{attempt},files?,killScope?,
+ *                   cpus?}
  *                  | {"op":"kill",uid,signal:"SIGTERM"|"SIGKILL"}
  *   from a helper: {"ev":"ready",pid,tracking,markPrefix,why?} first, then {"ev":"started",uid,pid,t}
- *                  | {"ev":"exited",uid,exitCode,signal,t} | {"ev":"failed",uid,code,message}
- *                  | {"ev":"error",message}
+ *                  | {"ev":"exited",uid,exitCode,signal,t,stdoutTail?,stderrTail?,stdoutBytes?,
+ *                   stderrBytes?} | {"ev":"failed",uid,code,message} | {"ev":"error",message}
  * The requests of one synchronous run go out in one write; a helper sends the events of one of
  * its loop turns in one write. `files` are written before the task starts; a spawn with
  * `killScope: 'process'` (srun) is killed alone, others with every process they started, tracked
@@ -14,8 +16,14 @@
  * PF_TASK_MARK, whose values start with `markPrefix`, found in /proc); `why` says why task
  * cgroups were asked for (`--cgroup BASE`) and are not used. When a task's main process exits,
  * what it left behind gets SIGTERM, then SIGKILL after the grace (`--kill-grace-ms N`).
- * A bad line gets an error event and the helper goes on. Details (kill scope, stdin EOF, NUL
- * bytes) at the top of pf-spawner.c and spawner-main.ts.
+ * Output: a spawn gives either both paths (files, made 0600) or `stream` (an attempt, a whole
+ * number in [0, 2^32), and no paths): then its stdout and stderr go through pipes into the
+ * helper's stream file (`--stream PATH`; without it the spawn fails, EINVAL), framed with its uid
+ * and attempt (src/lib/output-frames.ts; the frames of a turn in one write, before its events).
+ * Its exit event follows the frames of all it wrote before it exited and carries ExitTails; what
+ * it left behind is framed on until both pipes reach EOF, then one end frame (none for a spawn
+ * that failed). A bad line gets an error event and the helper goes on. Details (kill scope, stdin
+ * EOF, NUL bytes, streams) at the top of pf-spawner.c and spawner-main.ts.
  *
  * Types only: spawner-main.ts imports node built-ins alone at run time, to start fast.
  */
@@ -35,10 +43,21 @@ export interface KillRequest {
 /** A line to a helper. */
 export type HelperRequest = SpawnRequest | KillRequest;
 
+/**
+ * What the exit of a 'stream' spawn adds: the last TAIL_BYTES (src/lib/file-tail.ts) bytes of
+ * its stdout and stderr read up to its exit, in base64, and how many bytes each had.
+ */
+export interface ExitTails {
+  stdoutTail: string;
+  stderrTail: string;
+  stdoutBytes: number;
+  stderrBytes: number;
+}
+
 /** A line from a helper. */
 export type HelperEvent =
   | { ev: 'ready'; pid: number; tracking: TrackingKind; markPrefix: string; why?: string }
   | ({ ev: 'started' } & StartedEvent)
-  | ({ ev: 'exited' } & ExitedEvent)
+  | ({ ev: 'exited' } & Omit<ExitedEvent, 'output'> & Partial<ExitTails>)
   | ({ ev: 'failed' } & FailedEvent)
   | { ev: 'error'; message: string };

@@ -12,7 +12,7 @@ import type { Readable, Writable } from 'node:stream';
 import type {
   ExitedEvent,
   FailedEvent,
-  SpawnSpec,
+  FileSpawnSpec,
   StartedEvent,
 } from '../../../../src/components/executor/effects';
 import {
@@ -148,7 +148,7 @@ export function sandboxSpec(
   executable: string,
   args: string[] = [],
   env: Record<string, string> = {},
-): SpawnSpec {
+): FileSpawnSpec {
   const sandbox = path.join(dir, uid);
   fs.mkdirSync(sandbox);
   const stdoutPath = path.join(sandbox, 'stdout');
@@ -162,7 +162,7 @@ export function sandboxSpec(
  */
 export function tempSandboxes(prefix: string): {
   dir: () => string;
-  spec: (executable: string, args?: string[], env?: Record<string, string>) => SpawnSpec;
+  spec: (executable: string, args?: string[], env?: Record<string, string>) => FileSpawnSpec;
 } {
   let dir = '';
   let n = 0;
@@ -224,9 +224,12 @@ export class RawHelper {
     );
   }
 
-  static async start(helper: SpawnerHelper): Promise<RawHelper> {
+  /** Starts a helper, given `more` arguments (e.g. --stream PATH), and awaits its ready event. */
+  static async start(helper: SpawnerHelper, more: string[] = []): Promise<RawHelper> {
     const { file, args } = spawnerCommand(helper);
-    const h = new RawHelper(spawn(file, args, { stdio: ['pipe', 'pipe', 'inherit'] }));
+    const h = new RawHelper(
+      spawn(file, [...args, ...more], { stdio: ['pipe', 'pipe', 'inherit'] }),
+    );
     await h.next('ready', (e) => e.ev === 'ready');
     return h;
   }

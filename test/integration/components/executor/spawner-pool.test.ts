@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { SpawnSpec } from '../../../../src/components/executor/effects';
+import type { FileSpawnSpec, SpawnSpec } from '../../../../src/components/executor/effects';
 import {
   SpawnerPool,
   type SpawnerPoolOptions,
@@ -65,7 +65,7 @@ describeEachHelper('SpawnerPool', (helper: SpawnerHelper) => {
     executable: string,
     args: string[] = [],
     env: Record<string, string> = {},
-  ): SpawnSpec {
+  ): FileSpawnSpec {
     return sandboxSpec(dir, `task.${++n}`, executable, args, env);
   }
 
