@@ -1,32 +1,38 @@
 /**
- * The whole path on a local pilot with every core, store and callbacks included:
+ * The whole path on a local pilot with every core, store and callbacks included, once per
+ * output mode (`agent.output`: metrics suffixed `_stream` and `_files`, each line with `output`):
  *
  * - `pilot_startup_ms`: submitPilots to the PMGR_ACTIVE callback (median over a few pilots).
  * - `exec_tasks_per_s`: N no-op `/bin/true` tasks (1 core each), first submit to the last final
  *   callback.
  * - `task_latency_ms_p50` / `_p99`: one task at a time on an idle pilot, submit to its DONE
  *   callback.
+ * - `profile_complete_fraction`: of those N, the fraction whose every state from NEW to DONE has
+ *   its real time in the store, read once the session closed (readProfile; 1 is the only right
+ *   answer).
  * - `client_cpu_us_per_task`, `agent_cpu_us_per_task`, `spawner_cpu_us_per_task`: CPU time
  *   (user + system) of the client, the agent and its spawner helpers over the run of N, per
  *   task (bench/process-cpu.ts; the tasks' own CPU is not in it).
  *
- * The same three again in a session opened `insecure: 'trusted-network'` (metrics suffixed
- * `_insecure`), and `encryption_tasks_per_s_ratio` (encrypted over insecure): what CurveZMQ
- * costs, measured side by side (PILOTFISH_BENCH_INSECURE_FIRST=1 runs the insecure one first).
+ * The same again in the default output mode in a session opened `insecure: 'trusted-network'`
+ * (suffixed `_insecure`), and `encryption_tasks_per_s_ratio` (encrypted over insecure): what
+ * CurveZMQ costs, measured side by side. The sessions run in the order stream, files, insecure;
+ * PILOTFISH_BENCH_E2E_ORDER (e.g. `insecure,files,stream`) changes it, to tell a mode apart from
+ * its place (a later session in the same process runs a little slower).
  *
- * Then, in the same run, after the pilot is gone, the same N `/bin/true` with as many at once as
- * the pilot has cores, by references (bench/references.ts):
+ * Then, in the same run, after the pilots are gone, the same N `/bin/true` with as many at once
+ * as the pilot has cores, by references (bench/references.ts):
  *
  * - `spawn_limit_per_s`: a C `posix_spawn` + `waitpid` loop (or `xargs -P` without a compiler;
  *   see `helper`), the machine's limit for this workload;
- * - `sandbox_spawn_limit_per_s`: the same C loop, each task with the files pilotfish gives it
- *   (its sandbox directory, `task.json`, `stdout`, `stderr`): the limit for the same work on this
- *   filesystem, where creating files is far from free (one run);
+ * - `sandbox_spawn_limit_per_s`: the same C loop, each task with the files pilotfish gave every
+ *   task before output 'stream' (its sandbox directory, `task.json`, `stdout`, `stderr`): the
+ *   limit for that layout on this filesystem, where creating files is far from free (one run);
  * - `gnu_parallel_tasks_per_s`: GNU parallel from Debian, `-j cores`, its start-up included;
  * - `dask_tasks_per_s`: Dask distributed from Debian, one single-threaded worker process per
  *   core, `subprocess.run(['/bin/true'])` per task (cluster start-up in `cluster_start_ms`);
- * - `exec_vs_spawn_limit`, `exec_vs_sandbox_spawn_limit`, `exec_vs_gnu_parallel`,
- *   `exec_vs_dask`: exec_tasks_per_s over each.
+ * - `exec_vs_spawn_limit_<mode>`, `exec_vs_sandbox_spawn_limit_<mode>`,
+ *   `exec_vs_gnu_parallel_<mode>`, `exec_vs_dask_<mode>`: each mode's exec_tasks_per_s over each.
  *
  * A reference that cannot run is skipped: no figure for it (or its ratio), and a line
  * `bench e2e: skipped METRIC: REASON` on stderr. Full runs install the peers first
@@ -36,7 +42,8 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { PilotManager, Session, TaskManager } from '../src';
+import { PilotManager, Session, TaskManager, readProfile, type Profile } from '../src';
+import { TASK_STATES } from '../src/states/task-model';
 import {
   median,
   nowNs,
@@ -55,25 +62,51 @@ export const description =
 
 export async function run({ quick, emit }: BenchOptions): Promise<void> {
   const n = quick ? 200 : 5_000;
-  // a second session in the same process runs a little slower: PILOTFISH_BENCH_INSECURE_FIRST=1
-  // swaps the order, to tell that apart from what encryption costs
-  let exec: { tasksPerS: number; cores: number };
-  let plain: { tasksPerS: number; cores: number };
-  if (process.env.PILOTFISH_BENCH_INSECURE_FIRST === '1') {
-    plain = await runPilot(quick, n, emit, true);
-    exec = await runPilot(quick, n, emit, false);
-  } else {
-    exec = await runPilot(quick, n, emit, false);
-    plain = await runPilot(quick, n, emit, true);
+  const results = new Map<Session3, RunResult>();
+  for (const which of sessionOrder()) {
+    const output = which === 'insecure' ? DEFAULT_OUTPUT : which;
+    results.set(which, await runPilot(quick, n, emit, { output, suffix: `_${which}` }));
   }
+  const exec = results.get(DEFAULT_OUTPUT)!;
+  const plain = results.get('insecure')!;
   emit({
     metric: 'encryption_tasks_per_s_ratio',
     value: sig(exec.tasksPerS / plain.tasksPerS),
     unit: 'ratio',
+    output: DEFAULT_OUTPUT,
     encrypted: sig(exec.tasksPerS),
     insecure: sig(plain.tasksPerS),
   });
-  await runReferences(quick, n, exec, emit);
+  await runReferences(
+    quick,
+    n,
+    { stream: results.get('stream')!, files: results.get('files')! },
+    emit,
+  );
+}
+
+/** The default of agent.output (PilotDescription): what the insecure session runs. */
+const DEFAULT_OUTPUT: Output = 'files';
+
+type Output = 'stream' | 'files';
+type Session3 = Output | 'insecure';
+interface RunResult {
+  tasksPerS: number;
+  cores: number;
+}
+
+/** The sessions in the order they run (PILOTFISH_BENCH_E2E_ORDER). */
+function sessionOrder(): Session3[] {
+  const all: Session3[] = ['stream', 'files', 'insecure'];
+  const env = process.env.PILOTFISH_BENCH_E2E_ORDER;
+  if (env === undefined || env === '') return all;
+  const order = env.split(',').map((x) => x.trim());
+  if (order.length !== 3 || all.some((x) => !order.includes(x))) {
+    throw new Error(
+      `PILOTFISH_BENCH_E2E_ORDER must name ${all.join(', ')} once each, not '${env}'`,
+    );
+  }
+  return order as Session3[];
 }
 
 const log = (line: string): void => void process.stderr.write(`bench e2e: ${line}\n`);
@@ -83,20 +116,23 @@ async function runPilot(
   quick: boolean,
   n: number,
   emitAny: (f: Figure) => void,
-  insecure: boolean,
-): Promise<{ tasksPerS: number; cores: number }> {
-  const emit = (f: Figure): void =>
-    emitAny(insecure ? { ...f, metric: `${f.metric}_insecure` } : f);
+  { output, suffix }: { output: Output; suffix: string },
+): Promise<RunResult> {
+  const insecure = suffix === '_insecure';
+  const emit = (f: Figure): void => emitAny({ ...f, metric: `${f.metric}${suffix}`, output });
   const latencies = quick ? 10 : 200;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-bench-e2e-'));
   const session = await Session.open(insecure ? { dir, insecure: 'trusted-network' } : { dir });
+  let uids: Set<string> | undefined;
   try {
     const pmgr = new PilotManager(session);
     const tmgr = new TaskManager(session);
     const startups: number[] = [];
     for (let i = 0; i < (quick ? 1 : 3); i++) {
       const t0 = nowNs();
-      const [p] = await pmgr.submitPilots([{ resource: 'local', runtimeMin: 30 }]);
+      const [p] = await pmgr.submitPilots([
+        { resource: 'local', runtimeMin: 30, agent: { output } },
+      ]);
       await pmgr.waitPilots({ uids: [p!.uid], states: ['PMGR_ACTIVE'], timeoutMs: 30_000 });
       startups.push(secondsBetween(t0, nowNs()) * 1000);
       if (i > 0) pmgr.cancelPilots([p!.uid]);
@@ -130,6 +166,7 @@ async function runPilot(
     await tmgr.waitTasks({ uids: tasks.map((t) => t.uid), timeoutMs: 600_000 });
     const secs = secondsBetween(t0, nowNs());
     const cpu = cpuSince(cpu0);
+    uids = new Set(tasks.map((t) => t.uid));
     const failed = tasks.filter((t) => t.state !== 'DONE').length;
     if (failed > 0) throw new Error(`e2e: ${failed} of ${n} tasks did not end DONE`);
     emit({
@@ -157,33 +194,59 @@ async function runPilot(
     return { tasksPerS: n / secs, cores: pilot.cores };
   } finally {
     await session.close();
+    // once closed: the agent's last notifications (held or gathered briefly) are in the store
+    if (uids !== undefined) {
+      emit({
+        metric: 'profile_complete_fraction',
+        value: sig(completeProfiles(await readProfile(session.dir), uids)),
+        unit: 'ratio',
+        tasks: n,
+        timed: 'of the N tasks, those whose every state to DONE has its real time in the store',
+      });
+    }
     removeTree(dir);
   }
+}
+
+/** The fraction of `uids` whose profile has every state from NEW to DONE, each with its time. */
+function completeProfiles(profile: Profile, uids: ReadonlySet<string>): number {
+  const all = TASK_STATES.slice(0, TASK_STATES.indexOf('DONE') + 1);
+  let complete = 0;
+  for (const t of profile.tasks) {
+    if (!uids.has(t.uid)) continue;
+    const states = t.attempts.at(-1)?.states.map((s) => s.state) ?? [];
+    if (states.length === all.length && states.every((s, i) => s === all[i])) complete++;
+  }
+  return complete / uids.size;
 }
 
 async function runReferences(
   quick: boolean,
   n: number,
-  exec: { tasksPerS: number; cores: number },
+  exec: Record<Output, RunResult>,
   emit: (f: Figure) => void,
 ): Promise<void> {
-  const par = exec.cores;
+  const par = exec.stream.cores;
   const skip = (metric: string, reason: string): void => log(`skipped ${metric}: ${reason}`);
   const report = (metric: string, ratio: string, ref: Reference): void => {
     if (!ref.ok) {
       skip(metric, ref.reason);
-      skip(ratio, `no ${metric}`);
+      skip(`${ratio}_*`, `no ${metric}`);
       return;
     }
     emit({ metric, value: sig(ref.tasksPerS), unit: '1/s', tasks: n, ...ref.context });
-    emit({
-      metric: ratio,
-      value: sig(exec.tasksPerS / ref.tasksPerS),
-      unit: 'x',
-      tasks: n,
-      exec_tasks_per_s: sig(exec.tasksPerS),
-      [metric]: sig(ref.tasksPerS),
-    });
+    for (const output of ['stream', 'files'] as const) {
+      const ours = exec[output].tasksPerS;
+      emit({
+        metric: `${ratio}_${output}`,
+        value: sig(ours / ref.tasksPerS),
+        unit: 'x',
+        tasks: n,
+        output,
+        exec_tasks_per_s: sig(ours),
+        [metric]: sig(ref.tasksPerS),
+      });
+    }
   };
 
   report('spawn_limit_per_s', 'exec_vs_spawn_limit', await spawnLimit(n, par, quick ? 1 : 3));

@@ -2,6 +2,7 @@ import * as os from 'node:os';
 import type { AgentConfig, TaskRecord } from '../generated';
 import { coerceError, errorMeta } from '../errors';
 import { systemClock } from '../lib/clock';
+import { streamDirOf } from '../lib/stream-cursor';
 import type { Logger } from '../lib/logger';
 import { COMPONENTS } from '../states/task-model';
 import { AgentInputStagerShell } from '../components/agent-input-stager/shell';
@@ -166,6 +167,7 @@ export class Agent {
       clock,
       killGraceMs: cfg.killGraceMs ?? 3_000,
       launch,
+      streamDir: streamDirOf(cfg.sandbox),
       onUnusable: (message) =>
         this.lifecycle.core.onShutdownRequested('FAILED', `cannot start tasks: ${message}`),
       functions: {

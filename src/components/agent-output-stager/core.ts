@@ -44,9 +44,10 @@ export class AgentOutputStagerCore {
     for (const task of tasks) {
       if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       notes.push(transition(task, 'AGENT_STAGING_OUTPUT', ME, now));
-      // a function call writes no stdout or stderr files: no tails to read
-      if (task.description.mode === 'function') {
-        this.collected(task, '', '', now, notes, out, directives);
+      // a function call writes no stdout or stderr files, a streamed task's tails came with
+      // its exit: no tails to read
+      if (task.description.mode === 'function' || task.output === 'stream') {
+        this.collected(task, task.stdout ?? '', task.stderr ?? '', now, notes, out, directives);
         continue;
       }
       this.collecting.set(task.uid, task);

@@ -172,6 +172,11 @@ export class ExecutorCore {
       const h = this.tasks.get(e.uid);
       if (h === undefined || h.exit !== undefined) continue; // late, unknown, or held already
       if (e.t !== undefined) h.exited = e.t;
+      if (e.output !== undefined) {
+        // output 'stream': the helper read its tails from the pipes (no files to read them from)
+        h.task.stdout = e.output.stdout;
+        h.task.stderr = e.output.stderr;
+      }
       if (e.signal !== null && !h.terminating && this.signaledExitGraceMs > 0) {
         this.hold(h, e);
         continue;

@@ -32,6 +32,8 @@ export interface ExecutorShellOptions {
   /** Extra environment of the spawner helpers (hence of every task). */
   spawnerEnv?: Record<string, string>;
   helper?: SpawnerHelper;
+  /** Where the spawner helpers append the output of tasks whose output streams. */
+  streamDir?: string;
   /** The runners cannot start tasks any more (spawner helpers keep dying): the pilot should end. */
   onUnusable?(message: string): void;
   /** Function tasks: warm workers (default: one per core of the agent's node), their logs' dir. */
@@ -90,6 +92,7 @@ export class ExecutorShell implements ExecutorEffects {
     };
     if (opts.spawnerEnv !== undefined) poolOpts.env = opts.spawnerEnv;
     if (opts.helper !== undefined) poolOpts.helper = opts.helper;
+    if (opts.streamDir !== undefined) poolOpts.streamDir = opts.streamDir;
     shell.pool_ = await SpawnerPool.start(poolOpts);
     return shell;
   }

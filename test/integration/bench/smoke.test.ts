@@ -14,18 +14,19 @@ import { main } from '../../../bench/run';
 const METRICS: Record<string, string[]> = {
   scheduler: ['decisions_per_s', 'ns_per_decision', 'per_decision_growth_1k_to_10k'],
   e2e: [
-    'pilot_startup_ms',
-    'task_latency_ms_p50',
-    'task_latency_ms_p99',
-    'exec_tasks_per_s',
-    'pilot_startup_ms_insecure',
-    'task_latency_ms_p50_insecure',
-    'task_latency_ms_p99_insecure',
-    'exec_tasks_per_s_insecure',
+    ...['stream', 'files', 'insecure'].flatMap((s) => [
+      `pilot_startup_ms_${s}`,
+      `task_latency_ms_p50_${s}`,
+      `task_latency_ms_p99_${s}`,
+      `exec_tasks_per_s_${s}`,
+      `client_cpu_us_per_task_${s}`,
+      `profile_complete_fraction_${s}`,
+    ]),
     'encryption_tasks_per_s_ratio',
     // the C helper, or xargs where there is no C compiler: always there
     'spawn_limit_per_s',
-    'exec_vs_spawn_limit',
+    'exec_vs_spawn_limit_stream',
+    'exec_vs_spawn_limit_files',
   ],
   // edge_latency_ms_p50/_p90 and edge_latency_loaded_ms_p50 are whole milliseconds: skipped
   // (with a reason) on a machine where an edge takes under 1 ms, so not asked for here
@@ -65,8 +66,12 @@ const METRICS: Record<string, string[]> = {
  */
 const PEER_METRICS: Record<string, Partial<Record<keyof PeerAvailability, string[]>>> = {
   e2e: {
-    parallel: ['gnu_parallel_tasks_per_s', 'exec_vs_gnu_parallel'],
-    dask: ['dask_tasks_per_s', 'exec_vs_dask'],
+    parallel: [
+      'gnu_parallel_tasks_per_s',
+      'exec_vs_gnu_parallel_stream',
+      'exec_vs_gnu_parallel_files',
+    ],
+    dask: ['dask_tasks_per_s', 'exec_vs_dask_stream', 'exec_vs_dask_files'],
   },
   functions: {
     dask: [
@@ -89,7 +94,11 @@ const PEER_METRICS: Record<string, Partial<Record<keyof PeerAvailability, string
 };
 
 /** Figures of `e2e` from the C helper alone (no xargs stand-in): where a C compiler is. */
-const C_HELPER_METRICS = ['sandbox_spawn_limit_per_s', 'exec_vs_sandbox_spawn_limit'];
+const C_HELPER_METRICS = [
+  'sandbox_spawn_limit_per_s',
+  'exec_vs_sandbox_spawn_limit_stream',
+  'exec_vs_sandbox_spawn_limit_files',
+];
 const hasCompiler = ['cc', 'gcc', 'clang'].some((c) => which(c) !== undefined);
 
 /** Benchmarks that start pilots, peers or child processes get more than the default 10 s. */
@@ -151,6 +160,10 @@ describe('bench/', () => {
           const line = JSON.stringify(f);
           expect(line).not.toContain('\n');
           expect(JSON.parse(line)).toEqual(f);
+        }
+        // every task of the run has every state's real time in the store (issue 17)
+        for (const f of figures.filter((x) => x.metric.startsWith('profile_complete_fraction'))) {
+          expect(f.value).toBe(1);
         }
       },
       TIMEOUT_MS[b.name],

@@ -17,15 +17,18 @@ export const processKind: ExecutorKind<ProcessJob> = {
     const built = buildLaunch(task, { ...launch, workDir: sandbox });
     if (!built.ok) return built;
     const l = built.launch;
-    const spec: SpawnSpec = {
+    const base = {
       uid: task.uid,
       executable: l.executable,
       args: l.args,
       env: l.env,
       cwd: task.description.workdir ?? sandbox,
-      stdoutPath: `${sandbox}/stdout`,
-      stderrPath: `${sandbox}/stderr`,
     };
+    // a service's readiness reads its files: services keep them (TaskRecord.output)
+    const spec: SpawnSpec =
+      task.output === 'stream' && task.description.mode !== 'service'
+        ? { ...base, stream: { attempt: task.attempt } }
+        : { ...base, stdoutPath: `${sandbox}/stdout`, stderrPath: `${sandbox}/stderr` };
     if (l.files.length > 0) spec.files = l.files;
     if (l.killScope !== undefined) spec.killScope = l.killScope;
     if (l.cpus !== undefined) spec.cpus = l.cpus;

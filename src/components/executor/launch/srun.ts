@@ -53,18 +53,21 @@ export const srun: LaunchMethodPlugin = {
     const gpusPerTask = slots[0]?.gpus.length ?? 0;
     const memMb = task.description.memPerRankMb ?? 0;
     setRankTables(env, slots, opts);
+    // ranks on one node need no hostfile, a file per task (output 'stream' makes none)
+    const nodes = [...new Set(slots.map((s) => s.node))];
+    const one = nodes.length === 1 ? nodes[0]! : undefined;
     const path = `${opts.workDir}/${SLURM_HOSTFILE}`;
-    env.SLURM_HOSTFILE = path;
+    if (one === undefined) env.SLURM_HOSTFILE = path;
     // The pilot's PMI for MPI programs, unless the task names one (srun reads SLURM_MPI_TYPE).
     const mpi = Object.hasOwn(env, 'SLURM_MPI_TYPE') ? undefined : slurm.mpi;
     const args = [
       `--job-name=${task.uid}`,
       // Explicit: the batch job's SLURM_NNODES is inherited. No --nodelist: it overrides the
       // hostfile's order.
-      `--nodes=${new Set(slots.map((s) => s.node)).size}`,
+      `--nodes=${nodes.length}`,
       `--ntasks=${ranks}`,
       `--cpus-per-task=${cpusPerTask}`,
-      '--distribution=arbitrary',
+      ...(one === undefined ? ['--distribution=arbitrary'] : [`--nodelist=${one}`]),
       // Without it a step may take every CPU of its node (Slurm before 22.05).
       '--exact',
       // --mem=0: the job's memory without reserving it, so steps share a node as forks do.
@@ -76,11 +79,19 @@ export const srun: LaunchMethodPlugin = {
       '--export=ALL',
       ...rankCommand(gres ? SRUN_GRES_RANK_WRAPPERS : SRUN_RANK_WRAPPERS, task, opts.workDir),
     ];
-    const content = hostfile(
-      task,
-      'line i is the node of rank i (srun --distribution=arbitrary)',
-      slots,
-    );
+    const files =
+      one === undefined
+        ? [
+            {
+              path,
+              content: hostfile(
+                task,
+                'line i is the node of rank i (srun --distribution=arbitrary)',
+                slots,
+              ),
+            },
+          ]
+        : [];
     return {
       ok: true,
       launch: {
@@ -88,7 +99,7 @@ export const srun: LaunchMethodPlugin = {
         executable: slurm.srun,
         args,
         env,
-        files: [{ path, content }],
+        files,
         // srun's shepherd child cancels the step once srun dies: it must survive the kill.
         killScope: 'process',
       },

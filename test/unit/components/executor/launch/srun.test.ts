@@ -93,15 +93,19 @@ describe('buildLaunch with srun', () => {
     expect(launcherOptions(l).some((a) => a.startsWith('--gpus'))).toBe(false);
   });
 
-  it('runs a single rank on another node as a one-node step', () => {
+  it('runs a single rank on another node as a one-node step, named, without a hostfile', () => {
     const l = launched(task({}, [slot('n2', [3])]), SLURM);
     expect(l.method).toBe('srun');
-    expect(launcherOptions(l).slice(1, 4)).toEqual([
+    expect(launcherOptions(l).slice(1, 5)).toEqual([
       '--nodes=1',
       '--ntasks=1',
       '--cpus-per-task=1',
+      '--nodelist=n2',
     ]);
-    expect(l.files[0]?.content.split('\n').slice(1)).toEqual(['n2', '']);
+    expect(launcherOptions(l)).not.toContain('--distribution=arbitrary');
+    // no file per task: output 'stream' leaves nothing in the pilot's sandbox for it
+    expect(l.files).toEqual([]);
+    expect(l.env.SLURM_HOSTFILE).toBeUndefined();
   });
 
   it('forks a single rank on the agent node', () => {

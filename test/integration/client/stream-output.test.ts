@@ -1,0 +1,63 @@
+import { describe, expect, it } from '@jest/globals';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { decodeFrames } from '../../../src/lib/output-frames';
+import { fixtures } from '../../support/session-fixture';
+import { collect } from '../../support/tail-check';
+import { runCli } from '../../support/cli';
+
+describe("output 'stream' on a local pilot", () => {
+  const fixture = fixtures();
+
+  it('gives tails, tail and logs the lines, makes no sandbox unless a task needs one', async () => {
+    const fx = await fixture.open({ cores: 2, agent: { output: 'stream' } });
+    const pilotDir = path.join(fx.session.dir, fx.pilot.uid);
+    const [echo, many, bad, files, own] = await fx.tmgr.submitTasks([
+      {
+        executable: '/bin/sh',
+        arguments: ['-c', 'echo "in $PWD as $PF_TASK_SANDBOX"; echo oops >&2'],
+      },
+      { executable: '/bin/sh', arguments: ['-c', 'seq 1 5000'] },
+      { executable: '/bin/sh', arguments: ['-c', 'echo first >&2; echo boom >&2; exit 3'] },
+      { executable: '/bin/echo', arguments: ['to a file'], output: 'files' },
+      {
+        executable: '/bin/sh',
+        arguments: ['-c', 'echo mine > mine.txt; echo done'],
+        sandbox: true,
+      },
+    ]);
+    await fx.tmgr.waitTasks({ timeoutMs: 60_000 });
+    // a task that streams runs in the pilot's sandbox, which is its PF_TASK_SANDBOX
+    expect([echo!.state, echo!.output, echo!.sandbox]).toEqual(['DONE', 'stream', pilotDir]);
+    expect(echo!.stdout).toBe(`in ${pilotDir} as ${pilotDir}\n`);
+    expect(echo!.stderr).toBe('oops\n');
+    // a tail is the last 2,048 bytes at most, cut at a line start; tail() has every line
+    expect(many!.stdout!.length).toBeLessThanOrEqual(2048);
+    expect(many!.stdout).toMatch(/^\d+\n(\d+\n)*5000\n$/);
+    const lines = await collect(fx.tmgr.tail(many!.uid));
+    expect(lines).toEqual(Array.from({ length: 5000 }, (_, i) => String(i + 1)));
+    // a failure names its stderr's last line, as with files
+    expect([bad!.state, bad!.reason?.code]).toEqual(['FAILED', 'E_EXIT_CODE']);
+    expect(bad!.reason!.message).toContain('boom');
+    expect(await collect(fx.tmgr.tail(bad!.uid, { stream: 'stderr' }))).toEqual(['first', 'boom']);
+    // a task may still ask for files, or for a directory of its own
+    expect([files!.state, files!.output]).toEqual(['DONE', undefined]);
+    expect(fs.readFileSync(path.join(files!.sandbox!, 'stdout'), 'utf8')).toBe('to a file\n');
+    expect([own!.state, own!.output, own!.stdout]).toEqual(['DONE', 'stream', 'done\n']);
+    expect(fs.readdirSync(own!.sandbox!)).toEqual(['mine.txt']);
+    // no directory for the others: the pilot's sandbox holds only these two
+    const taskDirs = fs.readdirSync(pilotDir).filter((f) => f.startsWith('task.'));
+    expect(taskDirs.sort()).toEqual([files!.uid, own!.uid].sort());
+    // the stream files hold each streamed task's frames, closed by its end frame
+    const frames = fs
+      .readdirSync(path.join(pilotDir, 'output'))
+      .flatMap((f) => decodeFrames(fs.readFileSync(path.join(pilotDir, 'output', f)), 0).frames);
+    for (const t of [echo!, many!, bad!, own!]) {
+      expect(frames.filter((f) => f.uid === t.uid && f.kind === 'end')).toHaveLength(1);
+    }
+    expect(frames.some((f) => f.uid === files!.uid)).toBe(false);
+    // the command reads them too, from the session directory alone
+    const out = await runCli(['logs', fx.session.dir, echo!.uid]);
+    expect(out.stdout).toBe(`in ${pilotDir} as ${pilotDir}\n`);
+  }, 90_000);
+});

@@ -1,0 +1,49 @@
+import { expect, it } from '@jest/globals';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describeSlurm, slurmEnv } from '../../support/slurm';
+import { fixtures } from '../../support/session-fixture';
+import { collect } from '../../support/tail-check';
+
+/** Every path under `dir`, relative to it. */
+function tree(dir: string): string[] {
+  return fs.readdirSync(dir, { recursive: true, encoding: 'utf8' }).sort();
+}
+
+describeSlurm("output 'stream' on a 2-node Slurm pilot", () => {
+  const fixture = fixtures();
+
+  it('creates no file or directory per task, on either node, and gives every line back', async () => {
+    Object.assign(process.env, slurmEnv());
+    const fx = await fixture.open({
+      resource: 'slurm',
+      nodes: 2,
+      runtimeMin: 5,
+      agent: { output: 'stream' },
+    });
+    await fx.pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 60_000 });
+    const sandbox = path.join(fx.session.dir, fx.pilot.uid);
+    const before = tree(sandbox);
+    // more tasks than the agent's node has cores: some run on the other node, under srun
+    const tasks = await fx.tmgr.submitTasks(
+      Array.from({ length: 12 }, (_, i) => ({
+        executable: '/bin/sh',
+        arguments: ['-c', `echo "task ${i} on $(hostname)"; echo "err ${i}" >&2; sleep 0.3`],
+      })),
+    );
+    await fx.tmgr.waitTasks({ timeoutMs: 120_000 });
+    const hosts = new Set<string>();
+    for (const [i, t] of tasks.entries()) {
+      expect([t.state, t.reason?.message, t.output]).toEqual(['DONE', undefined, 'stream']);
+      expect(t.stdout).toMatch(new RegExp(`^task ${i} on \\S+\\n$`));
+      expect(t.stderr).toBe(`err ${i}\n`);
+      expect(await collect(fx.tmgr.tail(t.uid))).toEqual([t.stdout!.trimEnd()]);
+      hosts.add(t.stdout!.split(' ').at(-1)!.trim());
+    }
+    expect(hosts.size).toBe(2);
+    // nothing new in the pilot's sandbox (no task sandbox, stdout or srun hostfile): the
+    // output went into the stream files its helpers opened when the agent started
+    expect(tree(sandbox).filter((p) => !before.includes(p))).toEqual([]);
+    expect(tree(sandbox).filter((p) => p.endsWith('.pfout')).length).toBeGreaterThan(0);
+  }, 180_000);
+});
