@@ -1,5 +1,5 @@
-import { promises as fsp } from 'node:fs';
-import { StringDecoder } from 'node:string_decoder';
+import { LazyFile } from './lazy-file';
+import { LineSplitter } from './line-splitter';
 
 /** Bytes read per call: a big file is handed on in pieces, not read whole into memory. */
 const CHUNK = 64 * 1024;
@@ -11,62 +11,42 @@ const CHUNK = 64 * 1024;
  * writer that truncated it and started again) is read again from its start.
  */
 export class FileLines {
-  private fh: fsp.FileHandle | undefined;
+  private readonly lazy: LazyFile;
   private pos = 0;
-  private partial = '';
-  private decoder = new StringDecoder('utf8');
-  private closed = false;
+  private readonly splitter = new LineSplitter();
 
-  constructor(readonly file: string) {}
+  constructor(readonly file: string) {
+    this.lazy = new LazyFile(file);
+  }
 
   /** Complete lines written since the last call (at most about CHUNK bytes of them). */
   async read(): Promise<string[]> {
-    const fh = await this.open();
+    const fh = await this.lazy.handle();
     if (fh === undefined) return [];
     const { size } = await fh.stat();
     if (size < this.pos) {
       this.pos = 0;
-      this.partial = '';
-      this.decoder = new StringDecoder('utf8');
+      this.splitter.reset();
     }
     if (size === this.pos) return [];
     const buf = Buffer.alloc(Math.min(size - this.pos, CHUNK));
     const { bytesRead } = await fh.read(buf, 0, buf.length, this.pos);
     this.pos += bytesRead;
-    const lines = (this.partial + this.decoder.write(buf.subarray(0, bytesRead))).split('\n');
-    this.partial = lines.pop()!;
-    return lines;
+    return this.splitter.push(buf.subarray(0, bytesRead));
   }
 
   /** Whether bytes are left to read now (read() returns at most a chunk at a time). */
   async more(): Promise<boolean> {
-    const fh = await this.open();
+    const fh = await this.lazy.handle();
     return fh !== undefined && (await fh.stat()).size > this.pos;
   }
 
   /** The partial last line (no '\n' after it), once; undefined when there is none. */
   rest(): string | undefined {
-    const rest = this.partial + this.decoder.end();
-    this.partial = '';
-    return rest === '' ? undefined : rest;
+    return this.splitter.rest();
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    const fh = this.fh;
-    this.fh = undefined;
-    await fh?.close();
-  }
-
-  private async open(): Promise<fsp.FileHandle | undefined> {
-    if (this.fh !== undefined || this.closed) return this.fh;
-    try {
-      this.fh = await fsp.open(this.file, 'r');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw e;
-    }
-    if (this.closed) await this.close();
-    return this.fh;
+  close(): Promise<void> {
+    return this.lazy.close();
   }
 }

@@ -1,5 +1,6 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
+import { LazyFile } from './lazy-file';
 import { FRAME_DATA_MAX, StreamFormatError, decodeFrames, type Frame } from './output-frames';
 
 /** Where a pilot's stream files are: `<pilot sandbox>/output/*.pfout` (output 'stream'). */
@@ -44,17 +45,18 @@ export function chunkBuffer(): Buffer {
  * the next read of any cursor that shares it.
  */
 export class StreamCursor {
-  private fh: fsp.FileHandle | undefined;
+  private readonly lazy: LazyFile;
   /** Where the next frame starts. */
   private pos = 0;
   /** Bytes before this were looked at: from pos to here is a frame not whole yet. */
   private looked = 0;
-  private closed = false;
 
   constructor(
     readonly file: string,
     private readonly buf: Buffer,
-  ) {}
+  ) {
+    this.lazy = new LazyFile(file);
+  }
 
   /** How far the file was looked at: every whole frame before this was read. */
   get scanned(): number {
@@ -63,7 +65,7 @@ export class StreamCursor {
 
   /** Whether the file holds bytes not looked at yet (a whole frame may be among them). */
   async unread(): Promise<boolean> {
-    const fh = await this.open();
+    const fh = await this.lazy.handle();
     return fh !== undefined && (await fh.stat()).size > this.looked;
   }
 
@@ -72,7 +74,7 @@ export class StreamCursor {
    * StreamFormatError naming the file when its bytes are not frames.
    */
   async read(): Promise<Frame[]> {
-    const fh = await this.open();
+    const fh = await this.lazy.handle();
     if (fh === undefined) return [];
     const { size } = await fh.stat();
     if (size <= this.looked) return [];
@@ -90,22 +92,7 @@ export class StreamCursor {
     return decoded.frames;
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    const fh = this.fh;
-    this.fh = undefined;
-    await fh?.close();
-  }
-
-  private async open(): Promise<fsp.FileHandle | undefined> {
-    if (this.fh !== undefined || this.closed) return this.fh;
-    try {
-      this.fh = await fsp.open(this.file, 'r');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw e;
-    }
-    if (this.closed) await this.close();
-    return this.fh;
+  close(): Promise<void> {
+    return this.lazy.close();
   }
 }

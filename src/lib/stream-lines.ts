@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { StringDecoder } from 'node:string_decoder';
+import { LineSplitter } from './line-splitter';
 import { StreamCursor, chunkBuffer, listStreamFiles } from './stream-cursor';
 
 /**
@@ -17,8 +17,7 @@ export class StreamLines {
   /** The file that holds the task's frames, once found. */
   private home: StreamCursor | undefined;
   private readonly buf = chunkBuffer();
-  private partial = '';
-  private readonly decoder = new StringDecoder('utf8');
+  private readonly splitter = new LineSplitter();
   private ended = false;
   private closed = false;
 
@@ -52,12 +51,9 @@ export class StreamLines {
         await this.home?.close();
         break;
       }
-      if (f.kind === this.stream) text += this.decoder.write(f.data);
+      if (f.kind === this.stream) text += this.splitter.decode(f.data);
     }
-    if (text === '') return [];
-    const lines = (this.partial + text).split('\n');
-    this.partial = lines.pop()!;
-    return lines;
+    return this.splitter.lines(text);
   }
 
   /** Whether bytes are left to read now (read() reads at most a chunk at a time). */
@@ -67,9 +63,7 @@ export class StreamLines {
 
   /** The partial last line (no '\n' after it), once; undefined when there is none. */
   rest(): string | undefined {
-    const rest = this.partial + this.decoder.end();
-    this.partial = '';
-    return rest === '' ? undefined : rest;
+    return this.splitter.rest();
   }
 
   async close(): Promise<void> {
