@@ -52,8 +52,8 @@ export const RECHECK_MS = 2_000;
  * The lines of a task's stdout (or stderr), from the start: those there now, and with `follow`
  * those written later, until the task ends (final state) and its last lines are read. A
  * partial last line is given at the end. Output 'files' is read from the file in the task's
- * sandbox, output 'stream' from its pilot's stream files (StreamLines), where the task's end
- * frame also ends a follower. A new attempt starts over. Wakes on file changes (fs.watch on the
+ * sandbox, output 'stream' from its pilot's stream files (StreamLines). A new attempt starts
+ * over. Wakes on file changes (fs.watch on the
  * sandbox, or the stream directory) and on the task's changes (the source), not by polling.
  * Leaving the loop early releases the watchers. Throws OutputUnavailableError when the sandbox
  * (output 'stream': the pilot's) is not on this machine.
@@ -100,8 +100,9 @@ export async function* tailOutput(
           for (const line of await lines.read()) yield line;
         } while (await lines.more());
       }
-      const complete = lines instanceof StreamLines && lines.complete;
-      if (!follow || task.final || complete) {
+      // a stream's end frame says its output is complete, but a follower ends with the task
+      // (a retry's attempt may write more), as it does with files
+      if (!follow || task.final) {
         const rest = lines?.rest();
         if (rest !== undefined) yield rest;
         return;

@@ -3,11 +3,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { decodeFrames } from '../../../src/lib/output-frames';
 import { fixtures } from '../../support/session-fixture';
-import { collect } from '../../support/tail-check';
+import { collect, followGatedPrinter } from '../../support/tail-check';
+import { tempDirs } from '../../support/temp-dirs';
 import { runCli } from '../../support/cli';
 
 describe("output 'stream' on a local pilot", () => {
   const fixture = fixtures();
+  const temp = tempDirs('pf-stream-');
 
   it('gives tails, tail and logs the lines, makes no sandbox unless a task needs one', async () => {
     const fx = await fixture.open({ cores: 2, agent: { output: 'stream' } });
@@ -59,5 +61,12 @@ describe("output 'stream' on a local pilot", () => {
     // the command reads them too, from the session directory alone
     const out = await runCli(['logs', fx.session.dir, echo!.uid]);
     expect(out.stdout).toBe(`in ${pilotDir} as ${pilotDir}\n`);
+  }, 90_000);
+
+  it('a follower gets the lines of a running task as it prints them, and ends when the task ends', async () => {
+    const fx = await fixture.open({ cores: 1, agent: { output: 'stream' } });
+    const uid = await followGatedPrinter(fx.tmgr, temp.make());
+    expect(fx.tmgr.get(uid)?.output).toBe('stream');
+    expect(await collect(fx.tmgr.tail(uid))).toEqual(['first', 'second', 'third', 'partial']);
   }, 90_000);
 });

@@ -39,7 +39,7 @@ async function next(lines: AsyncGenerator<string, void, undefined>, what: string
 describe('tailOutput of a task with output stream', () => {
   const temp = tempDirs('pf-tail-stream-');
 
-  it('follows frames as a spawner appends them, among other tasks, until its end frame', async () => {
+  it('follows frames as a spawner appends them, among other tasks, until the task ends', async () => {
     const pilot = temp.make();
     const dir = path.join(pilot, 'output');
     mkdirSync(dir);
@@ -69,8 +69,10 @@ describe('tailOutput of a task with output stream', () => {
       file,
       Buffer.concat([f('stdout', 'ial'), f('end'), f('stdout', 'x\n', 1, 'task.000002')]),
     );
-    // the end frame ends it, while its task is not final yet: its partial last line, then done
-    expect(await collect(lines)).toEqual(['partial']);
+    // after its end frame nothing more is read for it, and the follower ends with the task
+    const rest = collect(lines);
+    src.set({ final: true });
+    expect(await rest).toEqual(['partial']);
   }, 60_000);
 
   it('waits for a stream directory and a file that do not exist yet', async () => {
@@ -124,7 +126,11 @@ describe('tailOutput of a task with output stream', () => {
       ]),
     );
     src.set({ attempt: 2 });
-    expect(await collect(lines)).toEqual(['cut', 'two']);
+    expect(await next(lines, "the first attempt's partial line")).toBe('cut');
+    expect(await next(lines, 'the second attempt')).toBe('two');
+    const rest = collect(lines);
+    src.set({ final: true });
+    expect(await rest).toEqual([]);
   }, 60_000);
 
   it('without follow: what is there now; a pilot sandbox not on this machine is an error', async () => {
