@@ -1,3 +1,6 @@
+/** The gap between the messages of a busy queue that carries tasks between processes. */
+export const BUSY_GAP_MS = 2;
+
 /**
  * Spaces a producer's messages at least `gapMs` apart while it is busy, gathering the items of
  * bulks sent meanwhile into the next message. On this kind of machine each message costs its
@@ -5,9 +8,6 @@
  * steady trickle (a task handed back as each one ends) that, not the work, bounds the rate. A
  * bulk sent after a quiet spell of `gapMs` goes at once: a lone task waits for nothing.
  */
-/** The gap between the messages of a busy queue that carries tasks between processes. */
-export const BUSY_GAP_MS = 2;
-
 export class SendGap {
   private items: unknown[] = [];
   private waiters: { resolve(): void; reject(e: unknown): void }[] = [];
@@ -26,7 +26,11 @@ export class SendGap {
       return this.sendNow(items as unknown[]);
     }
     for (const x of items) this.items.push(x);
-    this.timer ??= setTimeout(() => void this.flush(), this.last + this.gapMs - now);
+    // a failure reaches the sends it carried (their waiters), not the timer
+    this.timer ??= setTimeout(
+      () => void this.flush().catch(() => undefined),
+      this.last + this.gapMs - now,
+    );
     return new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
   }
 

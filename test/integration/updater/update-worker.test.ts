@@ -11,6 +11,7 @@ import { decode, encode } from '../../../src/transport/codec';
 import { QueueSender } from '../../../src/transport/queue';
 import { EmbeddedStore, StoreServer } from '../../../src/updater';
 import { UpdateWorker, type UpdateWorkerOptions } from '../../../src/updater';
+import type { StateStore } from '../../../src/updater/state-store';
 import {
   makeNotes,
   ObservedStore,
@@ -196,6 +197,24 @@ describe("UpdateWorker taking its own process's notifications", () => {
     expect(new Set((await store.history()).map(notificationKey))).toEqual(
       new Set(notes.map(notificationKey)),
     );
+  });
+
+  it('with gapMs, sends the first batch at once and what keeps coming within the gap as one', async () => {
+    const batches: number[] = [];
+    const counting = {
+      append: (b: Notification[]) => {
+        batches.push(b.length);
+        return store.append(b);
+      },
+    } as unknown as StateStore;
+    const w = start({ store: counting, gapMs: 300 });
+    const notes = makeNotes(40);
+    w.take(notes.slice(0, 10));
+    expect(batches).toEqual([10]);
+    for (let i = 10; i < 40; i += 10) w.take(notes.slice(i, i + 10));
+    await waitForCount(store, 40, 10_000);
+    expect(batches).toEqual([10, 30]);
+    await w.close();
   });
 
   it('appends through a StoreServer too, and tells who waits for it that it took them', async () => {

@@ -1,0 +1,69 @@
+import { describe, expect, it } from '@jest/globals';
+import { SendGap } from '../../../src/transport/send-gap';
+
+/** A SendGap whose sends are recorded (each resolves at once). */
+function gap(ms: number): { g: SendGap; sent: unknown[][] } {
+  const sent: unknown[][] = [];
+  const g = new SendGap(ms, (items) => {
+    sent.push(items);
+    return Promise.resolve();
+  });
+  return { g, sent };
+}
+
+describe('SendGap', () => {
+  it('sends a bulk at once after a quiet spell, and gathers what comes within the gap', async () => {
+    const { g, sent } = gap(50);
+    await g.send([1]);
+    expect(sent).toEqual([[1]]);
+    const second = g.send([2, 3]);
+    const third = g.send([4]);
+    expect(sent).toHaveLength(1); // held until the gap has passed
+    await Promise.all([second, third]); // both resolve with the one message that carries them
+    expect(sent).toEqual([[1], [2, 3, 4]]);
+  });
+
+  it('with no gap, sends every bulk as it comes', async () => {
+    const { g, sent } = gap(0);
+    await g.send([1]);
+    await g.send([2]);
+    expect(sent).toEqual([[1], [2]]);
+  });
+
+  it('flush sends what it holds now (a close), drop lets it go (a discard)', async () => {
+    const { g, sent } = gap(60_000);
+    await g.send(['a']);
+    const held = g.send(['b']);
+    await g.flush();
+    await held;
+    expect(sent).toEqual([['a'], ['b']]);
+    const dropped = g.send(['c']);
+    g.drop();
+    await dropped; // resolves, as a send a closed queue dropped does
+    expect(sent).toEqual([['a'], ['b']]);
+    await g.flush(); // nothing left
+    expect(sent).toHaveLength(2);
+  });
+
+  it('reports a failed send by its timer to the bulks it carried, and to nothing else', async () => {
+    const g = new SendGap(20, (items) =>
+      items.includes('x') ? Promise.reject(new Error('gone')) : Promise.resolve(),
+    );
+    await g.send(['first']);
+    // sent by the timer: an unhandled rejection would end the process (Node's default)
+    await expect(g.send(['x'])).rejects.toThrow('gone');
+  });
+
+  it('reports a failed send to every bulk it carried', async () => {
+    const g = new SendGap(60_000, (items) =>
+      items.includes('x') ? Promise.reject(new Error('gone')) : Promise.resolve(),
+    );
+    await g.send(['first']);
+    const a = g.send(['x']);
+    const b = g.send(['y']);
+    const flushed = g.flush();
+    await expect(a).rejects.toThrow('gone');
+    await expect(b).rejects.toThrow('gone');
+    await expect(flushed).rejects.toThrow('gone');
+  });
+});
