@@ -29,6 +29,15 @@ function taskSource(view: TaskView): OutputSource & { set(v: Partial<TaskView>):
   };
 }
 
+/** A running task's view whose output streams into `pilot`'s stream files (attempt 1). */
+const streaming = (pilot: string): TaskView => ({
+  sandbox: undefined,
+  final: false,
+  output: 'stream',
+  pilotSandbox: pilot,
+  attempt: 1,
+});
+
 /** The next line of a follower, within a generous time (it comes on a file event). */
 async function next(lines: AsyncGenerator<string, void, undefined>, what: string): Promise<string> {
   const r = await withTimeout(lines.next(), 20_000, what);
@@ -48,13 +57,7 @@ describe('tailOutput of a task with output stream', () => {
       file,
       Buffer.concat([STREAM_MAGIC, f('stdout', 'noise\n', 1, 'task.000001'), f('stdout', 'fi')]),
     );
-    const src = taskSource({
-      sandbox: undefined,
-      final: false,
-      output: 'stream',
-      pilotSandbox: pilot,
-      attempt: 1,
-    });
+    const src = taskSource(streaming(pilot));
     const lines = tailOutput(src, { follow: true });
     appendFileSync(file, f('stdout', 'rst\n'));
     expect(await next(lines, 'the first line')).toBe('first');
@@ -77,13 +80,7 @@ describe('tailOutput of a task with output stream', () => {
 
   it('waits for a stream directory and a file that do not exist yet', async () => {
     const pilot = temp.make();
-    const src = taskSource({
-      sandbox: undefined,
-      final: false,
-      output: 'stream',
-      pilotSandbox: pilot,
-      attempt: 1,
-    });
+    const src = taskSource(streaming(pilot));
     const lines = tailOutput(src, { follow: true, stream: 'stderr' });
     const first = next(lines, 'a line in a file made later');
     mkdirSync(path.join(pilot, 'output'));
@@ -106,13 +103,7 @@ describe('tailOutput of a task with output stream', () => {
       path.join(dir, 'a.pfout'),
       Buffer.concat([STREAM_MAGIC, f('stdout', 'one\ncut')]),
     );
-    const src = taskSource({
-      sandbox: undefined,
-      final: false,
-      output: 'stream',
-      pilotSandbox: pilot,
-      attempt: 1,
-    });
+    const src = taskSource(streaming(pilot));
     const lines = tailOutput(src, { follow: true });
     expect(await next(lines, 'the first attempt')).toBe('one');
     // its pilot was lost (no end frame): attempt 2 runs and streams into another file
@@ -140,13 +131,7 @@ describe('tailOutput of a task with output stream', () => {
       path.join(pilot, 'output', 'a.pfout'),
       Buffer.concat([STREAM_MAGIC, f('stdout', 'a\nb\nc')]),
     );
-    const view: TaskView = {
-      sandbox: undefined,
-      final: false,
-      output: 'stream',
-      pilotSandbox: pilot,
-      attempt: 1,
-    };
+    const view = streaming(pilot);
     expect(await collect(tailOutput(taskSource(view)))).toEqual(['a', 'b', 'c']);
     const missing = path.join(pilot, 'elsewhere');
     const away = tailOutput(taskSource({ ...view, pilotSandbox: missing }), { follow: true });

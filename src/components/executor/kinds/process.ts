@@ -24,9 +24,9 @@ export const processKind: ExecutorKind<ProcessJob> = {
       env: l.env,
       cwd: task.description.workdir ?? sandbox,
     };
-    // a service's readiness reads its files: services keep them (TaskRecord.output)
+    // the AgentInputStager chose (services always 'files': their readiness reads the files)
     const spec: SpawnSpec =
-      task.output === 'stream' && task.description.mode !== 'service'
+      task.output === 'stream'
         ? { ...base, stream: { attempt: task.attempt } }
         : { ...base, stdoutPath: `${sandbox}/stdout`, stderrPath: `${sandbox}/stderr` };
     if (l.files.length > 0) spec.files = l.files;
