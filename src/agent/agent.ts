@@ -12,7 +12,7 @@ import { ExecutorShell } from '../components/executor/shell';
 import { QueueSet } from '../components/shared/queue-set';
 import { sendLogged } from '../components/shared/shell';
 import { ControlBus } from '../transport/control-bus';
-import { BUSY_GAP_MS } from '../transport/send-gap';
+import { BUSY_GAP_MS, MAX_BUSY_GAP_MS } from '../transport/send-gap';
 import { UpdateWorker } from '../updater/update-worker';
 import { FirstSight } from './first-sight';
 import type { AgentFinal } from './lifecycle/effects';
@@ -112,7 +112,7 @@ export class Agent {
     const toUnschedule = this.queues.local<{ uid: string }>('unschedule', queueLog);
     const toClient = this.queues
       .sender(cfg.addresses.managerOutput, cfg.curve)
-      .spaceBy(BUSY_GAP_MS);
+      .spaceBy(BUSY_GAP_MS, MAX_BUSY_GAP_MS);
 
     for (let i = 0; i < (cfg.updateWorkers ?? 2); i++) {
       this.workers.push(

@@ -19,9 +19,13 @@ export abstract class PushEnd {
 
   protected constructor(protected readonly out: SerialSender) {}
 
-  /** Spaces this queue's messages at least `gapMs` apart while it is busy (see SendGap). */
-  spaceBy(gapMs: number): this {
-    this.gap = gapMs > 0 ? new SendGap(gapMs, (items) => this.sendBulk(items)) : undefined;
+  /**
+   * Spaces this queue's messages at least `gapMs` apart while it is busy, up to `maxGapMs`
+   * while bulks keep gathering (see SendGap).
+   */
+  spaceBy(gapMs: number, maxGapMs = gapMs): this {
+    this.gap =
+      gapMs > 0 ? new SendGap(gapMs, (items) => this.sendBulk(items), { maxGapMs }) : undefined;
     return this;
   }
 

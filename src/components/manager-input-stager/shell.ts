@@ -3,7 +3,7 @@ import type { Logger } from '../../lib/logger';
 import type { Notification } from '../../states/notification';
 import type { ServerSecurity } from '../../transport/curve';
 import { BoundQueueSender } from '../../transport/queue';
-import { BUSY_GAP_MS } from '../../transport/send-gap';
+import { BUSY_GAP_MS, MAX_BUSY_GAP_MS } from '../../transport/send-gap';
 import { sendLogged } from '../shared/shell';
 import type { ManagerInputStagerEffects } from './effects';
 
@@ -70,6 +70,7 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
   async addPilot(pilot: string, at?: string, security?: ServerSecurity): Promise<string> {
     const sender = (await BoundQueueSender.listen(at ?? this.listenAt, security)).spaceBy(
       BUSY_GAP_MS,
+      MAX_BUSY_GAP_MS,
     );
     this.inputs.set(pilot, sender);
     return sender.address;

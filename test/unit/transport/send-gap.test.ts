@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { SendGap } from '../../../src/transport/send-gap';
+import { FakeClock } from '../../support/fake-clock';
 
 /** A SendGap whose sends are recorded (each resolves at once). */
 function gap(ms: number): { g: SendGap; sent: unknown[][] } {
@@ -65,5 +66,59 @@ describe('SendGap', () => {
     await expect(a).rejects.toThrow('gone');
     await expect(b).rejects.toThrow('gone');
     await expect(flushed).rejects.toThrow('gone');
+  });
+
+  describe('while bulks keep gathering', () => {
+    /** A SendGap of 2 ms growing to 10 ms on a clock the test moves. */
+    function growing(): { g: SendGap; sent: unknown[][]; clock: FakeClock } {
+      const clock = new FakeClock();
+      const sent: unknown[][] = [];
+      const g = new SendGap(
+        2,
+        (items) => {
+          sent.push(items);
+          return Promise.resolve();
+        },
+        { maxGapMs: 10, clock },
+      );
+      return { g, sent, clock };
+    }
+
+    it('doubles its gap with each held message of several items, up to the most', () => {
+      const { g, sent, clock } = growing();
+      void g.send([0]); // after a quiet spell: at once
+      const gaps: number[] = [];
+      for (let i = 1; i <= 40; i++) {
+        clock.advance(0.5); // a task handed back every half millisecond
+        void g.send([i]);
+        if (sent.length > gaps.length + 1) gaps.push(g.currentGapMs);
+      }
+      expect(gaps).toEqual([4, 8, 10]);
+      // messages 2 ms, then 4, 8 and 10 ms apart, and nothing lost or reordered
+      clock.advance(10);
+      expect(sent.flat()).toEqual(Array.from({ length: 41 }, (_, i) => i));
+      expect(sent.map((m) => m.length)).toEqual([1, 3, 8, 16, 13]);
+    });
+
+    it('goes back to the least gap after a quiet spell or a message of one item', () => {
+      const { g, sent, clock } = growing();
+      void g.send(['a']);
+      void g.send(['b']);
+      void g.send(['c']);
+      clock.advance(2);
+      expect(g.currentGapMs).toBe(4);
+      clock.advance(4); // quiet for the whole gap: the next goes at once and the gap resets
+      void g.send(['d']);
+      expect(sent).toEqual([['a'], ['b', 'c'], ['d']]);
+      expect(g.currentGapMs).toBe(2);
+      // a chain (each task waits for the one before): one item per held message, never longer
+      for (const x of ['e', 'f', 'g']) {
+        clock.advance(1);
+        void g.send([x]);
+        clock.advance(1);
+        expect(g.currentGapMs).toBe(2);
+      }
+      expect(sent.slice(3)).toEqual([['e'], ['f'], ['g']]);
+    });
   });
 });
