@@ -60,6 +60,14 @@ export interface Notification {
      */
     exited?: number;
     /**
+     * On AGENT_EXECUTING: a follow-on start, queued on the slots of this running task and started by its spawner helper when that one ended (its hold begins at `launched`).
+     */
+    follows?: string;
+    /**
+     * On the state after AGENT_EXECUTING: a follow-on start took its slots when its command ended (its hold ends at `exited`).
+     */
+    followed?: true;
+    /**
      * Pilot: when its job started running (epoch ms).
      */
     jobStarted?: number;

@@ -14,6 +14,10 @@ export interface TaskRecord {
   session: string;
   description: TaskDescription;
   pilot?: string;
+  /**
+   * A follow-on start: the uid of the running task whose slots it was given, set by the AgentScheduler; its spawner helper starts it the moment that one's process ends.
+   */
+  follows?: string;
   sandbox?: string;
   /**
    * Where its stdout and stderr go on the agent: the description's `output`, else the pilot's default; set by the AgentInputStager.

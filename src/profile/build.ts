@@ -78,6 +78,8 @@ function addTaskNote(tasks: Map<string, Map<number, AttemptProfile>>, n: Notific
   if (d.slots !== undefined) a.slots = d.slots;
   if (d.launched !== undefined) a.launched = d.launched;
   if (d.exited !== undefined) a.exited = d.exited;
+  if (d.follows !== undefined) a.follows = d.follows;
+  if (d.followed === true) a.followed = true;
   if (d.exitCode !== undefined) a.exitCode = d.exitCode;
   if (isFinalState(state)) {
     a.final = state;

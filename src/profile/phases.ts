@@ -15,7 +15,8 @@ export function stampOf<S extends string>(
  * The instants that bound an attempt's hold on its slots, in order: allocated
  * (AGENT_EXECUTING_PENDING), executing (AGENT_EXECUTING), launched, exited and released
  * (AGENT_STAGING_OUTPUT_PENDING, else the attempt's end). The phases between them are
- * scheduling, launching, running and tearing down.
+ * scheduling, launching, running and tearing down. A follow-on start holds its slots from its
+ * launch, and the task it followed gives them up at its exit.
  */
 export type HoldTimes = [number, number, number, number, number];
 
@@ -77,6 +78,9 @@ export function scanAttempt(a: AttemptProfile, end: number, out: Float64Array): 
   if (a.launched !== undefined) out[4] = a.launched;
   if (a.exited !== undefined) out[5] = a.exited;
   if (Number.isNaN(out[6])) out[6] = end;
+  // slots passed on between follow-on starts (the helper's hand-over, not the agent's states)
+  if (a.follows !== undefined && a.launched !== undefined) out[2] = out[3] = a.launched;
+  if (a.followed === true && a.exited !== undefined) out[6] = a.exited;
   const allocated = out[2]!;
   let flags = 0;
   if (a.slots !== undefined && a.slots.length > 0 && !noneKnown(out)) {

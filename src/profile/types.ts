@@ -69,6 +69,10 @@ export interface AttemptProfile {
   launched?: number;
   exited?: number;
   exitCode?: number | null;
+  /** A follow-on start: queued on the slots of this task, it held them from `launched` on. */
+  follows?: string;
+  /** A follow-on start took its slots at `exited`. */
+  followed?: true;
 }
 
 export interface SlotProfile {

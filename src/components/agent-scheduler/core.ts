@@ -17,6 +17,7 @@ import {
   requestOf,
   type Request,
 } from './request';
+import { FollowOns } from './follow-ons';
 import { giveBack, slotOf, takeRank, type Hold } from './slots';
 import { heldNodes, TagHolders, waitReasonOf, type WaitView } from './wait-reasons';
 import { WaitReports, type ShapeWaitOf } from './wait-reports';
@@ -98,6 +99,8 @@ export class AgentSchedulerCore {
   private readonly waits: WaitReports | undefined;
   /** Running tasks per tag, which reasons name (kept only while reasons are reported). */
   private readonly tagRuns = new TagHolders();
+  /** Slots of running short tasks that waiting ones of the same shape queue on (follow-ons.ts). */
+  private readonly followOns: FollowOns | undefined;
 
   constructor(
     private readonly effects: AgentSchedulerEffects,
@@ -112,7 +115,10 @@ export class AgentSchedulerCore {
      * reserved for it (default: the cores of the largest node; 0: at once).
      */
     backfillLimit?: number,
+    /** Whether short tasks may queue on running ones' slots (its executor starts them so). */
+    followOns = false,
   ) {
+    this.followOns = followOns ? new FollowOns() : undefined;
     this.backfillLimit = backfillLimit ?? Math.max(0, ...nodes.map((n) => n.cores));
     this.nodes = nodes.map((spec, i) => new NodeState(i, spec));
     this.home = this.nodes.find((n) => n.spec.name === homeName) ?? this.nodes[0];
@@ -157,10 +163,17 @@ export class AgentSchedulerCore {
 
   /** Slots come back from the Executor once a task has left AGENT_EXECUTING: exactly once. */
   onReleased(released: { uid: string }[]): void {
+    const now = this.clock.now();
     for (const { uid } of released) {
       const a = this.allocated.get(uid);
       if (a === undefined) continue;
       this.allocated.delete(uid);
+      if (this.followOns?.released(uid, now) === 'kept') {
+        // a follower holds them now, and its chain has room for one more of the shape
+        const shape = this.shapes.get(a.req.key);
+        if (shape?.blocked === true) this.unblock(shape);
+        continue;
+      }
       const touched = new Set<NodeState>();
       for (const h of a.holds) {
         giveBack(h);
@@ -178,7 +191,7 @@ export class AgentSchedulerCore {
         this.unblockFor(n);
       }
     }
-    this.schedule(this.clock.now(), []);
+    this.schedule(now, []);
   }
 
   onCancel(uids: string[]): void {
@@ -367,10 +380,21 @@ export class AgentSchedulerCore {
     while (shape.head < shape.queue.length) {
       if (this.again || (next !== undefined && byPriority(shape, next) > 0)) return;
       const { task } = shape.queue[shape.head]!;
-      const holds = this.place(task.uid, shape.req);
-      if (holds === undefined) {
-        this.block(shape);
-        return;
+      const followable = this.followOns !== undefined && this.followable(task, shape.req);
+      let holds = this.place(task.uid, shape.req);
+      if (holds !== undefined && followable && holds[0]!.node === this.home) {
+        this.followOns?.placed(task.uid, shape.req.key, holds, now);
+      } else if (holds === undefined) {
+        const f =
+          followable && this.alone(shape, task.uid)
+            ? this.followOns?.follow(task.uid, shape.req.key)
+            : undefined;
+        if (f === undefined) {
+          this.block(shape);
+          return;
+        }
+        holds = f.holds;
+        task.follows = f.follows;
       }
       shape.queue[shape.head++] = undefined as never; // let the record go
       this.waitingIn.delete(task.uid);
@@ -386,6 +410,35 @@ export class AgentSchedulerCore {
       }
     }
     this.forgetShape(shape);
+  }
+
+  /**
+   * Whether a task may be followed, or follow (follow-ons.ts): one process of an executable
+   * forked on the agent's node, with no tag that ties it to others.
+   */
+  private followable(task: TaskRecord, r: Request): boolean {
+    const d = task.description;
+    return (
+      r.ranks === 1 &&
+      !r.lane &&
+      !r.home &&
+      r.colocate === undefined &&
+      r.exclusive === undefined &&
+      (d.mode ?? 'executable') === 'executable' &&
+      (d.launch ?? 'fork') === 'fork'
+    );
+  }
+
+  /**
+   * Whether `shape` holds every waiting task and no nodes are held for another one: then a
+   * follower (its first task, `uid`) passes no one.
+   */
+  private alone(shape: Shape, uid: string): boolean {
+    const reserved = this.reservation?.uid;
+    return (
+      (reserved === undefined || reserved === uid) &&
+      this.waitingIn.size === shape.queue.length - shape.head
+    );
   }
 
   /** Places every rank of a request, or nothing. */

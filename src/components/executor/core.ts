@@ -55,6 +55,10 @@ interface Held {
   terminating: boolean;
   /** An exit by a signal we did not send, held for signaledExitGraceMs. */
   exit?: ExitedEvent;
+  /** A follow-on start (task.follows): its timeoutS, armed when it really starts. */
+  timeoutAtStart?: number;
+  /** A follow-on start was given its slots (it starts when this one's process ends). */
+  followed?: boolean;
   /** A kind with readiness (a service): whether its job reported ready, and until when it may. */
   ready?: boolean;
   startup?: Timer;
@@ -137,10 +141,15 @@ export class ExecutorCore {
           continue;
         }
         // a call's start is mostly dropped (HeldStarts): its slots come with its exit instead
-        const where =
+        const where: NotificationDetail | undefined =
           task.slots === undefined || task.description.mode === 'function'
             ? undefined
             : { slots: slotsByNode(task.slots) };
+        if (task.follows !== undefined) {
+          if (where !== undefined) where.follows = task.follows;
+          const before = this.tasks.get(task.follows);
+          if (before !== undefined && before.exit === undefined) before.followed = true;
+        }
         b.notes.push(transition(task, 'AGENT_EXECUTING', EXECUTOR, now, where));
         this.start(task, found.kind, prepared.job);
       }
@@ -158,6 +167,10 @@ export class ExecutorCore {
       if (h === undefined) continue;
       if (e.pid !== undefined) h.pid = e.pid;
       if (e.t !== undefined) h.launched ??= e.t;
+      if (h.timeoutAtStart !== undefined) {
+        this.armTimeout(h, h.timeoutAtStart);
+        delete h.timeoutAtStart;
+      }
     }
   }
 
@@ -288,9 +301,13 @@ export class ExecutorCore {
       h.startup = this.clock.setTimeout(() => this.notReady(h, r.notReady(task, job)), ms);
     }
     const timeoutS = task.description.timeoutS;
-    if (timeoutS !== undefined) {
-      h.timers.push(this.clock.setTimeout(() => this.timedOut(h, timeoutS), timeoutS * 1000));
-    }
+    // a follow-on start waits for the task before it: its time runs from its own start
+    if (timeoutS !== undefined && task.follows !== undefined) h.timeoutAtStart = timeoutS;
+    else if (timeoutS !== undefined) this.armTimeout(h, timeoutS);
+  }
+
+  private armTimeout(h: Held, timeoutS: number): void {
+    h.timers.push(this.clock.setTimeout(() => this.timedOut(h, timeoutS), timeoutS * 1000));
   }
 
   private timedOut(h: Held, timeoutS: number): void {
@@ -371,6 +388,7 @@ export class ExecutorCore {
     if (task.slots !== undefined) detail.slots = slotsByNode(task.slots);
     if (h.launched !== undefined) detail.launched = h.launched;
     if (h.exited !== undefined) detail.exited = h.exited;
+    if (h.followed === true) detail.followed = true;
     if (h.canceled) {
       b.notes.push(transition(task, 'CANCELED', EXECUTOR, now, detail));
     } else {

@@ -56,6 +56,28 @@ describe('utilization', () => {
     expect([r!.start, r!.end]).toEqual([s(0), s(100)]);
   });
 
+  it('counts the slots of follow-on starts once: the follower holds them from its launch', () => {
+    const p = pilot('p1', node4, { job: 0, pending: 0, active: 0, end: 100 });
+    // b was given a's core at 20 while a ran, and its helper started it when a exited at 50;
+    // the agent heard of a's exit (its release) only at 52
+    const a = attempt(
+      'p1',
+      { alloc: 10, exec: 10, launched: 10, exited: 50, release: 52, end: 53 },
+      [cores('n1', 0)],
+    );
+    a.followed = true;
+    const b = attempt(
+      'p1',
+      { wait: 15, alloc: 20, exec: 20, launched: 50, exited: 90, release: 90, end: 91 },
+      [cores('n1', 0)],
+    );
+    b.follows = 't1';
+    const [r] = utilization(profile({ pilots: [p], tasks: [task('t1', a), task('t2', b)] })).pilots;
+    // and it waited (15..50) while 3 cores were free: that core's wait is overhead
+    expectAccount(r!.coreSeconds, { total: 400, running: 80, idleOverhead: 35, idlePlan: 285 });
+    expect(r!.check.ok).toBe(true);
+  });
+
   it('starts the window at PMGR_ACTIVE_PENDING where the job start is unknown', () => {
     const p = pilot('p1', node4, { pending: 5, active: 10, end: 20 });
     const [r] = utilization(profile({ pilots: [p], tasks: [] })).pilots;

@@ -600,3 +600,32 @@ describe('ExecutorCore', () => {
     rec.expectNoMore();
   });
 });
+
+describe('ExecutorCore, follow-on starts (task.follows)', () => {
+  it('times a follower from its own start, and says who followed whom', () => {
+    const { rec, clock, notes, core, started } = setup();
+    const a = task('a');
+    const b = { ...task('b', { timeoutS: 2 }), follows: 'a' };
+    started(a, b);
+    expect(notes.find((n) => n.uid === 'b')?.detail).toEqual({ slots: ONE_SLOT, follows: 'a' });
+    clock.advance(5_000); // b is queued behind a: its timeoutS has not begun
+    rec.expectNoMore();
+    core.onExitedBulk([{ uid: 'a', exitCode: 0, signal: null, t: 100 }]);
+    expect(notes.at(-1)?.detail).toMatchObject({ exited: 100, followed: true });
+    core.onStartedBulk([{ uid: 'b', pid: 42, t: 101 }]);
+    rec.take();
+    clock.advance(1_999);
+    rec.expectNoMore();
+    clock.advance(1);
+    expect(rec.take()).toEqual(['stop b term']);
+  });
+
+  it('a follower whose predecessor has already ended leaves it unmarked', () => {
+    const { rec, notes, core, started } = setup();
+    started(task('a'));
+    core.onExitedBulk([{ uid: 'a', exitCode: 0, signal: null }]);
+    rec.take();
+    started({ ...task('b'), follows: 'a' });
+    expect(notes.filter((n) => n.detail?.followed === true)).toEqual([]);
+  });
+});
