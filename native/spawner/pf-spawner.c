@@ -7,13 +7,14 @@
  * helper (spawner-main.ts) when this binary is not built. Both speak the same protocol and have
  * the same semantics; the integration tests run against both.
  *
- * Usage: pf-spawner [--cgroup BASE] [--kill-grace-ms N] [--stream PATH] (the pool gives them).
+ * Usage: pf-spawner [--cgroup BASE] [--kill-grace-ms N] [--stream PATH] [--hold-ms N] (the pool
+ * gives them).
  *
  * Protocol: newline-delimited JSON, one object per line, UTF-8.
  *   in (stdin):
  *     {"op":"spawn","uid":S,"executable":S,"args":[S...],"env":{K:S...},"cwd":S,
  *      "stdoutPath":S,"stderrPath":S,"files"?:[{"path":S,"content":S}...],"killScope"?:"process",
- *      "cpus"?:S}
+ *      "cpus"?:S,"after"?:S}
  *     the same with "stream":{"attempt":N} (N a whole number in [0, 2^32)) instead of the paths
  *     {"op":"kill","uid":S,"signal":"SIGTERM"|"SIGKILL"}
  *   out (stdout):
@@ -21,7 +22,8 @@
  *     {"ev":"started","uid":S,"pid":N,"t":MS}          MS: epoch ms (CLOCK_REALTIME, to the µs)
  *     {"ev":"exited","uid":S,"exitCode":N|null,"signal":"SIGTERM"|...|null,"t":MS}
  *      and for a 'stream' spawn "stdoutTail":B64,"stderrTail":B64,"stdoutBytes":N,"stderrBytes":N
- *     {"ev":"failed","uid":S,"code":"ENOENT"|...,"message":S}   the task never ran
+ *     {"ev":"failed","uid":S,"code":"ENOENT"|...,"message":S}   the task never ran (a queued
+ *      one dropped: "ECANCELED","canceled before it started")
  *     {"ev":"error","message":S}                         a bad request, a failed kill
  * The reader is strict RFC 8259 JSON (string escapes including \uXXXX and surrogate pairs; a lone
  * surrogate becomes U+FFFD, as Node's UTF-8 encoding of it does; invalid UTF-8 is rejected).
@@ -71,8 +73,21 @@
  *     end frame (kind 3). A spawn that fails writes no frames. At the helper's end, what is still
  *     open is read and ended. A failed write of the file is cut back off and said once in an
  *     error event; its frames are lost, the tasks run on.
+ *   - after (queued starts): a spawn whose "after" names a task whose main process the helper has
+ *     not reaped yet, or a spawn queued here, is queued behind it: it keeps its request line and
+ *     nothing else (no pipes, cgroup or files), and starts right after that one is reaped, fails
+ *     to start or is dropped, in the same loop turn, before the turn's events are written (its
+ *     started event has the time it really started); when it cannot start, those behind it start
+ *     too. Chains work (C after B after A). Any other "after" (unknown, already reaped) starts at
+ *     once. A kill of a queued uid drops it with a failed event (ECANCELED, "canceled before it
+ *     started"); those behind it wait behind what it waited for. A spawn of a uid that runs or is
+ *     queued fails (EEXIST). At the helper's end every queued spawn fails, ECANCELED.
  *   - Exits come from SIGCHLD (signalfd), reaped with waitpid(-1, WNOHANG) loops: no polling.
- *   - Every event of one loop turn goes out in one write.
+ *   - Every event of one loop turn goes out in one write. With --hold-ms N (default 0), while a
+ *     spawn is queued, the started, exited and failed events wait up to N ms from the first one
+ *     held (the poll timeout, no thread) and go in one write, at once when nothing is queued any
+ *     more; ready and error events are never held (an error takes those held with it). Stream
+ *     frames are written every turn all the same, before the events that follow them.
  *   - End: on stdin EOF, SIGTERM or SIGHUP, or when stdout is gone (EPIPE), the helper SIGKILLs
  *     every task it runs (each with its kill scope) and all that ended tasks left, reports the
  *     exits, waits for them all (and for every task cgroup to empty), writes the end frames of
@@ -207,6 +222,13 @@ static void arena_reset(void) {
 
 static Buf out;
 static bool stdout_broken;
+/**
+ * --hold-ms: while a spawn is queued, events wait up to this long from the first one held (so
+ * they go at most once per hold), unless an error event (`urgent`) is among them.
+ */
+static long long hold_ms;
+static long long held_at;
+static bool urgent;
 
 static size_t utf8_len(const unsigned char *s, const unsigned char *end);
 
@@ -313,6 +335,7 @@ static void emit_failed(const char *uid, size_t ulen, const char *code, const Bu
 }
 
 static void emit_error(const char *message, size_t n) {
+  urgent = true; /* never held */
   buf_str(&out, "{\"ev\":\"error\",\"message\":");
   buf_json(&out, message, n);
   buf_str(&out, "}\n");
@@ -332,6 +355,8 @@ static void flush_output(void) {
     }
   }
   out.len = 0;
+  held_at = 0;
+  urgent = false;
   if (stdout_broken) stop();
 }
 
@@ -723,6 +748,13 @@ static bool u32_value(const JVal *v, uint32_t *out) {
 /* ------------------------------------------------------------------------------------------ */
 /* Tasks: by uid (kills) and by pid (exits)                                                    */
 
+typedef struct Queued Queued;
+
+/** The spawns queued behind one task or queued spawn ("after" it), in the order they start. */
+typedef struct {
+  Queued *head, *tail;
+} Followers;
+
 typedef struct Task {
   char *uid;
   size_t ulen;
@@ -734,6 +766,8 @@ typedef struct Task {
   unsigned long serial;
   /** It runs in the cgroup <home>/<serial>. */
   bool has_cg;
+  /** The spawns that start when its main process is reaped. */
+  Followers behind;
   struct Task *next_uid, *next_pid;
 } Task;
 
@@ -790,10 +824,11 @@ static Task *task_by_pid(pid_t pid) {
   return NULL;
 }
 
-static void task_add(const char *uid, size_t n, pid_t pid, bool process_only,
-                     unsigned long serial, bool has_cg, Output *output) {
+static Task *task_add(const char *uid, size_t n, pid_t pid, bool process_only,
+                      unsigned long serial, bool has_cg, Output *output) {
   if (n_tasks >= n_buckets) tasks_grow();
   Task *t = xmalloc(sizeof *t);
+  t->behind = (Followers){NULL, NULL};
   t->uid = xmalloc(n + 1);
   memcpy(t->uid, uid, n);
   t->uid[n] = '\0';
@@ -809,6 +844,7 @@ static void task_add(const char *uid, size_t n, pid_t pid, bool process_only,
   t->next_pid = by_pid[j];
   by_pid[j] = t;
   n_tasks++;
+  return t;
 }
 
 static void task_remove(Task *t) {
@@ -821,6 +857,140 @@ static void task_remove(Task *t) {
   free(t->uid);
   free(t);
   n_tasks--;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Queued starts: a spawn "after" a task that runs here (or is queued here) waits for its end  */
+
+struct Queued {
+  char *uid;
+  size_t ulen;
+  /** The request line as it came, parsed again when it starts: until then it holds nothing. */
+  char *req;
+  size_t rlen;
+  /** The line it waits in (what it follows: a Task's or a Queued's `behind`), its next there. */
+  Followers *in;
+  Queued *next;
+  Followers behind;
+  Queued *next_uid;
+};
+
+static Queued **queued;
+static size_t q_buckets, n_queued;
+
+static Queued *queued_by_uid(const char *uid, size_t n) {
+  if (q_buckets == 0) return NULL;
+  for (Queued *q = queued[hash_bytes(uid, n) & (q_buckets - 1)]; q != NULL; q = q->next_uid) {
+    if (q->ulen == n && memcmp(q->uid, uid, n) == 0) return q;
+  }
+  return NULL;
+}
+
+static void queued_grow(void) {
+  size_t nb = q_buckets == 0 ? 64 : q_buckets * 2;
+  Queued **b = xmalloc(nb * sizeof *b);
+  memset(b, 0, nb * sizeof *b);
+  for (size_t i = 0; i < q_buckets; i++) {
+    for (Queued *q = queued[i], *next; q != NULL; q = next) {
+      next = q->next_uid;
+      size_t j = hash_bytes(q->uid, q->ulen) & (nb - 1);
+      q->next_uid = b[j];
+      b[j] = q;
+    }
+  }
+  free(queued);
+  queued = b;
+  q_buckets = nb;
+}
+
+/** The line behind the running task or queued spawn `uid`; NULL when it is neither. */
+static Followers *line_of(const char *uid, size_t n) {
+  Task *t = task_by_uid(uid, n);
+  if (t != NULL) return &t->behind;
+  Queued *q = queued_by_uid(uid, n);
+  return q != NULL ? &q->behind : NULL;
+}
+
+/** Queues the spawn `req` (a whole request line) of `uid` at the end of `line`. */
+static void enqueue(const char *uid, size_t ulen, const char *req, size_t rlen, Followers *line) {
+  if (n_queued >= q_buckets) queued_grow();
+  Queued *q = xmalloc(sizeof *q);
+  q->uid = xmalloc(ulen + 1);
+  memcpy(q->uid, uid, ulen);
+  q->uid[ulen] = '\0';
+  q->ulen = ulen;
+  q->req = xmalloc(rlen + 1);
+  memcpy(q->req, req, rlen);
+  q->rlen = rlen;
+  q->behind = (Followers){NULL, NULL};
+  q->in = line;
+  q->next = NULL;
+  if (line->tail != NULL) line->tail->next = q;
+  else line->head = q;
+  line->tail = q;
+  size_t i = hash_bytes(uid, ulen) & (q_buckets - 1);
+  q->next_uid = queued[i];
+  queued[i] = q;
+  n_queued++;
+}
+
+/** Takes `q` out of the uid table (not out of its line) and frees it. */
+static void queued_free(Queued *q) {
+  Queued **pp = &queued[hash_bytes(q->uid, q->ulen) & (q_buckets - 1)];
+  while (*pp != q) pp = &(*pp)->next_uid;
+  *pp = q->next_uid;
+  n_queued--;
+  free(q->uid);
+  free(q->req);
+  free(q);
+}
+
+/** `from`'s spawns become `to`'s (which is empty): those behind a spawn that started. */
+static void followers_move(Followers *to, Followers *from) {
+  *to = *from;
+  *from = (Followers){NULL, NULL};
+  for (Queued *q = to->head; q != NULL; q = q->next) q->in = to;
+}
+
+static void emit_canceled(const Queued *q, const char *text) {
+  Buf m = {0};
+  buf_str(&m, text);
+  emit_failed(q->uid, q->ulen, "ECANCELED", &m);
+  free(m.p);
+}
+
+/** A kill of a queued spawn: it fails, and those behind it take its place in its line. */
+static void cancel_queued(Queued *q) {
+  Followers *line = q->in;
+  Queued **pp = &line->head, *prev = NULL;
+  while (*pp != q) {
+    prev = *pp;
+    pp = &(*pp)->next;
+  }
+  if (q->behind.head != NULL) {
+    for (Queued *b = q->behind.head; b != NULL; b = b->next) b->in = line;
+    *pp = q->behind.head;
+    q->behind.tail->next = q->next;
+    if (line->tail == q) line->tail = q->behind.tail;
+  } else {
+    *pp = q->next;
+    if (line->tail == q) line->tail = prev;
+  }
+  emit_canceled(q, "canceled before it started");
+  queued_free(q);
+}
+
+/** The helper stops: no queued spawn starts; each fails. */
+static void cancel_all_queued(void) {
+  for (size_t i = 0; i < n_buckets; i++) {
+    for (Task *t = by_uid[i]; t != NULL; t = t->next_uid) t->behind = (Followers){NULL, NULL};
+  }
+  for (size_t i = 0; i < q_buckets; i++) {
+    while (queued[i] != NULL) {
+      emit_canceled(queued[i], "canceled before it started: the spawner helper is stopping");
+      queued_free(queued[i]);
+    }
+  }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1451,9 +1621,21 @@ static void run_timers(void) {
   n_targets = 0;
 }
 
+/**
+ * True while the events of this turn and earlier ones wait (--hold-ms): a spawn is queued, none
+ * is an error, and the first of them was held less than hold_ms ago.
+ */
+static bool holding(void) {
+  if (hold_ms <= 0 || n_queued == 0 || urgent || out.len == 0) return false;
+  long long now = now_ms();
+  if (held_at == 0) held_at = now;
+  return now < held_at + hold_ms;
+}
+
 /** Milliseconds until the next timer, or -1. */
 static int poll_timeout(void) {
-  long long next = sweep_at;
+  long long next = held_at != 0 ? held_at + hold_ms : 0;
+  if (sweep_at != 0 && (next == 0 || sweep_at < next)) next = sweep_at;
   for (size_t i = 0; i < lingers.n; i++) {
     long long d = lingers.v[i].deadline;
     if (d != 0 && (next == 0 || d < next)) next = d;
@@ -2116,18 +2298,19 @@ static bool stream_attempt(const JVal *req, uint32_t *attempt) {
 }
 
 /**
- * Fails (and returns true for) a spawn that cannot be run as asked: its uid runs already
- * (EEXIST); 'stream' without --stream, or a uid too long for a frame; a NUL in a string the
+ * Fails (and returns true for) a spawn that cannot be run as asked: its uid runs or is queued
+ * already (EEXIST); 'stream' without --stream, or a uid too long for a frame; a NUL in a string the
  * kernel gets (EINVAL).
  */
 static bool refused(const JVal *req, bool streamed) {
   const JVal *uid = member(req, "uid"), *args = member(req, "args"), *env = member(req, "env"),
              *files = member(req, "files");
-  if (task_by_uid(uid->str, uid->len) != NULL) {
+  bool running = task_by_uid(uid->str, uid->len) != NULL;
+  if (running || queued_by_uid(uid->str, uid->len) != NULL) {
     Buf m = {0};
     buf_str(&m, "task '");
     buf_add(&m, uid->str, uid->len);
-    buf_str(&m, "' is already running");
+    buf_str(&m, running ? "' is already running" : "' is already queued");
     emit_failed(uid->str, uid->len, "EEXIST", &m);
     free(m.p);
     return true;
@@ -2194,25 +2377,26 @@ static bool open_outputs(const JVal *req, const uint32_t *attempt, int fds[2], O
   return true;
 }
 
-static void do_spawn(const JVal *req) {
+/** Starts a spawn request: its task, or NULL once its failure is emitted. */
+static Task *do_spawn(const JVal *req) {
   const JVal *uid = member(req, "uid"), *exe = member(req, "executable"),
              *args = member(req, "args"), *env = member(req, "env"), *cwd = member(req, "cwd"),
              *files = member(req, "files"), *scope = member(req, "killScope");
   uint32_t attempt;
   bool streamed = stream_attempt(req, &attempt);
-  if (refused(req, streamed)) return;
+  if (refused(req, streamed)) return NULL;
 
   for (const JVal *f = files == NULL ? NULL : files->kid; f != NULL; f = f->next) {
     const JVal *path = member(f, "path"), *content = member(f, "content");
     int e = write_file(path->str, content->str, content->len);
     if (e != 0) {
       fail_path(uid, e, "cannot write", path->str, path->len, ": ");
-      return;
+      return NULL;
     }
   }
   int fds[2] = {-1, -1};
   Output *o;
-  if (!open_outputs(req, streamed ? &attempt : NULL, fds, &o)) return;
+  if (!open_outputs(req, streamed ? &attempt : NULL, fds, &o)) return NULL;
 
   char **argv = arena_alloc((args->count + 2) * sizeof *argv);
   argv[0] = exe->str;
@@ -2244,7 +2428,7 @@ static void do_spawn(const JVal *req) {
   close(fds[1]);
   if (moved == -2 || e != 0) {
     if (o != NULL) output_free(o); /* it never ran: no frames */
-    if (moved == -2) return;
+    if (moved == -2) return NULL;
     task_ended(serial, 0, process_only, moved >= 0 && !process_only); /* removes its cgroup */
     if (cwd_failed) {
       fail_cwd(uid, e, cwd->str, cwd->len);
@@ -2254,10 +2438,38 @@ static void do_spawn(const JVal *req) {
       emit_failed(uid->str, uid->len, errno_name(e), &m);
       free(m.p);
     }
-    return;
+    return NULL;
   }
-  task_add(uid->str, uid->len, pid, process_only, serial, moved >= 0 && !process_only, o);
   emit_started(uid->str, uid->len, pid);
+  return task_add(uid->str, uid->len, pid, process_only, serial, moved >= 0 && !process_only, o);
+}
+
+/**
+ * Starts the spawns of `line`, whose task was reaped or never started, in order, as if each came
+ * now; when one cannot start, those behind it start too. Each that starts takes its followers.
+ */
+static void start_line(Followers line) {
+  while (line.head != NULL) {
+    Queued *q = line.head;
+    line.head = q->next;
+    if (line.head == NULL) line.tail = NULL;
+    /* out of the uid table first: its own spawn must not find it queued (EEXIST) */
+    Followers behind = q->behind;
+    char *req = q->req;
+    size_t rlen = q->rlen;
+    q->req = NULL;
+    queued_free(q);
+    JVal *m = parse_json(req, rlen); /* valid: it was checked when it came */
+    Task *t = m != NULL ? do_spawn(m) : NULL;
+    free(req);
+    if (t != NULL) {
+      followers_move(&t->behind, &behind);
+    } else if (behind.head != NULL) {
+      behind.tail->next = line.head;
+      if (line.head == NULL) line.tail = behind.tail;
+      line.head = behind.head;
+    }
+  }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -2289,6 +2501,7 @@ static bool valid_spawn(const JVal *m) {
   if (args == NULL || args->type != J_ARR || !all_strings(args)) return false;
   if (env == NULL || env->type != J_OBJ || !all_strings(env)) return false;
   if (scope != NULL && !str_is(scope, "process")) return false;
+  if (member(m, "after") != NULL && !is_str(member(m, "after"))) return false;
   if (files != NULL) {
     if (files->type != J_ARR) return false;
     for (const JVal *f = files->kid; f != NULL; f = f->next) {
@@ -2318,25 +2531,41 @@ static void bad_line(const char *why, const char *line, size_t n) {
   free(m.p);
 }
 
+/** A spawn "after" a task that runs or is queued here waits behind it; any other starts now. */
+static void spawn_or_queue(const JVal *m, const char *req, size_t rlen) {
+  const JVal *uid = member(m, "uid"), *after = member(m, "after");
+  Followers *line = is_str(after) ? line_of(after->str, after->len) : NULL;
+  bool duplicate = task_by_uid(uid->str, uid->len) != NULL ||
+                   queued_by_uid(uid->str, uid->len) != NULL; /* do_spawn fails it: EEXIST */
+  if (line != NULL && !duplicate) enqueue(uid->str, uid->len, req, rlen, line);
+  else do_spawn(m);
+}
+
+/** The line as it came, kept for a spawn that is queued: parsing decodes `line` in place. */
+static Buf raw;
+
 static void handle_line(char *line, size_t n) {
   size_t a = 0;
   while (a < n && isspace((unsigned char)line[a])) a++;
   if (a == n) return;
-  /* Quote the line as it came: parsing decodes it in place. */
-  char quote[4 * QUOTE_UNITS];
-  size_t qn = n < sizeof quote ? n : sizeof quote;
-  memcpy(quote, line, qn);
+  raw.len = 0;
+  buf_add(&raw, line, n);
+  /* Quote the line as it came. */
+  const char *quote = raw.p;
+  size_t qn = n < 4 * QUOTE_UNITS ? n : 4 * QUOTE_UNITS;
   JVal *m = parse_json(line, n);
   if (m == NULL) {
     bad_line("not JSON: ", quote, qn);
   } else if (m->type == J_OBJ && str_is(member(m, "op"), "spawn") && valid_spawn(m)) {
-    do_spawn(m);
+    spawn_or_queue(m, raw.p, raw.len);
   } else if (m->type == J_OBJ && str_is(member(m, "op"), "kill") &&
              is_str(member(m, "uid")) &&
              (str_is(member(m, "signal"), "SIGTERM") || str_is(member(m, "signal"), "SIGKILL"))) {
     const JVal *uid = member(m, "uid");
     Task *t = task_by_uid(uid->str, uid->len);
+    Queued *q = t == NULL ? queued_by_uid(uid->str, uid->len) : NULL;
     if (t != NULL) queue_kill(t, str_is(member(m, "signal"), "SIGKILL") ? SIGKILL : SIGTERM);
+    else if (q != NULL) cancel_queued(q);
   } else {
     bad_line("bad request: ", quote, qn);
   }
@@ -2388,6 +2617,10 @@ static void handle_input(void) {
     in.p = xrealloc(in.p, 2 * READ_CHUNK); /* give back the room a huge line took */
     in.cap = 2 * READ_CHUNK;
   }
+  if (raw.cap > ((size_t)4 << 20)) {
+    free(raw.p);
+    raw = (Buf){0};
+  }
   flush_kills();
 }
 
@@ -2411,12 +2644,15 @@ static void reap(void) {
       emit_exited(t->uid, t->ulen, WEXITSTATUS(st), NULL, o);
     }
     task_ended(t->serial, t->pid, t->process_only, t->has_cg); /* SIGTERM what it left */
+    Followers line = t->behind;
     task_remove(t);
     if (o != NULL) {
       o->exited = true;
       output_check(o); /* its end frame, unless leftovers still hold a pipe */
     }
+    start_line(line); /* at once: the slots it held never idle */
   }
+  arena_reset();
 }
 
 /**
@@ -2426,6 +2662,7 @@ static void reap(void) {
 static void stop(void) {
   if (stopping) return;
   stopping = true;
+  cancel_all_queued();
   n_targets = 0;
   for (size_t i = 0; i < n_buckets; i++) {
     for (Task *t = by_uid[i]; t != NULL; t = t->next_uid) queue_kill(t, SIGKILL);
@@ -2464,7 +2701,10 @@ static void base36(char *buf, size_t n, unsigned long long v) {
   buf[i] = '\0';
 }
 
-/** --cgroup BASE, --kill-grace-ms N, --stream PATH; anything else stops the helper (exit 64). */
+/**
+ * --cgroup BASE, --kill-grace-ms N, --stream PATH, --hold-ms N; anything else stops the helper
+ * (exit 64).
+ */
 static void parse_args(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     char *end = NULL;
@@ -2475,9 +2715,12 @@ static void parse_args(int argc, char **argv) {
       continue;
     } else if (strcmp(argv[i], "--stream") == 0 && i + 1 < argc) {
       stream_path = argv[++i];
+    } else if (strcmp(argv[i], "--hold-ms") == 0 && i + 1 < argc &&
+               (hold_ms = strtoll(argv[++i], &end, 10)) >= 0 && *end == '\0') {
+      continue;
     } else {
       fprintf(stderr, "pf-spawner: bad arguments (usage: pf-spawner [--cgroup BASE] "
-                      "[--kill-grace-ms N] [--stream PATH])\n");
+                      "[--kill-grace-ms N] [--stream PATH] [--hold-ms N])\n");
       exit(64);
     }
   }
@@ -2576,7 +2819,7 @@ int main(int argc, char **argv) {
     if (!stopping && fds[1].revents != 0) handle_input();
     run_timers();
     flush_frames(); /* before the events: an exit event follows its task's frames */
-    flush_output();
+    if (!holding()) flush_output();
   }
   outputs_finish();
   flush_frames();

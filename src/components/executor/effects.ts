@@ -43,6 +43,13 @@ interface SpawnBase {
   killScope?: 'process';
   /** fork: the cpulist (`0-3,8`) the process is pinned to (the C helper; Node cannot). */
   cpus?: string;
+  /**
+   * A follow-on start: the uid of a task whose slots this one takes. If that task still runs in
+   * the helper that gets this spawn (or is queued there itself), this one waits there and starts
+   * the moment that one's main process is reaped, without asking the agent; otherwise it starts
+   * at once. A kill of it while it waits fails it (ECANCELED, "canceled before it started").
+   */
+  after?: string;
 }
 
 /** A process run by the SpawnerPool; `method` says how its ranks start (for failure reasons). */

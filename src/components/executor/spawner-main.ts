@@ -5,8 +5,12 @@
  * stdin/stdout (types only: erased at run time).
  *
  * Arguments: `--cgroup BASE` (task cgroups under BASE, made by the pool), `--kill-grace-ms N`
- * (between the SIGTERM and the SIGKILL of what a task leaves behind; default 3000) and
- * `--stream PATH` (the stream file of 'stream' spawns, helper-output.ts; without it they fail).
+ * (between the SIGTERM and the SIGKILL of what a task leaves behind; default 3000),
+ * `--stream PATH` (the stream file of 'stream' spawns, helper-output.ts; without it they fail)
+ * and `--hold-ms N` (while a spawn is queued, events wait up to N ms from the first one held,
+ * errors excepted; default 0). A spawn `after` a task that runs or is queued here waits behind
+ * it and starts when its main process is reaped (helper-queue.ts); a kill of it drops it
+ * (ECANCELED).
  * `files` ({path, content}[], e.g. mpirun's hostfile) are written before the task starts. Every
  * task gets PF_TASK_MARK in its environment. A kill reaches every process of the task, or, for a
  * spawn with `killScope: 'process'` (srun), the task's process alone; when a task's main process
@@ -44,8 +48,10 @@ import {
   type TrackingOptions,
 } from './helper-tracking';
 import { StreamFile, type TaskOutput } from './helper-output';
+import { StartQueue } from './helper-queue';
+import { isKillRequest, isSpawnRequest, nulField } from './helper-requests';
 import { MARK_VAR } from './kill-session';
-import type { HelperEvent, KillRequest, SpawnRequest } from './spawner-protocol';
+import type { HelperEvent, SpawnRequest } from './spawner-protocol';
 
 /** The tasks whose main process runs (or is starting), and those processes' pids. */
 const children = new Map<string, { child: ChildProcess; task: TrackedTask }>();
@@ -70,6 +76,10 @@ function option(name: string): string | undefined {
 }
 
 const killGraceMs = Number(option('kill-grace-ms') ?? 3000);
+const holdMs = Number(option('hold-ms') ?? 0);
+/** Held events (holdMs) are due, or an error is among them: never held. */
+let heldTimer: NodeJS.Timeout | undefined;
+let urgent = false;
 /** Marks are unique on the machine: this helper's pid, its start time, then the task's serial. */
 const markPrefix = `pf.${process.pid}.${Date.now().toString(36)}.`;
 let serial = 0;
@@ -77,6 +87,7 @@ let serial = 0;
 /** Queues an event; all events of one loop turn go out in a single write. */
 function emit(ev: HelperEvent): void {
   if (stdoutBroken) return;
+  if (ev.ev === 'error') urgent = true;
   outbox.push(JSON.stringify(ev));
   schedule();
 }
@@ -87,10 +98,25 @@ function schedule(): void {
   setImmediate(flush);
 }
 
-/** The turn's frames, then its events: an exit event follows its task's frames. */
+/**
+ * The turn's frames, then its events: an exit event follows its task's frames. While a spawn is
+ * queued, events wait holdMs from the first one held (one write at most per holdMs).
+ */
 function flush(): void {
   flushQueued = false;
   stream?.flush();
+  if (outbox.length === 0 || stdoutBroken) return;
+  if (holdMs > 0 && queue.size > 0 && !urgent) {
+    heldTimer ??= setTimeout(writeEvents, holdMs);
+    return;
+  }
+  writeEvents();
+}
+
+function writeEvents(): void {
+  clearTimeout(heldTimer);
+  heldTimer = undefined;
+  urgent = false;
   if (outbox.length === 0 || stdoutBroken) return;
   const text = outbox.join('\n') + '\n';
   outbox = [];
@@ -120,20 +146,6 @@ function streamProblem(m: SpawnRequest): string | undefined {
   return undefined;
 }
 
-/** The first string the kernel would get that holds a NUL byte, named as pf-spawner names it. */
-function nulField(m: SpawnRequest): string | undefined {
-  const has = (s: string): boolean => s.includes('\0');
-  if (has(m.executable)) return 'executable';
-  const arg = m.args.findIndex(has);
-  if (arg >= 0) return `args[${arg}]`;
-  for (const [k, v] of Object.entries(m.env)) if (has(k) || has(v)) return 'env';
-  if (has(m.cwd)) return 'cwd';
-  if (m.stdoutPath !== undefined && has(m.stdoutPath)) return 'stdoutPath';
-  if (m.stderrPath !== undefined && has(m.stderrPath)) return 'stderrPath';
-  const file = (m.files ?? []).findIndex((f) => has(f.path));
-  return file >= 0 ? `files.path[${file}]` : undefined;
-}
-
 function doSpawn(m: SpawnRequest): void {
   const { uid } = m;
   serial += 1;
@@ -143,8 +155,9 @@ function doSpawn(m: SpawnRequest): void {
     mark: `${markPrefix}${serial}`,
     processOnly: m.killScope === 'process',
   };
-  if (children.has(uid)) {
-    emit({ ev: 'failed', uid, code: 'EEXIST', message: `task '${uid}' is already running` });
+  if (children.has(uid) || queue.has(uid)) {
+    const what = children.has(uid) ? 'running' : 'queued';
+    emit({ ev: 'failed', uid, code: 'EEXIST', message: `task '${uid}' is already ${what}` });
     return;
   }
   const refused = streamProblem(m);
@@ -232,6 +245,7 @@ function watch(task: TrackedTask, child: ChildProcess, cwd: string, out?: TaskOu
     // Node reports a bad cwd as an error of the executable: say which one it was.
     const code = errnoOf(e);
     emit({ ev: 'failed', uid, ...(cwdProblem(cwd) ?? { code, message: errnoText(code, e) }) });
+    queue.release(uid);
     maybeExit();
   });
   child.once('exit', (exitCode, signal) => {
@@ -242,9 +256,11 @@ function watch(task: TrackedTask, child: ChildProcess, cwd: string, out?: TaskOu
     tracking.ended(task); // what it left behind: SIGTERM, then SIGKILL after the grace
     if (out === undefined) {
       emit({ ev: 'exited', uid, exitCode, signal, t });
+      queue.release(uid); // at once: the slots it held never idle
       maybeExit();
       return;
     }
+    queue.release(uid);
     pendingExits += 1;
     // in the check phase of this turn, then of the next, whose poll read all it wrote (see the
     // top of this file)
@@ -285,6 +301,10 @@ function cwdProblem(cwd: string): { code: string; message: string } | undefined 
 const kills: Record<KillSignal, TrackedTask[]> = { SIGTERM: [], SIGKILL: [] };
 
 function doKill(uid: string, signal: KillSignal): void {
+  if (queue.cancel(uid)) {
+    emit({ ev: 'failed', uid, code: 'ECANCELED', message: 'canceled before it started' });
+    return;
+  }
   const task = children.get(uid)?.task;
   if (task?.pid === undefined) return; // already exited or never started
   kills[signal].push(task);
@@ -308,57 +328,33 @@ function handleLine(line: string): void {
     return;
   }
   const op = (m as { op?: unknown } | null)?.op;
-  if (op === 'spawn' && isSpawnRequest(m)) doSpawn(m);
+  if (op === 'spawn' && isSpawnRequest(m)) spawnOrQueue(m);
   else if (op === 'kill' && isKillRequest(m)) doKill(m.uid, m.signal);
   else emit({ ev: 'error', message: `bad request: ${line.slice(0, 200)}` });
 }
 
-function isSpawnRequest(m: unknown): m is SpawnRequest {
-  const s = m as Partial<SpawnRequest>;
-  return (
-    typeof s.uid === 'string' &&
-    typeof s.executable === 'string' &&
-    Array.isArray(s.args) &&
-    s.args.every((a) => typeof a === 'string') &&
-    typeof s.env === 'object' &&
-    s.env !== null &&
-    !Array.isArray(s.env) &&
-    Object.values(s.env).every((v) => typeof v === 'string') &&
-    typeof s.cwd === 'string' &&
-    (s.stream === undefined
-      ? typeof s.stdoutPath === 'string' && typeof s.stderrPath === 'string'
-      : isStream(s.stream) && s.stdoutPath === undefined && s.stderrPath === undefined) &&
-    (s.killScope === undefined || s.killScope === 'process') &&
-    (s.cpus === undefined || typeof s.cpus === 'string') &&
-    (s.files === undefined ||
-      (Array.isArray(s.files) &&
-        s.files.every(
-          (f) =>
-            typeof f === 'object' &&
-            f !== null &&
-            typeof f.path === 'string' &&
-            typeof f.content === 'string',
-        )))
-  );
+/** A spawn after a task that runs or is queued here waits behind it; any other starts now. */
+function spawnOrQueue(m: SpawnRequest): void {
+  const { uid, after } = m;
+  const known = (u: string): boolean => children.has(u) || queue.has(u);
+  if (after !== undefined && known(after) && !known(uid)) queue.add(m, after);
+  else doSpawn(m); // a duplicate uid fails there (EEXIST)
 }
 
-/** `{attempt}`, a whole number in [0, 2^32): a frame's u32. */
-function isStream(v: unknown): boolean {
-  const a = (v as { attempt?: unknown } | null)?.attempt;
-  return (
-    typeof v === 'object' && Number.isInteger(a) && (a as number) >= 0 && (a as number) < 2 ** 32
-  );
-}
-
-function isKillRequest(m: unknown): m is KillRequest {
-  const k = m as { uid?: unknown; signal?: unknown };
-  return typeof k.uid === 'string' && (k.signal === 'SIGTERM' || k.signal === 'SIGKILL');
-}
+/** Queued spawns; `start` says whether the task now runs (a failed start releases its line). */
+const queue = new StartQueue<SpawnRequest>((m) => {
+  doSpawn(m);
+  return children.has(m.uid);
+});
 
 /** Stop: kill every task and leftover; the loop empties and the process exits on its own. */
 function stop(): void {
   if (stopping) return;
   stopping = true;
+  for (const uid of queue.clear()) {
+    const message = 'canceled before it started: the spawner helper is stopping';
+    emit({ ev: 'failed', uid, code: 'ECANCELED', message });
+  }
   kills.SIGTERM = [];
   kills.SIGKILL = [];
   tracking.stop([...children.values()].map((c) => c.task));

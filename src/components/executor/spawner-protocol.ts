@@ -2,9 +2,9 @@
  * The line protocol of the spawner helpers (native/spawner/pf-spawner.c and spawner-main.ts),
  * which SpawnerPool speaks: newline-delimited JSON, one object per line, both ways (UTF-8).
  *   to a helper:   {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath,files?,killScope?,
- *                   cpus?}
+ *                   cpus?,after?}
  *                  | {"op":"spawn",uid,executable,args,env,cwd,stream:{attempt},files?,killScope?,
- *                   cpus?}
+ *                   cpus?,after?}
  *                  | {"op":"kill",uid,signal:"SIGTERM"|"SIGKILL"}
  *   from a helper: {"ev":"ready",pid,tracking,markPrefix,why?} first, then {"ev":"started",uid,pid,t}
  *                  | {"ev":"exited",uid,exitCode,signal,t,stdoutTail?,stderrTail?,stdoutBytes?,
@@ -24,6 +24,18 @@
  * it left behind is framed on until both pipes reach EOF, then one end frame (none for a spawn
  * that failed). A bad line gets an error event and the helper goes on. Details (kill scope, stdin
  * EOF, NUL bytes, streams) at the top of pf-spawner.c and spawner-main.ts.
+ * Queued starts: a spawn with `after` naming a task whose main process this helper has not yet
+ * reaped, or a spawn queued here, waits behind it (holding no pipe, cgroup or file) and starts
+ * right after that one is reaped, fails to start or is dropped, in the same loop turn, before
+ * that turn's events are written; its started event has the time it really started. Any other
+ * `after` (unknown, or already reaped) starts at once. A kill of a queued uid drops it:
+ * {"ev":"failed",uid,"code":"ECANCELED","message":"canceled before it started"}, and what waited
+ * behind it waits behind what it waited for; at the helper's end each queued spawn fails the same
+ * way ("...: the spawner helper is stopping"). A spawn of a uid that runs or is queued fails,
+ * EEXIST. Held events (`--hold-ms N`, default 0): while a spawn is queued, started, exited and
+ * failed events wait up to N ms from the first one held, then go in one write (and at once when
+ * nothing is queued any more); ready and error events are never held (an error takes the held
+ * ones with it). Stream frames are written each turn as without it.
  *
  * Types only: spawner-main.ts imports node built-ins alone at run time, to start fast.
  */
@@ -33,7 +45,7 @@ import type { TrackingKind } from './helper-tracking';
 /** Start a process (a task, or one rank of it). */
 export type SpawnRequest = { op: 'spawn' } & SpawnSpec;
 
-/** Signal a running task; a uid the helper does not run is ignored. */
+/** Signal a running task, or drop a queued one (ECANCELED); any other uid is ignored. */
 export interface KillRequest {
   op: 'kill';
   uid: string;
