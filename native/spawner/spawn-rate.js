@@ -2,7 +2,7 @@
 //
 //   npm run build && node native/spawner/spawn-rate.js [--n 5000] [--count 2] [--per 4]
 //       [--helper native|node|both] [--exe /bin/true] [--rounds 3] [--tracking cgroup|proc]
-//       [--output devnull|files|stream[,...]]
+//       [--output devnull|files|stream[,...]] [--ahead K] [--hold-ms N[,...]]
 //
 // Keeps count*per tasks in flight (each exit starts the next), as the Executor does, and times
 // n exits after a warm-up of n/10. Prints one JSON line per helper, output and round on stdout,
@@ -12,7 +12,11 @@
 // --output says where the tasks' stdout and stderr go: devnull (both paths /dev/null, the
 // default), files (two new files per task, as a task sandbox has) or stream (output 'stream':
 // pipes framed into the helpers' stream files); several, comma-separated, alternate round by
-// round, each with its own pool. A measurement, not a test: nothing here asserts a time.
+// round, each with its own pool. --ahead K (follow-on starts, SpawnSpec.after): each of the
+// count*per slots is a chain, its task and K more queued behind it in its helper, and each start
+// sends one more behind the slot's last, so the helper starts the next without waiting for this
+// process. --hold-ms (SpawnerPoolOptions.holdMs; a list alternates, as --output does, each
+// combination with its own pool). A measurement, not a test: nothing here asserts a time.
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
@@ -38,6 +42,8 @@ const EXE = option('exe', '/bin/true');
 const which = option('helper', 'both');
 const TRACKING = option('tracking', undefined);
 const OUTPUTS = option('output', 'devnull').split(',');
+const AHEAD = Number(option('ahead', '0'));
+const HOLDS = option('hold-ms', '0').split(',').map(Number);
 const helpers = which === 'both' ? ['native', 'node'] : [which];
 for (const o of OUTPUTS) {
   if (!['devnull', 'files', 'stream'].includes(o)) {
@@ -69,6 +75,7 @@ function run(pool, state, total, inFlight, dir, output) {
     let started = 0;
     let done = 0;
     const t0 = process.hrtime.bigint();
+    state.onStarted = () => undefined;
     state.onDone = (n, failures) => {
       if (failures.length > 0) {
         reject(new Error(`spawn failed: ${JSON.stringify(failures[0])}`));
@@ -79,7 +86,7 @@ function run(pool, state, total, inFlight, dir, output) {
         resolve(Number(process.hrtime.bigint() - t0) / 1e9);
         return;
       }
-      for (let i = 0; i < n && started < total; i++) next();
+      if (AHEAD === 0) for (let i = 0; i < n && started < total; i++) next();
     };
     const next = () => {
       const uid = `t${state.seq++}`;
@@ -93,7 +100,38 @@ function run(pool, state, total, inFlight, dir, output) {
         ...outputOf(output, dir, uid),
       });
     };
-    for (let i = 0; i < inFlight && started < total; i++) next();
+    if (AHEAD === 0) {
+      for (let i = 0; i < inFlight && started < total; i++) next();
+      return;
+    }
+    // --ahead: one chain per slot; each start sends the next behind the slot's last
+    const last = [];
+    const slotOf = new Map();
+    const chain = (slot) => {
+      const uid = `t${state.seq++}`;
+      started++;
+      slotOf.set(uid, slot);
+      pool.spawn({
+        uid,
+        executable: EXE,
+        args: [],
+        env: { PF_TASK_ID: uid },
+        cwd: dir,
+        ...outputOf(output, dir, uid),
+        ...(last[slot] === undefined ? {} : { after: last[slot] }),
+      });
+      last[slot] = uid;
+    };
+    state.onStarted = (evs) => {
+      for (const e of evs) {
+        const slot = slotOf.get(e.uid);
+        slotOf.delete(e.uid);
+        if (slot !== undefined && started < total) chain(slot);
+      }
+    };
+    for (let slot = 0; slot < inFlight; slot++) {
+      for (let k = 0; k <= AHEAD && started < total; k++) chain(slot);
+    }
   });
 }
 
@@ -104,17 +142,18 @@ function cpuSeconds(pid) {
 }
 
 /** A pool for `output`, warmed up, with its own directory. */
-async function startPool(helper, output) {
+async function startPool(helper, output, holdMs) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-spawn-rate-'));
-  const state = { seq: 0, onDone: () => undefined };
+  const state = { seq: 0, onDone: () => undefined, onStarted: () => undefined };
   const pool = await SpawnerPool.start({
     count: COUNT,
     helper,
     logger,
+    holdMs,
     ...(TRACKING === undefined ? {} : { tracking: TRACKING }),
     ...(output === 'stream' ? { streamDir: path.join(dir, 'streams') } : {}),
     handlers: {
-      started: () => undefined,
+      started: (evs) => state.onStarted(evs),
       exited: (evs) => state.onDone(evs.length, []),
       failed: (evs) => state.onDone(evs.length, evs),
     },
@@ -122,7 +161,7 @@ async function startPool(helper, output) {
   const work = path.join(dir, 'work');
   fs.mkdirSync(work);
   await run(pool, state, Math.max(1, Math.floor(N / 10)), COUNT * PER, work, output); // warm-up
-  return { pool, state, dir, work, output };
+  return { pool, state, dir, work, output, holdMs };
 }
 
 /** One timed round on a pool: its JSON line. */
@@ -141,6 +180,8 @@ async function round(helper, p) {
     helper,
     tracking: p.pool.tracking,
     output: p.output,
+    ahead: AHEAD,
+    holdMs: p.holdMs,
     helpers: COUNT,
     perHelper: PER,
     n: N,
@@ -158,7 +199,9 @@ async function round(helper, p) {
 async function measure(helper) {
   const pools = [];
   try {
-    for (const output of OUTPUTS) pools.push(await startPool(helper, output));
+    for (const output of OUTPUTS) {
+      for (const hold of HOLDS) pools.push(await startPool(helper, output, hold));
+    }
     for (let r = 0; r < ROUNDS; r++) {
       for (const p of pools) await round(helper, p);
     }

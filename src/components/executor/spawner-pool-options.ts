@@ -68,4 +68,10 @@ export interface SpawnerPoolOptions {
    * Unset: helpers start without --stream and fail 'stream' spawns (EINVAL).
    */
   streamDir?: string;
+  /**
+   * Passed to every helper as --hold-ms: while a helper has a spawn queued (SpawnSpec.after), it
+   * sends its started, exited and failed events at most once per holdMs, in one write, so the
+   * agent wakes less often. Default 0: every event goes at the end of the helper's loop turn.
+   */
+  holdMs?: number;
 }

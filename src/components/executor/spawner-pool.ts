@@ -149,12 +149,22 @@ export class SpawnerPool {
     return this.helpers.every((h) => h.tracking?.kind === 'cgroup') ? 'cgroup' : 'proc';
   }
 
+  /**
+   * Starts a task on the least loaded helper; one `after` a task goes to that task's helper,
+   * which starts it when that one ends (while that helper lives; else at once, `after` dropped).
+   */
   spawn(spec: SpawnSpec): void {
     if (this.owner.has(spec.uid)) {
       this.log.error('spawn of a task already running ignored', { taskId: spec.uid });
       return;
     }
-    const h = this.closing === undefined ? this.leastLoaded() : undefined;
+    const follows = spec.after === undefined ? undefined : this.owner.get(spec.after);
+    if (spec.after !== undefined && follows?.alive !== true) {
+      const { after: _gone, ...alone } = spec; // it ended (or never ran here): start at once
+      spec = alone;
+    }
+    const h =
+      this.closing !== undefined ? undefined : follows?.alive ? follows : this.leastLoaded();
     if (h === undefined) {
       const why = this.closing
         ? 'the spawner pool is closed'
@@ -215,6 +225,7 @@ export class SpawnerPool {
     // No execArgv: a Node helper must not inherit the agent's (or jest's) flags.
     const env = this.opts.env === undefined ? process.env : { ...process.env, ...this.opts.env };
     const args = [...command.args, ...this.track.args(this.opts.killGraceMs ?? 3_000)];
+    args.push('--hold-ms', String(this.opts.holdMs ?? 0));
     if (this.opts.streamDir !== undefined) {
       const generation = (this.generations[slot] = (this.generations[slot] ?? -1) + 1);
       const file = path.join(this.opts.streamDir, `spawner.${slot}.${generation}.pfout`);

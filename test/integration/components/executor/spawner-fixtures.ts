@@ -202,6 +202,8 @@ export type HelperEvent = { ev: ProtocolEvent['ev']; uid?: string } & Record<str
  */
 export class RawHelper {
   readonly events: HelperEvent[] = [];
+  /** The events read in each chunk: a write of the helper's (up to PIPE_BUF) is one of them. */
+  readonly chunks: HelperEvent[][] = [];
   readonly exit: Promise<{ code: number | null; signal: string | null }>;
   private text = '';
   private waiters: { check: () => boolean; resolve: () => void }[] = [];
@@ -212,7 +214,9 @@ export class RawHelper {
       this.text += c;
       const lines = this.text.split('\n');
       this.text = lines.pop() ?? '';
-      for (const l of lines) this.events.push(JSON.parse(l) as HelperEvent);
+      const chunk = lines.map((l) => JSON.parse(l) as HelperEvent);
+      this.events.push(...chunk);
+      if (chunk.length > 0) this.chunks.push(chunk);
       this.waiters = this.waiters.filter((w) => {
         if (!w.check()) return true;
         w.resolve();
