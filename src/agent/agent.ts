@@ -33,6 +33,12 @@ import type { ShapeWait } from '../components/agent-scheduler/wait-reports';
 const UPDATE_GAP_MS = 5;
 
 /**
+ * How long a spawner helper with follow-on starts queued holds its events: its tasks start
+ * without the agent, so the agent need not wake for every exit (FOLLOW_COVER_MS covers it).
+ */
+const HELPER_HOLD_MS = 3;
+
+/**
  * Wiring of one pilot's agent: AgentInputStager -> AgentScheduler -> Executor ->
  * AgentOutputStager over the queues of the pipeline table, UpdateWorkers to the client's
  * store, and the session's control bus for cancel, heartbeats and shutdown. Decisions live in
@@ -158,6 +164,7 @@ export class Agent {
       home?.name,
       (waits) => this.publishWaits(waits),
       cfg.backfillLimit,
+      true, // its spawner helpers start follow-on tasks (SpawnSpec.after)
     );
     const logExec = this.log.child({ component: C.executor });
     const homeCpus = home === undefined ? undefined : launch.cpuIds?.get(home.name);
@@ -168,6 +175,7 @@ export class Agent {
       killGraceMs: cfg.killGraceMs ?? 3_000,
       launch,
       streamDir: streamDirOf(cfg.sandbox),
+      holdMs: HELPER_HOLD_MS,
       onUnusable: (message) =>
         this.lifecycle.core.onShutdownRequested('FAILED', `cannot start tasks: ${message}`),
       functions: {

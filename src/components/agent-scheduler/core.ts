@@ -387,7 +387,7 @@ export class AgentSchedulerCore {
       } else if (holds === undefined) {
         const f =
           followable && this.alone(shape, task.uid)
-            ? this.followOns?.follow(task.uid, shape.req.key)
+            ? this.followOns?.follow(task.uid, shape.req.key, now)
             : undefined;
         if (f === undefined) {
           this.block(shape);

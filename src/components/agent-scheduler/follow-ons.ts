@@ -39,10 +39,11 @@ interface Pace {
  * bounds the rate of short tasks; HyperQueue's workers prefetch tasks for the same reason.
  *
  * Only where it cannot cost a task its turn: a shape whose tasks end within FOLLOW_MAX_HOLD_MS
- * on average (so a follower never waits long behind one), and only as many followers as cover
- * FOLLOW_COVER_MS. The core asks for more only when this shape holds every waiting task and no
- * nodes are reserved (no task of another shape or priority could use the slots first). The
- * slots are given back when the last task of their chain is released.
+ * on average, behind a task that has not yet run much longer than that average (so a follower
+ * does not wait long behind one, unless that one then runs long), and only as many followers
+ * as cover FOLLOW_COVER_MS. The core asks only when this shape holds every waiting task and
+ * no nodes are reserved (no task of another shape or priority could use the slots first).
+ * The slots are given back when the last task of their chain is released.
  */
 export class FollowOns {
   private readonly chainOf = new Map<string, Chain>();
@@ -63,14 +64,17 @@ export class FollowOns {
    * A waiting task of shape `key` that does not fit: the slots of a chain of its shape it may
    * queue on (and the uid it follows), if its shape is fast enough and a chain has room.
    */
-  follow(uid: string, key: string): { holds: Hold[]; follows: string } | undefined {
+  follow(uid: string, key: string, now: number): { holds: Hold[]; follows: string } | undefined {
     const depth = this.depthFor(key);
     const chains = this.open.get(key);
     if (depth === 0 || chains === undefined) return undefined;
+    // not behind one that has run far longer than its shape's tasks do: it may go on for long
+    const stale = now - (2 * this.pace.get(key)!.avgMs + FOLLOW_COVER_MS);
     let best: Chain | undefined;
     for (const c of chains) {
       if (
         c.members.length <= depth &&
+        c.since >= stale &&
         (best === undefined || c.members.length < best.members.length)
       ) {
         best = c;

@@ -20,8 +20,18 @@ export class AgentSchedulerShell implements AgentSchedulerEffects {
     private readonly waits?: (waits: ShapeWait[]) => void,
     /** Later tasks that may pass a head that does not fit before it gets a reservation. */
     backfillLimit?: number,
+    /** Whether short tasks may queue on running ones' slots (AgentSchedulerCore). */
+    followOns = false,
   ) {
-    this.core = new AgentSchedulerCore(this, deps.clock, nodes, home, undefined, backfillLimit);
+    this.core = new AgentSchedulerCore(
+      this,
+      deps.clock,
+      nodes,
+      home,
+      undefined,
+      backfillLimit,
+      followOns,
+    );
   }
 
   notify(notifications: Notification[]): void {

@@ -216,6 +216,8 @@ export class ExecutorCore {
       const h = this.take(f.uid);
       if (h === undefined) continue;
       if (!h.canceled) h.task.reason = h.kind.startFailure(h.task, h.job, f, h.pid);
+      // a follow-on start dropped from its helper's queue never ran
+      else if (f.code === 'ECANCELED') h.task.reason = cancelReason('before it started');
       this.settle(h, null, null, now, b);
     }
     b.flush(this.effects);

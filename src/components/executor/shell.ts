@@ -34,6 +34,8 @@ export interface ExecutorShellOptions {
   helper?: SpawnerHelper;
   /** Where the spawner helpers append the output of tasks whose output streams. */
   streamDir?: string;
+  /** SpawnerPoolOptions.holdMs: how long helpers with follow-on starts queued hold events. */
+  holdMs?: number;
   /** The runners cannot start tasks any more (spawner helpers keep dying): the pilot should end. */
   onUnusable?(message: string): void;
   /** Function tasks: warm workers (default: one per core of the agent's node), their logs' dir. */
@@ -93,6 +95,7 @@ export class ExecutorShell implements ExecutorEffects {
     if (opts.spawnerEnv !== undefined) poolOpts.env = opts.spawnerEnv;
     if (opts.helper !== undefined) poolOpts.helper = opts.helper;
     if (opts.streamDir !== undefined) poolOpts.streamDir = opts.streamDir;
+    if (opts.holdMs !== undefined) poolOpts.holdMs = opts.holdMs;
     shell.pool_ = await SpawnerPool.start(poolOpts);
     return shell;
   }

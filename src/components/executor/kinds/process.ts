@@ -32,6 +32,8 @@ export const processKind: ExecutorKind<ProcessJob> = {
     if (l.files.length > 0) spec.files = l.files;
     if (l.killScope !== undefined) spec.killScope = l.killScope;
     if (l.cpus !== undefined) spec.cpus = l.cpus;
+    // a follow-on start: its helper starts it when the task it follows ends (follow-ons.ts)
+    if (task.follows !== undefined && l.method === 'fork') spec.after = task.follows;
     const job: ProcessJob = { kind: 'process', spec, method: l.method };
     if (taskSteps(task.description) !== undefined) {
       job.stepStatus = { prefix: stepStatusPrefix(sandbox), ranks: task.description.ranks ?? 1 };

@@ -116,6 +116,22 @@ describe('AgentSchedulerCore follow-on starts', () => {
     expect(slow.core.queued).toBe(1);
   });
 
+  it('does not queue behind a task that has run far longer than its shape does', () => {
+    const s = setup();
+    warm(s, 4, 1);
+    const long = pending();
+    s.core.onTasks([long]); // it runs on and on: say a sleep among quick tasks
+    forwarded(s);
+    s.clock.advance(2 * 1 + FOLLOW_COVER_MS + 1);
+    const quick = pending();
+    s.core.onTasks([quick]);
+    expect(forwarded(s)).toEqual({ [quick.uid]: '' });
+    const [x, y] = [pending(), pending()];
+    s.core.onTasks([x, y]);
+    // both queue on the quick one's core, none behind the long one
+    expect(forwarded(s)).toEqual({ [x.uid]: quick.uid, [y.uid]: x.uid });
+  });
+
   it('stops queueing once a shape turns slow', () => {
     const s = setup([ONE_CORE]);
     warm(s, 4, 1);

@@ -629,3 +629,18 @@ describe('ExecutorCore, follow-on starts (task.follows)', () => {
     expect(notes.filter((n) => n.detail?.followed === true)).toEqual([]);
   });
 });
+
+describe('ExecutorCore, a canceled follow-on start', () => {
+  it('ends CANCELED "before it started" when its helper dropped it from its queue', () => {
+    const { rec, notes, core, started } = setup();
+    started(task('a'), { ...task('b'), follows: 'a' });
+    core.onCancel(['b']);
+    expect(rec.take()).toEqual(['stop b term']);
+    core.onStartFailedBulk([
+      { uid: 'b', code: 'ECANCELED', message: 'canceled before it started' },
+    ]);
+    expect(rec.take()).toEqual(['notify b CANCELED', 'release b']);
+    expect(notes.at(-1)?.detail?.reason?.message).toBe('task was canceled before it started');
+    expect(core.held()).toBe(1); // a runs on
+  });
+});
