@@ -47,8 +47,9 @@ describe('follow-on starts on a local pilot', () => {
     }
     for (const runs of byCore.values()) {
       runs.sort((x, y) => x[0] - y[0]);
-      for (let i = 1; i < runs.length; i++)
+      for (let i = 1; i < runs.length; i++) {
         expect(runs[i]![0]).toBeGreaterThanOrEqual(runs[i - 1]![1]);
+      }
     }
   });
 
