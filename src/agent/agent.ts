@@ -28,9 +28,11 @@ import type { ShapeWait } from '../components/agent-scheduler/wait-reports';
 /**
  * Least time between two notification batches of one UpdateWorker while tasks keep changing:
  * the store's side of a batch (its receipt, an ack, a write) costs the client about as much
- * as its content, and callbacks may come this much later under load, never a task.
+ * as its content, and callbacks may come this much later under load, never a task. Measured
+ * with 5,000 `/bin/true` on 2 cores: 20 ms against 5 ms took a quarter off the CPU per task of
+ * both the client and the agent.
  */
-const UPDATE_GAP_MS = 5;
+const UPDATE_GAP_MS = 20;
 
 /**
  * How long a spawner helper with follow-on starts queued holds its events: its tasks start
