@@ -237,7 +237,7 @@ d(title, () => {
     });
   });
 
-  it('ends FAILED, with the errno, a task whose sandbox cannot be made on a full disk', async () => {
+  it("ends FAILED, with the errno, an output 'files' task whose sandbox cannot be made on a full disk", async () => {
     const sandboxes = Tmpfs.mount('1m');
     cleanups.push(() => sandboxes.unmount());
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-it-'));
@@ -259,7 +259,7 @@ d(title, () => {
     tmgr.addPilots([pilot!]);
     await pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 30_000 });
     sandboxes.fill(); // agent.log too: the agent goes on without it
-    const [t] = await tmgr.submitTasks([{ executable: '/bin/true' }]);
+    const [t] = await tmgr.submitTasks([{ executable: '/bin/true', output: 'files' }]);
     await tmgr.waitTasks({ timeoutMs: 30_000 });
     expect(t!.state).toBe('FAILED');
     expect(t!.reason).toMatchObject({ code: 'E_STAGING', detail: { errno: 'ENOSPC' } });
