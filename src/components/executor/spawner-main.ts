@@ -87,10 +87,17 @@ function schedule(): void {
   setImmediate(flush);
 }
 
-/** The turn's frames, then its events: an exit event follows its task's frames. */
+/**
+ * The turn's frames, then its events: an exit event follows its task's frames, and the lost
+ * events of frames not written come first (before the exits they concern).
+ */
 function flush(): void {
   flushQueued = false;
-  stream?.flush();
+  const lost = stream?.flush() ?? [];
+  if (lost.length > 0) {
+    const events = lost.map((l): HelperEvent => ({ ev: 'lost', ...l }));
+    outbox = [...events.map((ev) => JSON.stringify(ev)), ...outbox];
+  }
   if (outbox.length === 0 || stdoutBroken) return;
   const text = outbox.join('\n') + '\n';
   outbox = [];
