@@ -86,7 +86,7 @@ export async function run({ quick, emit }: BenchOptions): Promise<void> {
 }
 
 /** The default of agent.output (PilotDescription): what the insecure session runs. */
-const DEFAULT_OUTPUT: Output = 'files';
+const DEFAULT_OUTPUT: Output = 'stream';
 
 type Output = 'stream' | 'files';
 type Session3 = Output | 'insecure';

@@ -25,6 +25,7 @@
  *     {"ev":"failed","uid":S,"code":"ENOENT"|...,"message":S}   the task never ran (a queued
  *      one dropped: "ECANCELED","canceled before it started")
  *     {"ev":"error","message":S}                         a bad request, a failed kill
+ *     {"ev":"lost","uid":S,"attempt":N,"errno":"ENOSPC"|...}  frames of it were not written
  * The reader is strict RFC 8259 JSON (string escapes including \uXXXX and surrogate pairs; a lone
  * surrogate becomes U+FFFD, as Node's UTF-8 encoding of it does; invalid UTF-8 is rejected).
  * Unknown members are ignored and a duplicated member's last value wins, as with JSON.parse.
@@ -72,7 +73,9 @@
  *     under its uid until both pipes reach EOF (the kill grace ends those processes), then one
  *     end frame (kind 3). A spawn that fails writes no frames. At the helper's end, what is still
  *     open is read and ended. A failed write of the file is cut back off and said once in an
- *     error event; its frames are lost, the tasks run on.
+ *     error event; its frames are lost, the tasks run on, and each task attempt they were of
+ *     gets a lost event, written before the other events of that turn (so before its exit when
+ *     it exited then: the Executor ends such a task with a reason).
  *   - after (queued starts): a spawn whose "after" names a task whose main process the helper has
  *     not reaped yet, or a spawn queued here, is queued behind it: it keeps its request line and
  *     nothing else (no pipes, cgroup or files), and starts right after that one is reaped, fails
@@ -221,6 +224,8 @@ static void arena_reset(void) {
 /* Output: JSON events, written once per loop turn                                             */
 
 static Buf out;
+/** This turn's lost events: written before its other events (flush_output). */
+static Buf lost_events;
 static bool stdout_broken;
 /**
  * --hold-ms: while a spawn is queued, events wait up to this long from the first one held (so
@@ -345,6 +350,13 @@ static void stop(void);
 
 /** Writes every queued event; a reader gone (EPIPE) stops the helper. */
 static void flush_output(void) {
+  if (lost_events.len > 0) { /* before the exits they concern */
+    buf_add(&lost_events, out.p, out.len);
+    Buf t = out;
+    out = lost_events;
+    lost_events = t;
+    lost_events.len = 0;
+  }
   size_t off = 0;
   while (off < out.len && !stdout_broken) {
     ssize_t n = write(STDOUT_FILENO, out.p + off, out.len - off);
@@ -1953,10 +1965,44 @@ static void buf_tails(Buf *b, const Output *o) {
   }
 }
 
+static uint32_t get_u32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/**
+ * The frames of this turn were not written (errno `e`): a lost event for each task attempt they
+ * hold (a task whose frames are not side by side may be named twice).
+ */
+static void emit_lost(int e) {
+  const char *name = errno_name(e);
+  const char *said = NULL;
+  size_t said_len = 0;
+  uint32_t said_attempt = 0;
+  for (size_t at = 0; at + FRAME_HEAD <= frames.len;) {
+    const unsigned char *h = (const unsigned char *)frames.p + at;
+    uint32_t attempt = get_u32(h + 5);
+    size_t ulen = (size_t)h[9] | (size_t)h[10] << 8;
+    const char *uid = frames.p + at + FRAME_HEAD;
+    at += 4 + (size_t)get_u32(h);
+    if (said != NULL && said_len == ulen && said_attempt == attempt && memcmp(said, uid, ulen) == 0)
+      continue;
+    said = uid;
+    said_len = ulen;
+    said_attempt = attempt;
+    buf_str(&lost_events, "{\"ev\":\"lost\",\"uid\":");
+    buf_json(&lost_events, uid, ulen);
+    buf_str(&lost_events, ",\"attempt\":");
+    buf_long(&lost_events, (long)attempt);
+    buf_str(&lost_events, ",\"errno\":\"");
+    buf_str(&lost_events, name);
+    buf_str(&lost_events, "\"}\n");
+  }
+}
+
 /**
  * Appends this turn's frames to the stream file in one write. A failed write is cut back off
  * (never half a frame in the file), said once until a write succeeds, and its frames are lost:
- * output never stops a task.
+ * output never stops a task, but each task whose frames were lost is told of (emit_lost).
  */
 static void flush_frames(void) {
   if (frames.len == 0) return;
@@ -1972,6 +2018,7 @@ static void flush_frames(void) {
     struct stat st;
     if (off > 0 && fstat(stream_fd, &st) == 0) (void)!ftruncate(stream_fd, st.st_size - (off_t)off);
     if (!stream_failing) emit_errno("cannot write the output stream", stream_path, e);
+    emit_lost(e);
   }
   stream_failing = e != 0;
   frames.len = 0;

@@ -5,6 +5,7 @@ import { systemClock } from '../lib/clock';
 import { streamDirOf } from '../lib/stream-cursor';
 import type { Logger } from '../lib/logger';
 import { COMPONENTS } from '../states/task-model';
+import { DEFAULT_OUTPUT } from '../components/agent-input-stager/core';
 import { AgentInputStagerShell } from '../components/agent-input-stager/shell';
 import { AgentOutputStagerShell } from '../components/agent-output-stager/shell';
 import { AgentSchedulerShell } from '../components/agent-scheduler/shell';
@@ -153,7 +154,7 @@ export class Agent {
       { notes, next: toScheduler, log: logIn, clock },
       cfg.sandbox,
       this.files,
-      { output: cfg.output ?? 'files', taskJson: cfg.taskJson ?? false },
+      { output: cfg.output ?? DEFAULT_OUTPUT, taskJson: cfg.taskJson ?? false },
     );
     const { launch, warnings } = await setup;
     this.warnings = warnings;

@@ -1,21 +1,19 @@
 import { watch } from 'node:fs';
-import * as path from 'node:path';
 import type { Notification, TaskDescription } from '../generated';
 import type { OutputSource, TaskView } from '../client/task-output';
 import { readNotifications, readSessionFacts } from '../profile/read';
-import { TASK_STATES, isFinalTaskState, type TaskState } from '../states/task-model';
+import { isFinalTaskState, type TaskState } from '../states/task-model';
 
 /** At most this often a follower reads the store again while the session writes it. */
 const STORE_LOOK_MS = 500;
 /** And at least this often (a store on a file system whose writes inotify does not see). */
 const STORE_RECHECK_MS = 5_000;
-const EXECUTING = TASK_STATES.indexOf('AGENT_EXECUTING');
 
 /**
  * Where `pilotfish tail` learns about a task: the session's store and journal, read-only
  * (readNotifications), so a live session and a finished one alike. The sandbox is the one
- * the notifications name (`detail.sandbox`), else its pilot's sandbox and the uid once the
- * task ran there. Undefined for a task the session does not have.
+ * the notifications name (`detail.sandbox`), else its pilot's once they say where its output
+ * goes (`detail.output`, sent with the sandbox). Undefined for a task the session does not have.
  */
 export function storeOutputSource(
   sessionDir: string,
@@ -36,7 +34,6 @@ export function storeOutputSource(
       (pilot) =>
         journal.pilots.get(pilot)?.sandbox ??
         readSessionFacts(sessionDir).pilots.get(pilot)?.sandbox,
-      uid,
     );
   };
   const source: OutputSource = {
@@ -85,7 +82,7 @@ export function viewsOf(
     else mine.push(n);
   }
   const views = new Map<string, TaskView>();
-  for (const [uid, mine] of byTask) views.set(uid, viewOf(mine, pilotSandbox, uid));
+  for (const [uid, mine] of byTask) views.set(uid, viewOf(mine, pilotSandbox));
   return views;
 }
 
@@ -96,12 +93,10 @@ export function viewsOf(
 function viewOf(
   notes: Notification[],
   pilotSandbox: (pilot: string) => string | undefined,
-  uid: string,
 ): TaskView {
   let attempt = 0;
   let sandbox: string | undefined;
   let pilot: string | undefined;
-  let ran = false;
   let final = false;
   let output: TaskView['output'];
   for (const n of notes) {
@@ -109,17 +104,17 @@ function viewOf(
     if (n.attempt > attempt) {
       // a new attempt: it runs elsewhere, or in a sandbox made again
       attempt = n.attempt;
-      [sandbox, pilot, ran, output] = [undefined, undefined, false, undefined];
+      [sandbox, pilot, output] = [undefined, undefined, undefined];
     }
     const state = n.state as TaskState;
     if (isFinalTaskState(state)) final = true;
-    if (TASK_STATES.indexOf(state) >= EXECUTING) ran = true;
     if (n.detail?.sandbox !== undefined) sandbox = n.detail.sandbox;
     if (n.detail?.pilot !== undefined) pilot = n.detail.pilot;
     if (n.detail?.output !== undefined) output = n.detail.output;
   }
   const pilotDir = pilot === undefined ? undefined : pilotSandbox(pilot);
-  if (sandbox === undefined && ran && pilotDir !== undefined) sandbox = path.join(pilotDir, uid);
+  // the detail that says where its output goes names its sandbox if it has one of its own
+  if (sandbox === undefined && output !== undefined) sandbox = pilotDir;
   const view: TaskView = { sandbox, final, pilotSandbox: pilotDir, attempt: Math.max(attempt, 1) };
   if (output !== undefined) view.output = output;
   return view;

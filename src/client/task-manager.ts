@@ -40,7 +40,7 @@ import { validateAll } from './validate-all';
 import { Waiters } from './waiters';
 import { checkSelection } from './selection';
 import { checkDependencies } from './check-dependencies';
-import { pilotSandboxIn, tailTask, type TailOptions } from './task-output';
+import { pilotSandboxIn, placeInPilotSandbox, tailTask, type TailOptions } from './task-output';
 
 /**
  * Submits tasks to the session's pilots and follows them: every state reaches `onState`
@@ -52,6 +52,7 @@ export class TaskManager {
   private readonly tasks = new Map<string, Task>();
   /** Every task of a pilot holds the same copy of its uid. */
   private readonly pilotUids = new Interner();
+  private readonly pilotSandbox = (p: string) => pilotSandboxIn(managersOf(this.rt).pilots)(p);
   private readonly tracker = new StateTracker<TaskState>(TASK_MODEL, TASK_RETRY_STATE);
   private readonly callbacks: Listeners<[Task, TaskState, StateInfo]>;
   private readonly waiters = new Waiters<TaskState>();
@@ -310,8 +311,7 @@ export class TaskManager {
   /** A task's stdout (or stderr) as lines; with `follow`, until it ends (see tailTask). */
   tail(uid: string, opts: TailOptions = {}): AsyncGenerator<string, void, undefined> {
     checkSelection('tail', { uids: [uid] }, (u) => this.tasks.has(u), 'a task of this manager');
-    const pilots = pilotSandboxIn(managersOf(this.rt).pilots);
-    return tailTask(this.tasks.get(uid)!, (fn) => this.onState(fn), opts, pilots);
+    return tailTask(this.tasks.get(uid)!, (fn) => this.onState(fn), opts, this.pilotSandbox);
   }
 
   /** Cancels tasks (default: all of this manager's) in whatever state they are. */
@@ -353,6 +353,7 @@ export class TaskManager {
             task.setSandbox(d.sandbox, this.rt.tasks.sandboxDirs);
           }
           if (d.output !== undefined) task.output = d.output;
+          placeInPilotSandbox(task, d, this.pilotSandbox, this.rt.tasks.sandboxDirs);
           if (d.exitCode !== undefined) task.exitCode = d.exitCode;
           if (d.signal !== undefined) task.signal = d.signal;
           if (d.stdout !== undefined) task.stdout = ownCopy(d.stdout);
@@ -384,6 +385,7 @@ export class TaskManager {
       if (delivered && isService(task)) this.announceReady(task);
       if (!delivered && n.detail !== undefined && n.attempt === task.attempt) {
         keepLateFacts(task, n.detail, (p) => this.pilotUids.get(p), this.rt.tasks.sandboxDirs);
+        placeInPilotSandbox(task, n.detail, this.pilotSandbox, this.rt.tasks.sandboxDirs);
       }
       const back = handBackOf(n);
       if (back !== undefined && !task.final && n.attempt === task.attempt) {

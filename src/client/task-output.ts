@@ -4,6 +4,8 @@ import { OutputUnavailableError } from '../errors';
 import { FileLines } from '../lib/file-lines';
 import { streamDirOf } from '../lib/stream-cursor';
 import { StreamLines } from '../lib/stream-lines';
+import type { Interner } from '../lib/strings';
+import type { NotificationDetail } from '../states/notification';
 import type { OutputMode, Task } from './task';
 
 export type OutputStream = 'stdout' | 'stderr';
@@ -23,7 +25,8 @@ export interface TaskView {
   final: boolean;
   /**
    * Where its output goes: 'files' (`stdout`, `stderr` in its sandbox) or 'stream' (framed into
-   * its pilot's stream files, src/lib/output-frames.ts). Undefined until known: read as files.
+   * its pilot's stream files, src/lib/output-frames.ts). Undefined until known (the agent says
+   * it with the sandbox, `detail.output`): nothing is read until then.
    */
   output?: OutputMode | undefined;
   /** Its pilot's sandbox, once it is bound to one (output 'stream': the stream files are there). */
@@ -127,7 +130,7 @@ interface Origin {
   open(stream: OutputStream): FileLines | StreamLines;
 }
 
-/** Where the task's output is now, or undefined while it has none. */
+/** Where the task's output is now, or undefined while it has none (or it is not known yet). */
 function originOf(uid: string, task: TaskView): Origin | undefined {
   if (task.output === 'stream') {
     const pilot = task.pilotSandbox;
@@ -141,7 +144,7 @@ function originOf(uid: string, task: TaskView): Origin | undefined {
     };
   }
   const sandbox = task.sandbox;
-  if (sandbox === undefined) return undefined;
+  if (task.output !== 'files' || sandbox === undefined) return undefined;
   return {
     key: `files ${sandbox}`,
     root: sandbox,
@@ -186,6 +189,23 @@ export function tailTask(
     },
     opts,
   );
+}
+
+/**
+ * A task whose agent said where its output goes (`detail.output`) and named no sandbox of its
+ * own with it runs in its pilot's sandbox (docs/output.md): that becomes its sandbox, once its
+ * pilot is known too (`d` names the pilot late: a sandbox already known is kept).
+ */
+export function placeInPilotSandbox(
+  task: Task,
+  d: NotificationDetail,
+  pilotSandbox: (pilot: string) => string | undefined,
+  dirs: Interner,
+): void {
+  if (d.sandbox !== undefined || task.output === undefined || task.pilot === undefined) return;
+  if (d.output === undefined && task.sandbox !== undefined) return;
+  const dir = pilotSandbox(task.pilot);
+  if (dir !== undefined && dir !== task.sandbox) task.setSandbox(dir, dirs);
 }
 
 /** A pilot's sandbox, from the session's pilot managers (`managersOf(rt).pilots`). */

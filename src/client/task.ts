@@ -162,15 +162,17 @@ export class Task {
   signal?: string | null;
   /**
    * A tail: the last 2,048 bytes of the latest attempt's stdout, cut at a line start, set once
-   * it has run. The whole file is `${task.sandbox}/stdout` (docs/guide.md).
+   * it has run. All of it: `tmgr.tail(uid)`, or with output 'files' `${task.sandbox}/stdout`
+   * (docs/output.md).
    */
   stdout?: string;
-  /** A tail of stderr, as `stdout`; the whole file is `${task.sandbox}/stderr`. */
+  /** A tail of stderr, as `stdout`. */
   stderr?: string;
   /**
-   * Where its output goes (undefined until known): 'files', `stdout` and `stderr` in its
-   * sandbox; 'stream', framed into its pilot's stream files (`tmgr.tail` reads both).
-   * Set from the notification detail that says a task streams (`detail.output`).
+   * Where its output goes (undefined until known, and for a function call): 'files', `stdout`
+   * and `stderr` in its sandbox; 'stream' (the default), framed into its pilot's stream files
+   * (`tmgr.tail` reads both). Set from the notification detail that says it (`detail.output`),
+   * which comes with the task's sandbox, once its agent has staged it.
    */
   output?: OutputMode;
   /** mode 'function': the value the function returned (DONE). */

@@ -30,9 +30,9 @@ export interface Notification {
     endpoint?: string;
     sandbox?: string;
     /**
-     * The task's stdout and stderr go to its pilot's stream files (<pilot sandbox>/output/*.pfout), not to files in its sandbox: sent with the state that names its sandbox.
+     * Where an executable's (or a service's) stdout and stderr go: 'files', `stdout` and `stderr` in its sandbox; 'stream', its pilot's stream files (<pilot sandbox>/output/*.pfout). Sent, either way, with the state that ends its input staging and with its hand-back's final state, so readers never guess it.
      */
-    output?: 'stream';
+    output?: 'files' | 'stream';
     /**
      * On the first state of a new attempt: the retries used so far.
      */

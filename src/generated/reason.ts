@@ -33,6 +33,7 @@ export interface Reason {
     | 'E_NO_PILOT'
     | 'E_NO_SANDBOX'
     | 'E_NO_SUCH_PILOT'
+    | 'E_OUTPUT_LOST'
     | 'E_PILOT_ENDED'
     | 'E_POST_EXEC'
     | 'E_PRE_EXEC'

@@ -87,11 +87,11 @@ export type TaskDescription = {
    */
   workdir?: string;
   /**
-   * Where an executable's stdout and stderr go. 'files': `stdout` and `stderr` in its own sandbox. 'stream': through pipes into a few stream files of its pilot (<pilot sandbox>/output/*.pfout), framed per task: no file or directory of its own; tmgr.tail, `pilotfish tail` and `pilotfish logs` read them. Either way the last lines come back as task.stdout and task.stderr. Default: the pilot's agent.output. A service always writes files; a function call has no output of its own.
+   * Where an executable's stdout and stderr go. 'files': `stdout` and `stderr` in its own sandbox. 'stream': through pipes into a few stream files of its pilot (<pilot sandbox>/output/*.pfout), framed per task: no file or directory of its own; tmgr.tail, `pilotfish tail` and `pilotfish logs` read them. Either way the last lines come back as task.stdout and task.stderr. Default: the pilot's agent.output ('stream' unless the pilot says). A service always writes files; a function call has no output of its own.
    */
   output?: 'files' | 'stream';
   /**
-   * true: the task gets a directory of its own, <pilot sandbox>/<task uid>, made before it starts: its default working directory and PF_TASK_SANDBOX. Without it, a task gets one only when it needs one: output 'files', staging directives, preExec or postExec, more than one rank, or launch 'mpirun'; otherwise it runs in the pilot's sandbox, which such tasks share (or in its workdir).
+   * true: the task gets a directory of its own, <pilot sandbox>/<task uid>, made before it starts: its default working directory and PF_TASK_SANDBOX. Without it, a task gets one only when it needs one: output 'files', a service, staging directives, preExec or postExec, more than one rank, or launch 'mpirun'; otherwise it runs in the pilot's sandbox, which such tasks share (or in its workdir).
    */
   sandbox?: true;
   /**

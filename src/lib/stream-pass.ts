@@ -1,6 +1,6 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import type { Frame } from './output-frames';
+import { StreamFormatError, type Frame } from './output-frames';
 import { StreamCursor, chunkBuffer, listStreamFiles } from './stream-cursor';
 
 /** What a pass over stream files does with the frames it reads. */
@@ -16,11 +16,13 @@ export interface FrameSink {
 /**
  * Reads every stream file in `dir` once, from its start to the size it had when its turn
  * came (frames a live writer appends later are left for another pass), a chunk at a time, and
- * hands the wanted frames to `sink` in file order. Throws a StreamFormatError naming a file whose
- * bytes are not frames, after the frames before the damage were handed on.
+ * hands the wanted frames to `sink` in file order. A file whose bytes are not frames gives the
+ * frames before the damage, and the pass goes on with the next file (one damaged file hides no
+ * other's tasks): returns a StreamFormatError naming each such file.
  */
-export async function passStreamDir(dir: string, sink: FrameSink): Promise<void> {
+export async function passStreamDir(dir: string, sink: FrameSink): Promise<StreamFormatError[]> {
   const buf = chunkBuffer();
+  const damaged: StreamFormatError[] = [];
   for (const name of await listStreamFiles(dir)) {
     const file = path.join(dir, name);
     const cursor = new StreamCursor(file, buf);
@@ -31,10 +33,14 @@ export async function passStreamDir(dir: string, sink: FrameSink): Promise<void>
         for (const f of await cursor.read()) if (sink.wants(f.uid, f.attempt)) sink.frame(f);
         await sink.flush();
       }
+    } catch (e) {
+      if (!(e instanceof StreamFormatError)) throw e;
+      damaged.push(e);
     } finally {
       await cursor.close();
     }
   }
+  return damaged;
 }
 
 /** A file's size; 0 when it is gone. */

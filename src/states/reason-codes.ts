@@ -123,6 +123,11 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
     meaning: 'the task is pinned to a pilot that has ended or is not added to the task manager',
     emitters: ['ManagerScheduler'],
   },
+  E_OUTPUT_LOST: {
+    meaning:
+      "some of the task's streamed output (output 'stream') could not be written to its pilot's stream file (a full disk, a quota): the file and errno are named; what it wrote is incomplete",
+    emitters: ['Executor'],
+  },
   E_PILOT_ENDED: {
     meaning: "the task's pilot ended (or failed) before the task finished",
     emitters: ['Agent', 'TaskManager', 'ManagerInputStager', 'PilotLauncher'],

@@ -1,6 +1,7 @@
-// A client that starts a pilot with a long task, prints the agent's and the task's pids, and
-// waits to be killed (the test kills it with SIGKILL to see the agent clean up by itself once
-// its client timeout, 1 s here, has passed without a heartbeat).
+// A client that starts a pilot with a long task, prints the agent's pid and the task's sandbox
+// (where its pid file is), and waits to be killed (the test kills it with SIGKILL to see the
+// agent clean up by itself once its client timeout, 1 s here, has passed without a heartbeat).
+// argv: the session directory, then the task's output mode ('stream' or 'files').
 const { existsSync, readFileSync, watch } = require('node:fs');
 const { Session, PilotManager, TaskManager } = require('../../dist/src');
 
@@ -31,10 +32,14 @@ function pidWritten(sandbox) {
   ]);
   tmgr.addPilots([pilot]);
   const [task] = await tmgr.submitTasks([
-    { executable: '/bin/sh', arguments: ['-c', 'echo $$ > pid; exec sleep 60'] },
+    {
+      executable: '/bin/sh',
+      arguments: ['-c', 'echo started; echo $$ > pid; exec sleep 60'],
+      output: process.argv[3],
+    },
   ]);
   await tmgr.waitTasks({ uids: [task.uid], states: ['AGENT_EXECUTING'], timeoutMs: 10000 });
-  const sandbox = `${pilot.sandbox}/${task.uid}`;
+  const sandbox = task.sandbox;
   await pidWritten(sandbox);
   // the agent's pid, as the launcher journaled it for a resumed client
   const agent = readFileSync(`${session.dir}/journal.jsonl`, 'utf8')
@@ -42,5 +47,6 @@ function pidWritten(sandbox) {
     .filter((l) => l !== '')
     .map((l) => JSON.parse(l))
     .find((e) => e.t === 'agent' && e.pid !== undefined).pid;
-  process.stdout.write(JSON.stringify({ agent, sandbox }) + '\n');
+  const out = { agent, sandbox, uid: task.uid, pilotSandbox: pilot.sandbox };
+  process.stdout.write(JSON.stringify(out) + '\n');
 })();

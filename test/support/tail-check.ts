@@ -1,6 +1,7 @@
 import { expect } from '@jest/globals';
 import * as path from 'node:path';
 import type { TaskManager } from '../../src/client/task-manager';
+import type { TaskDescription } from '../../src/generated';
 import { withTimeout } from '../../src/lib/deferred';
 import { startCli } from './cli';
 import { closedGate } from './flock-gate';
@@ -18,13 +19,17 @@ export const GATED_PRINTER = [
 /**
  * Follows a gated printer with tmgr.tail: the first line comes while the task still runs (the
  * gate is closed), the rest once the gate opens, then the follower ends with the task. Returns
- * the task's uid.
+ * the task's uid. `extra`: more of its description (its `output`).
  */
-export async function followGatedPrinter(tmgr: TaskManager, root: string): Promise<string> {
+export async function followGatedPrinter(
+  tmgr: TaskManager,
+  root: string,
+  extra: Partial<TaskDescription> = {},
+): Promise<string> {
   const gate = await closedGate(path.join(root, 'gate'));
   try {
     const [task] = await tmgr.submitTasks([
-      { executable: '/bin/sh', arguments: [...GATED_PRINTER, path.join(root, 'gate')] },
+      { executable: '/bin/sh', arguments: [...GATED_PRINTER, path.join(root, 'gate')], ...extra },
     ]);
     const lines = tmgr.tail(task!.uid, { follow: true });
     const first = await withTimeout(lines.next(), 60_000, 'the first line');

@@ -4,7 +4,6 @@ import * as path from 'node:path';
 import type { TaskView } from '../../client/task-output';
 import { UsageError } from '../../errors';
 import { FileLines } from '../../lib/file-lines';
-import { StreamFormatError } from '../../lib/output-frames';
 import { PRIVATE_DIR, PRIVATE_FILE } from '../../lib/private-files';
 import { streamDirOf } from '../../lib/stream-cursor';
 import { passStreamDir, type FrameSink } from '../../lib/stream-pass';
@@ -93,11 +92,9 @@ async function logs(session: string, uids: string[], flags: LogsFlags): Promise<
   const writer = flags.out === undefined ? undefined : new OutFiles(outDir(flags.out));
   const printer =
     writer === undefined ? new LinePrinter(formatOf(flags, stream, uids, wanted)) : undefined;
-  const streamed = new Set<string>();
   const sink: FrameSink = {
     wants: (uid, attempt) => wanted.get(uid)?.attempt === attempt,
     frame: (f) => {
-      streamed.add(f.uid);
       if (f.kind === 'end') {
         writer?.start(f.uid);
         writer?.end(f.uid);
@@ -122,18 +119,14 @@ async function logs(session: string, uids: string[], flags: LogsFlags): Promise<
         );
         continue;
       }
-      try {
-        await passStreamDir(streamDirOf(pilotDir), sink);
-      } catch (e) {
-        if (!(e instanceof StreamFormatError)) throw e;
-        problems.push(e.message);
-      }
+      const damaged = await passStreamDir(streamDirOf(pilotDir), sink);
+      problems.push(...damaged.map((e) => e.message));
     }
     printer?.endAll((uid) => wanted.get(uid)!.attempt);
     await printer?.flush();
-    // output 'files' (or not known, and no frames of it): its sandbox's files
+    // output 'files': its sandbox's files (a task whose output is not known wrote none yet)
     for (const [uid, w] of wanted) {
-      if (streamed.has(uid) || unreachable.has(uid) || w.view.output === 'stream') continue;
+      if (unreachable.has(uid) || w.view.output !== 'files') continue;
       const sandbox = w.view.sandbox;
       if (sandbox === undefined || !existsSync(sandbox)) continue;
       if (writer !== undefined) copyFiles(sandbox, writer.start(uid));

@@ -48,6 +48,12 @@ export function outputOf(
 export type OutputMode = 'files' | 'stream';
 
 /**
+ * A pilot's agent.output unless it says: streaming makes no file or directory per task and
+ * runs more tasks per second (docs/output.md, docs/performance.md).
+ */
+export const DEFAULT_OUTPUT: OutputMode = 'stream';
+
+/**
  * Owns AGENT_STAGING_INPUT: gives each task its sandbox inside the pilot's sandbox (see
  * needsOwnSandbox), then has its input directives performed (a task with none goes straight on).
  */
@@ -68,7 +74,7 @@ export class AgentInputStagerCore {
     private readonly clock: Clock,
     private readonly pilotSandbox: string,
     /** The pilot's agent.output: where executables' output goes unless they say. */
-    private readonly defaultOutput: OutputMode = 'files',
+    private readonly defaultOutput: OutputMode = DEFAULT_OUTPUT,
   ) {}
 
   onTasks(tasks: TaskRecord[]): void {
@@ -159,9 +165,10 @@ export class AgentInputStagerCore {
 
   private done(task: TaskRecord, now: number, notes: Notification[], out: TaskRecord[]): void {
     const own = task.sandbox !== undefined && task.sandbox !== this.pilotSandbox;
-    // where to find what it writes: a sandbox of its own, and whether its output streams
+    // where to find what it writes: a sandbox of its own, and where its output goes (said for
+    // both modes: a reader that guessed would guess wrong for tasks of a pilot of the other)
     let detail: NotificationDetail | undefined = own ? { sandbox: task.sandbox! } : undefined;
-    if (task.output === 'stream') (detail ??= {}).output = 'stream';
+    if (task.output !== undefined) (detail ??= {}).output = task.output;
     notes.push(transition(task, 'AGENT_SCHEDULING_PENDING', ME, now, detail));
     out.push(task);
   }

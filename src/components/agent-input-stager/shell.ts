@@ -8,7 +8,7 @@ import type { ShellDeps } from '../shared/shell-deps';
 import { STAGING_CONCURRENCY, stageEach } from '../shared/staging-io';
 import type { StagingStep } from '../shared/staging-paths';
 import type { Transfers } from '../shared/transfers';
-import { AgentInputStagerCore, type OutputMode } from './core';
+import { AgentInputStagerCore, DEFAULT_OUTPUT, type OutputMode } from './core';
 import type { AgentInputStagerEffects } from './effects';
 
 /** Runs AgentInputStagerCore: makes the sandboxes and performs input directives here. */
@@ -23,7 +23,7 @@ export class AgentInputStagerShell implements AgentInputStagerEffects {
     private readonly transfers?: Transfers,
     /** The pilot's agent.output and agent.taskJson. */
     private readonly opts: { output: OutputMode; taskJson: boolean } = {
-      output: 'files',
+      output: DEFAULT_OUTPUT,
       taskJson: false,
     },
   ) {

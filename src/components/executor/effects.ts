@@ -146,9 +146,16 @@ export interface ExitedEvent {
   error?: FunctionError;
   /**
    * A `stream` spawn: the last bytes (TAIL_BYTES, src/lib/file-tail.ts) of its stdout and
-   * stderr as read up to its exit, cut to a line start as file tails are, and the bytes each had.
+   * stderr as read up to its exit, cut to a line start as file tails are, and the bytes each had;
+   * `lost`: frames of it could not be written to the stream file (why, e.g. a full disk).
    */
-  output?: { stdout: string; stderr: string; stdoutBytes: number; stderrBytes: number };
+  output?: {
+    stdout: string;
+    stderr: string;
+    stdoutBytes: number;
+    stderrBytes: number;
+    lost?: string;
+  };
 }
 
 /** The job never ran (or its runner was lost): `code` is an errno name or E_SPAWNER_DIED. */

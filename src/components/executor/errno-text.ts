@@ -14,6 +14,8 @@ const ERRNO_TEXT: Record<string, string> = {
   EMFILE: 'too many open files',
   EAGAIN: 'too many processes',
   ENOMEM: 'out of memory',
+  ENOSPC: 'no space left on device',
+  EDQUOT: 'disk quota exceeded',
 };
 
 /** The error's code (ENOENT, ...); EIO when it has none. */

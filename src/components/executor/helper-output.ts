@@ -5,7 +5,8 @@
  * bytes: keep the two in step. Node built-ins and dependency-free modules only.
  *
  * Frames are queued as data comes and written by the helper's flush, before that turn's events,
- * in one write. A task's output ends (one end frame) once its main process exited and both its
+ * in one write; a write that fails loses them, and the task attempts they were of get lost
+ * events, ahead of that turn's other events (so before their exits). A task's output ends (one end frame) once its main process exited and both its
  * pipes reached EOF: what it left behind may write on until the helper's kill grace ends it.
  *
  * Node gives a child's 'pipe' stdio as a socket pair, not a pipe: a task cannot open
@@ -94,7 +95,7 @@ export class TaskOutput {
     this.tails[k]!.add(chunk);
     for (let at = 0; at < chunk.length; at += FRAME_DATA_MAX) {
       const piece = chunk.subarray(at, at + FRAME_DATA_MAX);
-      this.file.queue(encodeFrame(KINDS[k]!, this.uid, this.attempt, piece));
+      this.file.queue(encodeFrame(KINDS[k]!, this.uid, this.attempt, piece), this);
     }
   }
 
@@ -110,7 +111,7 @@ export class TaskOutput {
   private end(): void {
     if (this.done) return;
     this.done = true;
-    this.file.queue(encodeFrame('end', this.uid, this.attempt));
+    this.file.queue(encodeFrame('end', this.uid, this.attempt), this);
     this.file.forget(this);
   }
 }
@@ -122,10 +123,19 @@ export interface StreamFileOptions {
   error(message: string): void;
 }
 
+/** Frames of a task attempt that were not written: what a lost event says. */
+export interface LostOutput {
+  uid: string;
+  attempt: number;
+  errno: string;
+}
+
 /** The helper's stream file, opened for appending (0600), STREAM_MAGIC first when empty. */
 export class StreamFile {
   private readonly fd: number;
   private frames: Buffer[] = [];
+  /** The outputs whose frames are queued. */
+  private owners = new Set<TaskOutput>();
   private readonly outputs = new Set<TaskOutput>();
   /** A write failed: said once, until one succeeds. */
   private failing = false;
@@ -146,8 +156,9 @@ export class StreamFile {
     return out;
   }
 
-  queue(frame: Buffer): void {
+  queue(frame: Buffer, owner: TaskOutput): void {
     this.frames.push(frame);
+    this.owners.add(owner);
     if (this.frames.length === 1) this.opts.schedule();
   }
 
@@ -158,16 +169,19 @@ export class StreamFile {
   /**
    * Appends the queued frames in one write. A failed write is cut back off (never half a frame
    * in the file), said once until a write succeeds, and its frames are lost: output never stops
-   * a task.
+   * a task, but the task attempts whose frames were lost are returned (for lost events).
    */
-  flush(): void {
-    if (this.frames.length === 0) return;
+  flush(): LostOutput[] {
+    if (this.frames.length === 0) return [];
     const buf = this.frames.length === 1 ? this.frames[0]! : Buffer.concat(this.frames);
+    const owners = this.owners;
     this.frames = [];
+    this.owners = new Set();
     let off = 0;
     try {
       while (off < buf.length) off += writeSync(this.fd, buf, off);
       this.failing = false;
+      return [];
     } catch (e) {
       try {
         if (off > 0) ftruncateSync(this.fd, fstatSync(this.fd).size - off);
@@ -179,6 +193,7 @@ export class StreamFile {
         this.opts.error(`cannot write the output stream '${this.path}': ${errnoText(code, e)}`);
       }
       this.failing = true;
+      return [...owners].map((o) => ({ uid: o.uid, attempt: o.attempt, errno: code }));
     }
   }
 

@@ -99,12 +99,17 @@ function schedule(): void {
 }
 
 /**
- * The turn's frames, then its events: an exit event follows its task's frames. While a spawn is
+ * The turn's frames, then its events: an exit event follows its task's frames, and the lost
+ * events of frames not written come first (before the exits they concern). While a spawn is
  * queued, events wait holdMs from the first one held (one write at most per holdMs).
  */
 function flush(): void {
   flushQueued = false;
-  stream?.flush();
+  const lost = stream?.flush() ?? [];
+  if (lost.length > 0) {
+    const events = lost.map((l): HelperEvent => ({ ev: 'lost', ...l }));
+    outbox = [...events.map((ev) => JSON.stringify(ev)), ...outbox];
+  }
   if (outbox.length === 0 || stdoutBroken) return;
   if (holdMs > 0 && queue.size > 0 && !urgent) {
     heldTimer ??= setTimeout(writeEvents, holdMs);

@@ -35,9 +35,9 @@ import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { UsageError, errorMeta } from '../../errors';
 import { deferred, withTimeout, type Deferred } from '../../lib/deferred';
-import { cutToLine } from '../../lib/file-tail';
 import type { Logger } from '../../lib/logger';
 import type { ExitedEvent, FailedEvent, KillSignal, SpawnSpec, StartedEvent } from './effects';
+import { exitedOf } from './helper-exit';
 import type { TrackingKind } from './helper-tracking';
 import { PoolTracking, type HelperTracking } from './pool-tracking';
 import {
@@ -68,6 +68,9 @@ interface Helper {
   slot: number;
   /** uid -> pid (undefined until started) of every task this helper runs. */
   tasks: Map<string, number | undefined>;
+  /** Its stream file (streamDir), and the errno of each running task whose frames it lost. */
+  stream: string | undefined;
+  lost: Map<string, string>;
   outbox: string[];
   partial: string;
   alive: boolean;
@@ -226,11 +229,12 @@ export class SpawnerPool {
     const env = this.opts.env === undefined ? process.env : { ...process.env, ...this.opts.env };
     const args = [...command.args, ...this.track.args(this.opts.killGraceMs ?? 3_000)];
     args.push('--hold-ms', String(this.opts.holdMs ?? 0));
+    let stream: string | undefined;
     if (this.opts.streamDir !== undefined) {
       const generation = (this.generations[slot] = (this.generations[slot] ?? -1) + 1);
-      const file = path.join(this.opts.streamDir, `spawner.${slot}.${generation}.pfout`);
-      this.files.push(file);
-      args.push('--stream', file);
+      stream = path.join(this.opts.streamDir, `spawner.${slot}.${generation}.pfout`);
+      this.files.push(stream);
+      args.push('--stream', stream);
     }
     const proc = spawn(command.file, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     const h: Helper = {
@@ -238,9 +242,11 @@ export class SpawnerPool {
       pid: proc.pid ?? -1,
       slot,
       tasks: new Map(),
+      lost: new Map(),
       outbox: [],
       partial: '',
       alive: true,
+      stream,
       ready: deferred<void>(),
       closed: deferred<void>(),
     };
@@ -318,9 +324,15 @@ export class SpawnerPool {
               : { uid: ev.uid, pid: ev.pid, t: ev.t },
           );
           break;
-        case 'exited':
+        case 'exited': {
+          const errno = h.lost.get(ev.uid);
           this.forget(h, ev.uid);
-          exited.push(exitedOf(ev));
+          exited.push(exitedOf(ev, errno === undefined ? undefined : { file: h.stream!, errno }));
+          break;
+        }
+        case 'lost': // before the exit, when the task exited in the turn that lost its frames
+          if (h.tasks.has(ev.uid)) h.lost.set(ev.uid, h.lost.get(ev.uid) ?? ev.errno);
+          else this.log.warn('output of an ended task lost', { pid: h.pid, ...ev });
           break;
         case 'failed':
           this.forget(h, ev.uid);
@@ -388,6 +400,7 @@ export class SpawnerPool {
 
   private forget(h: Helper, uid: string): void {
     h.tasks.delete(uid);
+    h.lost.delete(uid);
     if (this.owner.get(uid) === h) {
       this.owner.delete(uid);
       this.processOnly.delete(uid);
@@ -424,23 +437,4 @@ export class SpawnerPool {
       });
     }
   }
-}
-
-/** An exit as the handlers get it: a 'stream' spawn's tails decoded, cut as file tails are. */
-function exitedOf(ev: Extract<HelperEvent, { ev: 'exited' }>): ExitedEvent {
-  const { uid, exitCode, signal, t } = ev;
-  const exit: ExitedEvent = { uid, exitCode, signal, ...(t === undefined ? {} : { t }) };
-  const { stdoutTail, stderrTail, stdoutBytes, stderrBytes } = ev;
-  if (stdoutTail === undefined || stderrTail === undefined) return exit;
-  const text = (base64: string, bytes = 0): string => {
-    const tail = Buffer.from(base64, 'base64');
-    return cutToLine(tail.toString('utf8'), bytes > tail.length);
-  };
-  exit.output = {
-    stdout: text(stdoutTail, stdoutBytes),
-    stderr: text(stderrTail, stderrBytes),
-    stdoutBytes: stdoutBytes ?? 0,
-    stderrBytes: stderrBytes ?? 0,
-  };
-  return exit;
 }

@@ -9,6 +9,7 @@
  *   from a helper: {"ev":"ready",pid,tracking,markPrefix,why?} first, then {"ev":"started",uid,pid,t}
  *                  | {"ev":"exited",uid,exitCode,signal,t,stdoutTail?,stderrTail?,stdoutBytes?,
  *                   stderrBytes?} | {"ev":"failed",uid,code,message} | {"ev":"error",message}
+ *                  | {"ev":"lost",uid,attempt,errno}
  * The requests of one synchronous run go out in one write; a helper sends the events of one of
  * its loop turns in one write. `files` are written before the task starts; a spawn with
  * `killScope: 'process'` (srun) is killed alone, others with every process they started, tracked
@@ -22,8 +23,11 @@
  * and attempt (src/lib/output-frames.ts; the frames of a turn in one write, before its events).
  * Its exit event follows the frames of all it wrote before it exited and carries ExitTails; what
  * it left behind is framed on until both pipes reach EOF, then one end frame (none for a spawn
- * that failed). A bad line gets an error event and the helper goes on. Details (kill scope, stdin
- * EOF, NUL bytes, streams) at the top of pf-spawner.c and spawner-main.ts.
+ * that failed). A write of the stream file that fails loses its frames (said once in an error
+ * event): each task attempt they were of gets a lost event, before the turn's other events (so
+ * before its exit, when it exited in that turn). A bad line gets an error event and the helper
+ * goes on. Details (kill scope, stdin EOF, NUL bytes, streams) at the top of pf-spawner.c and
+ * spawner-main.ts.
  * Queued starts: a spawn with `after` naming a task whose main process this helper has not yet
  * reaped, or a spawn queued here, waits behind it (holding no pipe, cgroup or file) and starts
  * right after that one is reaped, fails to start or is dropped, in the same loop turn, before
@@ -72,4 +76,5 @@ export type HelperEvent =
   | ({ ev: 'started' } & StartedEvent)
   | ({ ev: 'exited' } & Omit<ExitedEvent, 'output'> & Partial<ExitTails>)
   | ({ ev: 'failed' } & FailedEvent)
-  | { ev: 'error'; message: string };
+  | { ev: 'error'; message: string }
+  | { ev: 'lost'; uid: string; attempt: number; errno: string };

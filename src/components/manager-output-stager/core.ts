@@ -60,7 +60,7 @@ export class ManagerOutputStagerCore {
       if (task.pilot !== undefined) detail.pilot = task.pilot;
       if (task.sandbox !== undefined) detail.sandbox = task.sandbox;
       // the agent's note of it may come after this: a tail read at once must know
-      if (task.output === 'stream') detail.output = 'stream';
+      if (task.output !== undefined) detail.output = task.output;
       if (why === undefined) {
         notes.push(transition(task, 'DONE', ME, now, detail));
       } else if (retry) {

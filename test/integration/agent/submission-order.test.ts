@@ -16,8 +16,8 @@ describe('tasks of equal priority start in submission order (FIFO)', () => {
     const fx = await fixture.open({ cores: 1 });
     await fx.pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 30_000 });
     // back to back, each call awaited (it returns once its bulk is handed on) but none waits
-    // for its tasks to run: the agent is still taking the first bulk in (it makes sandboxes
-    // 256 per event-loop turn) when the next arrive
+    // for its tasks to run: the agent is still taking the first bulk in (256 tasks per
+    // event-loop turn, making the sandboxes of those that need one) when the next arrive
     const sizes = [430, 3, 50];
     const bulks: Task[][] = [];
     for (const [b, n] of sizes.entries()) {

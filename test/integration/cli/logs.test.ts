@@ -1,5 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import * as path from 'node:path';
 import { STREAM_MAGIC, encodeFrame, type FrameKind } from '../../../src/lib/output-frames';
 import { runCli } from '../../support/cli';
@@ -20,9 +28,10 @@ const f = (kind: FrameKind, uid: string, data?: string | number[], attempt = 1):
 
 /**
  * A finished session on a local pilot: two tasks with output 'files' (their sandboxes' files),
- * two whose output the test streams into the pilot's stream files by hand (what a spawner helper
- * will write: issue 17; they ran /bin/true, so their own files are empty), and a function call.
- * Returns the CLI arguments that name the session.
+ * two that streamed (the default) and whose frames the test writes by hand in place of their
+ * helpers' files (they ran /bin/true: those held only their end frames), with what no real
+ * task gives at will (another attempt's frames, a character cut across frames, a missing end
+ * frame), and a function call. Returns the CLI arguments that name the session.
  */
 async function session(fx: Fixture): Promise<string[]> {
   await fx.tmgr.submitTasks([
@@ -30,8 +39,9 @@ async function session(fx: Fixture): Promise<string[]> {
       uid: 'files-a',
       executable: '/bin/sh',
       arguments: ['-c', 'echo a1; echo a2; echo aerr >&2; printf apartial'],
+      output: 'files',
     },
-    { uid: 'files-b', executable: '/bin/echo', arguments: ['b1'] },
+    { uid: 'files-b', executable: '/bin/echo', arguments: ['b1'], output: 'files' },
     { uid: 'stream-c', executable: '/bin/true' },
     { uid: 'stream-d', executable: '/bin/true' },
     { uid: 'f-fun', mode: 'function', function: { module: 'node:os', export: 'hostname' } },
@@ -39,7 +49,10 @@ async function session(fx: Fixture): Promise<string[]> {
   await fx.tmgr.waitTasks({ timeoutMs: 60_000 });
   await fx.session.close();
   const dir = path.join(fx.pilot.sandbox, 'output');
-  mkdirSync(dir, { recursive: true });
+  const helpers = readdirSync(dir);
+  expect(helpers.length).toBeGreaterThan(0); // the helpers' own stream files, replaced:
+  rmSync(dir, { recursive: true });
+  mkdirSync(dir);
   writeFileSync(
     path.join(dir, 'spawner-0.pfout'),
     Buffer.concat([
@@ -149,8 +162,12 @@ describe('pilotfish logs', () => {
     const none = await runCli(['logs', 'pf.20200101.000000.abcdef', ...dir]);
     expect([none.code, none.stderr]).toEqual([2, expect.stringMatching(/no session 'pf\.2020/)]);
 
-    // a damaged stream file: what comes before the damage, the rest, and the file named
-    const damaged = path.join(fx.pilot.sandbox, 'output', 'spawner-2.pfout');
+    // a damaged stream file: what comes before the damage, the rest (stream-d's frames are in
+    // the file after it), and the file named
+    const damaged = path.join(fx.pilot.sandbox, 'output', 'spawner-1-damaged.pfout');
+    expect([damaged, path.join(fx.pilot.sandbox, 'output', 'spawner-1.pfout')].sort()[0]).toBe(
+      damaged,
+    );
     writeFileSync(damaged, 'not frames');
     expect(await run('stream-d', 'files-b')).toEqual({
       code: 1,

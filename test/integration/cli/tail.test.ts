@@ -8,16 +8,20 @@ describe('pilotfish tail', () => {
   const fixture = fixtures();
   const temp = tempDirs('pf-cli-tail-');
 
-  it("-f prints a running task's lines as they come and ends with the task; later, all of them", async () => {
-    const fx = await fixture.open();
-    const args = await cliFollowGatedPrinter(fx, temp.make());
-    // the session closed: a finished session reads the same, stderr too
-    await fx.session.close();
-    const all = 'first\nsecond\nthird\npartial\n';
-    expect(await runCli(['tail', ...args])).toEqual({ code: 0, stdout: all, stderr: '' });
-    expect((await runCli(['tail', ...args, '--stderr'])).stdout).toBe('oops\n');
-    expect((await runCli(['tail', ...args, '-f'])).stdout).toBe(all);
-  }, 120_000);
+  it.each(['stream', 'files'] as const)(
+    "output '%s': -f prints a running task's lines as they come and ends with the task; later, all of them",
+    async (output) => {
+      const fx = await fixture.open({ agent: { output } });
+      const args = await cliFollowGatedPrinter(fx, temp.make());
+      // the session closed: a finished session reads the same, stderr too
+      await fx.session.close();
+      const all = 'first\nsecond\nthird\npartial\n';
+      expect(await runCli(['tail', ...args])).toEqual({ code: 0, stdout: all, stderr: '' });
+      expect((await runCli(['tail', ...args, '--stderr'])).stdout).toBe('oops\n');
+      expect((await runCli(['tail', ...args, '-f'])).stdout).toBe(all);
+    },
+    120_000,
+  );
 
   it('an unknown task: a message and exit 1; an unknown session: exit 2', async () => {
     const fx = await fixture.open();

@@ -1,4 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
+import { existsSync } from 'node:fs';
+import type { TaskDescription } from '../../../src/generated';
 import { TASK_STATES } from '../../../src/states/task-model';
 import { fixtures } from '../../support/session-fixture';
 
@@ -36,23 +38,38 @@ describe('a local pilot runs tasks end to end', () => {
     ]);
   }, 40_000);
 
-  it('gives the task its environment and sandbox', async () => {
-    const fx = await fixture.open();
-    const [t] = await fx.tmgr.submitTasks([
-      {
-        uid: 'env-check',
-        executable: '/bin/sh',
-        arguments: ['-c', 'echo "$PF_TASK_ID $PF_PILOT_ID $PF_SESSION_ID $GREETING"; pwd'],
-        environment: { GREETING: 'hi' },
-      },
-    ]);
-    await fx.tmgr.waitTasks({ timeoutMs: 20_000 });
-    expect(t!.state).toBe('DONE');
-    const [line1, line2] = t!.stdout!.trim().split('\n');
-    expect(line1).toBe(`env-check ${fx.pilot.uid} ${fx.session.uid} hi`);
-    expect(line2).toBe(t!.sandbox);
-    expect(t!.sandbox).toBe(`${fx.session.dir}/${fx.pilot.uid}/env-check`);
-  }, 30_000);
+  it.each<[string, Pick<TaskDescription, 'output' | 'sandbox'>, boolean]>([
+    ['streams (the default): the pilot sandbox, made for no task', {}, false],
+    ["output 'files': a sandbox of its own", { output: 'files' }, true],
+    ['streams, and asks for a sandbox of its own', { sandbox: true }, true],
+  ])(
+    'gives the task its environment and sandbox: %s',
+    async (_what, extra, own) => {
+      const fx = await fixture.open();
+      const [t] = await fx.tmgr.submitTasks([
+        {
+          uid: 'env-check',
+          executable: '/bin/sh',
+          arguments: [
+            '-c',
+            'echo "$PF_TASK_ID $PF_PILOT_ID $PF_SESSION_ID $GREETING"; pwd; echo "$PF_TASK_SANDBOX"',
+          ],
+          environment: { GREETING: 'hi' },
+          ...extra,
+        },
+      ]);
+      await fx.tmgr.waitTasks({ timeoutMs: 20_000 });
+      expect(t!.state).toBe('DONE');
+      const [line1, line2, line3] = t!.stdout!.trim().split('\n');
+      expect(line1).toBe(`env-check ${fx.pilot.uid} ${fx.session.uid} hi`);
+      const pilotSandbox = `${fx.session.dir}/${fx.pilot.uid}`;
+      const sandbox = own ? `${pilotSandbox}/env-check` : pilotSandbox;
+      expect([t!.sandbox, line2, line3]).toEqual([sandbox, sandbox, sandbox]);
+      expect(t!.output).toBe(extra.output ?? 'stream');
+      expect(existsSync(`${pilotSandbox}/env-check`)).toBe(own);
+    },
+    30_000,
+  );
 
   it('fails tasks with a reason a person can act on', async () => {
     const fx = await fixture.open();

@@ -12,6 +12,8 @@ import { deferred, withTimeout } from '../../../src/lib/deferred';
 import { TASK_STATES } from '../../../src/states/task-model';
 import type { StoreUnwritableError } from '../../../src/updater/state-store';
 import { waitForExit } from '../../support/processes';
+import { padStreamFile } from '../../support/stream-page';
+import { collect } from '../../support/tail-check';
 import { Tmpfs, tmpfsPerTest, tmpfsUnavailable } from '../../support/tmpfs';
 
 const ORDER = TASK_STATES.slice(0, TASK_STATES.indexOf('DONE') + 1);
@@ -142,6 +144,7 @@ d(title, () => {
     tmgr.onState((t, s) => seen.set(t.uid, [...(seen.get(t.uid) ?? []), s]));
     const gate = await Gate.close(gateDir);
     cleanups.push(() => gate.kill());
+    // they print nothing: their end frames fit in what the stream files' first pages have left
     const tasks = await tmgr.submitTasks(
       Array.from({ length: TASKS }, () => ({
         executable: '/usr/bin/flock',
@@ -237,7 +240,7 @@ d(title, () => {
     });
   });
 
-  it('ends FAILED, with the errno, a task whose sandbox cannot be made on a full disk', async () => {
+  it("ends FAILED, with the errno, an output 'files' task whose sandbox cannot be made on a full disk", async () => {
     const sandboxes = Tmpfs.mount('1m');
     cleanups.push(() => sandboxes.unmount());
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-it-'));
@@ -259,11 +262,55 @@ d(title, () => {
     tmgr.addPilots([pilot!]);
     await pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 30_000 });
     sandboxes.fill(); // agent.log too: the agent goes on without it
-    const [t] = await tmgr.submitTasks([{ executable: '/bin/true' }]);
+    const [t] = await tmgr.submitTasks([{ executable: '/bin/true', output: 'files' }]);
     await tmgr.waitTasks({ timeoutMs: 30_000 });
     expect(t!.state).toBe('FAILED');
     expect(t!.reason).toMatchObject({ code: 'E_STAGING', detail: { errno: 'ENOSPC' } });
     expect(t!.reason!.message).toContain('cannot create the task sandbox');
+  }, 60_000);
+
+  it('ends FAILED (E_OUTPUT_LOST) a streamed task whose output cannot be written, and its follower ends with it', async () => {
+    const sandboxes = Tmpfs.mount('1m');
+    cleanups.push(() => sandboxes.unmount());
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-it-'));
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const session = await Session.open({ dir });
+    cleanups.push(() => session.close());
+    const pmgr = new PilotManager(session, { shutdownGraceMs: 5_000 });
+    const tmgr = new TaskManager(session);
+    const pilotDir = `${sandboxes.dir}/pilot`;
+    const [pilot] = await pmgr.submitPilots([
+      { resource: 'local', cores: 1, runtimeMin: 5, sandbox: pilotDir },
+    ]);
+    tmgr.addPilots([pilot!]);
+    await pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 30_000 });
+    const streams = path.join(pilotDir, 'output');
+    for (const f of fs.readdirSync(streams)) padStreamFile(path.join(streams, f));
+    sandboxes.fill(); // agent.log too: the agent goes on without it
+    const [t] = await tmgr.submitTasks([
+      { executable: '/bin/sh', arguments: ['-c', 'echo hello; echo oops >&2'] },
+    ]);
+    const follower = collect(tmgr.tail(t!.uid, { follow: true }));
+    await tmgr.waitTasks({ timeoutMs: 30_000 });
+    expect([t!.state, t!.output, t!.exitCode]).toEqual(['FAILED', 'stream', 0]);
+    expect(t!.reason).toMatchObject({
+      code: 'E_OUTPUT_LOST',
+      component: 'Executor',
+      detail: { exitCode: 0, signal: null },
+    });
+    expect(t!.reason!.message).toMatch(
+      new RegExp(
+        `^the task's output was not all written: cannot write the output stream '${streams}/spawner\\.\\d+\\.\\d+\\.pfout': no space left on device \\(ENOSPC\\)$`,
+      ),
+    );
+    expect([t!.stdout, t!.stderr]).toEqual(['hello\n', 'oops\n']); // the tails came with its exit
+    expect(await withTimeout(follower, 10_000, 'the follower')).toEqual([]);
+    // space back: the next task's output is written and read
+    sandboxes.free();
+    const [next] = await tmgr.submitTasks([{ executable: '/bin/echo', arguments: ['back'] }]);
+    await tmgr.waitTasks({ uids: [next!.uid], timeoutMs: 30_000 });
+    expect(next!.state).toBe('DONE');
+    expect(await collect(tmgr.tail(next!.uid))).toEqual(['back']);
   }, 60_000);
 });
 

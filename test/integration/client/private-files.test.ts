@@ -20,23 +20,25 @@ function openToOthers(dir: string): string[] {
 describe('files a session writes', () => {
   const fixture = fixtures();
 
-  it("are their owner's alone, whatever the umask: session, pilot and task directories and files", async () => {
+  it("are their owner's alone, whatever the umask: session, pilot and task directories, stream files", async () => {
     const before = process.umask(0o022);
     try {
-      const fx = await fixture.open({ cores: 1 });
-      await fx.tmgr.submitTasks([
-        { executable: '/bin/sh', arguments: ['-c', 'echo out; echo err >&2'] },
-      ]);
+      const fx = await fixture.open({ cores: 1, agent: { taskJson: true } });
+      const cmd = { executable: '/bin/sh', arguments: ['-c', 'echo out; echo err >&2'] };
+      const [streamed, files] = await fx.tmgr.submitTasks([cmd, { ...cmd, output: 'files' }]);
       await fx.tmgr.waitTasks({ timeoutMs: 20_000 });
-      const [task] = fx.tmgr.list();
-      expect(task!.state).toBe('DONE');
+      expect([streamed!.state, files!.state]).toEqual(['DONE', 'DONE']);
       await fx.session.close(); // agent.log, the store's last segment and the logs are written
-      const files = readdirSync(fx.session.dir);
-      expect(files).toEqual(expect.arrayContaining(['journal.jsonl', 'delivered', 'client.log']));
-      expect(readdirSync(path.join(fx.session.dir, fx.pilot.uid))).toEqual(
-        expect.arrayContaining(['agent.log', 'agent.json', 'agent.out', 'agent.err', task!.uid]),
-      );
-      expect(readdirSync(task!.sandbox!).sort()).toEqual(['stderr', 'stdout']);
+      const top = readdirSync(fx.session.dir);
+      expect(top).toEqual(expect.arrayContaining(['journal.jsonl', 'delivered', 'client.log']));
+      const pilotDir = path.join(fx.session.dir, fx.pilot.uid);
+      const inPilot = ['agent.log', 'agent.json', 'agent.out', 'agent.err', 'output', files!.uid];
+      expect(readdirSync(pilotDir)).toEqual(expect.arrayContaining(inPilot));
+      expect(readdirSync(pilotDir)).not.toContain(streamed!.uid); // it streamed: no directory
+      expect(readdirSync(files!.sandbox!).sort()).toEqual(['stderr', 'stdout', 'task.json']);
+      const streams = readdirSync(path.join(pilotDir, 'output'));
+      expect(streams.length).toBeGreaterThan(0);
+      for (const f of streams) expect(f).toMatch(/^spawner\.\d+\.\d+\.pfout$/);
       expect(openToOthers(fx.session.dir)).toEqual([]);
     } finally {
       process.umask(before);

@@ -69,6 +69,7 @@ describe('staging directives on a local pilot, end to end', () => {
       {
         executable: '/bin/sh',
         arguments: ['-c', 'echo partial > result.txt; echo boom >&2; exit 3'],
+        output: 'files', // its stderr a file in its sandbox, to stage
         outputStaging: [
           { source: 'task://result.txt', target: `client://${client}/bad/result.txt` },
           { source: 'task://stderr', target: `client://${client}/bad/stderr` },

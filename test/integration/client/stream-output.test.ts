@@ -11,8 +11,8 @@ describe("output 'stream' on a local pilot", () => {
   const fixture = fixtures();
   const temp = tempDirs('pf-stream-');
 
-  it('gives tails, tail and logs the lines, makes no sandbox unless a task needs one', async () => {
-    const fx = await fixture.open({ cores: 2, agent: { output: 'stream' } });
+  it('by default: gives tails, tail and logs the lines, makes no sandbox unless a task needs one', async () => {
+    const fx = await fixture.open({ cores: 2 });
     const pilotDir = path.join(fx.session.dir, fx.pilot.uid);
     const [echo, many, bad, files, own] = await fx.tmgr.submitTasks([
       {
@@ -43,7 +43,7 @@ describe("output 'stream' on a local pilot", () => {
     expect(bad!.reason!.message).toContain('boom');
     expect(await collect(fx.tmgr.tail(bad!.uid, { stream: 'stderr' }))).toEqual(['first', 'boom']);
     // a task may still ask for files, or for a directory of its own
-    expect([files!.state, files!.output]).toEqual(['DONE', undefined]);
+    expect([files!.state, files!.output]).toEqual(['DONE', 'files']);
     expect(fs.readFileSync(path.join(files!.sandbox!, 'stdout'), 'utf8')).toBe('to a file\n');
     expect([own!.state, own!.output, own!.stdout]).toEqual(['DONE', 'stream', 'done\n']);
     expect(fs.readdirSync(own!.sandbox!)).toEqual(['mine.txt']);
@@ -63,10 +63,14 @@ describe("output 'stream' on a local pilot", () => {
     expect(out.stdout).toBe(`in ${pilotDir} as ${pilotDir}\n`);
   }, 90_000);
 
-  it('a follower gets the lines of a running task as it prints them, and ends when the task ends', async () => {
-    const fx = await fixture.open({ cores: 1, agent: { output: 'stream' } });
-    const uid = await followGatedPrinter(fx.tmgr, temp.make());
-    expect(fx.tmgr.get(uid)?.output).toBe('stream');
+  it("on a pilot whose default is 'files', a task that asks streams: followed as it prints, to its end", async () => {
+    const fx = await fixture.open({ cores: 1, agent: { output: 'files' } });
+    const uid = await followGatedPrinter(fx.tmgr, temp.make(), { output: 'stream' });
+    const [other] = await fx.tmgr.submitTasks([{ executable: '/bin/echo', arguments: ['x'] }]);
+    await fx.tmgr.waitTasks({ timeoutMs: 60_000 });
+    expect([fx.tmgr.get(uid)?.output, other!.output]).toEqual(['stream', 'files']);
+    expect(fs.existsSync(path.join(fx.pilot.sandbox, uid))).toBe(false);
+    expect(fs.readFileSync(path.join(other!.sandbox!, 'stdout'), 'utf8')).toBe('x\n');
     expect(await collect(fx.tmgr.tail(uid))).toEqual(['first', 'second', 'third', 'partial']);
   }, 90_000);
 });

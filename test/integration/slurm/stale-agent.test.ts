@@ -68,15 +68,23 @@ describeSlurm('a stale agent, back after its pilot was declared lost', () => {
       await fx.pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 60_000 });
       const callbacks: string[] = [];
       fx.tmgr.onState((t, s, info) => callbacks.push(`${t.uid} ${info.attempt} ${s}`));
-      // attempt 1 runs on the Slurm pilot: `short` ends while its agent is stopped, `long` not
+      // attempt 1 runs on the Slurm pilot: `short` ends while its agent is stopped, `long` not;
+      // each writes its pid file in a sandbox of its own
       const first = (cmd: string) => `echo $$ > pid; [ "$PF_TASK_ATTEMPT" = 1 ] && ${cmd}; true`;
       const [short, long] = await fx.tmgr.submitTasks([
-        { uid: 'short', retries: 1, executable: '/bin/sh', arguments: ['-c', first('sleep 1')] },
+        {
+          uid: 'short',
+          retries: 1,
+          executable: '/bin/sh',
+          arguments: ['-c', first('sleep 1')],
+          sandbox: true,
+        },
         {
           uid: 'long',
           retries: 1,
           executable: '/bin/sh',
           arguments: ['-c', first('exec sleep 60')],
+          sandbox: true,
         },
       ]);
       const uids = ['short', 'long'];

@@ -9,12 +9,17 @@ describeSlurm('tmgr.tail on a Slurm pilot', () => {
   const fixture = fixtures();
   const temp = tempDirs('pf-tail-slurm-');
 
-  it('follows a running task: the first line before it ends, then the rest, then ends', async () => {
-    Object.assign(process.env, slurmEnv());
-    const fx = await fixture.open({ resource: 'slurm', nodes: 1, runtimeMin: 5 });
-    const uid = await followGatedPrinter(fx.tmgr, temp.make());
-    expect(await collect(fx.tmgr.tail(uid))).toEqual(['first', 'second', 'third', 'partial']);
-  }, 180_000);
+  it.each(['stream', 'files'] as const)(
+    "output '%s': follows a running task: the first line before it ends, then the rest, then ends",
+    async (output) => {
+      Object.assign(process.env, slurmEnv());
+      const fx = await fixture.open({ resource: 'slurm', nodes: 1, runtimeMin: 5 });
+      const uid = await followGatedPrinter(fx.tmgr, temp.make(), { output });
+      expect(fx.tmgr.get(uid)!.output).toBe(output);
+      expect(await collect(fx.tmgr.tail(uid))).toEqual(['first', 'second', 'third', 'partial']);
+    },
+    180_000,
+  );
 
   it('pilotfish tail -f: the same through the command, reading the session directory', async () => {
     Object.assign(process.env, slurmEnv());

@@ -93,6 +93,8 @@ describe('quiet states of function tasks', () => {
     // where its files are can wait for the next published notification, which carries it
     expect(isQuiet('function', 'AGENT_SCHEDULING_PENDING', { sandbox: '/s/t1' })).toBe(true);
     expect(isQuiet('executable', 'AGENT_SCHEDULING_PENDING', { output: 'stream' })).toBe(true);
+    const files = { sandbox: '/s/t1', output: 'files' } as const;
+    expect(isQuiet('executable', 'AGENT_SCHEDULING_PENDING', files)).toBe(true);
     expect(isQuiet('executable', 'AGENT_SCHEDULING_PENDING', { retried: 1 })).toBe(false);
     expect(isQuiet('function', 'TMGR_STAGING_INPUT_PENDING', { pilot: 'p1' })).toBe(true);
     expect(isQuiet('function', 'AGENT_STAGING_OUTPUT_PENDING', { exitCode: 1 })).toBe(true);

@@ -42,7 +42,16 @@ export const processKind: ExecutorKind<ProcessJob> = {
   },
 
   exitReason(task, exit) {
-    return exit.steps === undefined ? undefined : stepsReason(task, exit.steps);
+    if (exit.steps !== undefined) return stepsReason(task, exit.steps);
+    const lost = exit.output?.lost;
+    if (lost === undefined) return undefined;
+    // its own write succeeded (a pipe), so only this says that what it wrote is not all there
+    return {
+      code: 'E_OUTPUT_LOST',
+      message: `the task's output was not all written: ${lost}`,
+      component: COMPONENTS.executor,
+      detail: { exitCode: exit.exitCode, signal: exit.signal },
+    };
   },
 
   startFailure(task, job, f, pid): Reason {

@@ -1,7 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { published } from '../../../../src/components/shared/transition';
 import { facts } from '../../../support/facts';
-import { AgentInputStagerCore } from '../../../../src/components/agent-input-stager/core';
+import {
+  AgentInputStagerCore,
+  needsOwnSandbox,
+  outputOf,
+  type OutputMode,
+} from '../../../../src/components/agent-input-stager/core';
 import type { StagingStep } from '../../../../src/components/shared/staging-paths';
 import type { TaskRecord } from '../../../../src/generated';
 import {
@@ -16,7 +21,8 @@ import {
 const PILOT_SANDBOX = '/scratch/pilot.1';
 const CANCELED = canceledByUser('AgentInputStager');
 
-function setup() {
+/** `output`: the pilot's agent.output (left out: the core's own default). */
+function setup(output?: OutputMode) {
   const h = new CoreHarness();
   const steps: { uid: string; steps: StagingStep[] }[] = [];
   const effects = h.effects({
@@ -28,7 +34,10 @@ function setup() {
   });
   return Object.assign(h, {
     steps,
-    core: new AgentInputStagerCore(effects, h.clock, PILOT_SANDBOX),
+    core:
+      output === undefined
+        ? new AgentInputStagerCore(effects, h.clock, PILOT_SANDBOX)
+        : new AgentInputStagerCore(effects, h.clock, PILOT_SANDBOX, output),
   });
 }
 
@@ -37,15 +46,46 @@ function pending(uid: string): TaskRecord {
 }
 
 describe('AgentInputStagerCore', () => {
-  it('sets the task sandbox inside the pilot sandbox and asks for it to be staged', () => {
-    const { rec, noteBase, notes, core } = setup();
+  it("sets an output 'files' task's sandbox inside the pilot sandbox and asks for it to be staged", () => {
+    const { rec, noteBase, notes, core } = setup('files');
     const t = pending('t1');
     core.onTasks([t]);
     expect(rec.take()).toEqual(['notify t1 AGENT_STAGING_INPUT', 'stage t1']);
     expect(t.state).toBe('AGENT_STAGING_INPUT');
     expect(t.sandbox).toBe('/scratch/pilot.1/t1');
+    expect(t.output).toBe('files');
     expect(notes).toEqual([{ ...noteBase('AgentInputStager'), state: 'AGENT_STAGING_INPUT' }]);
     rec.expectNoMore();
+  });
+
+  it("streams an executable's output by default: it runs in the pilot sandbox, and its hand-on says 'stream'", () => {
+    const { rec, notes, core } = setup();
+    const t = pending('t1');
+    core.onTasks([t]);
+    expect(rec.take()).toEqual(['notify t1 AGENT_STAGING_INPUT', 'stage t1']);
+    expect([t.output, t.sandbox]).toEqual(['stream', PILOT_SANDBOX]);
+    core.onStaged([{ uid: 't1' }]);
+    expect(rec.take()).toEqual(['notify t1 AGENT_SCHEDULING_PENDING', 'forward t1']);
+    // no sandbox of its own to name: where its output goes is what a reader needs
+    expect(facts(notes.at(-1))).toEqual({ output: 'stream' });
+    expect(published(notes.slice(-1))).toEqual([]); // carried by its next published one
+    rec.expectNoMore();
+  });
+
+  it("says where the output goes for both modes, a task's own `output` over the pilot's", () => {
+    for (const pilot of ['files', 'stream'] as const) {
+      const { notes, core } = setup(pilot);
+      const other = pilot === 'files' ? 'stream' : 'files';
+      const own = pending('own');
+      own.description.output = other;
+      core.onTasks([pending('dflt'), own]);
+      core.onStaged([{ uid: 'dflt' }, { uid: 'own' }]);
+      const said = notes.slice(-2).map((n) => [n.uid, facts(n)?.output]);
+      expect(said).toEqual([
+        ['dflt', pilot],
+        ['own', other],
+      ]);
+    }
   });
 
   it('gives a function task without staging directives the pilot sandbox, and names none on the hand-on', () => {
@@ -76,21 +116,21 @@ describe('AgentInputStagerCore', () => {
     rec.expectNoMore();
   });
 
-  it('hands a staged task to the scheduler with its sandbox in the notification', () => {
-    const { rec, notes, core } = setup();
+  it('hands a staged task to the scheduler with its sandbox and output in the notification', () => {
+    const { rec, notes, core } = setup('files');
     const t = pending('t1');
     core.onTasks([t]);
     rec.take();
     core.onStaged([{ uid: 't1' }]);
     expect(rec.take()).toEqual(['notify t1 AGENT_SCHEDULING_PENDING', 'forward t1']);
     expect(t.state).toBe('AGENT_SCHEDULING_PENDING');
-    expect(facts(notes.at(-1))).toEqual({ sandbox: '/scratch/pilot.1/t1' });
+    expect(facts(notes.at(-1))).toEqual({ sandbox: '/scratch/pilot.1/t1', output: 'files' });
     core.onStaged([{ uid: 't1' }]); // a repeat: already handed on
     rec.expectNoMore();
   });
 
   it('fails a task whose sandbox cannot be created with E_STAGING naming the path and errno', () => {
-    const { rec, notes, core } = setup();
+    const { rec, notes, core } = setup('files');
     const t = pending('t1');
     core.onTasks([t]);
     rec.take();
@@ -316,7 +356,8 @@ describe('AgentInputStagerCore', () => {
       rec.expectNoMore();
       core.onInputStaged([{ uid: 't1', failures: [] }]);
       expect(rec.take()).toEqual(['notify t1 AGENT_SCHEDULING_PENDING', 'forward t1']);
-      expect(facts(notes.at(-1))).toEqual({ sandbox: '/scratch/pilot.1/t1' });
+      // a task with directives has a sandbox of its own, whatever its output
+      expect(facts(notes.at(-1))).toEqual({ sandbox: '/scratch/pilot.1/t1', output: 'stream' });
       core.onInputStaged([{ uid: 't1', failures: [] }]);
       rec.expectNoMore();
     });
@@ -389,6 +430,63 @@ describe('AgentInputStagerCore', () => {
       expect(rec.take()).toEqual(['notify t1 FAILED']);
       core.onInputStaged([{ uid: 't1', failures: [] }]);
       rec.expectNoMore();
+    });
+  });
+
+  describe('which tasks get a sandbox of their own (needsOwnSandbox) and where output goes (outputOf)', () => {
+    type D = TaskRecord['description'];
+    const exe: D = { mode: 'executable', executable: '/bin/true' };
+    const fn: D = { mode: 'function', function: { module: '/m.js' } };
+    const svc: D = { mode: 'service', executable: '/bin/srv', service: {} };
+    const staged = [{ source: 'pilot://a', target: 'task://a' }];
+
+    it.each<[string, D, OutputMode, OutputMode | undefined]>([
+      ['an executable, pilot default stream', exe, 'stream', 'stream'],
+      ['an executable, pilot default files', exe, 'files', 'files'],
+      [
+        "an executable's own output over the pilot's",
+        { ...exe, output: 'files' },
+        'stream',
+        'files',
+      ],
+      ['a service: always files', { ...svc, output: 'stream' }, 'stream', 'files'],
+      ['a function call: none', fn, 'stream', undefined],
+    ])('outputOf: %s', (_what, d, pilotDefault, want) => {
+      expect(outputOf(d, pilotDefault)).toBe(want);
+    });
+
+    it.each<[string, D, OutputMode | undefined, boolean]>([
+      ['a streaming executable', exe, 'stream', false],
+      ["an output 'files' executable", exe, 'files', true],
+      ['a service', svc, 'files', true],
+      [
+        'a streaming executable that asks (sandbox: true)',
+        { ...exe, sandbox: true },
+        'stream',
+        true,
+      ],
+      [
+        'a streaming executable with input staging',
+        { ...exe, inputStaging: staged },
+        'stream',
+        true,
+      ],
+      [
+        'a streaming executable with output staging',
+        { ...exe, outputStaging: staged },
+        'stream',
+        true,
+      ],
+      ['a streaming executable with preExec', { ...exe, preExec: ['true'] }, 'stream', true],
+      ['a streaming executable with postExec', { ...exe, postExec: ['true'] }, 'stream', true],
+      ['a streaming executable of 2 ranks', { ...exe, ranks: 2 }, 'stream', true],
+      ['a streaming executable by mpirun', { ...exe, launch: 'mpirun' }, 'stream', true],
+      ['a function call', fn, undefined, false],
+      ['a function call with staging', { ...fn, inputStaging: staged }, undefined, true],
+    ])('needsOwnSandbox: %s -> %s', (_what, d, output, want) => {
+      const t = taskRecord('t1', 'AGENT_STAGING_INPUT', { description: d });
+      if (output !== undefined) t.output = output;
+      expect(needsOwnSandbox(t)).toBe(want);
     });
   });
 

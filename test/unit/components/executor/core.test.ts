@@ -271,6 +271,31 @@ describe('ExecutorCore', () => {
     rec.expectNoMore();
   });
 
+  it('fails a streamed task whose output was not all written (E_OUTPUT_LOST), whatever its exit code', () => {
+    const { rec, core, started } = setup();
+    const t = task('t1');
+    t.output = 'stream';
+    started(t);
+    const lost =
+      "cannot write the output stream '/p/output/spawner.0.0.pfout': no space left on device (ENOSPC)";
+    const output = { stdout: 'hi\n', stderr: '', stdoutBytes: 3, stderrBytes: 0, lost };
+    core.onExitedBulk([{ uid: 't1', exitCode: 0, signal: null, output }]);
+    rec.take();
+    expect(t.stdout).toBe('hi\n'); // its tails came with its exit all the same
+    expect(t.reason).toEqual({
+      code: 'E_OUTPUT_LOST',
+      message: `the task's output was not all written: ${lost}`,
+      component: 'Executor',
+      detail: { exitCode: 0, signal: null },
+    });
+    // without `lost`, nothing to say: its exit code decides later
+    const ok = task('t2');
+    started(ok);
+    const { lost: _lost, ...whole } = output;
+    core.onExitedBulk([{ uid: 't2', exitCode: 0, signal: null, output: whole }]);
+    expect(ok.reason).toBeUndefined();
+  });
+
   it('names the shell, not the executable, when the shell of a task with preExec cannot start', () => {
     const { core, started } = setup();
     const t = task('t1', { preExec: ['true'] });

@@ -65,6 +65,16 @@ describe('ManagerOutputStagerCore', () => {
     rec.expectNoMore();
   });
 
+  it.each(['files', 'stream'] as const)(
+    "says where an output '%s' task's output went on its final state",
+    (output) => {
+      const { notes, core } = setup();
+      core.onTasks([back('t1', { output })]);
+      // the agent's own note of it may be read after this one
+      expect(facts(notes.at(-1))).toMatchObject({ output });
+    },
+  );
+
   it('leaves pilot and sandbox out of the detail when the task has none', () => {
     const { rec, notes, core } = setup();
     const t = taskIn('TMGR_STAGING_OUTPUT_PENDING', { exitCode: 0, signal: null });
