@@ -121,7 +121,12 @@ export class Agent {
     const toUnschedule = this.queues.local<{ uid: string }>('unschedule', queueLog);
     const toClient = this.queues
       .sender(cfg.addresses.managerOutput, cfg.curve)
-      .spaceBy(BUSY_GAP_MS, MAX_BUSY_GAP_MS);
+      // held only while other tasks wait or run here: a lone task or call goes back at once
+      .spaceBy(
+        BUSY_GAP_MS,
+        MAX_BUSY_GAP_MS,
+        () => (this.executor?.core.held() ?? 0) > 0 || (this.scheduler?.core.queued ?? 0) > 0,
+      );
 
     for (let i = 0; i < (cfg.updateWorkers ?? 2); i++) {
       this.workers.push(

@@ -20,12 +20,17 @@ export abstract class PushEnd {
   protected constructor(protected readonly out: SerialSender) {}
 
   /**
-   * Spaces this queue's messages at least `gapMs` apart while it is busy, up to `maxGapMs`
-   * while bulks keep gathering (see SendGap).
+   * Spaces this queue's messages at least `gapMs` apart while it is busy (`busy`: see SendGap),
+   * up to `maxGapMs` while bulks keep gathering.
    */
-  spaceBy(gapMs: number, maxGapMs = gapMs): this {
+  spaceBy(gapMs: number, maxGapMs = gapMs, busy?: (sending: number) => boolean): this {
     this.gap =
-      gapMs > 0 ? new SendGap(gapMs, (items) => this.sendBulk(items), { maxGapMs }) : undefined;
+      gapMs > 0
+        ? new SendGap(gapMs, (items) => this.sendBulk(items), {
+            maxGapMs,
+            ...(busy === undefined ? {} : { busy }),
+          })
+        : undefined;
     return this;
   }
 

@@ -71,6 +71,8 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
     const sender = (await BoundQueueSender.listen(at ?? this.listenAt, security)).spaceBy(
       BUSY_GAP_MS,
       MAX_BUSY_GAP_MS,
+      // held only while the agent has others of ours: a lone task or call goes at once
+      (sending) => (this.outstanding.get(pilot)?.size ?? 0) > sending,
     );
     this.inputs.set(pilot, sender);
     return sender.address;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { SendGap } from '../../../src/transport/send-gap';
+import { ENOUGH_ITEMS, SendGap } from '../../../src/transport/send-gap';
 import { FakeClock } from '../../support/fake-clock';
 
 /** A SendGap whose sends are recorded (each resolves at once). */
@@ -100,6 +100,18 @@ describe('SendGap', () => {
       expect(sent.map((m) => m.length)).toEqual([1, 3, 8, 16, 13]);
     });
 
+    it('shortens its gap again for a stream fast enough to fill messages at the least gap', () => {
+      const { g, sent, clock } = growing();
+      void g.send([0]);
+      void g.send([1, 2]);
+      clock.advance(2); // 2 items held: a trickle, the gap grows
+      expect(g.currentGapMs).toBe(4);
+      void g.send(Array.from({ length: ENOUGH_ITEMS }, (_, i) => 3 + i));
+      clock.advance(4); // a message of ENOUGH_ITEMS: no reason to wait longer
+      expect(g.currentGapMs).toBe(2);
+      expect(sent.map((m) => m.length)).toEqual([1, 2, ENOUGH_ITEMS]);
+    });
+
     it('goes back to the least gap after a quiet spell or a message of one item', () => {
       const { g, sent, clock } = growing();
       void g.send(['a']);
@@ -120,5 +132,31 @@ describe('SendGap', () => {
       }
       expect(sent.slice(3)).toEqual([['e'], ['f'], ['g']]);
     });
+  });
+
+  it('holds nothing while the producer has nothing else under way (busy says so)', () => {
+    const clock = new FakeClock();
+    const sent: unknown[][] = [];
+    let others = 0;
+    const g = new SendGap(
+      2,
+      (items) => {
+        sent.push(items);
+        return Promise.resolve();
+      },
+      { maxGapMs: 10, clock, busy: () => others > 0 },
+    );
+    // a chain of round trips: each task handed back 0.5 ms after the one before, none besides
+    for (const x of ['a', 'b', 'c']) {
+      void g.send([x]);
+      clock.advance(0.5);
+    }
+    expect(sent).toEqual([['a'], ['b'], ['c']]);
+    // with others under way the gap holds again
+    others = 3;
+    void g.send(['d']);
+    expect(sent).toHaveLength(3);
+    clock.advance(2);
+    expect(sent).toEqual([['a'], ['b'], ['c'], ['d']]);
   });
 });
