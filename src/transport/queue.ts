@@ -1,4 +1,5 @@
 import * as zmq from 'zeromq';
+import { bindWhenFree } from './bind-when-free';
 import { encode } from './codec';
 import { clientOptions, serverOptions, type ClientSecurity, type ServerSecurity } from './curve';
 import { MAX_MESSAGE_BYTES, SerialSender, decodedMessages, type Decoded } from './frames';
@@ -197,12 +198,13 @@ function connected<S extends zmq.Socket>(sock: S, address: string): S {
 }
 
 /** Binds `sock`, closing it if the address cannot be had (a resumed session's port taken). */
+/**
+ * How long a queue's bind waits for its address: bound again right after a discard, the old
+ * socket lets it go within milliseconds; one that a live socket holds is refused soon.
+ */
+const REBIND_WITHIN_MS = 1_000;
+
 async function bound<S extends zmq.Socket>(sock: S, address: string): Promise<S> {
-  try {
-    await sock.bind(address);
-    return sock;
-  } catch (e) {
-    sock.close();
-    throw e;
-  }
+  await bindWhenFree(sock, address, REBIND_WITHIN_MS);
+  return sock;
 }

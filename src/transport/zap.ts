@@ -1,6 +1,7 @@
 import * as zmq from 'zeromq';
 import type { Logger } from '../lib/logger';
 import { BadMessages } from '../lib/bad-messages';
+import { bindWhenFree } from './bind-when-free';
 import { z85Decode } from './curve';
 
 /** libzmq asks whoever binds this address in its context whether to admit a peer (RFC 27). */
@@ -11,30 +12,6 @@ interface Domain {
   keys: Map<string, string>;
   refused: number;
   bad: BadMessages;
-}
-
-/** How long a new handler waits for the last one's address to be freed. */
-const FREED_WITHIN_MS = 5_000;
-
-/**
- * Binds the handler's address. A closed handler frees it only when libzmq's reaper thread gets
- * to the socket (unbinding it first instead aborts libzmq while ZAP pipes of just-closed CURVE
- * sockets are torn down), so a session opened right after the last one closed may find it
- * taken for a few milliseconds: it tries again, briefly.
- */
-async function bindWhenFree(sock: zmq.Router): Promise<void> {
-  const deadline = Date.now() + FREED_WITHIN_MS;
-  for (let waitMs = 1; ; waitMs = Math.min(waitMs * 2, 50)) {
-    try {
-      return await sock.bind(ZAP_ENDPOINT);
-    } catch (e) {
-      if ((e as { code?: string }).code !== 'EADDRINUSE' || Date.now() > deadline) {
-        sock.close();
-        throw e;
-      }
-    }
-    await new Promise((r) => setTimeout(r, waitMs));
-  }
 }
 
 /**
@@ -58,7 +35,9 @@ export class ZapHandler {
   static async shared(): Promise<ZapHandler> {
     if (ZapHandler.current !== undefined) return ZapHandler.current;
     const sock = new zmq.Router({ linger: 0 });
-    await bindWhenFree(sock);
+    // unbinding first instead aborts libzmq while ZAP pipes of just-closed CURVE sockets are
+    // torn down: a handler opened right after the last one waits for its address
+    await bindWhenFree(sock, ZAP_ENDPOINT);
     // another caller may have bound it while we awaited: keep the first
     if (ZapHandler.current !== undefined) {
       sock.close();

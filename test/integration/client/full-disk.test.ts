@@ -228,6 +228,22 @@ d(title, () => {
     });
   }, 120_000);
 
+  /** A session on the usual disk, and a 1 MiB tmpfs for its pilot's sandbox (to fill). */
+  async function sessionBesideSmallDisk(): Promise<{
+    sandboxes: Tmpfs;
+    pmgr: PilotManager;
+    tmgr: TaskManager;
+  }> {
+    const sandboxes = Tmpfs.mount('1m');
+    cleanups.push(() => sandboxes.unmount());
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-it-'));
+    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const session = await Session.open({ dir });
+    cleanups.push(() => session.close());
+    const pmgr = new PilotManager(session, { shutdownGraceMs: 5_000 });
+    return { sandboxes, pmgr, tmgr: new TaskManager(session) };
+  }
+
   it('refuses to open a session on a full disk, naming the file, and leaves nothing open', async () => {
     const fsys = Tmpfs.mount('2m');
     cleanups.push(() => fsys.unmount());
@@ -241,14 +257,7 @@ d(title, () => {
   });
 
   it("ends FAILED, with the errno, an output 'files' task whose sandbox cannot be made on a full disk", async () => {
-    const sandboxes = Tmpfs.mount('1m');
-    cleanups.push(() => sandboxes.unmount());
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-it-'));
-    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
-    const session = await Session.open({ dir });
-    cleanups.push(() => session.close());
-    const pmgr = new PilotManager(session, { shutdownGraceMs: 5_000 });
-    const tmgr = new TaskManager(session);
+    const { sandboxes, pmgr, tmgr } = await sessionBesideSmallDisk();
     const [pilot] = await pmgr.submitPilots([
       // task.json: a file to write in the sandbox (a directory alone may still fit)
       {
@@ -270,14 +279,7 @@ d(title, () => {
   }, 60_000);
 
   it('ends FAILED (E_OUTPUT_LOST) a streamed task whose output cannot be written, and its follower ends with it', async () => {
-    const sandboxes = Tmpfs.mount('1m');
-    cleanups.push(() => sandboxes.unmount());
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-it-'));
-    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
-    const session = await Session.open({ dir });
-    cleanups.push(() => session.close());
-    const pmgr = new PilotManager(session, { shutdownGraceMs: 5_000 });
-    const tmgr = new TaskManager(session);
+    const { sandboxes, pmgr, tmgr } = await sessionBesideSmallDisk();
     const pilotDir = `${sandboxes.dir}/pilot`;
     const [pilot] = await pmgr.submitPilots([
       { resource: 'local', cores: 1, runtimeMin: 5, sandbox: pilotDir },

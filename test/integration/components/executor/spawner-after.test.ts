@@ -116,6 +116,20 @@ describeEachHelper('queued starts in a spawner helper', (kind: SpawnerHelper) =>
     return h;
   }
 
+  /** A running A held by a gate, and `n` `/bin/true` queued after it, each after the last. */
+  async function queuedChain(
+    n: number,
+  ): Promise<{ r: RawHelper; g: Gate; a: SpawnSpec; q: SpawnSpec[] }> {
+    const r = await start();
+    const g = gate();
+    const a = blocked(g);
+    const q: SpawnSpec[] = [];
+    for (let i = 0; i < n; i++) q.push(after(spec('/bin/true'), (q[i - 1] ?? a).uid));
+    r.send(request(a), ...q.map(request));
+    await r.of('started', a.uid);
+    return { r, g, a, q };
+  }
+
   it('starts B after a running A only once A is reaped, in the write of A exit', async () => {
     const r = await start();
     const g = gate();
@@ -153,13 +167,8 @@ describeEachHelper('queued starts in a spawner helper', (kind: SpawnerHelper) =>
   });
 
   it('runs a chain C after B after A in order', async () => {
-    const r = await start();
-    const g = gate();
-    const a = blocked(g);
-    const b = after(spec('/bin/true'), a.uid);
-    const c = after(spec('/bin/true'), b.uid);
-    r.send(request(a), request(b), request(c));
-    await r.of('started', a.uid);
+    const { r, g, a, q } = await queuedChain(2);
+    const [b, c] = q as [SpawnSpec, SpawnSpec];
     g.release();
     const cExit = await r.of('exited', c.uid);
     const t = (ev: string, uid: string): number =>
@@ -172,13 +181,8 @@ describeEachHelper('queued starts in a spawner helper', (kind: SpawnerHelper) =>
   });
 
   it('drops a queued B on a kill (ECANCELED); C after B then follows A', async () => {
-    const r = await start();
-    const g = gate();
-    const a = blocked(g);
-    const b = after(spec('/bin/true'), a.uid);
-    const c = after(spec('/bin/true'), b.uid);
-    r.send(request(a), request(b), request(c));
-    await r.of('started', a.uid);
+    const { r, g, a, q } = await queuedChain(2);
+    const [b, c] = q as [SpawnSpec, SpawnSpec];
     r.send({ op: 'kill', uid: b.uid, signal: 'SIGTERM' });
     const failed = await r.of('failed', b.uid);
     expect({ code: failed.code, message: failed.message }).toEqual({
@@ -225,12 +229,8 @@ describeEachHelper('queued starts in a spawner helper', (kind: SpawnerHelper) =>
   });
 
   it('fails its queued spawns (ECANCELED) when its stdin ends', async () => {
-    const r = await start();
-    const g = gate();
-    const a = blocked(g);
-    const b = after(spec('/bin/true'), a.uid);
-    r.send(request(a), request(b));
-    await r.of('started', a.uid);
+    const { r, a, q } = await queuedChain(1);
+    const [b] = q as [SpawnSpec];
     expect(await r.end()).toEqual({ code: 0, signal: null });
     const failed = r.events.find((e) => e.ev === 'failed' && e.uid === b.uid);
     expect(failed?.code).toBe('ECANCELED');
