@@ -88,7 +88,8 @@ function run(pool, state, total, inFlight, dir, output) {
       }
       if (AHEAD === 0) for (let i = 0; i < n && started < total; i++) next();
     };
-    const next = () => {
+    /** Spawns the next task (after `after`, if given); returns its uid. */
+    const next = (after) => {
       const uid = `t${state.seq++}`;
       started++;
       pool.spawn({
@@ -98,7 +99,9 @@ function run(pool, state, total, inFlight, dir, output) {
         env: { PF_TASK_ID: uid },
         cwd: dir,
         ...outputOf(output, dir, uid),
+        ...(after === undefined ? {} : { after }),
       });
+      return uid;
     };
     if (AHEAD === 0) {
       for (let i = 0; i < inFlight && started < total; i++) next();
@@ -108,19 +111,8 @@ function run(pool, state, total, inFlight, dir, output) {
     const last = [];
     const slotOf = new Map();
     const chain = (slot) => {
-      const uid = `t${state.seq++}`;
-      started++;
-      slotOf.set(uid, slot);
-      pool.spawn({
-        uid,
-        executable: EXE,
-        args: [],
-        env: { PF_TASK_ID: uid },
-        cwd: dir,
-        ...outputOf(output, dir, uid),
-        ...(last[slot] === undefined ? {} : { after: last[slot] }),
-      });
-      last[slot] = uid;
+      last[slot] = next(last[slot]);
+      slotOf.set(last[slot], slot);
     };
     state.onStarted = (evs) => {
       for (const e of evs) {

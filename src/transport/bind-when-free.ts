@@ -4,7 +4,8 @@ import type * as zmq from 'zeromq';
 const FREED_WITHIN_MS = 5_000;
 
 /**
- * Binds `address`, trying again briefly while it is taken (EADDRINUSE). A closed socket frees
+ * Binds `address` on a socket its caller made (with CurveZMQ server options where it is on
+ * TCP: queue.ts, zap.ts), trying again briefly while it is taken (EADDRINUSE). A closed socket frees
  * its address only when libzmq's reaper thread gets to it, so a socket bound right after the
  * last one on that address closed (a queue bound again, a session opened after the last one
  * closed) may find it taken for a few milliseconds. An address still taken after `withinMs`
