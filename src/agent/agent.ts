@@ -172,7 +172,7 @@ export class Agent {
       home?.name,
       (waits) => this.publishWaits(waits),
       cfg.backfillLimit,
-      true, // its spawner helpers start follow-on tasks (SpawnSpec.after)
+      cfg.followOns ?? true, // its spawner helpers start follow-on tasks (SpawnSpec.after)
     );
     const logExec = this.log.child({ component: C.executor });
     const homeCpus = home === undefined ? undefined : launch.cpuIds?.get(home.name);

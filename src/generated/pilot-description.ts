@@ -57,6 +57,10 @@ export interface PilotDescription {
      */
     output?: 'files' | 'stream';
     /**
+     * Whether many identical short executables may queue on the slots of running ones, started by their spawner helper as those end (follow-on starts: docs/scheduling.md); default true. false: each task waits in the scheduler for free slots.
+     */
+    followOns?: boolean;
+    /**
      * Write each task's description as `task.json` in its sandbox (when it has one), for debugging; default false.
      */
     taskJson?: boolean;

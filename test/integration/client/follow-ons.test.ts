@@ -53,6 +53,22 @@ describe('follow-on starts on a local pilot', () => {
     }
   });
 
+  it('are off on a pilot whose agent says followOns: false', async () => {
+    const fx = await fixture.open({ cores: 2, agent: { followOns: false } });
+    const warm = await fx.tmgr.submitTasks(
+      Array.from({ length: 8 }, () => ({ executable: '/bin/true' })),
+    );
+    await fx.tmgr.waitTasks({ uids: warm.map((t) => t.uid), timeoutMs: 60_000 });
+    const tasks = await fx.tmgr.submitTasks(
+      Array.from({ length: 300 }, () => ({ executable: '/bin/true' })),
+    );
+    await fx.tmgr.waitTasks({ timeoutMs: 120_000 });
+    expect(tasks.filter((t) => t.state !== 'DONE')).toEqual([]);
+    await fx.session.close();
+    const profile = await readProfile(fx.session.dir);
+    expect(profile.tasks.filter((t) => t.attempts[0]!.follows !== undefined)).toEqual([]);
+  });
+
   it('a cancel reaches followers still queued in their helper: every task ends, none hangs', async () => {
     const fx = await fixture.open({ cores: 1, agent: { output: 'stream' } });
     await fx.tmgr.submitTasks(Array.from({ length: 8 }, () => ({ executable: '/bin/true' })));
