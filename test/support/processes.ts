@@ -22,11 +22,17 @@ function alive(pid: number): boolean {
  * Resolves once a process that is not our child has exited (no exit event exists for those,
  * so this polls /proc via kill 0), or rejects after `timeoutMs`.
  */
-export function waitForExit(pid: number, timeoutMs: number): Promise<void> {
+export function waitForExit(
+  pid: number,
+  timeoutMs: number,
+  /** Wait until its parent has reaped it too (gone from /proc), not only until it exited. */
+  opts: { reaped?: boolean } = {},
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  const done = (): boolean => (opts.reaped === true ? procState(pid) === undefined : !alive(pid));
   return new Promise((resolve, reject) => {
     const check = (): void => {
-      if (!alive(pid)) return resolve();
+      if (done()) return resolve();
       if (Date.now() > deadline) {
         return reject(
           new TimeoutError(

@@ -11,8 +11,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { SpawnSpec } from '../../../../src/components/executor/effects';
 import { SpawnerPool, type SpawnerHelper } from '../../../../src/components/executor/spawner-pool';
-import { TimeoutError } from '../../../../src/errors';
 import { silentLogger } from '../../../../src/lib/logger';
+import { pidWritten } from '../../../support/pid-file';
+import { waitForExit } from '../../../support/processes';
 import {
   Events,
   RawHelper,
@@ -66,24 +67,15 @@ function request(s: SpawnSpec): object {
 }
 
 /**
- * Resolves once each task wrote its pid into its stdout and is gone from /proc, reaped by its
- * parent (the helper): nothing else shows it while the helper holds its events. Polls.
+ * Resolves once each task wrote its pid into its stdout and was reaped by its parent (the
+ * helper): nothing else shows it while the helper holds its events.
  */
-function reaped(specs: SpawnSpec[], ms = WAIT_MS): Promise<void> {
-  const deadline = Date.now() + ms;
-  const gone = (s: SpawnSpec): boolean => {
-    const file = s.stdoutPath!;
-    const pid = fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim() : ''; // not yet made
-    return pid !== '' && !fs.existsSync(`/proc/${pid}`);
-  };
-  return new Promise((resolve, reject) => {
-    const check = (): void => {
-      if (specs.every(gone)) return resolve();
-      if (Date.now() > deadline) return reject(new TimeoutError('tasks not reaped'));
-      setTimeout(check, 20);
-    };
-    check();
-  });
+async function reaped(specs: SpawnSpec[], ms = WAIT_MS): Promise<void> {
+  for (const s of specs) {
+    const out = s.stdoutPath!;
+    const pid = await pidWritten(path.dirname(out), path.basename(out), ms);
+    await waitForExit(pid, ms, { reaped: true });
+  }
 }
 
 /** The chunk (one write of the helper) holding `ev` of `uid`, and where in it. */
