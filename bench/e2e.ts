@@ -3,8 +3,11 @@
  * output mode (`agent.output`: metrics suffixed `_stream` and `_files`, each line with `output`):
  *
  * - `pilot_startup_ms`: submitPilots to the PMGR_ACTIVE callback (median over a few pilots).
- * - `exec_tasks_per_s`: N no-op `/bin/true` tasks (1 core each), first submit to the last final
- *   callback.
+ * - `exec_tasks_per_s`: N no-op `/bin/true` tasks (1 core each) on the fresh pilot, first submit
+ *   to the last final callback: a short run, so V8 compiling the hot paths of client and agent
+ *   (in the client about 2 s of CPU on this 2-core box, by node --trace-opt) is a large part.
+ * - `exec_tasks_per_s_steady`: N more on the same pilot right after, once compiled: the rate a
+ *   long run settles at (the `_steady` CPU figures are of that batch too).
  * - `task_latency_ms_p50` / `_p99`: one task at a time on an idle pilot, submit to its DONE
  *   callback.
  * - `profile_complete_fraction`: of those N, the fraction whose every state from NEW to DONE has
@@ -32,7 +35,9 @@
  * - `dask_tasks_per_s`: Dask distributed from Debian, one single-threaded worker process per
  *   core, `subprocess.run(['/bin/true'])` per task (cluster start-up in `cluster_start_ms`);
  * - `exec_vs_spawn_limit_<mode>`, `exec_vs_sandbox_spawn_limit_<mode>`,
- *   `exec_vs_gnu_parallel_<mode>`, `exec_vs_dask_<mode>`: each mode's exec_tasks_per_s over each.
+ *   `exec_vs_gnu_parallel_<mode>`, `exec_vs_dask_<mode>`: each mode's exec_tasks_per_s over each;
+ *   `exec_steady_vs_spawn_limit_<mode>`, `exec_steady_vs_sandbox_spawn_limit_<mode>`: the same with
+ *   exec_tasks_per_s_steady.
  *
  * A reference that cannot run is skipped: no figure for it (or its ratio), and a line
  * `bench e2e: skipped METRIC: REASON` on stderr. Full runs install the peers first
@@ -92,6 +97,8 @@ type Output = 'stream' | 'files';
 type Session3 = Output | 'insecure';
 interface RunResult {
   tasksPerS: number;
+  /** The rate of the second N, on the warm agent. */
+  steadyPerS: number;
   cores: number;
 }
 
@@ -158,40 +165,13 @@ async function runPilot(
     emit({ metric: 'task_latency_ms_p50', value: sig(pct(0.5)), unit: 'ms', tasks: lat.length });
     emit({ metric: 'task_latency_ms_p99', value: sig(pct(0.99)), unit: 'ms', tasks: lat.length });
 
-    const cpu0 = cpuNow();
-    const t0 = nowNs();
-    const tasks = await tmgr.submitTasks(
-      Array.from({ length: n }, () => ({ executable: '/bin/true' })),
-    );
-    await tmgr.waitTasks({ uids: tasks.map((t) => t.uid), timeoutMs: 600_000 });
-    const secs = secondsBetween(t0, nowNs());
-    const cpu = cpuSince(cpu0);
-    uids = new Set(tasks.map((t) => t.uid));
-    const failed = tasks.filter((t) => t.state !== 'DONE').length;
-    if (failed > 0) throw new Error(`e2e: ${failed} of ${n} tasks did not end DONE`);
-    emit({
-      metric: 'exec_tasks_per_s',
-      value: sig(n / secs),
-      unit: '1/s',
-      tasks: n,
-      cores: pilot.cores,
-    });
-    // the spawner helpers are the agent's `other` children; the tasks' own CPU is not counted
-    const roles = { client: cpu.client, agent: cpu.agent, spawner: cpu.other };
-    for (const [role, us] of Object.entries(roles)) {
-      if (us <= 0) {
-        log(`skipped ${role}_cpu_us_per_task: no CPU time measured`);
-        continue;
-      }
-      emit({
-        metric: `${role}_cpu_us_per_task`,
-        value: sig(us / n),
-        unit: 'us',
-        tasks: n,
-        timed: 'CPU time (user + system) of the process(es) over the run of N, per task',
-      });
-    }
-    return { tasksPerS: n / secs, cores: pilot.cores };
+    // the first N on a fresh agent (its JIT warm-up included), then N more on the warm one
+    const first = await timedBatch(tmgr, n);
+    uids = new Set(first.uids);
+    emitBatch(emit, first, pilot.cores, '');
+    const steady = await timedBatch(tmgr, n);
+    emitBatch(emit, steady, pilot.cores, '_steady');
+    return { tasksPerS: first.tasksPerS, steadyPerS: steady.tasksPerS, cores: pilot.cores };
   } finally {
     await session.close();
     // once closed: the agent's last notifications (held or gathered briefly) are in the store
@@ -205,6 +185,61 @@ async function runPilot(
       });
     }
     removeTree(dir);
+  }
+}
+
+interface Batch {
+  uids: string[];
+  tasksPerS: number;
+  /** CPU microseconds per task, by role (the spawner helpers are the agent's `other`). */
+  cpu: Record<'client' | 'agent' | 'spawner', number>;
+}
+
+/** N `/bin/true` submitted at once, first submit to the last final state; all must end DONE. */
+async function timedBatch(tmgr: TaskManager, n: number): Promise<Batch> {
+  const cpu0 = cpuNow();
+  const t0 = nowNs();
+  const tasks = await tmgr.submitTasks(
+    Array.from({ length: n }, () => ({ executable: '/bin/true' })),
+  );
+  await tmgr.waitTasks({ uids: tasks.map((t) => t.uid), timeoutMs: 600_000 });
+  const secs = secondsBetween(t0, nowNs());
+  const cpu = cpuSince(cpu0);
+  const failed = tasks.filter((t) => t.state !== 'DONE').length;
+  if (failed > 0) throw new Error(`e2e: ${failed} of ${n} tasks did not end DONE`);
+  return {
+    uids: tasks.map((t) => t.uid),
+    tasksPerS: n / secs,
+    cpu: { client: cpu.client / n, agent: cpu.agent / n, spawner: cpu.other / n },
+  };
+}
+
+/** exec_tasks_per_s and the CPU per task of each role, `which` ('' or '_steady') in the name. */
+function emitBatch(emit: (f: Figure) => void, b: Batch, cores: number, which: string): void {
+  const tasks = b.uids.length;
+  const batch = which === '' ? 'the first N on a fresh agent' : 'the next N on the same agent';
+  emit({
+    metric: `exec_tasks_per_s${which}`,
+    value: sig(b.tasksPerS),
+    unit: '1/s',
+    tasks,
+    cores,
+    batch,
+  });
+  // the tasks' own CPU is not counted
+  for (const [role, us] of Object.entries(b.cpu)) {
+    if (us <= 0) {
+      log(`skipped ${role}_cpu_us_per_task${which}: no CPU time measured`);
+      continue;
+    }
+    emit({
+      metric: `${role}_cpu_us_per_task${which}`,
+      value: sig(us),
+      unit: 'us',
+      tasks,
+      batch,
+      timed: 'CPU time (user + system) of the process(es) over the run of N, per task',
+    });
   }
 }
 
@@ -228,7 +263,7 @@ async function runReferences(
 ): Promise<void> {
   const par = exec.stream.cores;
   const skip = (metric: string, reason: string): void => log(`skipped ${metric}: ${reason}`);
-  const report = (metric: string, ratio: string, ref: Reference): void => {
+  const report = (metric: string, ratio: string, ref: Reference, steady = false): void => {
     if (!ref.ok) {
       skip(metric, ref.reason);
       skip(`${ratio}_*`, `no ${metric}`);
@@ -246,14 +281,25 @@ async function runReferences(
         exec_tasks_per_s: sig(ours),
         [metric]: sig(ref.tasksPerS),
       });
+      if (!steady) continue;
+      emit({
+        metric: `${ratio.replace('exec_', 'exec_steady_')}_${output}`,
+        value: sig(exec[output].steadyPerS / ref.tasksPerS),
+        unit: 'x',
+        tasks: n,
+        output,
+        exec_tasks_per_s_steady: sig(exec[output].steadyPerS),
+        [metric]: sig(ref.tasksPerS),
+      });
     }
   };
 
-  report('spawn_limit_per_s', 'exec_vs_spawn_limit', await spawnLimit(n, par, quick ? 1 : 3));
+  report('spawn_limit_per_s', 'exec_vs_spawn_limit', await spawnLimit(n, par, quick ? 1 : 3), true);
   report(
     'sandbox_spawn_limit_per_s',
     'exec_vs_sandbox_spawn_limit',
     await spawnLimit(n, par, 1, { sandboxes: true }),
+    true,
   );
 
   const peers = await peersForRun(quick, log);

@@ -19,7 +19,9 @@ const METRICS: Record<string, string[]> = {
       `task_latency_ms_p50_${s}`,
       `task_latency_ms_p99_${s}`,
       `exec_tasks_per_s_${s}`,
+      `exec_tasks_per_s_steady_${s}`,
       `client_cpu_us_per_task_${s}`,
+      `client_cpu_us_per_task_steady_${s}`,
       `profile_complete_fraction_${s}`,
     ]),
     'encryption_tasks_per_s_ratio',
@@ -27,6 +29,8 @@ const METRICS: Record<string, string[]> = {
     'spawn_limit_per_s',
     'exec_vs_spawn_limit_stream',
     'exec_vs_spawn_limit_files',
+    'exec_steady_vs_spawn_limit_stream',
+    'exec_steady_vs_spawn_limit_files',
   ],
   // edge_latency_ms_p50/_p90 and edge_latency_loaded_ms_p50 are whole milliseconds: skipped
   // (with a reason) on a machine where an edge takes under 1 ms, so not asked for here
@@ -98,6 +102,8 @@ const C_HELPER_METRICS = [
   'sandbox_spawn_limit_per_s',
   'exec_vs_sandbox_spawn_limit_stream',
   'exec_vs_sandbox_spawn_limit_files',
+  'exec_steady_vs_sandbox_spawn_limit_stream',
+  'exec_steady_vs_sandbox_spawn_limit_files',
 ];
 const hasCompiler = ['cc', 'gcc', 'clang'].some((c) => which(c) !== undefined);
 
