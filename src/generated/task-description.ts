@@ -123,6 +123,10 @@ export type TaskDescription = {
    */
   timeoutS?: number;
   /**
+   * Seconds the task needs at most once started on the node (its expected runtime), more than 0 and at most 31,536,000 (a year); default: not declared. A pilot starts the task only while at least this much of its runtime is left; otherwise the task waits for, or goes to, a pilot that has the time. `pilotfish simulate` takes it as the task's duration. It is not enforced: timeoutS limits a run.
+   */
+  walltimeS?: number;
+  /**
    * The uid of the pilot the task must run on (one added to its task manager); default: any pilot that has room, the least loaded. A pilot that is not added, or has ended, fails the task (E_NO_SUCH_PILOT).
    */
   pilot?: string;
