@@ -85,7 +85,12 @@ export class PilotManager {
           // a batch pilot's real size is known only now: tasks are placed against it
           rt.journal.append({ t: 'agent', pilot: pilot.uid, nodes: msg.nodes });
           this.sized(pilot, msg.nodes);
-          rt.pipeline.pilotActive({ uid: pilot.uid, cores: pilot.cores, gpus: pilot.gpus });
+          rt.pipeline.pilotActive({
+            uid: pilot.uid,
+            cores: pilot.cores,
+            gpus: pilot.gpus,
+            drainInMs: msg.drainInMs,
+          });
         }
       } else if (msg.type === 'agent_heartbeat') {
         this.launcher.core.onAgentHeartbeat(msg.pilot);

@@ -33,6 +33,19 @@ export interface AgentConfig {
    */
   runtimeMin: number;
   /**
+   * The pilot description's signalBeforeEnd.
+   */
+  signalBeforeEnd?: {
+    /**
+     * The signal every running task (and what it started) gets.
+     */
+    signal: 'SIGTERM' | 'SIGINT' | 'SIGHUP' | 'SIGQUIT' | 'SIGUSR1' | 'SIGUSR2' | 'SIGALRM';
+    /**
+     * How long before the pilot's end: from then on the pilot starts no task, and at its end what still runs is killed.
+     */
+    seconds: number;
+  };
+  /**
    * Not used (the pilot description's agent.executors is not passed on).
    */
   executors?: number;

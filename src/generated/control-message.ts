@@ -27,6 +27,10 @@ export type ControlMessage =
         gpus: number;
       }[];
       /**
+       * Milliseconds from now until the pilot drains (stops starting tasks): its end, less signalBeforeEnd.seconds. A task that declares walltimeS starts there only if it can end by then.
+       */
+      drainInMs?: number;
+      /**
        * What the agent found wrong with the pilot's resources at start (more cores or GPUs than the machine has; an MPI that srun cannot start), said once.
        */
       warnings?: string[];

@@ -29,6 +29,19 @@ export interface PilotDescription {
    */
   runtimeMin?: number;
   /**
+   * A signal to the running tasks some seconds before the pilot ends (its runtimeMin, or the end of its batch job), so they can save their state. From then on the pilot starts no task (it drains); at its end the tasks still running are killed and end FAILED (E_PILOT_ENDED), or start again on another pilot when they have retries left. Default: none (the pilot drains at its end).
+   */
+  signalBeforeEnd?: {
+    /**
+     * The signal every running task (and what it started) gets.
+     */
+    signal: 'SIGTERM' | 'SIGINT' | 'SIGHUP' | 'SIGQUIT' | 'SIGUSR1' | 'SIGUSR2' | 'SIGALRM';
+    /**
+     * How long before the pilot's end: from then on the pilot starts no task, and at its end what still runs is killed.
+     */
+    seconds: number;
+  };
+  /**
    * The pilot's directory on the compute side: its agent's files (agent.log, agent.out, agent.err, agent.json) and one directory per task (<sandbox>/<task uid>). Default: <session dir>/<pilot uid>. Batch pilots need it on a file system their nodes see.
    */
   sandbox?: string;

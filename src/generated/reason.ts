@@ -31,6 +31,7 @@ export interface Reason {
     | 'E_NEVER_FITS'
     | 'E_NO_EXIT_CODE'
     | 'E_NO_PILOT'
+    | 'E_NO_PILOT_TIME'
     | 'E_NO_SANDBOX'
     | 'E_NO_SUCH_PILOT'
     | 'E_OUTPUT_LOST'

@@ -119,6 +119,11 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
     meaning: 'every pilot the task could go to has ended (no live pilot is added to its manager)',
     emitters: ['ManagerScheduler'],
   },
+  E_NO_PILOT_TIME: {
+    meaning:
+      "the task's walltimeS is longer than any of its pilots has left before it drains, and no other pilot is coming",
+    emitters: ['ManagerScheduler'],
+  },
   E_NO_SUCH_PILOT: {
     meaning: 'the task is pinned to a pilot that has ended or is not added to the task manager',
     emitters: ['ManagerScheduler'],

@@ -9,6 +9,7 @@ import { checkArrivals, transition } from '../shared/transition';
 import { DependencyGate, dependenciesOf, type Unmet } from './dependencies';
 import type { ManagerSchedulerEffects } from './effects';
 import { PilotRoom, sizeOf, type Size } from './pilot-room';
+import { noTimeLeft } from './pilot-time';
 import { ReadyQueue } from './ready-queue';
 import { dependencyWait, pilotWait } from './wait-reasons';
 
@@ -19,6 +20,8 @@ export interface PilotCapacity {
   uid: string;
   cores: number;
   gpus: number;
+  /** Milliseconds from now until it drains, as its agent said (agent_ready). */
+  drainInMs?: number | undefined;
 }
 
 /**
@@ -143,8 +146,9 @@ export class ManagerSchedulerCore {
     if (room === undefined) return;
     room.cores = pilot.cores;
     room.gpus = pilot.gpus;
-    this.activate(room);
     const now = this.clock.now();
+    if (pilot.drainInMs !== undefined) room.drainsAt = now + pilot.drainInMs;
+    this.activate(room);
     this.replaceReady(now);
     this.place(now);
   }
@@ -204,7 +208,7 @@ export class ManagerSchedulerCore {
     const queued = since === undefined ? this.ready.get(uid) : undefined;
     if (since === undefined && queued === undefined) return undefined;
     const task = queued?.task ?? this.parkedTask(uid)!;
-    return pilotWait(task, [...this.pilots.values()], since ?? queued!.since);
+    return pilotWait(task, this.rooms(), since ?? queued!.since, this.clock.now());
   }
 
   private parkedTask(uid: string): TaskRecord | undefined {
@@ -263,6 +267,8 @@ export class ManagerSchedulerCore {
         return this.end(task, 'FAILED', neverFits(task, [pinned]), now);
       }
       if (!pinned.active) return this.park(pinned.uid, task, now);
+      const late = noTimeLeft(task, [pinned], now);
+      if (late !== undefined) return this.end(task, 'FAILED', late, now);
       return this.ready.add(task, now);
     }
     if (this.pilots.size === 0) {
@@ -273,6 +279,8 @@ export class ManagerSchedulerCore {
     if (!rooms.some((p) => p.fitsEver(cores, gpus))) {
       return this.end(task, 'FAILED', neverFits(task, rooms), now);
     }
+    const late = noTimeLeft(task, rooms, now);
+    if (late !== undefined) return this.end(task, 'FAILED', late, now);
     this.ready.add(task, now);
   }
 
@@ -293,14 +301,21 @@ export class ManagerSchedulerCore {
         const size = sizeOf(d);
         let best: PilotRoom | undefined;
         const usable: PilotRoom[] = [];
-        for (const p of d.pilot !== undefined ? [this.pilots.get(d.pilot)!] : active) {
+        const pilots = d.pilot !== undefined ? [this.pilots.get(d.pilot)!] : active;
+        for (const p of pilots) {
           if (!p.active || blocked.has(p) || !p.fitsEver(size.cores, size.gpus)) continue;
+          if (!p.hasTime(d.walltimeS, now)) continue;
           usable.push(p);
           if (p.hasRoom(size) && (best === undefined || p.load() < best.load())) best = p;
         }
         if (best === undefined) {
           for (const p of usable) blocked.add(p);
-          return 'keep';
+          if (usable.length > 0) return 'keep';
+          // no pilot has the time it needs, and none ever will (time only runs out): it fails
+          const late = noTimeLeft(task, d.pilot !== undefined ? pilots : this.rooms(), now);
+          if (late === undefined) return 'keep';
+          this.end(task, 'FAILED', late, now);
+          return 'take';
         }
         this.assign(task, best, size, now);
         return 'take';
@@ -363,6 +378,10 @@ export class ManagerSchedulerCore {
     const { go, never } = this.gate.onFinal(uid, final);
     for (const t of go) this.letGo(t, now);
     for (const [t, u] of never) this.unmet(t, u, now);
+  }
+
+  private rooms(): PilotRoom[] {
+    return [...this.pilots.values()];
   }
 
   private noPilotLeft(): Reason {

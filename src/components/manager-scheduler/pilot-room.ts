@@ -14,6 +14,11 @@ export class PilotRoom {
   heldGpus = 0;
   /** Plain function calls given to it and not yet back or ended (they queue in lanes). */
   heldCalls = 0;
+  /**
+   * When it drains (client clock, ms): it starts no task from then on, and a task that declares
+   * walltimeS must be able to end by then. Undefined until its agent says (agent_ready).
+   */
+  drainsAt: number | undefined;
 
   constructor(
     readonly uid: string,
@@ -24,6 +29,17 @@ export class PilotRoom {
   /** Whether the task could run here at all (its whole size at once). */
   fitsEver(cores: number, gpus: number): boolean {
     return cores <= this.cores && gpus <= this.gpus;
+  }
+
+  /** Whether a task needing `walltimeS` (undefined: not declared) can still start here. */
+  hasTime(walltimeS: number | undefined, now: number): boolean {
+    const d = this.drainsAt;
+    return d === undefined || (now < d && (walltimeS === undefined || now + walltimeS * 1000 <= d));
+  }
+
+  /** Seconds left before it drains (undefined: not known), for reasons. */
+  secondsLeft(now: number): number | undefined {
+    return this.drainsAt === undefined ? undefined : Math.max(0, (this.drainsAt - now) / 1000);
   }
 
   /**

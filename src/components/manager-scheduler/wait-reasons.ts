@@ -24,6 +24,7 @@ export function pilotWait(
   task: TaskRecord,
   rooms: readonly PilotRoom[],
   since: number,
+  now: number = since,
 ): WaitReason {
   const base = { kind: 'pilot' as const, component: ME, ts: since };
   const d = task.description;
@@ -40,16 +41,26 @@ export function pilotWait(
   }
   const active = usable.filter((p) => p.active);
   const names = (ps: readonly PilotRoom[]): string[] => ps.map((p) => p.uid);
+  if (active.length > 0 && !active.some((p) => p.hasTime(d.walltimeS, now))) {
+    const left = usable.map((p) =>
+      p.active
+        ? `${p.uid} drains in ${Math.floor(p.secondsLeft(now) ?? 0)} s`
+        : `${p.uid} not active yet`,
+    );
+    const message = `waiting for a pilot with ${d.walltimeS} s left (walltimeS): ${left.join(', ')}`;
+    return { ...base, message, pilots: names(usable) };
+  }
   if (active.length === 0) {
     const message = `waiting for a pilot to become active: ${names(usable).join(', ')} not active yet`;
     return { ...base, message, pilots: names(usable) };
   }
-  const full = active.filter((p) => !p.hasRoom(size));
+  const timed = active.filter((p) => p.hasTime(d.walltimeS, now));
+  const full = timed.filter((p) => !p.hasRoom(size));
   const message =
-    full.length === active.length
-      ? `waiting for room on pilot(s) ${names(active).join(', ')}: each holds as many tasks as it can run and queue now (${active.map((p) => `${p.uid}: ${p.heldCores} cores given of ${p.cores}`).join('; ')})`
-      : `waiting for room on pilot(s) ${names(active).join(', ')}: an earlier task waits for it first`;
-  return { ...base, message, pilots: names(active) };
+    full.length === timed.length
+      ? `waiting for room on pilot(s) ${names(timed).join(', ')}: each holds as many tasks as it can run and queue now (${timed.map((p) => `${p.uid}: ${p.heldCores} cores given of ${p.cores}`).join('; ')})`
+      : `waiting for room on pilot(s) ${names(timed).join(', ')}: an earlier task waits for it first`;
+  return { ...base, message, pilots: names(timed) };
 }
 
 /** The line for dependencies not met yet, with the state of each where one is known. */

@@ -1,0 +1,34 @@
+import type { Reason, TaskRecord } from '../../generated';
+import { COMPONENTS } from '../../states/task-model';
+import { reason } from '../shared/reasons';
+import { sizeOf, type PilotRoom } from './pilot-room';
+
+const ME = COMPONENTS.managerScheduler;
+
+/**
+ * E_NO_PILOT_TIME when every pilot that could hold the task is active and drains before it
+ * could end (walltimeS from now); undefined while one has the time or may yet (not active).
+ */
+export function noTimeLeft(
+  task: TaskRecord,
+  rooms: readonly PilotRoom[],
+  now: number,
+): Reason | undefined {
+  const d = task.description;
+  if (d.walltimeS === undefined) return undefined;
+  const { cores, gpus } = sizeOf(d);
+  const fit = rooms.filter((p) => p.fitsEver(cores, gpus));
+  if (fit.length === 0 || fit.some((p) => !p.active || p.hasTime(d.walltimeS, now))) {
+    return undefined;
+  }
+  const left = fit.map((p) => `${p.uid}: ${Math.floor(p.secondsLeft(now) ?? 0)} s`).join('; ');
+  return reason(
+    'E_NO_PILOT_TIME',
+    `task needs ${d.walltimeS} s (walltimeS) and no pilot that can hold it has that long before it drains (${left})`,
+    ME,
+    {
+      walltimeS: d.walltimeS,
+      pilots: fit.map((p) => ({ uid: p.uid, secondsLeft: p.secondsLeft(now) ?? null })),
+    },
+  );
+}
