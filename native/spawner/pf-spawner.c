@@ -16,7 +16,8 @@
  *      "stdoutPath":S,"stderrPath":S,"files"?:[{"path":S,"content":S}...],"killScope"?:"process",
  *      "cpus"?:S,"after"?:S}
  *     the same with "stream":{"attempt":N} (N a whole number in [0, 2^32)) instead of the paths
- *     {"op":"kill","uid":S,"signal":"SIGTERM"|"SIGKILL"}
+ *     {"op":"kill","uid":S,"signal":"SIGTERM"|"SIGKILL"|"SIGINT"|"SIGHUP"|"SIGQUIT"|"SIGUSR1"|
+ *      "SIGUSR2"|"SIGALRM"}   (a signal other than SIGKILL only tells the task something)
  *   out (stdout):
  *     {"ev":"ready","pid":N,"tracking":"cgroup"|"proc","markPrefix":S,"why"?:S}   first, once
  *     {"ev":"started","uid":S,"pid":N,"t":MS}          MS: epoch ms (CLOCK_REALTIME, to the µs)
@@ -1155,10 +1156,10 @@ static void cg_kill(unsigned long serial) {
 static bool signal_pid(pid_t pid, int sig);
 
 /**
- * SIGTERM to every process in the cgroup open at `dir` and in those below it (a task may make
+ * `sig` to every process in the cgroup open at `dir` and in those below it (a task may make
  * cgroups of its own: an agent run as a task does). Closes `dir`.
  */
-static void term_tree(int dir) {
+static void signal_tree(int dir, int sig) {
   int fd = openat(dir, "cgroup.procs", O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
     Buf b = {0};
@@ -1174,7 +1175,7 @@ static void term_tree(int dir) {
     for (char *p = b.p, *end; *p != '\0'; p = end) {
       long pid = strtol(p, &end, 10);
       if (end == p) break;
-      if (pid > 0) signal_pid((pid_t)pid, SIGTERM);
+      if (pid > 0) signal_pid((pid_t)pid, sig);
     }
     free(b.p);
   }
@@ -1187,17 +1188,20 @@ static void term_tree(int dir) {
   while ((de = readdir(d)) != NULL) {
     if (de->d_type != DT_DIR || de->d_name[0] == '.') continue;
     int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (sub >= 0) term_tree(sub);
+    if (sub >= 0) signal_tree(sub, sig);
   }
   closedir(d);
 }
 
-static void cg_term(unsigned long serial) {
+/** `sig` (not SIGKILL: cg_kill) to every process of the task's cgroup and below. */
+static void cg_signal(unsigned long serial, int sig) {
   char name[24];
   snprintf(name, sizeof name, "%lu", serial);
   int dir = openat(cg_home, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) term_tree(dir);
+  if (dir >= 0) signal_tree(dir, sig);
 }
+
+static void cg_term(unsigned long serial) { cg_signal(serial, SIGTERM); }
 
 /**
  * rmdir of the cgroup `name` under `parent`, and first of the empty ones below it (where a task
@@ -1693,12 +1697,31 @@ static bool signal_pid(pid_t pid, int sig) {
   return false;
 }
 
+/** The signal a kill request names (SIGKILL, SIGTERM, or a notice signal); 0 if none of them. */
+static int kill_signal(const JVal *name) {
+  static const struct { const char *name; int sig; } known[] = {
+      {"SIGKILL", SIGKILL}, {"SIGTERM", SIGTERM}, {"SIGINT", SIGINT},   {"SIGHUP", SIGHUP},
+      {"SIGQUIT", SIGQUIT}, {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGALRM", SIGALRM},
+  };
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+    if (str_is(name, known[i].name)) return known[i].sig;
+  }
+  return 0;
+}
+
 /** A kill of a running task: through its cgroup now, else queued for the chunk's sweep. */
 static void queue_kill(const Task *t, int sig) {
-  if (t->process_only) pids_add(&kill_processes[sig == SIGKILL ? 1 : 0], t->pid);
-  else if (!t->has_cg) target_add(t->pid, t->serial, sig, true);
-  else if (sig == SIGKILL) cg_kill(t->serial);
-  else cg_term(t->serial);
+  if (t->process_only && (sig == SIGTERM || sig == SIGKILL)) {
+    pids_add(&kill_processes[sig == SIGKILL ? 1 : 0], t->pid);
+  } else if (t->process_only) {
+    signal_pid(t->pid, sig); /* a notice (srun passes it on to the step) */
+  } else if (!t->has_cg) {
+    target_add(t->pid, t->serial, sig, true);
+  } else if (sig == SIGKILL) {
+    cg_kill(t->serial);
+  } else {
+    cg_signal(t->serial, sig);
+  }
 }
 
 /** Sends the queued kills: one sweep of /proc for the tasks tracked there, then srun tasks. */
@@ -2606,12 +2629,11 @@ static void handle_line(char *line, size_t n) {
   } else if (m->type == J_OBJ && str_is(member(m, "op"), "spawn") && valid_spawn(m)) {
     spawn_or_queue(m, raw.p, raw.len);
   } else if (m->type == J_OBJ && str_is(member(m, "op"), "kill") &&
-             is_str(member(m, "uid")) &&
-             (str_is(member(m, "signal"), "SIGTERM") || str_is(member(m, "signal"), "SIGKILL"))) {
+             is_str(member(m, "uid")) && kill_signal(member(m, "signal")) != 0) {
     const JVal *uid = member(m, "uid");
     Task *t = task_by_uid(uid->str, uid->len);
     Queued *q = t == NULL ? queued_by_uid(uid->str, uid->len) : NULL;
-    if (t != NULL) queue_kill(t, str_is(member(m, "signal"), "SIGKILL") ? SIGKILL : SIGTERM);
+    if (t != NULL) queue_kill(t, kill_signal(member(m, "signal")));
     else if (q != NULL) cancel_queued(q);
   } else {
     bad_line("bad request: ", quote, qn);

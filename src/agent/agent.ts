@@ -22,6 +22,7 @@ import { FileChannel } from './file-channel';
 import { AgentNotifications } from './notifications';
 import { launchSetup } from './resources/launch-setup';
 import { discoverNodes } from './resources/nodes';
+import { JOB_END_MARGIN_MS, slurmJobEnd } from './resources/slurm-job-end';
 import { AgentTaskQueues } from './task-queues';
 import type { NodeResources } from '../components/agent-scheduler/node-state';
 import type { ShapeWait } from '../components/agent-scheduler/wait-reports';
@@ -73,6 +74,7 @@ export class Agent {
       pilot: cfg.pilot,
       heartbeatTimeoutMs: cfg.heartbeatTimeoutMs ?? 30_000,
       runtimeMin: cfg.runtimeMin,
+      signalBeforeEnd: cfg.signalBeforeEnd,
     });
     this.done = this.lifecycle.done;
   }
@@ -110,6 +112,10 @@ export class Agent {
     this.log.info('agent resources', { resource: cfg.resource ?? 'local', nodes: this.nodes });
     // probed while the queues are built (under Slurm it runs commands and a one-rank step)
     const setup = launchSetup(cfg, this.nodes, this.log);
+    const jobEnd =
+      cfg.resource === 'slurm'
+        ? slurmJobEnd(process.env, (m) => this.warnings.push(m))
+        : Promise.resolve(undefined);
     // the task hops inside the agent are local queues (LocalQueue: the hot path is their
     // latency), and the UpdateWorkers take the components' notifications in this process
     const queueLog = this.log.child({ component: 'queues' });
@@ -277,7 +283,11 @@ export class Agent {
       if (life.stopping) return; // shut down while starting: that is the news
       throw e;
     }
+    const jobEndsAt = await jobEnd;
+    if (jobEndsAt !== undefined) life.setJobEnd(jobEndsAt - JOB_END_MARGIN_MS);
     life.onControlReady();
+    const drainIn = life.drainInMs();
+    if (drainIn !== undefined) this.scheduler?.core.setDrainPoint(systemClock.now() + drainIn);
     await this.announce();
     this.log.info('agent ready', { pilot: cfg.pilot, cores: cfg.cores, gpus: cfg.gpus });
   }
@@ -292,6 +302,11 @@ export class Agent {
       pool: this.executor,
       control: this.control,
       files: this.files,
+      scheduler: this.scheduler?.core,
+      executor: this.executor && {
+        signalRunning: (signal) => this.executor?.core.signalRunning(signal) ?? 0,
+        running: () => this.executor?.core.running() ?? 0,
+      },
     };
   }
 
@@ -313,7 +328,13 @@ export class Agent {
       type: 'agent_ready',
       pilot: this.cfg.pilot,
       nodes: this.nodes.map((n) => ({ name: n.name, cores: n.cores, gpus: n.gpus })),
+      ...drainIn(this.lifecycle.core.drainInMs()),
       ...(this.warnings.length > 0 ? { warnings: this.warnings } : {}),
     });
   }
+}
+
+/** agent_ready's drainInMs, once the pilot's time runs (whole ms). */
+function drainIn(ms: number | undefined): { drainInMs?: number } {
+  return ms === undefined ? {} : { drainInMs: Math.round(ms) };
 }

@@ -301,6 +301,9 @@ export class PilotManager {
       cores: rec.cores,
       gpus: rec.gpus,
       runtimeMin: rec.description.runtimeMin ?? 60,
+      ...(rec.description.signalBeforeEnd !== undefined
+        ? { signalBeforeEnd: rec.description.signalBeforeEnd }
+        : {}),
       ...(rec.description.memMb !== undefined ? { memMb: rec.description.memMb } : {}),
       ...(agent.spawners !== undefined ? { spawners: agent.spawners } : {}),
       ...(agent.functionWorkers !== undefined ? { functionWorkers: agent.functionWorkers } : {}),

@@ -1,6 +1,12 @@
 import type { Clock, Timer } from '../../lib/clock';
 import { reason } from '../../components/shared/reasons';
-import type { AgentFinal, AgentLifecycleEffects, Shutdown, ShutdownStep } from './effects';
+import type {
+  AgentFinal,
+  AgentLifecycleEffects,
+  Shutdown,
+  ShutdownStep,
+  SignalBeforeEnd,
+} from './effects';
 
 /**
  * The order of a shutdown: nothing new comes in, every held task gets its final state, the
@@ -42,6 +48,7 @@ export interface AgentLifecycleOptions {
   heartbeatTimeoutMs: number;
   /** The pilot's runtime, counted from when the control bus is ready. */
   runtimeMin: number;
+  signalBeforeEnd?: SignalBeforeEnd | undefined;
 }
 
 /**
@@ -53,6 +60,11 @@ export class AgentLifecycleCore {
   private lastHeartbeat: number;
   private watchdog: Timer | undefined;
   private runtime: Timer | undefined;
+  private drainTimer: Timer | undefined;
+  /** The pilot's end and its drain point (clock ms), once the control bus is ready. */
+  private endsAt: number | undefined;
+  private drainsAt: number | undefined;
+  private jobEndsAt: number | undefined;
   private heartbeat: Timer | undefined;
   private shutdown: Shutdown | undefined;
   /** Index in SHUTDOWN_ORDER of the step under way. */
@@ -86,15 +98,48 @@ export class AgentLifecycleCore {
     this.lastHeartbeat = this.clock.now();
   }
 
-  /** The control bus is ready: the pilot's runtime starts, and its heartbeats to the client. */
+  /**
+   * The control bus is ready: the pilot's runtime starts, and its heartbeats to the client. It
+   * ends at runtimeMin, or earlier at the end of its batch job; it drains signalBeforeEnd
+   * seconds before that (or at its end).
+   */
   onControlReady(): void {
     if (this.shutdown !== undefined || this.runtime !== undefined) return;
     this.beat();
-    const { runtimeMin } = this.opts;
-    this.runtime = this.clock.setTimeout(
-      () => this.onShutdownRequested('DONE', `runtime limit of ${runtimeMin} min reached`),
-      runtimeMin * 60_000,
-    );
+    const { runtimeMin, signalBeforeEnd } = this.opts;
+    const jobEndsAt = this.jobEndsAt;
+    const now = this.clock.now();
+    const byRuntime = now + runtimeMin * 60_000;
+    const byJob = jobEndsAt !== undefined && jobEndsAt < byRuntime;
+    const endsAt = (this.endsAt = byJob ? Math.max(now, jobEndsAt) : byRuntime);
+    const why = byJob
+      ? `the batch job's end is near (${new Date(jobEndsAt).toISOString()})`
+      : `runtime limit of ${runtimeMin} min reached`;
+    this.runtime = this.clock.setTimeout(() => this.timeUp(why), endsAt - now);
+    const lead = (signalBeforeEnd?.seconds ?? 0) * 1000;
+    this.drainsAt = Math.max(now, endsAt - lead);
+    if (lead > 0) {
+      this.drainTimer = this.clock.setTimeout(
+        () => this.effects.drain(signalBeforeEnd?.signal),
+        this.drainsAt - now,
+      );
+    }
+  }
+
+  /** The batch job holding the pilot ends at `at` (epoch ms, less the shutdown's margin). */
+  setJobEnd(at: number): void {
+    this.jobEndsAt = at;
+  }
+
+  /** Milliseconds until the pilot drains (undefined before the control bus is ready). */
+  drainInMs(): number | undefined {
+    return this.drainsAt === undefined ? undefined : Math.max(0, this.drainsAt - this.clock.now());
+  }
+
+  private timeUp(why: string): void {
+    if (this.shutdown !== undefined) return;
+    this.effects.drain(undefined);
+    this.onShutdownRequested('DONE', `${why}; ${this.effects.endSummary()}`, false, true);
   }
 
   /** The client's shutdown_agent: only the one naming this pilot counts. */
@@ -111,11 +156,12 @@ export class AgentLifecycleCore {
   }
 
   /** Starts the shutdown, unless one is under way already. */
-  onShutdownRequested(final: AgentFinal, message: string, storeGone = false): void {
+  onShutdownRequested(final: AgentFinal, message: string, storeGone = false, timeUp = false): void {
     if (this.shutdown !== undefined) return;
-    this.shutdown = { final, message, storeGone };
+    this.shutdown = { final, message, storeGone, timeUp };
     this.watchdog?.cancel();
     this.runtime?.cancel();
+    this.drainTimer?.cancel();
     this.heartbeat?.cancel();
     this.effects.shuttingDown(this.shutdown);
     this.next();
@@ -171,6 +217,7 @@ export class AgentLifecycleCore {
             `pilot ${this.opts.pilot} ended before the task finished: ${s.message}`,
             'Agent',
           ),
+          s.timeUp === true,
         );
       case 'closeSpawners':
         return e.closeSpawners();

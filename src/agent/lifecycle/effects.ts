@@ -1,6 +1,7 @@
 import type { Reason } from '../../generated';
 import type { AbortedTaskState } from '../../states/task-model';
 import type { FinalPilotState } from '../../states/pilot-model';
+import type { NoticeSignal } from '../../components/executor/effects';
 
 /** The pilot's final state an agent's shutdown suggests. */
 export type AgentFinal = FinalPilotState;
@@ -11,7 +12,20 @@ export interface Shutdown {
   message: string;
   /** The client, and the store it hosts, went away: no ack is waited for long. */
   storeGone: boolean;
+  /**
+   * The pilot's time is over (its end): tasks that never started go back to the client for
+   * another pilot instead of ending here.
+   */
+  timeUp?: boolean;
 }
+
+/** What the tasks get before the pilot's end (PilotDescription.signalBeforeEnd). */
+export interface SignalBeforeEnd {
+  signal: NoticeSignal;
+  seconds: number;
+}
+
+export type { NoticeSignal };
 
 /** The steps of a shutdown; AgentLifecycleCore decides their order. */
 export type ShutdownStep =
@@ -38,8 +52,19 @@ export interface AgentLifecycleEffects {
   shuttingDown(shutdown: Shutdown): void;
   /** Stops every intake: no task is taken any more. */
   stopReceiving(): void;
-  /** Ends every task the components hold with `final` and `why`. */
-  finalizeTasks(final: AbortedTaskState, why: Reason): void;
+  /**
+   * Ends every task the components hold with `final` and `why`; with `leaveToClient` (the
+   * pilot's time is up) they are left to the client, which starts those that never ran again
+   * elsewhere, and retries the others that have retries left (pilot-recovery.ts).
+   */
+  finalizeTasks(final: AbortedTaskState, why: Reason, leaveToClient: boolean): void;
+  /**
+   * The drain point: no task starts from now on; running ones get `signal` (if any). Returns
+   * what it did, for the pilot's final message.
+   */
+  drain(signal: NoticeSignal | undefined): void;
+  /** A line on what the end leaves: tasks returned, tasks killed, tasks signaled at the drain. */
+  endSummary(): string;
   /** Closes the spawner helpers (their processes die with them). */
   closeSpawners(): void;
   /** Sends the notifications gathered in this turn. */

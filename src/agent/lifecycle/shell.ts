@@ -8,7 +8,13 @@ import type { UpdateWorker } from '../../updater/update-worker';
 import type { AgentNotifications } from '../notifications';
 import { untilPulled } from '../until-pulled';
 import { AgentLifecycleCore, type AgentLifecycleOptions } from './core';
-import type { AgentFinal, AgentLifecycleEffects, Shutdown, ShutdownStep } from './effects';
+import type {
+  AgentFinal,
+  AgentLifecycleEffects,
+  NoticeSignal,
+  Shutdown,
+  ShutdownStep,
+} from './effects';
 import type { AbortedTaskState } from '../../states/task-model';
 
 /** What a shutdown takes apart; a part not built yet (a failed start) is skipped. */
@@ -17,11 +23,17 @@ export interface AgentParts {
   notes?: AgentNotifications | undefined;
   workers: readonly UpdateWorker[];
   /** The task components, upstream first. */
-  components: readonly ({ onShutdown(final: AbortedTaskState, why: Reason): void } | undefined)[];
+  components: readonly (
+    { onShutdown(final: AbortedTaskState, why: Reason, leaveToClient?: boolean): void } | undefined
+  )[];
   pool?: { close(): Promise<void> } | undefined;
   control?: ControlBus | undefined;
   /** The file channel: transfers still under way fail (E_TRANSFER) when it closes. */
   files?: { close(): Promise<void> } | undefined;
+  /** Stops starting tasks at the drain point; `queued`: tasks that wait for slots. */
+  scheduler?: { onDrain(): void; readonly queued: number } | undefined;
+  /** Signals the running tasks (how many it signaled); `running`: tasks started and not ended. */
+  executor?: { signalRunning(signal: NoticeSignal): number; running(): number } | undefined;
 }
 
 /** Runs AgentLifecycleCore: performs each shutdown step and reports it done. */
@@ -31,6 +43,8 @@ export class AgentLifecycleShell implements AgentLifecycleEffects {
   readonly done: Promise<{ final: AgentFinal; message: string }>;
   private resolveDone!: (r: { final: AgentFinal; message: string }) => void;
   private stopWaiting: (() => void) | undefined;
+  /** What the drain point did: the signal and how many tasks got it. */
+  private signaled: { signal: NoticeSignal; tasks: number } | undefined;
 
   constructor(
     private readonly parts: () => AgentParts,
@@ -50,10 +64,28 @@ export class AgentLifecycleShell implements AgentLifecycleEffects {
     this.after('stopReceiving', () => this.parts().queues.stopReceiving());
   }
 
-  finalizeTasks(final: AbortedTaskState, why: Reason): void {
+  drain(signal: NoticeSignal | undefined): void {
+    const { scheduler, executor } = this.parts();
+    scheduler?.onDrain();
+    if (signal === undefined || executor === undefined) return;
+    const tasks = executor.signalRunning(signal);
+    this.signaled = { signal, tasks };
+    this.log.info('pilot drains', { signal, tasks });
+  }
+
+  endSummary(): string {
+    const { scheduler, executor } = this.parts();
+    const returned = scheduler?.queued ?? 0;
+    const killed = executor?.running() ?? 0;
+    const s = this.signaled;
+    const signaled = s === undefined ? '' : `, ${s.tasks} signaled ${s.signal} at the drain point`;
+    return `drained: ${returned} waiting task(s) returned to the client, ${killed} running task(s) killed${signaled}`;
+  }
+
+  finalizeTasks(final: AbortedTaskState, why: Reason, leaveToClient: boolean): void {
     for (const component of this.parts().components) {
       try {
-        component?.onShutdown(final, why);
+        component?.onShutdown(final, why, leaveToClient);
       } catch (e) {
         this.log.error('shutdown of a component failed', errorMeta(e));
       }

@@ -92,6 +92,12 @@ export class AgentSchedulerCore {
   private lastSeq = -1;
   /** Set when blocked shapes were released, so scheduling goes round once more. */
   private again = false;
+  /** When the pilot drains (clock ms): a task that declares walltimeS must end by then. */
+  private drainsAt: number | undefined;
+  /** Past the drain point: no task starts any more. */
+  private drained = false;
+  /** Tasks that can no longer end here before the drain point: they never start here. */
+  private readonly stranded = new Map<string, TaskRecord>();
 
   /** The agent's own node, where tasks that must run there go (Request.home). */
   private readonly home: NodeState | undefined;
@@ -194,11 +200,27 @@ export class AgentSchedulerCore {
     this.schedule(now, []);
   }
 
+  /** The pilot drains at `at` (clock ms): a task that declares walltimeS starts only if it can end by then. */
+  setDrainPoint(at: number): void {
+    this.drainsAt = at;
+  }
+
+  /** The drain point has come: no task starts from now on (those waiting go back at the end). */
+  onDrain(): void {
+    this.drained = true;
+  }
+
   onCancel(uids: string[]): void {
     this.canceled.add(uids);
     const now = this.clock.now();
     const notes: Notification[] = [];
     for (const uid of uids) {
+      const lost = this.stranded.get(uid);
+      if (lost !== undefined) {
+        this.stranded.delete(uid);
+        notes.push(transition(lost, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
+        continue;
+      }
       const shape = this.waitingIn.get(uid);
       if (shape === undefined) continue;
       const i = shape.queue.findIndex((e, k) => k >= shape.head && e.task.uid === uid);
@@ -212,16 +234,21 @@ export class AgentSchedulerCore {
     this.schedule(now, notes);
   }
 
-  /** The agent is going away: every waiting task ends with `final`. */
-  onShutdown(final: AbortedTaskState, why: Reason): void {
+  /**
+   * The agent is going away: every waiting task ends with `final`; with `leaveToClient` (the
+   * pilot's time is up) they are left to the client instead, which starts them elsewhere.
+   */
+  onShutdown(final: AbortedTaskState, why: Reason, leaveToClient = false): void {
     const now = this.clock.now();
     const notes: Notification[] = [];
+    const waiting: TaskRecord[] = [...this.stranded.values()];
     for (const shape of this.shapes.values()) {
-      for (let i = shape.head; i < shape.queue.length; i++) {
-        const t = shape.queue[i]!.task;
-        t.reason = why;
-        notes.push(transition(t, final, ME, now, { reason: why }));
-      }
+      for (let i = shape.head; i < shape.queue.length; i++) waiting.push(shape.queue[i]!.task);
+    }
+    this.stranded.clear();
+    for (const t of leaveToClient ? [] : waiting) {
+      t.reason = why;
+      notes.push(transition(t, final, ME, now, { reason: why }));
     }
     this.shapes.clear();
     this.ready.clear();
@@ -258,9 +285,9 @@ export class AgentSchedulerCore {
     holders: (kind, tag) => this.tagRuns[kind].first(tag),
   };
 
-  /** Tasks waiting for slots. */
+  /** Tasks waiting for slots, or that can no longer start here. */
   get queued(): number {
-    return this.waitingIn.size;
+    return this.waitingIn.size + this.stranded.size;
   }
 
   /** Free capacity per node (for tests and status). */
@@ -347,6 +374,10 @@ export class AgentSchedulerCore {
   /** Starts what fits, in priority order, and keeps the reservation for the head current. */
   private schedule(now: number, notes: Notification[]): void {
     const out: TaskRecord[] = [];
+    if (this.drained) {
+      if (notes.length > 0) this.effects.notify(notes);
+      return;
+    }
     // Each round starts what fits; it repeats only when nodes came back into use (a
     // reservation moved or ended), which happens at most once per started or waiting task.
     // Such a round ends at once, so that the nodes freed are offered in order too.
@@ -380,6 +411,10 @@ export class AgentSchedulerCore {
     while (shape.head < shape.queue.length) {
       if (this.again || (next !== undefined && byPriority(shape, next) > 0)) return;
       const { task } = shape.queue[shape.head]!;
+      if (this.tooLate(task, now)) {
+        this.strand(shape, task);
+        continue;
+      }
       const followable = this.followOns !== undefined && this.followable(task, shape.req);
       let holds = this.place(task.uid, shape.req);
       if (holds !== undefined && followable && holds[0]!.node === this.home) {
@@ -410,6 +445,21 @@ export class AgentSchedulerCore {
       }
     }
     this.forgetShape(shape);
+  }
+
+  /** Whether the task declares a walltimeS that would take it past the drain point. */
+  private tooLate(task: TaskRecord, now: number): boolean {
+    const w = task.description.walltimeS;
+    return w !== undefined && this.drainsAt !== undefined && now + w * 1000 > this.drainsAt;
+  }
+
+  /** Takes the shape's first task out of the queue for good: it never starts here. */
+  private strand(shape: Shape, task: TaskRecord): void {
+    shape.queue[shape.head++] = undefined as never;
+    this.waitingIn.delete(task.uid);
+    this.stranded.set(task.uid, task);
+    if (this.reservation?.uid === task.uid) this.dropReservation();
+    if (this.passable?.entry.task.uid === task.uid) this.passable = undefined;
   }
 
   /**

@@ -10,6 +10,7 @@ import type {
   ExecutorJob,
   ExitedEvent,
   FailedEvent,
+  NoticeSignal,
   StartedDetail,
 } from './effects';
 import { kindFor, type ExecutorKind } from './kinds';
@@ -65,6 +66,11 @@ interface Held {
   timers: Timer[];
 }
 
+/** Whether its job has started (a process reported its pid or start time). */
+function started(h: Held): boolean {
+  return h.pid !== undefined || h.launched !== undefined;
+}
+
 /** One handler call's effects, so each kind goes out as a single bulk. */
 class Batch {
   readonly notes: Notification[] = [];
@@ -109,6 +115,20 @@ export class ExecutorCore {
 
   held(): number {
     return this.tasks.size;
+  }
+
+  /** Tasks started and not ended. */
+  running(): number {
+    return [...this.tasks.values()].filter((h) => started(h) && h.exit === undefined).length;
+  }
+
+  /** The pilot drains: each running process gets `signal` and goes on. Returns how many. */
+  signalRunning(signal: NoticeSignal): number {
+    const to = [...this.tasks.values()].filter(
+      (h) => started(h) && h.exit === undefined && h.job.kind === 'process',
+    );
+    for (const h of to) this.effects.signal(h.task.uid, signal);
+    return to.length;
   }
 
   onTasks(tasks: TaskRecord[]): void {
@@ -278,7 +298,7 @@ export class ExecutorCore {
    * a ready service ends DONE (it served until its pilot ended). Tasks that arrive afterwards
    * are finalized on receipt.
    */
-  onShutdown(final: ShutdownState, reason: Reason): void {
+  onShutdown(final: ShutdownState, reason: Reason, leaveToClient = false): void {
     this.closed = { final, reason };
     const b = new Batch();
     const now = this.clock.now();
@@ -287,7 +307,8 @@ export class ExecutorCore {
       if (h.exit === undefined) this.effects.stop(h.task.uid, 'kill');
       if (h.canceled) this.end(h.task, 'CANCELED', h.task.reason ?? reason, now, b);
       else if (h.ready === true) this.stopped(h.task, now, b);
-      else this.end(h.task, final, reason, now, b);
+      // the pilot's time is up: the client retries it elsewhere if it may (pilot-recovery.ts)
+      else if (!leaveToClient) this.end(h.task, final, reason, now, b);
     }
     b.flush(this.effects);
   }

@@ -4,7 +4,16 @@ import type { FunctionCallJob } from './functions/pool-types';
 import type { WorkerLanguage } from './functions/worker-process';
 import type { LaunchFile, LaunchMethod, StepFailure } from './launch';
 
-export type KillSignal = 'SIGTERM' | 'SIGKILL';
+/** Signals a task may be sent to tell it something (PilotDescription.signalBeforeEnd). */
+export type NoticeSignal =
+  | 'SIGTERM'
+  | 'SIGINT'
+  | 'SIGHUP'
+  | 'SIGQUIT'
+  | 'SIGUSR1'
+  | 'SIGUSR2'
+  | 'SIGALRM';
+export type KillSignal = NoticeSignal | 'SIGKILL';
 
 /**
  * One process to start: its output to two files, or ('stream') through pipes into the helper's
@@ -173,6 +182,8 @@ export interface ExecutorEffects extends StageEffects {
   start(job: ExecutorJob): void;
   /** Stops the task's job (a process: its whole group); a uid with nothing running is ignored. */
   stop(uid: string, how: StopHow): void;
+  /** Sends `signal` to the task's processes, to tell it something (it goes on running). */
+  signal(uid: string, signal: NoticeSignal): void;
   /** Gives the tasks' slots back to the AgentScheduler. Called exactly once per task. */
   release(tasks: TaskRecord[]): void;
 }

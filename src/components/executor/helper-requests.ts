@@ -43,9 +43,25 @@ function isStream(v: unknown): boolean {
   );
 }
 
+/** The signals a kill request may name (KillSignal; kept here, as the helper imports nothing). */
+const KILL_SIGNALS: ReadonlySet<string> = new Set([
+  'SIGKILL',
+  'SIGTERM',
+  'SIGINT',
+  'SIGHUP',
+  'SIGQUIT',
+  'SIGUSR1',
+  'SIGUSR2',
+  'SIGALRM',
+]);
+
 export function isKillRequest(m: unknown): m is KillRequest {
   const k = m as { uid?: unknown; signal?: unknown };
-  return typeof k.uid === 'string' && (k.signal === 'SIGTERM' || k.signal === 'SIGKILL');
+  return (
+    typeof k.uid === 'string' &&
+    typeof k.signal === 'string' &&
+    KILL_SIGNALS.has(k.signal)
+  );
 }
 
 /** The first string the kernel would get that holds a NUL byte, named as pf-spawner names it. */

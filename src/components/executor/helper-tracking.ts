@@ -247,7 +247,7 @@ export class CgroupTracking implements Tracking {
       } else if (signal === 'SIGKILL') {
         this.killAll(t.cgroup);
       } else {
-        this.term(t.cgroup);
+        this.term(t.cgroup, signal);
       }
     }
     for (const message of killProcesses(alone, signal)) this.opts.error(message);
@@ -317,8 +317,8 @@ export class CgroupTracking implements Tracking {
     }
   }
 
-  private term(dir: string): void {
-    for (const message of killProcesses(cgroupProcs(dir), 'SIGTERM')) this.opts.error(message);
+  private term(dir: string, signal: KillSignal = 'SIGTERM'): void {
+    for (const message of killProcesses(cgroupProcs(dir), signal)) this.opts.error(message);
   }
 }
 

@@ -10,6 +10,7 @@ import type {
   ExitedEvent,
   FailedEvent,
   KillSignal,
+  NoticeSignal,
   StartedEvent,
   StopHow,
 } from './effects';
@@ -142,6 +143,11 @@ export class ExecutorShell implements ExecutorEffects {
         (this.services ??= this.serviceRunner()).start(job);
         break;
     }
+  }
+
+  signal(uid: string, signal: NoticeSignal): void {
+    // a function call runs in a shared worker: a signal there would reach other calls
+    if (!this.calls.has(uid)) this.pool_.kill(uid, signal);
   }
 
   stop(uid: string, how: StopHow): void {

@@ -303,7 +303,8 @@ function cwdProblem(cwd: string): { code: string; message: string } | undefined 
 }
 
 /** Kills asked for in one chunk of input, sent together so /proc is read once per chunk. */
-const kills: Record<KillSignal, TrackedTask[]> = { SIGTERM: [], SIGKILL: [] };
+/** Kills asked in this turn, by signal: each signal's tasks are signaled together. */
+const kills = new Map<KillSignal, TrackedTask[]>();
 
 function doKill(uid: string, signal: KillSignal): void {
   if (queue.cancel(uid)) {
@@ -312,15 +313,15 @@ function doKill(uid: string, signal: KillSignal): void {
   }
   const task = children.get(uid)?.task;
   if (task?.pid === undefined) return; // already exited or never started
-  kills[signal].push(task);
+  const list = kills.get(signal);
+  if (list === undefined) kills.set(signal, [task]);
+  else list.push(task);
 }
 
 function flushKills(): void {
-  for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
-    const tasks = kills[signal];
-    kills[signal] = [];
-    if (tasks.length > 0) tracking.kill(tasks, signal);
-  }
+  const asked = [...kills];
+  kills.clear();
+  for (const [signal, tasks] of asked) tracking.kill(tasks, signal);
 }
 
 function handleLine(line: string): void {
@@ -360,8 +361,7 @@ function stop(): void {
     const message = 'canceled before it started: the spawner helper is stopping';
     emit({ ev: 'failed', uid, code: 'ECANCELED', message });
   }
-  kills.SIGTERM = [];
-  kills.SIGKILL = [];
+  kills.clear();
   tracking.stop([...children.values()].map((c) => c.task));
   process.stdin.destroy();
   maybeExit();

@@ -24,8 +24,13 @@ function setup(opts: Partial<AgentLifecycleOptions> = {}, held: ShutdownStep[] =
     shuttingDown: (s) =>
       rec.record(`shuttingDown ${s.final} '${s.message}'${s.storeGone ? ' storeGone' : ''}`),
     stopReceiving: () => step('stopReceiving'),
-    finalizeTasks: (final, why) =>
-      step('finalizeTasks', `finalizeTasks ${final} ${why.code} '${why.message}'`),
+    finalizeTasks: (final, why, leaveToClient) =>
+      step(
+        'finalizeTasks',
+        `finalizeTasks ${final} ${why.code} '${why.message}'${leaveToClient ? ' leaveToClient' : ''}`,
+      ),
+    drain: (signal) => rec.record(`drain ${signal ?? '-'}`),
+    endSummary: () => 'SUMMARY',
     closeSpawners: () => step('closeSpawners'),
     flushNotifications: () => step('flushNotifications'),
     closeSenders: () => step('closeSenders'),
@@ -49,12 +54,13 @@ function setup(opts: Partial<AgentLifecycleOptions> = {}, held: ShutdownStep[] =
 function shutdownLines(
   final: string,
   message: string,
-  opts: { storeGone?: boolean; taskFinal?: string; code?: string } = {},
+  opts: { storeGone?: boolean; taskFinal?: string; code?: string; timeUp?: boolean } = {},
 ): string[] {
   return [
+    ...(opts.timeUp === true ? ['drain -'] : []),
     `shuttingDown ${final} '${message}'${opts.storeGone === true ? ' storeGone' : ''}`,
     'stopReceiving',
-    `finalizeTasks ${opts.taskFinal ?? 'FAILED'} ${opts.code ?? 'E_PILOT_ENDED'} 'pilot pilot.1 ended before the task finished: ${message}'`,
+    `finalizeTasks ${opts.taskFinal ?? 'FAILED'} ${opts.code ?? 'E_PILOT_ENDED'} 'pilot pilot.1 ended before the task finished: ${message}'${opts.timeUp === true ? ' leaveToClient' : ''}`,
     'closeSpawners',
     'flushNotifications',
     'closeSenders',
@@ -175,7 +181,48 @@ describe('AgentLifecycleCore: the runtime limit', () => {
     clock.advance(119_999);
     rec.expectNoMore();
     clock.advance(1);
-    expect(rec.take()).toEqual(shutdownLines('DONE', 'runtime limit of 2 min reached'));
+    expect(rec.take()).toEqual(
+      shutdownLines('DONE', 'runtime limit of 2 min reached; SUMMARY', { timeUp: true }),
+    );
+  });
+
+  it('drains signalBeforeEnd.seconds before the end: the signal, then the end', () => {
+    const { rec, clock, core } = setup({
+      heartbeatTimeoutMs: 0,
+      runtimeMin: 2,
+      signalBeforeEnd: { signal: 'SIGUSR1', seconds: 30 },
+    });
+    core.onStart();
+    core.onControlReady();
+    expect(core.drainInMs()).toBe(90_000);
+    clock.advance(89_999);
+    rec.expectNoMore();
+    clock.advance(1);
+    expect(rec.take()).toEqual(['drain SIGUSR1']);
+    expect(core.drainInMs()).toBe(0);
+    clock.advance(30_000);
+    expect(rec.take()).toEqual(
+      shutdownLines('DONE', 'runtime limit of 2 min reached; SUMMARY', { timeUp: true }),
+    );
+  });
+
+  it("ends at the batch job's end when that comes before runtimeMin", () => {
+    const { rec, clock, core } = setup({ heartbeatTimeoutMs: 0, runtimeMin: 60 });
+    const jobEndsAt = clock.now() + 45_000;
+    const early = setup({ heartbeatTimeoutMs: 0, runtimeMin: 60 });
+    early.core.onStart();
+    early.core.setJobEnd(jobEndsAt);
+    early.core.onControlReady();
+    expect(early.core.drainInMs()).toBe(45_000);
+    early.clock.advance(45_000);
+    expect(early.rec.take()[1]).toBe(
+      `shuttingDown DONE 'the batch job's end is near (${new Date(jobEndsAt).toISOString()}); SUMMARY'`,
+    );
+    core.onStart();
+    core.onControlReady();
+    expect(core.drainInMs()).toBe(3_600_000);
+    clock.advance(45_000);
+    rec.expectNoMore();
   });
 
   it('is not cut short by a client that keeps beating', () => {
@@ -188,7 +235,7 @@ describe('AgentLifecycleCore: the runtime limit', () => {
     }
     rec.expectNoMore();
     clock.advance(500);
-    expect(rec.take()[0]).toBe("shuttingDown DONE 'runtime limit of 1 min reached'");
+    expect(rec.take()[1]).toBe("shuttingDown DONE 'runtime limit of 1 min reached; SUMMARY'");
   });
 });
 

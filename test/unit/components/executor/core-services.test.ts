@@ -30,6 +30,7 @@ function setup() {
       h.rec.record(`start ${job.process.spec.uid}`);
     },
     stop: (uid: string, how: string) => h.rec.record(`stop ${uid} ${how}`),
+    signal: (uid: string, signal: string) => h.rec.record(`signal ${uid} ${signal}`),
   });
   const core = new ExecutorCore(effects, h.clock, { killGraceMs: GRACE });
   const started = (t: TaskRecord): void => {

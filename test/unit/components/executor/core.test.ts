@@ -35,6 +35,7 @@ function setup(opts: Partial<ExecutorOptions> = {}) {
       h.rec.record(`start ${job.spec.uid}`);
     },
     stop: (uid: string, how: string) => h.rec.record(`stop ${uid} ${how}`),
+    signal: (uid: string, signal: string) => h.rec.record(`signal ${uid} ${signal}`),
   });
   const core = new ExecutorCore(effects, h.clock, { killGraceMs: GRACE, ...opts });
   /** Starts tasks and checks (then drops) the effects of their start. */
