@@ -6,13 +6,7 @@ import type { LaunchFile, LaunchMethod, StepFailure } from './launch';
 
 /** Signals a task may be sent to tell it something (PilotDescription.signalBeforeEnd). */
 export type NoticeSignal =
-  | 'SIGTERM'
-  | 'SIGINT'
-  | 'SIGHUP'
-  | 'SIGQUIT'
-  | 'SIGUSR1'
-  | 'SIGUSR2'
-  | 'SIGALRM';
+  'SIGTERM' | 'SIGINT' | 'SIGHUP' | 'SIGQUIT' | 'SIGUSR1' | 'SIGUSR2' | 'SIGALRM';
 export type KillSignal = NoticeSignal | 'SIGKILL';
 
 /**

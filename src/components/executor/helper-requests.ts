@@ -57,11 +57,7 @@ const KILL_SIGNALS: ReadonlySet<string> = new Set([
 
 export function isKillRequest(m: unknown): m is KillRequest {
   const k = m as { uid?: unknown; signal?: unknown };
-  return (
-    typeof k.uid === 'string' &&
-    typeof k.signal === 'string' &&
-    KILL_SIGNALS.has(k.signal)
-  );
+  return typeof k.uid === 'string' && typeof k.signal === 'string' && KILL_SIGNALS.has(k.signal);
 }
 
 /** The first string the kernel would get that holds a NUL byte, named as pf-spawner names it. */
