@@ -4,6 +4,7 @@ import * as functions from './functions';
 import type { Benchmark } from './harness';
 import * as memory from './memory';
 import * as scheduler from './scheduler';
+import * as simulate from './simulate';
 import * as store from './store';
 import * as timeline from './timeline';
 import * as transport from './transport';
@@ -15,6 +16,7 @@ export const BENCHMARKS: readonly Benchmark[] = [
   dag,
   functions,
   scheduler,
+  simulate,
   store,
   transport,
   memory,
@@ -30,6 +32,7 @@ export const INFRASTRUCTURE = [
   'functions-dask',
   'harness',
   'index',
+  'mixed-workload',
   'process-cpu',
   'profile-summary',
   'references',

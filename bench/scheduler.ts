@@ -5,7 +5,8 @@
  *
  * Pilot: every node has 56 cores, 8 GPUs and 512,000 MiB.
  *
- * Workload (`mixed-v1`, 100,000 tasks, drawn with a seeded PRNG so every run sees the same one):
+ * Workload (`mixed-v1` of bench/mixed-workload.ts, 100,000 tasks, drawn with a seeded PRNG so every
+ * run sees the same one):
  *   50%  1 core
  *   15%  4 cores
  *   10%  1 whole GPU + 8 cores
@@ -26,40 +27,20 @@
  * warm-up pass), and `per_decision_growth_1k_to_10k` = ns/decision at 10k nodes over 1k nodes
  * (1.0 = the cost of a decision does not grow with the pilot).
  */
-import { AgentSchedulerCore, type NodeResources } from '../src/components/agent-scheduler/core';
+import { AgentSchedulerCore } from '../src/components/agent-scheduler/core';
 import type { AgentSchedulerEffects } from '../src/components/agent-scheduler/effects';
-import type { Notification, TaskDescription, TaskRecord } from '../src/generated';
+import type { Notification, TaskRecord } from '../src/generated';
 import type { Clock } from '../src/lib/clock';
 import { median, mulberry32, nowNs, sig, type BenchOptions } from './harness';
+import { mixedDescriptions, mixedNodes, SEED, WORKLOAD } from './mixed-workload';
 
 export const name = 'scheduler';
 export const description =
   'allocations+releases per second of the AgentScheduler core, 1k and 10k nodes ' +
   '(56 cores, 8 GPUs, 512,000 MiB each), mixed workload of 1e5 tasks, one core';
 
-const NODE = { cores: 56, gpus: 8, memMb: 512_000 } as const;
-const SEED = 0x5eed;
-const WORKLOAD = 'mixed-v1';
-
 /** The core never waits in this benchmark: time stands still. */
 const CLOCK: Clock = { now: () => 0, setTimeout: () => ({ cancel() {} }) };
-
-interface Shape {
-  share: number;
-  describe(k: number): Omit<TaskDescription, 'executable'>;
-}
-
-/** The mix of `mixed-v1`; `k` picks a colocation group. */
-const MIX: readonly Shape[] = [
-  { share: 0.5, describe: () => ({ coresPerRank: 1 }) },
-  { share: 0.15, describe: () => ({ coresPerRank: 4 }) },
-  { share: 0.1, describe: () => ({ coresPerRank: 8, gpusPerRank: 1 }) },
-  { share: 0.1, describe: () => ({ coresPerRank: 2, gpusPerRank: 0.25 }) },
-  { share: 0.05, describe: () => ({ coresPerRank: 16, gpusPerRank: 2, memPerRankMb: 65_536 }) },
-  { share: 0.05, describe: () => ({ ranks: 4, coresPerRank: 14, launch: 'mpirun' }) },
-  { share: 0.03, describe: (k) => ({ coresPerRank: 2, tags: { colocate: `c${k}` } }) },
-  { share: 0.02, describe: () => ({ coresPerRank: 1, priority: 10 }) },
-];
 
 interface Sizes {
   nodes: readonly [number, number];
@@ -144,7 +125,7 @@ export function pass(nNodes: number, sizes: Sizes): Pass {
       }
     },
   };
-  const core = new AgentSchedulerCore(effects, CLOCK, makeNodes(nNodes));
+  const core = new AgentSchedulerCore(effects, CLOCK, mixedNodes(nNodes));
   const rng = mulberry32(SEED ^ nNodes);
   const n = tasks.length;
   let next = 0;
@@ -185,42 +166,13 @@ export function pass(nNodes: number, sizes: Sizes): Pass {
   return { ns, decisions: allocations + releases, peakQueued };
 }
 
-function makeNodes(n: number): NodeResources[] {
-  const width = String(n - 1).length;
-  return Array.from({ length: n }, (_, i) => ({
-    name: `n${String(i).padStart(width, '0')}`,
-    ...NODE,
-  }));
-}
-
 /** The same `n` tasks every time (seeded), fresh records each call (the core mutates them). */
 function makeWorkload(n: number): TaskRecord[] {
-  const rng = mulberry32(SEED);
-  const groups = Math.max(1, Math.round((n * 0.03) / 10));
-  const out: TaskRecord[] = [];
-  for (let i = 0; i < n; i++) {
-    const x = rng();
-    let acc = 0;
-    let shape = MIX[MIX.length - 1]!;
-    for (const s of MIX) {
-      acc += s.share;
-      if (x < acc) {
-        shape = s;
-        break;
-      }
-    }
-    const k = Math.floor(rng() * groups);
-    out.push(record(i, { executable: '/bin/true', ...shape.describe(k) }));
-  }
-  return out;
-}
-
-function record(i: number, description: TaskDescription): TaskRecord {
-  return {
+  return mixedDescriptions(n).map((description, i) => ({
     uid: `task.${String(i).padStart(6, '0')}`,
     attempt: 1,
     state: 'AGENT_SCHEDULING_PENDING',
     session: 'bench.scheduler',
     description,
-  };
+  }));
 }

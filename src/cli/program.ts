@@ -8,6 +8,7 @@ import { registerLogs } from './commands/logs';
 import { registerProfile } from './commands/profile';
 import { registerRun } from './commands/run';
 import { registerSessions } from './commands/sessions';
+import { registerSimulate } from './commands/simulate';
 import { registerStatus } from './commands/status';
 import { registerTail } from './commands/tail';
 import { registerTimeline } from './commands/timeline';
@@ -27,6 +28,7 @@ const COMMANDS: Register[] = [
   registerClean,
   registerProfile,
   registerTimeline,
+  registerSimulate,
   registerTail,
   registerLogs,
 ];

@@ -17,6 +17,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['updater'],
   ['profile'],
   ['agent', 'client'],
+  ['simulator'],
   ['cli', 'index.ts'],
 ];
 

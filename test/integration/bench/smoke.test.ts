@@ -13,6 +13,14 @@ import { main } from '../../../bench/run';
 /** The metrics each benchmark reports; docs/performance.md quotes them by name. */
 const METRICS: Record<string, string[]> = {
   scheduler: ['decisions_per_s', 'ns_per_decision', 'per_decision_growth_1k_to_10k'],
+  simulate: [
+    'simulate_wall_s',
+    'simulate_cpu_s',
+    'simulate_peak_rss_mb',
+    'simulated_makespan_s',
+    'simulated_utilization',
+    'simulated_tasks_per_wall_s',
+  ],
   e2e: [
     ...['stream', 'files', 'insecure'].flatMap((s) => [
       `pilot_startup_ms_${s}`,

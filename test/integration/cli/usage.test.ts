@@ -20,6 +20,7 @@ const COMMANDS = [
   'clean',
   'profile',
   'timeline',
+  'simulate',
   'tail',
   'logs',
 ];

@@ -1,0 +1,197 @@
+import { describe, expect, it } from '@jest/globals';
+import type { PilotDescription, TaskDescription, Workload } from '../../../src/generated';
+import { UsageError, ValidationError } from '../../../src/errors';
+import { utilization } from '../../../src/profile/utilization';
+import {
+  simProfile,
+  simulate,
+  summarize,
+  taskTimes,
+  type SimulateOptions,
+} from '../../../src/simulator';
+
+const local = (cores: number, extra: Partial<PilotDescription> = {}): PilotDescription => ({
+  resource: 'local',
+  cores,
+  gpus: 0,
+  memMb: 16_000,
+  ...extra,
+});
+
+const task = (
+  uid: string,
+  walltimeS: number,
+  extra: Partial<TaskDescription> = {},
+): TaskDescription => ({
+  uid,
+  executable: '/bin/true',
+  walltimeS,
+  ...extra,
+});
+
+/** uid -> [start_s, end_s, state] of a simulation. */
+function times(
+  w: Workload,
+  opts: SimulateOptions = {},
+): Record<string, [number | null, number | null, string]> {
+  const out: Record<string, [number | null, number | null, string]> = {};
+  for (const t of taskTimes(simulate(w, opts))) out[t.uid] = [t.start_s, t.end_s, t.state];
+  return out;
+}
+
+describe('Simulation', () => {
+  // one node of 2 cores: C (priority) and A start; B (2 cores) is the head and waits
+  const mix: TaskDescription[] = [
+    task('A', 10),
+    task('B', 5, { coresPerRank: 2 }),
+    task('C', 3, { priority: 10 }),
+    task('D', 4),
+  ];
+
+  it('starts by priority, then submission; backfills D ahead of the wide B while it does not fit', () => {
+    expect(times({ pilots: [local(2)], tasks: mix })).toEqual({
+      A: [0, 10, 'DONE'],
+      B: [10, 15, 'DONE'],
+      C: [0, 3, 'DONE'],
+      D: [3, 7, 'DONE'], // backfilled: B cannot use one core
+    });
+  });
+
+  it('reserves for the head at once with backfillLimit 0: D waits behind B', () => {
+    const pilots: Workload['pilots'] = [local(2, { agent: { backfillLimit: 0 } })];
+    expect(times({ pilots, tasks: mix })).toEqual({
+      A: [0, 10, 'DONE'],
+      B: [10, 15, 'DONE'],
+      C: [0, 3, 'DONE'],
+      D: [15, 19, 'DONE'],
+    });
+  });
+
+  it('starts a dependent when what it waits for ends, and cancels one that can never start', () => {
+    const tasks = [
+      task('T1', 5),
+      task('T2', 3, { after: ['T1'] }),
+      task('T3', 1, { after: [{ task: 'T1', on: 'failed' }] }),
+    ];
+    const r = times({ pilots: [local(4)], tasks });
+    expect(r).toEqual({ T1: [0, 5, 'DONE'], T2: [5, 8, 'DONE'], T3: [null, null, 'CANCELED'] });
+  });
+
+  it('places GPU tasks on free GPUs and counts GPU utilization as a real run does', () => {
+    const w: Workload = {
+      pilots: [local(4, { gpus: 1 })],
+      tasks: [task('G1', 10, { gpusPerRank: 1 }), task('G2', 5, { gpusPerRank: 1 }), task('X', 2)],
+    };
+    expect(times(w)).toEqual({ G1: [0, 10, 'DONE'], G2: [10, 15, 'DONE'], X: [0, 2, 'DONE'] });
+    const r = summarize(simulate(w));
+    expect(r.makespan_s).toBe(15);
+    expect(r.utilization.gpu).toBe(1);
+    expect(r.utilization.core).toBeCloseTo(17 / 60, 9);
+  });
+
+  it('spreads tasks over several pilots through the ManagerScheduler (least loaded first)', () => {
+    const w: Workload = {
+      pilots: [local(1, { uid: 'p0' }), local(1, { uid: 'p1' })],
+      tasks: [task('A', 4), task('B', 4), task('C', 4)],
+    };
+    const sim = simulate(w);
+    const rows = Object.fromEntries([...taskTimes(sim)].map((t) => [t.uid, [t.pilot, t.start_s]]));
+    // room: a pilot takes its size again as backlog, so C is bound to p0 behind A
+    expect(rows).toEqual({ A: ['p0', 0], B: ['p1', 0], C: ['p0', 4] });
+    expect(summarize(sim).makespan_s).toBe(8);
+  });
+
+  it('counts tasks that can never fit, with the reason of a real run, and runs the rest', () => {
+    const w: Workload = {
+      pilots: [local(4)],
+      tasks: [
+        task('wide', 1, { coresPerRank: 8 }),
+        task('fat', 1, { memPerRankMb: 64_000 }),
+        task('ok', 1),
+      ],
+    };
+    const r = summarize(simulate(w));
+    expect(r.counts).toEqual({ DONE: 1, FAILED: 2, CANCELED: 0, unfinished: 0 });
+    expect(r.reasons.map((x) => [x.code, x.count, x.first.uid])).toEqual([
+      ['E_NEVER_FITS', 2, 'wide'],
+    ]);
+  });
+
+  it('ends a pilot at its runtime: what runs or waits there ends FAILED (E_PILOT_ENDED)', () => {
+    const w: Workload = {
+      pilots: [local(1, { runtimeMin: 0.1 })], // 6 s
+      tasks: [task('long', 10), task('next', 1)],
+    };
+    const sim = simulate(w);
+    expect(
+      Object.fromEntries([...taskTimes(sim)].map((t) => [t.uid, [t.start_s, t.end_s, t.state]])),
+    ).toEqual({
+      long: [0, 6, 'FAILED'],
+      next: [null, null, 'FAILED'],
+    });
+    const r = summarize(sim);
+    expect(r.reasons).toEqual([
+      expect.objectContaining({
+        code: 'E_PILOT_ENDED',
+        count: 2,
+        first: expect.objectContaining({ uid: 'long' }),
+      }),
+    ]);
+    expect(r.pilots[0]!.end_s).toBe(6);
+    expect(r.utilization.core).toBe(1);
+  });
+
+  it('simulates --nodes/--cores/--gpus instead of the workload pilots, and --default-walltime', () => {
+    const w: Workload = {
+      pilots: [local(1)],
+      tasks: [{ executable: 'x' }, { executable: 'y', walltimeS: 2 }],
+    };
+    const sim = simulate(w, { nodes: 2, cores: 1, gpus: 0, defaultWalltimeS: 3 });
+    expect([...taskTimes(sim)].map((t) => [t.uid, t.start_s, t.end_s])).toEqual([
+      ['task.000000', 0, 3],
+      ['task.000001', 0, 2],
+    ]);
+    expect(summarize(sim).pilots.map((p) => [p.nodes, p.cores])).toEqual([[2, 2]]);
+  });
+
+  it('refuses a task without a duration, naming it, and bad dependencies with their path', () => {
+    const w: Workload = { tasks: [task('a', 1), { executable: 'x', name: 'prep' }] };
+    expect(() => simulate(w, { nodes: 1, cores: 1 })).toThrow(UsageError);
+    expect(() => simulate(w, { nodes: 1, cores: 1 })).toThrow(/\/tasks\/1 \(task.000000 'prep'\)/);
+    const bad: Workload = { tasks: [task('a', 1, { after: ['nope'] })] };
+    expect(() => simulate(bad, { nodes: 1, cores: 1 })).toThrow(ValidationError);
+  });
+
+  it("reports the same utilization as the profile's account of the same run", () => {
+    const w: Workload = {
+      pilots: [local(3, { gpus: 2, uid: 'a' }), local(2, { gpus: 1, uid: 'b' })],
+      tasks: Array.from({ length: 40 }, (_, i) =>
+        task(`t${i}`, 1 + (i % 7) * 0.5, {
+          coresPerRank: 1 + (i % 2),
+          ...(i % 5 === 0 ? { gpusPerRank: i % 10 === 0 ? 1 : 0.5 } : {}),
+          priority: i % 3,
+        }),
+      ),
+    };
+    const sim = simulate(w, {}, true);
+    const r = summarize(sim);
+    const u = utilization(simProfile(sim));
+    expect(u.all.check.ok).toBe(true);
+    expect(r.utilization.core).toBeCloseTo(u.all.utilization!, 9);
+    expect(r.utilization.gpu).toBeCloseTo(u.all.gpuUtilization!, 9);
+    expect(r.counts.DONE).toBe(40);
+  });
+
+  it('gives the same result every time, and --jitter varies durations by the seed', () => {
+    const w: Workload = {
+      tasks: Array.from({ length: 200 }, (_, i) => task(`t${i}`, 1 + (i % 13))),
+    };
+    const run = (o: SimulateOptions): string => {
+      const sim = simulate(w, { nodes: 3, cores: 4, ...o });
+      return JSON.stringify([summarize(sim), [...taskTimes(sim)]]);
+    };
+    expect(run({})).toBe(run({}));
+    expect(run({ jitter: 0.2, seed: 1 })).toBe(run({ jitter: 0.2, seed: 1 }));
+    expect(run({ jitter: 0.2, seed: 1 })).not.toBe(run({ jitter: 0.2, seed: 2 }));
+  });
+});
