@@ -7,7 +7,13 @@ import { slotsByNode } from '../components/shared/slots-by-node';
 import { born, taskNotification, transition } from '../components/shared/transition';
 import type { Notification, NotificationDetail } from '../states/notification';
 import type { TaskFinal, TaskReady } from '../states/task-final';
-import { COMPONENTS as C, isFinalTaskState, type TaskState } from '../states/task-model';
+import {
+  COMPONENTS as C,
+  FINAL_TASK_STATES,
+  isFinalTaskState,
+  type FinalTaskState,
+  type TaskState,
+} from '../states/task-model';
 import { pilotNotes } from './pilot-notes';
 import type { SimPilot, SimTasks } from './setup';
 import { UsageMeter } from './usage-meter';
@@ -17,8 +23,10 @@ import { VirtualClock } from './virtual-clock';
 export const SIM_SESSION = 'simulate';
 
 /** Final states as stored per task (0: not final yet). */
-export const FINAL_CODES = ['', 'DONE', 'FAILED', 'CANCELED'] as const;
-const CODE_OF: Record<string, number> = { DONE: 1, FAILED: 2, CANCELED: 3 };
+export const FINAL_CODES: readonly ('' | FinalTaskState)[] = ['', ...FINAL_TASK_STATES];
+const CODE_OF: Record<string, number> = Object.fromEntries(
+  FINAL_TASK_STATES.map((s, i) => [s, i + 1]),
+);
 
 /** Where a record keeps its index in the simulation (never leaves the process). */
 const IDX = Symbol('simulated task index');
@@ -119,6 +127,9 @@ export class Simulation {
       const gpus = p.nodes.reduce((s, n) => s + n.gpus, 0);
       this.manager.onPilotAdded({ uid: p.uid, cores, gpus, active: true });
       if (Number.isFinite(p.runtimeMs)) {
+        // as a real agent says it: tasks whose walltimeS outlasts the pilot go elsewhere
+        this.manager.onPilotActive({ uid: p.uid, cores, gpus, drainInMs: p.runtimeMs });
+        this.agents[k]!.setDrainPoint(now + p.runtimeMs);
         this.clock.setTimeout(() => this.expiring.push(k), p.runtimeMs);
       }
     });

@@ -117,7 +117,7 @@ describe('Simulation', () => {
     ]);
   });
 
-  it('ends a pilot at its runtime: what runs or waits there ends FAILED (E_PILOT_ENDED)', () => {
+  it('starts no task whose walltimeS outlasts its pilot (E_NO_PILOT_TIME), as a real pilot', () => {
     const w: Workload = {
       pilots: [local(1, { runtimeMin: 0.1 })], // 6 s
       tasks: [task('long', 10), task('next', 1)],
@@ -126,18 +126,18 @@ describe('Simulation', () => {
     expect(
       Object.fromEntries([...taskTimes(sim)].map((t) => [t.uid, [t.start_s, t.end_s, t.state]])),
     ).toEqual({
-      long: [0, 6, 'FAILED'],
-      next: [null, null, 'FAILED'],
+      long: [null, null, 'FAILED'],
+      next: [0, 1, 'DONE'],
     });
     const r = summarize(sim);
     expect(r.reasons).toEqual([
       expect.objectContaining({
-        code: 'E_PILOT_ENDED',
-        count: 2,
+        code: 'E_NO_PILOT_TIME',
+        count: 1,
         first: expect.objectContaining({ uid: 'long' }),
       }),
     ]);
-    expect(r.pilots[0]!.end_s).toBe(6);
+    expect(r.pilots[0]!.end_s).toBe(1); // the simulation ends once every task is final
     expect(r.utilization.core).toBe(1);
   });
 
