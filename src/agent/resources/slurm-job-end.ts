@@ -32,13 +32,6 @@ export function slurmJobEnd(
 export function parseEndTime(line: string): number | undefined {
   const m = /(?:^|\s)EndTime=(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\s|$)/.exec(line);
   if (m === null) return undefined;
-  const [y, mo, d, h, mi, s] = m.slice(1).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  return new Date(y, mo - 1, d, h, mi, s).getTime();
+  const [y, mo, d, h, mi, s] = m.slice(1).map(Number);
+  return new Date(y!, mo! - 1, d, h, mi, s).getTime();
 }
