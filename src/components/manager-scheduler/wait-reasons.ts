@@ -47,7 +47,11 @@ export function pilotWait(
         ? `${p.uid} drains in ${Math.floor(p.secondsLeft(now) ?? 0)} s`
         : `${p.uid} not active yet`,
     );
-    const message = `waiting for a pilot with ${d.walltimeS} s left (walltimeS): ${left.join(', ')}`;
+    const what =
+      d.walltimeS === undefined
+        ? 'a pilot that has not drained'
+        : `a pilot with ${d.walltimeS} s left (walltimeS)`;
+    const message = `waiting for ${what}: ${left.join(', ')}`;
     return { ...base, message, pilots: names(usable) };
   }
   if (active.length === 0) {

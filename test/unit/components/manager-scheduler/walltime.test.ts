@@ -97,6 +97,13 @@ describe('ManagerSchedulerCore and walltimeS', () => {
     clock.advance(10_000);
     core.onTasks([pending('a'), pending('b')]);
     expect(forwards(rec.take())).toEqual(['forward a->p2, b->p2']);
+    const only = setup();
+    only.core.onPilotActive({ uid: 'p1', cores: 4, gpus: 0, drainInMs: 10_000 });
+    only.clock.advance(10_000);
+    only.core.onTasks([pending('c')]);
+    expect(only.core.whyWaiting('c')?.message).toBe(
+      'waiting for a pilot that has not drained: p1 drains in 0 s, p2 not active yet',
+    );
   });
 
   it('fails a task pinned to a pilot that drains before it could end', () => {
