@@ -194,7 +194,7 @@ describe('bench/', () => {
     expect(code).toBe(2);
     expect(out).toEqual([]);
     expect(err.join('\n')).toContain(
-      `unknown benchmark 'nope'; known: e2e, dag, functions, scheduler, store, transport, memory, timeline`,
+      `unknown benchmark 'nope'; known: e2e, dag, functions, scheduler, simulate, store, transport, memory, timeline`,
     );
   });
 

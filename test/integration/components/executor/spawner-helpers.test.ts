@@ -240,6 +240,19 @@ describeEachHelper('a spawner helper run by SpawnerPool', (helper: SpawnerHelper
     },
   );
 
+  it('passes a notice signal (SIGUSR2) on to the task, which goes on as it decides', async () => {
+    const p = await start();
+    const s = spec('/bin/sh', [
+      '-c',
+      'trap "exit 3" USR2; echo armed; while :; do sleep 0.05; done',
+    ]);
+    const out = fifo(s.stdoutPath);
+    p.spawn(s);
+    expect(await out.data()).toBe('armed\n'); // the trap is set: the signal cannot come first
+    p.kill(s.uid, 'SIGUSR2');
+    expect(await events.exit(s.uid)).toEqual({ uid: s.uid, exitCode: 3, signal: null });
+  });
+
   it('gives the task SIGINT and SIGPIPE at their default action, though the helper ignores SIGINT', async () => {
     const p = await start();
     // A shell started with a signal ignored cannot undo it (POSIX): it would print "survived".
@@ -309,7 +322,7 @@ describeEachHelper('a spawner helper spoken to directly', (helper: SpawnerHelper
       '{"op":"spawn","uid":"x","executable":"/bin/true","args":[],"env":[],"cwd":"/","stdoutPath":"/dev/null","stderrPath":"/dev/null"}',
       '{"op":"spawn","uid":"x","executable":"/bin/true","args":[],"env":{},"cwd":"/","stdoutPath":"/dev/null","stderrPath":"/dev/null","killScope":"group"}',
       '{"op":"spawn","uid":"x","executable":"/bin/true","args":[],"env":{},"cwd":"/","stdoutPath":"/dev/null","stderrPath":"/dev/null","files":[{"path":"/tmp/x"}]}',
-      '{"op":"kill","uid":"x","signal":"SIGUSR1"}',
+      '{"op":"kill","uid":"x","signal":"SIGSTOP"}',
       '{"op":"kill","signal":"SIGKILL"}',
       '[]',
       '"spawn"',
