@@ -286,8 +286,8 @@ export class Agent {
     const jobEndsAt = await jobEnd;
     if (jobEndsAt !== undefined) life.setJobEnd(jobEndsAt - JOB_END_MARGIN_MS);
     life.onControlReady();
-    const drainIn = life.drainInMs();
-    if (drainIn !== undefined) this.scheduler?.core.setDrainPoint(systemClock.now() + drainIn);
+    const drainsAt = life.drainPoint();
+    if (drainsAt !== undefined) this.scheduler?.core.setDrainPoint(drainsAt);
     await this.announce();
     this.log.info('agent ready', { pilot: cfg.pilot, cores: cfg.cores, gpus: cfg.gpus });
   }
@@ -303,10 +303,7 @@ export class Agent {
       control: this.control,
       files: this.files,
       scheduler: this.scheduler?.core,
-      executor: this.executor && {
-        signalRunning: (signal) => this.executor?.core.signalRunning(signal) ?? 0,
-        running: () => this.executor?.core.running() ?? 0,
-      },
+      executor: this.executor?.core,
     };
   }
 
@@ -328,13 +325,13 @@ export class Agent {
       type: 'agent_ready',
       pilot: this.cfg.pilot,
       nodes: this.nodes.map((n) => ({ name: n.name, cores: n.cores, gpus: n.gpus })),
-      ...drainIn(this.lifecycle.core.drainInMs()),
+      ...drainField(this.lifecycle.core.drainInMs()),
       ...(this.warnings.length > 0 ? { warnings: this.warnings } : {}),
     });
   }
 }
 
 /** agent_ready's drainInMs, once the pilot's time runs (whole ms). */
-function drainIn(ms: number | undefined): { drainInMs?: number } {
+function drainField(ms: number | undefined): { drainInMs?: number } {
   return ms === undefined ? {} : { drainInMs: Math.round(ms) };
 }

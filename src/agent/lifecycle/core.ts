@@ -131,6 +131,11 @@ export class AgentLifecycleCore {
     this.jobEndsAt = at;
   }
 
+  /** When the pilot drains (clock ms; undefined before the control bus is ready). */
+  drainPoint(): number | undefined {
+    return this.drainsAt;
+  }
+
   /** Milliseconds until the pilot drains (undefined before the control bus is ready). */
   drainInMs(): number | undefined {
     return this.drainsAt === undefined ? undefined : Math.max(0, this.drainsAt - this.clock.now());
