@@ -11,8 +11,11 @@ export function formatAge(ms: number): string {
   return `${(s / 86_400).toFixed(1)} d`;
 }
 
-/** One line of a waiting or ended task: its state, and why. */
-export function explanationLine(e: Explanation, now: number): string {
+/**
+ * One line of a waiting or ended task: its state, why, and when it is expected to start (with
+ * `full`, also why it has no estimate).
+ */
+export function explanationLine(e: Explanation, now: number, full = false): string {
   const since = e.since !== undefined ? ` for ${formatAge(now - e.since)}` : '';
   const name = e.name !== undefined ? ` (${e.name})` : '';
   const attempt = e.attempt > 1 ? `, attempt ${e.attempt}` : '';
@@ -20,7 +23,18 @@ export function explanationLine(e: Explanation, now: number): string {
   let why = '';
   if (e.waiting !== undefined) why = `: ${e.waiting.message}`;
   else if (e.reason !== undefined) why = `: ${e.reason.code}: ${e.reason.message}`;
-  return `${e.uid}${name} ${e.state}${since}${pilot}${attempt}${why}`;
+  return `${e.uid}${name} ${e.state}${since}${pilot}${attempt}${why}${estimate(e, now, full)}`;
+}
+
+/** `; estimated start in 2 min (14:03:12)`, or why there is none when `full`. */
+function estimate(e: Explanation, now: number, full: boolean): string {
+  if (e.estimatedStart !== undefined) {
+    const clock = new Date(e.estimatedStart).toLocaleTimeString('en-GB', { hour12: false });
+    const when =
+      e.estimatedStart <= now ? 'any moment (overdue)' : `in ${formatAge(e.estimatedStart - now)}`;
+    return `; estimated start ${when} (${clock})`;
+  }
+  return full && e.noEstimate !== undefined ? `; ${e.noEstimate}` : '';
 }
 
 /** `pilotfish status` for people. */

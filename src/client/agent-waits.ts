@@ -10,7 +10,14 @@ export interface ShapeReason {
   task: string;
   attempt: number;
   reason: WaitReason;
+  /** Estimated starts of the shape's first waiting tasks (epoch ms), from the agent's plan. */
+  starts?: { task: string; attempt: number; at: number }[];
+  /** Why the shape's other waiting tasks have no estimated start. */
+  noEstimate?: string;
 }
+
+/** When a waiting task is expected to start, as its agent planned it, or why it cannot say. */
+export type StartEstimate = { at: number } | { none: string };
 
 /**
  * What each pilot's agent last said of its waiting tasks (`agent_waits`, over the pilot's own
@@ -43,6 +50,15 @@ export class AgentWaits {
     return this.byPilot.get(pilot)?.get(shape);
   }
 
+  /** The estimated start of attempt `attempt` of `uid`, waiting in `shape` at `pilot`. */
+  estimate(pilot: string, shape: string, uid: string, attempt: number): StartEstimate | undefined {
+    const said = this.get(pilot, shape);
+    if (said === undefined) return undefined;
+    const s = said.starts?.find((x) => x.task === uid);
+    if (s !== undefined) return s.attempt === attempt ? { at: s.at } : undefined;
+    return said.noEstimate !== undefined ? { none: said.noEstimate } : undefined;
+  }
+
   /** Entries refused so far (naming a task the pilot was not given, or an older attempt). */
   get refused(): number {
     return this.refusedCount;
@@ -67,7 +83,14 @@ export class AgentWaits {
         shapes.delete(w.shape);
         continue;
       }
-      shapes.set(w.shape, { task: w.task, attempt: w.attempt, reason: w.reason });
+      const { task, attempt, reason, starts, noEstimate } = w;
+      shapes.set(w.shape, {
+        task,
+        attempt,
+        reason,
+        ...(starts !== undefined ? { starts } : {}),
+        ...(noEstimate !== undefined ? { noEstimate } : {}),
+      });
     }
     if (shapes.size === 0) this.byPilot.delete(msg.pilot);
   }

@@ -2,6 +2,7 @@ import type { Reason, WaitReason } from '../generated';
 import { requestOf } from '../components/agent-scheduler/request';
 import { dependencyMessage } from '../components/manager-scheduler/wait-reasons';
 import { TASK_MODEL, isFinalTaskState, type TaskState } from '../states/task-model';
+import type { StartEstimate } from './agent-waits';
 import type { ClientRuntime } from './runtime';
 import type { Task } from './task';
 
@@ -22,6 +23,13 @@ export interface Explanation {
   since?: number;
   /** While it waits: what for, as its present owner reports it (see docs/scheduling.md). */
   waiting?: WaitReason;
+  /**
+   * While it waits at a pilot's agent: when it is expected to start (epoch ms), from the agent's
+   * plan (running tasks end at their walltimeS, else timeoutS; docs/scheduling.md).
+   */
+  estimatedStart?: number;
+  /** While it waits with no estimated start: why there is none. */
+  noEstimate?: string;
   /** Once it ended other than DONE: why. */
   reason?: Reason;
 }
@@ -32,6 +40,7 @@ export function explainTask(rt: ClientRuntime, uid: string): Explanation | undef
   if (task === undefined) return undefined;
   const last = task.history.at(-1);
   const waiting = isFinalTaskState(task.state) ? undefined : waitingOf(rt, task);
+  const est = waiting !== undefined ? estimateOf(rt, task) : undefined;
   return {
     uid,
     ...(task.description.name !== undefined ? { name: task.description.name } : {}),
@@ -40,6 +49,11 @@ export function explainTask(rt: ClientRuntime, uid: string): Explanation | undef
     ...(task.pilot !== undefined ? { pilot: task.pilot } : {}),
     ...(last?.ts !== undefined ? { since: last.ts } : {}),
     ...(waiting !== undefined ? { waiting } : {}),
+    ...(est !== undefined
+      ? 'at' in est
+        ? { estimatedStart: est.at }
+        : { noEstimate: est.none }
+      : {}),
     ...(task.reason !== undefined && task.state !== 'DONE' ? { reason: task.reason } : {}),
   };
 }
@@ -69,6 +83,21 @@ function waitingOf(rt: ClientRuntime, task: Task): WaitReason | undefined {
   const message = `in transit: queued for the ${holder} (${task.state})`;
   return { kind: 'queued', message, component: holder, ts: now };
 }
+
+/**
+ * The estimated start of a task waiting at its pilot's agent; a task the ManagerScheduler holds
+ * has none yet (the plan is the agent's).
+ */
+function estimateOf(rt: ClientRuntime, task: Task): StartEstimate | undefined {
+  if (task.state !== 'AGENT_SCHEDULING' || task.pilot === undefined) {
+    return rt.pipeline.whyWaiting(task.uid) !== undefined ? { none: NOT_AT_AGENT } : undefined;
+  }
+  const req = requestOf(task.description);
+  if ('error' in req) return undefined;
+  return rt.links.waits.estimate(task.pilot, req.key, task.uid, task.attempt);
+}
+
+const NOT_AT_AGENT = "no estimate until it reaches a pilot's agent, whose plan gives it";
 
 /** The agent's reason for the tasks asking what `task` asks, unless it names an older attempt. */
 function agentReason(rt: ClientRuntime, task: Task, pilot: string): WaitReason | undefined {

@@ -82,5 +82,22 @@ export type ControlMessage =
          */
         attempt?: number;
         reason?: WaitReason;
+        /**
+         * Estimated starts of the shape's first waiting tasks, in order, from the agent's plan (running tasks end at their walltimeS, else timeoutS).
+         *
+         * @maxItems 1000
+         */
+        starts?: {
+          task: string;
+          attempt: number;
+          /**
+           * When it is expected to start (epoch ms).
+           */
+          at: number;
+        }[];
+        /**
+         * Why the shape's waiting tasks not in `starts` have no estimated start.
+         */
+        noEstimate?: string;
       }[];
     };

@@ -1,5 +1,5 @@
 import type { Clock, Timer } from '../lib/clock';
-import { EventHeap } from './event-heap';
+import { EventHeap } from '../lib/event-heap';
 
 /**
  * A Clock whose time moves only when the simulation steps it: from one event to the next, never

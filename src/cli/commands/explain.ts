@@ -53,7 +53,7 @@ async function explain(dir: string, uid: string, opts: { json?: boolean }): Prom
     return EXIT.failed;
   }
   process.stdout.write(
-    opts.json === true ? JSON.stringify(e) + '\n' : explanationLine(e, Date.now()) + '\n',
+    opts.json === true ? JSON.stringify(e) + '\n' : explanationLine(e, Date.now(), true) + '\n',
   );
   return EXIT.ok;
 }

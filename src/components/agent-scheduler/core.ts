@@ -18,33 +18,16 @@ import {
   type Request,
 } from './request';
 import { FollowOns } from './follow-ons';
+import { estimatesByShape, holdMsOf, planTask, type ShapeEstimates } from './estimates';
+import { byPriority, firstWaiting, insertByPriority, type Entry, type Shape } from './shapes';
+import { PLANNED_TASKS, planStarts } from './start-plan';
 import { giveBack, slotOf, takeRank, type Hold } from './slots';
 import { heldNodes, TagHolders, waitReasonOf, type WaitView } from './wait-reasons';
-import { WaitReports, type ShapeWaitOf } from './wait-reports';
+import { WaitReports, type ShapeWait, type ShapeWaitOf } from './wait-reports';
 
 export type { NodeResources } from './node-state';
 
 const ME = COMPONENTS.agentScheduler;
-
-/** A waiting task and its place in the order within a priority. */
-interface Entry {
-  task: TaskRecord;
-  /** Its submission number (`seq`); without one, the highest seen when it arrived. */
-  submitted: number;
-  /** Arrival here: breaks ties (a task without `seq` comes after those it arrived behind). */
-  arrival: number;
-  /** While it is the head and does not fit: the later tasks started ahead of it so far. */
-  passed?: number;
-}
-
-/** Waiting tasks that ask for exactly the same capacity, in submission order. */
-interface Shape {
-  req: Request;
-  queue: Entry[];
-  head: number;
-  /** Its head did not fit at the last try, and capacity it could use has not come back since. */
-  blocked: boolean;
-}
 
 /**
  * Owns AGENT_SCHEDULING: places each rank of a task on a node (cores, whole or shared GPUs,
@@ -81,7 +64,11 @@ export class AgentSchedulerCore {
   /** Blocked shapes, by the node a bound colocate group waits on (else under `undefined`). */
   private readonly blockedOn = new Map<NodeState | undefined, Set<Shape>>();
   private readonly waitingIn = new Map<string, Shape>();
-  private readonly allocated = new Map<string, { req: Request; holds: Hold[] }>();
+  /** Running tasks' slots, and when each is expected to end (kept while reasons are reported). */
+  private readonly allocated = new Map<
+    string,
+    { req: Request; holds: Hold[]; endsAt?: number | undefined }
+  >();
   private readonly canceled = new CancelSet();
   private reservation: { uid: string; nodes: NodeState[] } | undefined;
   /** The head, while it does not fit and later tasks may still pass it (see backfillLimit). */
@@ -103,6 +90,8 @@ export class AgentSchedulerCore {
   private readonly home: NodeState | undefined;
   /** Why tasks wait, reported when the effects take it (wait-reports.ts). */
   private readonly waits: WaitReports | undefined;
+  /** Estimated starts by shape, from the plan made for the report being computed. */
+  private estimates = new Map<string, ShapeEstimates>();
   /** Running tasks per tag, which reasons name (kept only while reasons are reported). */
   private readonly tagRuns = new TagHolders();
   /** Slots of running short tasks that waiting ones of the same shape queue on (follow-ons.ts). */
@@ -143,7 +132,8 @@ export class AgentSchedulerCore {
     }
     this.sizes.push(...bySize.values());
     if (effects.reportWaits !== undefined) {
-      this.waits = new WaitReports(clock, this.waitOf, (ws) => effects.reportWaits?.(ws));
+      const report = (ws: ShapeWait[]) => effects.reportWaits?.(ws);
+      this.waits = new WaitReports(clock, this.waitOf, report, () => this.plan());
     }
   }
 
@@ -271,8 +261,31 @@ export class AgentSchedulerCore {
     if (e === undefined) return undefined;
     const { uid, attempt } = e.task;
     const reason = waitReasonOf(uid, shape!.req, this.waitView, this.clock.now());
-    return { task: uid, attempt, reason };
+    const none = `no estimate: only the first ${PLANNED_TASKS} waiting tasks of the pilot are planned`;
+    const est = this.estimates.get(key) ?? { starts: [], noEstimate: none };
+    return { task: uid, attempt, reason, ...est };
   };
+
+  /** Plays the queue forward for the estimated starts the next report carries (start-plan.ts). */
+  private plan(): void {
+    if (this.drained) {
+      const noEstimate = 'no estimate: the pilot is past its drain point, where no task starts';
+      this.estimates = new Map([...this.shapes.keys()].map((k) => [k, { starts: [], noEstimate }]));
+      return;
+    }
+    const waiting = firstWaiting(this.shapes.values(), PLANNED_TASKS);
+    const plan = planStarts({
+      now: this.clock.now(),
+      waiting: waiting.map(([e, s]) => planTask(e.task, s.req)),
+      running: this.allocated.values(),
+      open: () => this.index.mostFree(),
+      home: this.home,
+      drainsAt: this.drainsAt,
+      backfillLimit: this.backfillLimit,
+      reservedFor: this.reservation?.uid,
+    });
+    this.estimates = estimatesByShape(waiting, plan);
+  }
 
   /** What a reason reads of this scheduler (wait-reasons.ts). */
   private readonly waitView: WaitView = {
@@ -367,7 +380,9 @@ export class AgentSchedulerCore {
     while (i > shape.head && q[i - 1]!.submitted > e.submitted) i--;
     if (i === q.length) q.push(e);
     else q.splice(i, 0, e);
-    if (i === shape.head && shape.blocked) this.waits?.blocked(req.key); // a new first task
+    if (i === shape.head && shape.blocked)
+      this.waits?.blocked(req.key); // a new first task
+    else this.waits?.joined();
     this.waitingIn.set(task.uid, shape);
   }
 
@@ -433,7 +448,7 @@ export class AgentSchedulerCore {
       }
       shape.queue[shape.head++] = undefined as never; // let the record go
       this.waitingIn.delete(task.uid);
-      this.allocated.set(task.uid, { req: shape.req, holds });
+      this.allocated.set(task.uid, { req: shape.req, holds, endsAt: this.endsAt(task, now) });
       task.slots = holds.map(slotOf);
       notes.push(transition(task, 'AGENT_EXECUTING_PENDING', ME, now));
       out.push(task);
@@ -445,6 +460,18 @@ export class AgentSchedulerCore {
       }
     }
     this.forgetShape(shape);
+  }
+
+  /**
+   * When a task that starts now is expected to end (a follower after the one it follows), for
+   * estimated starts; undefined when not known or when no reasons are reported.
+   */
+  private endsAt(task: TaskRecord, now: number): number | undefined {
+    if (this.waits === undefined) return undefined;
+    const hold = holdMsOf(task.description);
+    if (hold === undefined) return undefined;
+    const from = task.follows !== undefined ? this.allocated.get(task.follows)?.endsAt : now;
+    return from === undefined ? undefined : from + hold;
   }
 
   /** Whether the task declares a walltimeS that would take it past the drain point. */
@@ -757,23 +784,4 @@ export class AgentSchedulerCore {
       this.empty.delete(n);
     }
   }
-}
-
-/** Higher priority first, then the head submitted first, then the head that arrived first. */
-function byPriority(a: Shape, b: Shape): number {
-  const x = a.queue[a.head]!;
-  const y = b.queue[b.head]!;
-  return b.req.priority - a.req.priority || x.submitted - y.submitted || x.arrival - y.arrival;
-}
-
-/** Inserts a shape into a list sorted by byPriority. */
-function insertByPriority(sorted: Shape[], shape: Shape): void {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (byPriority(sorted[mid]!, shape) < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  sorted.splice(lo, 0, shape);
 }

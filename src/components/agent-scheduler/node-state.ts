@@ -45,6 +45,21 @@ export class NodeState {
     this.memFree = spec.memMb;
   }
 
+  /** A copy of its capacity and ownership (not its lanes), for a plan that must not touch it. */
+  copy(): NodeState {
+    const c = new NodeState(this.index, this.spec);
+    c.freeCores.length = 0;
+    c.freeCores.push(...this.freeCores);
+    c.gpuFree.set(this.gpuFree);
+    c.wholeGpus = this.wholeGpus;
+    c.memFree = this.memFree;
+    c.slots = this.slots;
+    c.exclusiveTag = this.exclusiveTag;
+    c.exclusiveSlots = this.exclusiveSlots;
+    c.reservedFor = this.reservedFor;
+    return c;
+  }
+
   get name(): string {
     return this.spec.name;
   }

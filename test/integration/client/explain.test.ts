@@ -91,6 +91,30 @@ describe('tmgr.explain: why a task waits', () => {
     await fx.tmgr.cancelTasks();
   }, 30_000);
 
+  it('estimated start: a task behind one that declares walltimeS is expected when that ends', async () => {
+    const fx = await fixture.open({ cores: 1 });
+    const long = await running(fx, { ...LONG, walltimeS: 120 });
+    const placed = fx.tmgr
+      .get(long)!
+      .history.find((h) => h.state === 'AGENT_EXECUTING_PENDING')!.ts!;
+    const [next, after] = await fx.tmgr.submitTasks([
+      { executable: '/bin/true', uid: 'next', walltimeS: 30 },
+      { executable: '/bin/true', uid: 'after' },
+    ]);
+    const e = await explained(fx, next!.uid, (x) => x.estimatedStart !== undefined);
+    // whole seconds, rounded up, from the agent's clock on this machine
+    expect(Math.abs(e.estimatedStart! - (placed + 120_000))).toBeLessThanOrEqual(1_000);
+    const a = await explained(fx, after!.uid, (x) => x.estimatedStart !== undefined);
+    expect(a.estimatedStart).toBe(e.estimatedStart! + 30_000);
+    // `after` declares no time: nothing behind it can be estimated
+    const [last] = await fx.tmgr.submitTasks([{ executable: '/bin/true', uid: 'last' }]);
+    const l = await explained(fx, last!.uid, (x) => x.noEstimate !== undefined);
+    expect(l.noEstimate).toContain('declare neither walltimeS nor timeoutS');
+    await fx.tmgr.cancelTasks([long]);
+    await fx.tmgr.waitTasks({ uids: [next!.uid, after!.uid, last!.uid], timeoutMs: 20_000 });
+    expect([next!.state, after!.state, last!.state]).toEqual(['DONE', 'DONE', 'DONE']);
+  }, 40_000);
+
   it('backfill: by default a later task that fits starts ahead of the big one that does not, which then starts', async () => {
     const fx = await fixture.open({ cores: 4 });
     const long = await running(fx, LONG);

@@ -3,7 +3,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { explainProfile, journalLife, profileStatus, stateOf } from '../../../src/cli/session-info';
-import { formatAge, formatStatus, statusLine } from '../../../src/cli/status-format';
+import {
+  explanationLine,
+  formatAge,
+  formatStatus,
+  statusLine,
+} from '../../../src/cli/status-format';
 import type { Reason } from '../../../src/generated';
 import type { Profile, TaskProfile } from '../../../src/profile/types';
 import type { TaskState } from '../../../src/states/task-model';
@@ -121,6 +126,33 @@ describe('a session without a live client, from its profile', () => {
       formatAge(5_400_000),
       formatAge(3 * 86_400_000),
     ]).toEqual(['1.5 s', '2 min', '1.5 h', '3.0 d']);
+  });
+});
+
+describe('explanationLine: the estimated start', () => {
+  const base = {
+    uid: 't1',
+    state: 'AGENT_SCHEDULING' as const,
+    attempt: 1,
+    waiting: { kind: 'resources' as const, message: 'waiting for 1 core', component: 'x', ts: 0 },
+  };
+  it('says in how long and at what time; overdue as any moment', () => {
+    const at = Date.UTC(2026, 10, 24, 14, 3, 12);
+    const clock = new Date(at).toLocaleTimeString('en-GB', { hour12: false });
+    const line = explanationLine({ ...base, estimatedStart: at }, at - 125_000);
+    expect(line).toBe(
+      `t1 AGENT_SCHEDULING: waiting for 1 core; estimated start in 2 min (${clock})`,
+    );
+    expect(explanationLine({ ...base, estimatedStart: at }, at + 1)).toContain(
+      '; estimated start any moment (overdue)',
+    );
+  });
+  it('why there is none only in full (explain), not in status lines', () => {
+    const e = { ...base, noEstimate: 'no estimate: x' };
+    expect(explanationLine(e, 0)).toBe('t1 AGENT_SCHEDULING: waiting for 1 core');
+    expect(explanationLine(e, 0, true)).toBe(
+      't1 AGENT_SCHEDULING: waiting for 1 core; no estimate: x',
+    );
   });
 });
 

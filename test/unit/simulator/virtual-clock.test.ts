@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { EventHeap } from '../../../src/simulator/event-heap';
+import { EventHeap } from '../../../src/lib/event-heap';
 import { VirtualClock } from '../../../src/simulator/virtual-clock';
 import { mulberry32 } from '../../../src/lib/prng';
 

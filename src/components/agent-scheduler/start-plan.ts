@@ -1,0 +1,243 @@
+import { EventHeap } from '../../lib/event-heap';
+import type { NodeState } from './node-state';
+import { rankFitsFree, ranksFitFree, type Request } from './request';
+import { giveBack, takeRank, type Hold } from './slots';
+
+/** Waiting tasks a plan places, the first in the scheduler's order. */
+export const PLANNED_TASKS = 128;
+/** Node visits (fit checks) one plan may make: past them, later tasks get no estimate. */
+const PLAN_BUDGET = 500_000;
+/** Open nodes a fit looks at besides those the plan has touched (most free first). */
+const OPEN_LOOKS = 1_024;
+
+/** A waiting task as the plan sees it. */
+export interface PlanTask {
+  uid: string;
+  req: Request;
+  /** Its walltimeS in ms, if declared: it never starts where it would pass the drain point. */
+  walltimeMs: number | undefined;
+  /** How long it holds its slots once started: walltimeS, else timeoutS (ms); undefined: unknown. */
+  holdMs: number | undefined;
+}
+
+/** A running task: its slots, and when it is expected to give them back (undefined: unknown). */
+export interface PlanRunning {
+  holds: readonly Hold[];
+  req: Request;
+  endsAt?: number | undefined;
+}
+
+/** What a plan reads of the scheduler, at `now`. */
+export interface PlanInput {
+  now: number;
+  /** Waiting tasks in the order the scheduler tries them. */
+  waiting: readonly PlanTask[];
+  running: Iterable<PlanRunning>;
+  /** Open nodes, most free first. */
+  open(): Iterable<NodeState>;
+  home: NodeState | undefined;
+  drainsAt: number | undefined;
+  /** Later tasks that may start ahead of a waiting head before nothing passes it any more. */
+  backfillLimit: number;
+  /** The task nodes are reserved for now, if any: nothing passes it in the plan. */
+  reservedFor: string | undefined;
+}
+
+/** When a waiting task is expected to start (clock ms), or why that cannot be said. */
+export type Estimate = { at: number } | { none: string };
+
+const UNKNOWN_ENDS =
+  'no estimate: the capacity it needs is held by tasks that declare neither walltimeS nor timeoutS';
+
+/** Slots that go back at a time in the plan. */
+interface End {
+  holds: readonly Hold[];
+  req: Request;
+  /** Whether the holds are on the plan's copies already (tasks the plan started). */
+  planned: boolean;
+}
+
+/**
+ * Plays the scheduler forward on copies of the nodes it touches: running tasks give their slots
+ * back at their expected end (start + walltimeS, else timeoutS; at once when overdue), and the
+ * waiting tasks start in order as soon as they fit, each holding its slots for its walltimeS
+ * (else timeoutS). As in the scheduler, later tasks may pass a head that does not fit, up to
+ * `backfillLimit` of them; then nothing passes it (the real scheduler still lets tasks start on
+ * nodes not reserved for it, so estimates behind a reservation err late). Tags and function
+ * call lanes are not planned. Pure: the real nodes are never changed.
+ */
+export function planStarts(input: PlanInput): Map<string, Estimate> {
+  return new StartPlan(input).run();
+}
+
+class StartPlan {
+  private readonly copies = new Map<NodeState, NodeState>();
+  private readonly heap = new EventHeap();
+  private readonly ends: End[] = [];
+  private readonly out = new Map<string, Estimate>();
+  private visits = 0;
+  private pending: PlanTask[] = [];
+  /** The first task of the order that did not fit, and how many passed it since. */
+  private head: string | undefined;
+  private passes = 0;
+  /** Nodes reserved for a waiting task stay its own until it starts in the plan. */
+  private reservedFor: string | undefined;
+
+  constructor(private readonly p: PlanInput) {}
+
+  run(): Map<string, Estimate> {
+    this.loadRunning();
+    for (const t of this.p.waiting) {
+      const why = unplanned(t.req);
+      if (why !== undefined) this.out.set(t.uid, { none: why });
+      else this.pending.push(t);
+    }
+    if (this.pending.some((t) => t.uid === this.p.reservedFor)) {
+      this.reservedFor = this.head = this.p.reservedFor;
+      this.passes = this.p.backfillLimit;
+    }
+    let t = this.p.now;
+    for (;;) {
+      this.round(t);
+      if (this.pending.length === 0) break;
+      if (this.visits > PLAN_BUDGET) return this.rest('no estimate: beyond what the plan looks at');
+      if (this.heap.size === 0) return this.rest(UNKNOWN_ENDS);
+      t = this.heap.peekTime()!;
+      while (this.heap.size > 0 && this.heap.peekTime() === t) this.release(this.heap.pop());
+    }
+    return this.out;
+  }
+
+  /** Running tasks' slots, once per set of holds (a follow-on shares its leader's). */
+  private loadRunning(): void {
+    const latest = new Map<Hold, PlanRunning>();
+    for (const r of this.p.running) {
+      const key = r.holds[0];
+      if (key === undefined) continue;
+      const had = latest.get(key);
+      if (had === undefined || endsLater(r.endsAt, had.endsAt)) latest.set(key, r);
+    }
+    for (const r of latest.values()) {
+      if (r.endsAt !== undefined) this.addEnd(Math.max(r.endsAt, this.p.now), r, false);
+    }
+  }
+
+  private addEnd(at: number, r: { holds: readonly Hold[]; req: Request }, planned: boolean): void {
+    this.ends.push({ holds: r.holds, req: r.req, planned });
+    this.heap.push(at, this.ends.length - 1);
+  }
+
+  /** Starts, in order, the pending tasks that fit at `t`. */
+  private round(t: number): void {
+    const failed = new Set<string>();
+    const left: PlanTask[] = [];
+    for (const task of this.pending) {
+      const drainsAt = this.p.drainsAt;
+      if (
+        task.walltimeMs !== undefined &&
+        drainsAt !== undefined &&
+        t + task.walltimeMs > drainsAt
+      ) {
+        this.out.set(task.uid, { none: 'no estimate: it would not end before the pilot drains' });
+        continue;
+      }
+      const blocked = this.head !== undefined && this.head !== task.uid;
+      if ((blocked && this.passes >= this.p.backfillLimit) || failed.has(task.req.key)) {
+        left.push(task);
+        continue;
+      }
+      const holds = this.place(task);
+      if (holds === undefined) {
+        // a task asking the same behind it fits no better (nodes held for it aside)
+        if (task.uid !== this.reservedFor) failed.add(task.req.key);
+        this.head ??= task.uid;
+        left.push(task);
+        continue;
+      }
+      this.out.set(task.uid, { at: t });
+      if (task.uid === this.reservedFor) this.reservedFor = undefined;
+      if (task.holdMs !== undefined) this.addEnd(t + task.holdMs, { holds, req: task.req }, true);
+      if (task.uid === this.head) {
+        this.head = undefined;
+        this.passes = 0;
+      } else if (blocked) this.passes++;
+    }
+    this.pending = left;
+  }
+
+  /** Takes every rank of the task on copies of nodes it may use, or nothing. */
+  private place(task: PlanTask): Hold[] | undefined {
+    const r = task.req;
+    const holds: Hold[] = [];
+    const fits = (n: NodeState): number => {
+      this.visits++;
+      const owner = n.reservedFor;
+      if (owner !== undefined && owner === this.reservedFor && owner !== task.uid) return 0;
+      if (n.exclusiveTag !== undefined) return 0;
+      return r.ranks === 1 ? (rankFitsFree(r, n) ? 1 : 0) : ranksFitFree(r, n);
+    };
+    for (const n of this.candidates(r)) {
+      for (let k = Math.min(fits(n), r.ranks - holds.length); k > 0; k--) {
+        holds.push(takeRank(n, r));
+      }
+      if (holds.length === r.ranks) return holds;
+      if (this.visits > PLAN_BUDGET) break;
+    }
+    for (const h of holds) giveBack(h);
+    return undefined;
+  }
+
+  /** Copies of the nodes the plan touched, then the open ones (copied when looked at). */
+  private *candidates(r: Request): Generator<NodeState> {
+    if (r.home) {
+      if (this.p.home !== undefined) yield this.at(this.p.home);
+      return;
+    }
+    const seen = new Set<NodeState>();
+    for (const [real, copy] of this.copies) {
+      seen.add(real);
+      yield copy;
+    }
+    let looks = 0;
+    for (const n of this.p.open()) {
+      if (++looks > OPEN_LOOKS) return;
+      if (!seen.has(n)) yield this.at(n);
+    }
+  }
+
+  private at(n: NodeState): NodeState {
+    let c = this.copies.get(n);
+    if (c === undefined) this.copies.set(n, (c = n.copy()));
+    return c;
+  }
+
+  private release(i: number): void {
+    const e = this.ends[i]!;
+    for (const h of e.holds) {
+      if (h.lane === true) continue; // a lane's core goes back with its last call: not planned
+      const n = e.planned ? h.node : this.at(h.node);
+      giveBack(e.planned ? h : { ...h, node: n });
+      if (e.req.exclusive !== undefined && --n.exclusiveSlots === 0) n.exclusiveTag = undefined;
+    }
+  }
+
+  /** Every task still pending gets no estimate, for `why`. */
+  private rest(why: string): Map<string, Estimate> {
+    for (const t of this.pending) this.out.set(t.uid, { none: why });
+    return this.out;
+  }
+}
+
+/** Why a request is left out of plans, if it is. */
+function unplanned(r: Request): string | undefined {
+  if (r.lane) return 'no estimate: function calls queue in worker lanes';
+  if (r.colocate !== undefined || r.exclusive !== undefined) {
+    return 'no estimate: tasks with colocate or exclusive tags are not planned';
+  }
+  return undefined;
+}
+
+/** Whether end `a` comes after `b` (undefined: never known, the latest). */
+function endsLater(a: number | undefined, b: number | undefined): boolean {
+  return b !== undefined && (a === undefined || a > b);
+}
