@@ -60,6 +60,17 @@ export class EventHeap {
     return top;
   }
 
+  /** A copy, to take events out of in order while this one keeps them (arrays copied whole). */
+  clone(): EventHeap {
+    const c = new EventHeap();
+    c.time = this.time.slice(0, Math.max(this.n, 1));
+    c.seq = this.seq.slice(0, Math.max(this.n, 1));
+    c.payload = this.payload.slice(0, Math.max(this.n, 1));
+    c.n = this.n;
+    c.pushed = this.pushed;
+    return c;
+  }
+
   /** Whether (t, s) comes before the entry at i. */
   private before(t: number, s: number, i: number): boolean {
     const u = this.time[i]!;

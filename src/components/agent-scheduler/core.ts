@@ -20,6 +20,7 @@ import {
 import { FollowOns } from './follow-ons';
 import { estimatesByShape, holdMsOf, planTask, type ShapeEstimates } from './estimates';
 import { byPriority, firstWaiting, insertByPriority, type Entry, type Shape } from './shapes';
+import { RunningEnds, type Allocation } from './running-ends';
 import { PLANNED_TASKS, planStarts } from './start-plan';
 import { giveBack, slotOf, takeRank, type Hold } from './slots';
 import { heldNodes, TagHolders, waitReasonOf, type WaitView } from './wait-reasons';
@@ -64,11 +65,9 @@ export class AgentSchedulerCore {
   /** Blocked shapes, by the node a bound colocate group waits on (else under `undefined`). */
   private readonly blockedOn = new Map<NodeState | undefined, Set<Shape>>();
   private readonly waitingIn = new Map<string, Shape>();
-  /** Running tasks' slots, and when each is expected to end (kept while reasons are reported). */
-  private readonly allocated = new Map<
-    string,
-    { req: Request; holds: Hold[]; endsAt?: number | undefined }
-  >();
+  private readonly allocated = new Map<string, Allocation>();
+  /** Running tasks by expected end, for estimated starts (kept while reasons are reported). */
+  private readonly ends = new RunningEnds();
   private readonly canceled = new CancelSet();
   private reservation: { uid: string; nodes: NodeState[] } | undefined;
   /** The head, while it does not fit and later tasks may still pass it (see backfillLimit). */
@@ -164,6 +163,7 @@ export class AgentSchedulerCore {
       const a = this.allocated.get(uid);
       if (a === undefined) continue;
       this.allocated.delete(uid);
+      this.ends.ended(a);
       if (this.followOns?.released(uid, now) === 'kept') {
         // a follower holds them now, and its chain has room for one more of the shape
         const shape = this.shapes.get(a.req.key);
@@ -277,7 +277,7 @@ export class AgentSchedulerCore {
     const plan = planStarts({
       now: this.clock.now(),
       waiting: waiting.map(([e, s]) => planTask(e.task, s.req)),
-      running: this.allocated.values(),
+      ends: this.ends.inOrder(),
       open: () => this.index.mostFree(),
       home: this.home,
       drainsAt: this.drainsAt,
@@ -380,8 +380,8 @@ export class AgentSchedulerCore {
     while (i > shape.head && q[i - 1]!.submitted > e.submitted) i--;
     if (i === q.length) q.push(e);
     else q.splice(i, 0, e);
-    if (i === shape.head && shape.blocked)
-      this.waits?.blocked(req.key); // a new first task
+    // a new first task has a new reason; one behind it moves only the estimated starts
+    if (i === shape.head && shape.blocked) this.waits?.blocked(req.key);
     else this.waits?.joined();
     this.waitingIn.set(task.uid, shape);
   }
@@ -448,7 +448,9 @@ export class AgentSchedulerCore {
       }
       shape.queue[shape.head++] = undefined as never; // let the record go
       this.waitingIn.delete(task.uid);
-      this.allocated.set(task.uid, { req: shape.req, holds, endsAt: this.endsAt(task, now) });
+      const a: Allocation = { req: shape.req, holds };
+      this.allocated.set(task.uid, a);
+      if (this.waits !== undefined) this.trackEnd(task, a, now);
       task.slots = holds.map(slotOf);
       notes.push(transition(task, 'AGENT_EXECUTING_PENDING', ME, now));
       out.push(task);
@@ -463,15 +465,16 @@ export class AgentSchedulerCore {
   }
 
   /**
-   * When a task that starts now is expected to end (a follower after the one it follows), for
-   * estimated starts; undefined when not known or when no reasons are reported.
+   * Notes when a task that starts now is expected to end, for estimated starts: a follower ends
+   * its hold after the one it follows, whose slots it takes over.
    */
-  private endsAt(task: TaskRecord, now: number): number | undefined {
-    if (this.waits === undefined) return undefined;
+  private trackEnd(task: TaskRecord, a: Allocation, now: number): void {
     const hold = holdMsOf(task.description);
-    if (hold === undefined) return undefined;
-    const from = task.follows !== undefined ? this.allocated.get(task.follows)?.endsAt : now;
-    return from === undefined ? undefined : from + hold;
+    const leader = task.follows !== undefined ? this.allocated.get(task.follows) : undefined;
+    if (leader !== undefined) leader.handedOn = true;
+    const from = task.follows !== undefined ? leader?.endsAt : now;
+    if (hold !== undefined && from !== undefined) a.endsAt = from + hold;
+    this.ends.started(a);
   }
 
   /** Whether the task declares a walltimeS that would take it past the drain point. */

@@ -1,6 +1,7 @@
 import { EventHeap } from '../../lib/event-heap';
 import type { NodeState } from './node-state';
 import { rankFitsFree, ranksFitFree, type Request } from './request';
+import type { Allocation } from './running-ends';
 import { giveBack, takeRank, type Hold } from './slots';
 
 /** Waiting tasks a plan places, the first in the scheduler's order. */
@@ -20,19 +21,13 @@ export interface PlanTask {
   holdMs: number | undefined;
 }
 
-/** A running task: its slots, and when it is expected to give them back (undefined: unknown). */
-export interface PlanRunning {
-  holds: readonly Hold[];
-  req: Request;
-  endsAt?: number | undefined;
-}
-
 /** What a plan reads of the scheduler, at `now`. */
 export interface PlanInput {
   now: number;
   /** Waiting tasks in the order the scheduler tries them. */
   waiting: readonly PlanTask[];
-  running: Iterable<PlanRunning>;
+  /** Running tasks whose end is known, earliest end first (RunningEnds.inOrder). */
+  ends: Iterable<Allocation>;
   /** Open nodes, most free first. */
   open(): Iterable<NodeState>;
   home: NodeState | undefined;
@@ -49,12 +44,10 @@ export type Estimate = { at: number } | { none: string };
 const UNKNOWN_ENDS =
   'no estimate: the capacity it needs is held by tasks that declare neither walltimeS nor timeoutS';
 
-/** Slots that go back at a time in the plan. */
+/** Slots of a task the plan started, which go back at its end in the plan. */
 interface End {
   holds: readonly Hold[];
   req: Request;
-  /** Whether the holds are on the plan's copies already (tasks the plan started). */
-  planned: boolean;
 }
 
 /**
@@ -72,6 +65,7 @@ export function planStarts(input: PlanInput): Map<string, Estimate> {
 
 class StartPlan {
   private readonly copies = new Map<NodeState, NodeState>();
+  /** Ends of the tasks the plan started. */
   private readonly heap = new EventHeap();
   private readonly ends: End[] = [];
   private readonly out = new Map<string, Estimate>();
@@ -83,10 +77,16 @@ class StartPlan {
   /** Nodes reserved for a waiting task stay its own until it starts in the plan. */
   private reservedFor: string | undefined;
 
-  constructor(private readonly p: PlanInput) {}
+  /** Running tasks by end, read one ahead. */
+  private readonly running: Iterator<Allocation>;
+  private nextRunning: Allocation | undefined;
+
+  constructor(private readonly p: PlanInput) {
+    this.running = p.ends[Symbol.iterator]();
+    this.nextRunning = nextOf(this.running);
+  }
 
   run(): Map<string, Estimate> {
-    this.loadRunning();
     for (const t of this.p.waiting) {
       const why = unplanned(t.req);
       if (why !== undefined) this.out.set(t.uid, { none: why });
@@ -101,30 +101,31 @@ class StartPlan {
       this.round(t);
       if (this.pending.length === 0) break;
       if (this.visits > PLAN_BUDGET) return this.rest('no estimate: beyond what the plan looks at');
-      if (this.heap.size === 0) return this.rest(UNKNOWN_ENDS);
-      t = this.heap.peekTime()!;
-      while (this.heap.size > 0 && this.heap.peekTime() === t) this.release(this.heap.pop());
+      const next = this.nextEnd();
+      if (next === undefined) return this.rest(UNKNOWN_ENDS);
+      t = next;
+      while (this.nextRunning !== undefined && this.runningEnd() === t) {
+        this.release(this.nextRunning, false);
+        this.nextRunning = nextOf(this.running);
+      }
+      while (this.heap.size > 0 && this.heap.peekTime() === t) {
+        this.release(this.ends[this.heap.pop()]!, true);
+      }
     }
     return this.out;
   }
 
-  /** Running tasks' slots, once per set of holds (a follow-on shares its leader's). */
-  private loadRunning(): void {
-    const latest = new Map<Hold, PlanRunning>();
-    for (const r of this.p.running) {
-      const key = r.holds[0];
-      if (key === undefined) continue;
-      const had = latest.get(key);
-      if (had === undefined || endsLater(r.endsAt, had.endsAt)) latest.set(key, r);
-    }
-    for (const r of latest.values()) {
-      if (r.endsAt !== undefined) this.addEnd(Math.max(r.endsAt, this.p.now), r, false);
-    }
+  /** When the next slots go back in the plan, if any ever do. */
+  private nextEnd(): number | undefined {
+    const a = this.nextRunning !== undefined ? this.runningEnd() : Infinity;
+    const b = this.heap.peekTime() ?? Infinity;
+    const t = Math.min(a, b);
+    return t === Infinity ? undefined : t;
   }
 
-  private addEnd(at: number, r: { holds: readonly Hold[]; req: Request }, planned: boolean): void {
-    this.ends.push({ holds: r.holds, req: r.req, planned });
-    this.heap.push(at, this.ends.length - 1);
+  /** The next running task's end; one overdue is expected to end now. */
+  private runningEnd(): number {
+    return Math.max(this.nextRunning!.endsAt!, this.p.now);
   }
 
   /** Starts, in order, the pending tasks that fit at `t`. */
@@ -156,7 +157,10 @@ class StartPlan {
       }
       this.out.set(task.uid, { at: t });
       if (task.uid === this.reservedFor) this.reservedFor = undefined;
-      if (task.holdMs !== undefined) this.addEnd(t + task.holdMs, { holds, req: task.req }, true);
+      if (task.holdMs !== undefined) {
+        this.ends.push({ holds, req: task.req });
+        this.heap.push(t + task.holdMs, this.ends.length - 1);
+      }
       if (task.uid === this.head) {
         this.head = undefined;
         this.passes = 0;
@@ -211,12 +215,12 @@ class StartPlan {
     return c;
   }
 
-  private release(i: number): void {
-    const e = this.ends[i]!;
+  /** Gives a task's slots back: on the plan's copies (`planned`: they are on them already). */
+  private release(e: End, planned: boolean): void {
     for (const h of e.holds) {
       if (h.lane === true) continue; // a lane's core goes back with its last call: not planned
-      const n = e.planned ? h.node : this.at(h.node);
-      giveBack(e.planned ? h : { ...h, node: n });
+      const n = planned ? h.node : this.at(h.node);
+      giveBack(planned ? h : { ...h, node: n });
       if (e.req.exclusive !== undefined && --n.exclusiveSlots === 0) n.exclusiveTag = undefined;
     }
   }
@@ -237,7 +241,7 @@ function unplanned(r: Request): string | undefined {
   return undefined;
 }
 
-/** Whether end `a` comes after `b` (undefined: never known, the latest). */
-function endsLater(a: number | undefined, b: number | undefined): boolean {
-  return b !== undefined && (a === undefined || a > b);
+function nextOf(it: Iterator<Allocation>): Allocation | undefined {
+  const r = it.next();
+  return r.done === true ? undefined : r.value;
 }
