@@ -155,6 +155,44 @@ describe('AgentSchedulerCore: estimated starts', () => {
     });
   });
 
+  it.each([
+    ['one size, backfill', [], 8],
+    ['two sizes, reserved at once', [1, 4, 9], 0],
+    ['two sizes, backfill', [1, 4, 9], 4],
+  ])(
+    'with every task running as long as it declares, the estimates are the starts (%s)',
+    (_, wide: number[], backfillLimit: number) => {
+      const s = setup([node('n0', 4)], backfillLimit);
+      const walls = [7, 3, 5, 11, 2, 9, 4, 6, 8, 1, 12, 5, 3, 7];
+      const started = new Map<string, number>();
+      const ends = new Map<string, number>();
+      const take = (): void => {
+        for (const t of s.forwarded.splice(0)) {
+          started.set(t.uid, (s.clock.now() - s.t0) / 1000);
+          ends.set(t.uid, s.clock.now() + t.description.walltimeS! * 1000);
+        }
+      };
+      s.submit(
+        ...walls.map((w, i) =>
+          pending(`t${i}`, { walltimeS: w, coresPerRank: wide.includes(i) ? 2 : 1 }),
+        ),
+      );
+      take();
+      const estimated = s.starts();
+      while (ends.size > 0) {
+        const next = Math.min(...ends.values());
+        s.clock.advance(next - s.clock.now());
+        const done = [...ends].filter(([, at]) => at === next).map(([uid]) => uid);
+        for (const uid of done) ends.delete(uid);
+        s.release(...done);
+        take();
+      }
+      const waited = [...started].filter(([, at]) => at > 0);
+      expect(waited.length).toBeGreaterThan(5);
+      expect(Object.fromEntries(waited)).toEqual(estimated);
+    },
+  );
+
   it('the real nodes are untouched by a plan: the tasks start as before', () => {
     const s = setup([node('n0', 2)]);
     s.submit(pending('r0', { walltimeS: 5 }), pending('r1', { walltimeS: 5 }), pending('w1'));
