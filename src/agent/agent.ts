@@ -1,5 +1,5 @@
 import * as os from 'node:os';
-import type { AgentConfig, TaskRecord } from '../generated';
+import type { AgentConfig, Reason, TaskRecord } from '../generated';
 import { coerceError, errorMeta } from '../errors';
 import { systemClock } from '../lib/clock';
 import { streamDirOf } from '../lib/stream-cursor';
@@ -179,6 +179,7 @@ export class Agent {
       (waits) => this.publishWaits(waits),
       cfg.backfillLimit,
       cfg.followOns ?? true, // its spawner helpers start follow-on tasks (SpawnSpec.after)
+      (tasks, why) => this.publishReturns(tasks, why),
     );
     const logExec = this.log.child({ component: C.executor });
     const homeCpus = home === undefined ? undefined : launch.cpuIds?.get(home.name);
@@ -272,6 +273,7 @@ export class Agent {
         case 'agent_heartbeat':
         case 'agent_final':
         case 'agent_waits':
+        case 'agent_returns':
         case 'probe':
           return; // what agents say, or the bus's own
       }
@@ -316,6 +318,24 @@ export class Agent {
       control
         .publish({ type: 'agent_waits', pilot: this.cfg.pilot, waits: bulk })
         .catch((e: unknown) => this.log.warn('waiting reasons not sent', errorMeta(e)));
+    }
+  }
+
+  /**
+   * Tasks too late to start before the drain point, to the client (which starts them elsewhere)
+   * over this pilot's uplink; if that fails they stay with the scheduler until the end.
+   */
+  private publishReturns(tasks: TaskRecord[], reason: Reason): void {
+    const control = this.control;
+    if (control === undefined) return;
+    this.log.info('tasks given back: too late to start before the drain point', {
+      count: tasks.length,
+    });
+    for (let i = 0; i < tasks.length; i += 1_000) {
+      const bulk = tasks.slice(i, i + 1_000).map((t) => ({ uid: t.uid, attempt: t.attempt }));
+      control
+        .publish({ type: 'agent_returns', pilot: this.cfg.pilot, tasks: bulk, reason })
+        .catch((e: unknown) => this.log.warn('tasks not given back', errorMeta(e)));
     }
   }
 

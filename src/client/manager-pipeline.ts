@@ -22,6 +22,8 @@ import { QueueSet } from '../components/shared/queue-set';
 import type { Intake } from '../components/shared/shell';
 import type { ServerSecurity } from '../transport/curve';
 import type { LocalQueue } from '../transport/local-queue';
+import { returnPlan } from './pilot-recovery';
+import type { Task } from './task';
 
 /** What the pipeline reads of the session's tasks. */
 export interface PipelineTasks {
@@ -29,6 +31,8 @@ export interface PipelineTasks {
   finalOf(uid: string): FinalTaskState | undefined;
   /** A task's description: agents hand tasks back without it. */
   descriptionOf(uid: string): TaskDescription | undefined;
+  /** The task, as the client knows it (a take-back reads its state and attempt). */
+  get(uid: string): Task | undefined;
 }
 
 /**
@@ -175,6 +179,30 @@ export class ManagerPipeline {
   /** These tasks start a new attempt: what `pilot` still says of the old one is refused. */
   fence(pilot: string, uids: readonly string[]): void {
     this.inputShell.fence(pilot, uids);
+  }
+
+  /**
+   * A live pilot's agent gave back tasks it can no longer start before its drain point: their
+   * room there is free, what it says of those attempts is refused from now on, and each starts
+   * again as a new attempt (returnPlan) on a pilot with time left.
+   */
+  takeBack(pilot: string, given: readonly { uid: string; attempt: number }[], why: Reason): void {
+    const now = this.clock.now();
+    const taskOf = (uid: string): Task | undefined => this.tasks.get(uid);
+    const owns = (p: string, uid: string, attempt: number): boolean => this.owns(p, uid, attempt);
+    const plan = returnPlan(pilot, given, why, taskOf, owns, this.session, now);
+    this.refusedCount += plan.refused;
+    if (plan.retry.length === 0) return;
+    const uids = plan.retry.map((t) => t.uid);
+    this.log.info('tasks given back by a draining pilot start elsewhere', {
+      pilot,
+      count: uids.length,
+    });
+    this.fence(pilot, uids);
+    this.inputShell.returned(uids.map((uid) => ({ uid, pilot })));
+    this.scheduler.onReturned(uids.map((uid) => ({ uid })));
+    this.notify(plan.notes);
+    this.retry(plan.retry);
   }
 
   /** Next attempts (at TMGR_SCHEDULING_PENDING) decided outside the pipeline (a lost pilot). */

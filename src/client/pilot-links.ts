@@ -68,6 +68,9 @@ export class PilotLinks {
       deps.pipeline.owns(pilot, uid, attempt);
     this.waits = new AgentWaits(owns, deps.log.child({ component: 'AgentWaits' }));
     deps.uplinks.bus.on(this.waits.hear);
+    deps.uplinks.bus.on((m) => {
+      if (m.type === 'agent_returns') deps.pipeline.takeBack(m.pilot, m.tasks, m.reason);
+    });
   }
 
   /** Issues the pilot's keys and binds its sockets (`before`: those of a resumed session). */

@@ -73,3 +73,45 @@ export function recoveryPlan(
   }
   return plan;
 }
+
+/**
+ * Tasks a live pilot's agent gave back before they started (they waited there until their
+ * walltimeS would pass its drain point, `why`): each that is still that attempt, given to that
+ * pilot and not started as the client knows it, starts again as a new attempt that uses no
+ * retry. Anything else in the list is left alone (`refused` counts it).
+ */
+export function returnPlan(
+  pilot: string,
+  given: readonly { uid: string; attempt: number }[],
+  why: Reason,
+  taskOf: (uid: string) => Task | undefined,
+  owns: (pilot: string, uid: string, attempt: number) => boolean,
+  session: string,
+  now: number,
+): RecoveryPlan & { refused: number } {
+  const plan = { notes: [] as Notification[], retry: [] as TaskRecord[], refused: 0 };
+  for (const g of given) {
+    const task = taskOf(g.uid);
+    const current =
+      task !== undefined &&
+      !task.final &&
+      task.attempt === g.attempt &&
+      owns(pilot, g.uid, g.attempt);
+    if (!current || rankOf(TASK_MODEL, task.state) >= EXECUTING) {
+      plan.refused++;
+      continue;
+    }
+    const rec = {
+      ...g,
+      session,
+      description: task.description,
+      seq: task.seq,
+      retried: task.retried,
+    };
+    const next = nextAttempt(rec, why, false, TASK_RECOVERY_OWNER, now);
+    next.note.detail!.pilot = pilot;
+    plan.notes.push(next.note);
+    plan.retry.push(next.record);
+  }
+  return plan;
+}

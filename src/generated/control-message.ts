@@ -1,4 +1,5 @@
 /* Generated from schemas/control-message.schema.json by scripts/gen-types.js: do not edit. */
+import type { Reason } from './reason';
 import type { WaitReason } from './wait-reason';
 
 /**
@@ -100,4 +101,17 @@ export type ControlMessage =
          */
         noEstimate?: string;
       }[];
+    }
+  | {
+      type: 'agent_returns';
+      session: string;
+      pilot: string;
+      /**
+       * @maxItems 1000
+       */
+      tasks: {
+        uid: string;
+        attempt: number;
+      }[];
+      reason: Reason;
     };

@@ -60,6 +60,11 @@ export class EventHeap {
     return top;
   }
 
+  /** Drops every event. */
+  clear(): void {
+    this.n = 0;
+  }
+
   /** A copy, to take events out of in order while this one keeps them (arrays copied whole). */
   clone(): EventHeap {
     const c = new EventHeap();

@@ -133,6 +133,11 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
       "some of the task's streamed output (output 'stream') could not be written to its pilot's stream file (a full disk, a quota): the file and errno are named; what it wrote is incomplete",
     emitters: ['Executor'],
   },
+  E_PILOT_DRAINS: {
+    meaning:
+      "the task waited at a pilot until its walltimeS would pass the pilot's drain point: it went back to start on another pilot, without using a retry",
+    emitters: ['AgentScheduler'],
+  },
   E_PILOT_ENDED: {
     meaning: "the task's pilot ended (or failed) before the task finished",
     emitters: ['Agent', 'TaskManager', 'ManagerInputStager', 'PilotLauncher'],

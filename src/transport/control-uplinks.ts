@@ -13,6 +13,7 @@ const FROM_AGENTS = new Set<ControlMessage['type']>([
   'agent_heartbeat',
   'agent_final',
   'agent_waits',
+  'agent_returns',
 ]);
 
 /**

@@ -21,6 +21,7 @@ import { FollowOns } from './follow-ons';
 import { estimatesByShape, holdMsOf, planTask, type ShapeEstimates } from './estimates';
 import { byPriority, firstWaiting, insertByPriority, type Entry, type Shape } from './shapes';
 import { RunningEnds, type Allocation } from './running-ends';
+import { StartDeadlines } from './start-deadlines';
 import { PLANNED_TASKS, planStarts } from './start-plan';
 import { giveBack, slotOf, takeRank, type Hold } from './slots';
 import { heldNodes, TagHolders, waitReasonOf, type WaitView } from './wait-reasons';
@@ -82,8 +83,15 @@ export class AgentSchedulerCore {
   private drainsAt: number | undefined;
   /** Past the drain point: no task starts any more. */
   private drained = false;
-  /** Tasks that can no longer end here before the drain point: they never start here. */
+  /**
+   * Tasks that can no longer end here before the drain point: they never start here. They are
+   * given back to the client (`returnTasks`) and kept until the end, in case that was lost.
+   */
   private readonly stranded = new Map<string, TaskRecord>();
+  /** Stranded since the last hand-back to the client. */
+  private returning: TaskRecord[] = [];
+  /** When each waiting task with walltimeS becomes too late to start here. */
+  private readonly deadlines: StartDeadlines;
 
   /** The agent's own node, where tasks that must run there go (Request.home). */
   private readonly home: NodeState | undefined;
@@ -113,6 +121,7 @@ export class AgentSchedulerCore {
     followOns = false,
   ) {
     this.followOns = followOns ? new FollowOns() : undefined;
+    this.deadlines = new StartDeadlines(clock, (ts) => this.onLate(ts));
     this.backfillLimit = backfillLimit ?? Math.max(0, ...nodes.map((n) => n.cores));
     this.nodes = nodes.map((spec, i) => new NodeState(i, spec));
     this.home = this.nodes.find((n) => n.spec.name === homeName) ?? this.nodes[0];
@@ -193,6 +202,24 @@ export class AgentSchedulerCore {
   /** The pilot drains at `at` (clock ms): a task that declares walltimeS starts only if it can end by then. */
   setDrainPoint(at: number): void {
     this.drainsAt = at;
+    this.deadlines.setDrainPoint(at);
+    for (const shape of this.shapes.values()) {
+      for (const e of shape.queue.slice(shape.head)) this.deadlines.add(e.task);
+    }
+  }
+
+  /** Waiting tasks whose latest start passed: those still waiting never start here. */
+  private onLate(tasks: TaskRecord[]): void {
+    for (const task of tasks) {
+      const shape = this.waitingIn.get(task.uid);
+      if (shape === undefined || this.drained) continue;
+      const i = shape.queue.findIndex((e, k) => k >= shape.head && e.task === task);
+      if (i < 0) continue; // another attempt of it waits: it has a deadline of its own
+      this.unqueue(shape, i);
+      this.stranded.set(task.uid, task);
+      this.returning.push(task);
+    }
+    this.schedule(this.clock.now(), []);
   }
 
   /** The drain point has come: no task starts from now on (those waiting go back at the end). */
@@ -214,14 +241,22 @@ export class AgentSchedulerCore {
       const shape = this.waitingIn.get(uid);
       if (shape === undefined) continue;
       const i = shape.queue.findIndex((e, k) => k >= shape.head && e.task.uid === uid);
-      const [entry] = shape.queue.splice(i, 1);
-      this.waitingIn.delete(uid);
-      notes.push(transition(entry!.task, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
-      if (shape.head >= shape.queue.length) this.forgetShape(shape);
-      else if (i === shape.head) this.waits?.blocked(shape.req.key); // another task is first
-      if (this.reservation?.uid === uid) this.dropReservation();
+      const task = this.unqueue(shape, i);
+      notes.push(transition(task, 'CANCELED', ME, now, { reason: canceledBy(ME) }));
     }
     this.schedule(now, notes);
+  }
+
+  /** Takes the waiting task at `i` out of the shape's queue. */
+  private unqueue(shape: Shape, i: number): TaskRecord {
+    const [entry] = shape.queue.splice(i, 1);
+    const uid = entry!.task.uid;
+    this.waitingIn.delete(uid);
+    if (shape.head >= shape.queue.length) this.forgetShape(shape);
+    else if (i === shape.head) this.waits?.blocked(shape.req.key); // another task is first
+    if (this.reservation?.uid === uid) this.dropReservation();
+    if (this.passable?.entry === entry) this.passable = undefined;
+    return entry!.task;
   }
 
   /**
@@ -236,6 +271,8 @@ export class AgentSchedulerCore {
       for (let i = shape.head; i < shape.queue.length; i++) waiting.push(shape.queue[i]!.task);
     }
     this.stranded.clear();
+    this.returning = [];
+    this.deadlines.stop();
     for (const t of leaveToClient ? [] : waiting) {
       t.reason = why;
       notes.push(transition(t, final, ME, now, { reason: why }));
@@ -384,6 +421,7 @@ export class AgentSchedulerCore {
     if (i === shape.head && shape.blocked) this.waits?.blocked(req.key);
     else this.waits?.joined();
     this.waitingIn.set(task.uid, shape);
+    this.deadlines.add(task);
   }
 
   /** Starts what fits, in priority order, and keeps the reservation for the head current. */
@@ -413,6 +451,22 @@ export class AgentSchedulerCore {
     } while (this.again);
     if (notes.length > 0) this.effects.notify(notes);
     if (out.length > 0) this.effects.forward(out);
+    if (this.returning.length > 0) this.giveBackStranded(now);
+  }
+
+  /** Hands the tasks stranded since the last time back to the client, to start elsewhere. */
+  private giveBackStranded(now: number): void {
+    const tasks = this.returning;
+    this.returning = [];
+    if (this.effects.returnTasks === undefined) return;
+    const left = Math.max(0, Math.round(((this.drainsAt ?? now) - now) / 1000));
+    const why = reason(
+      'E_PILOT_DRAINS',
+      `the pilot drains in ${left} s, before the walltimeS of these tasks would end: they go back to start on another pilot (no retry used)`,
+      ME,
+      { drainsInS: left },
+    );
+    this.effects.returnTasks(tasks, why);
   }
 
   /** Starts the shape's tasks until one does not fit, or `next`'s first task comes first. */
@@ -488,6 +542,7 @@ export class AgentSchedulerCore {
     shape.queue[shape.head++] = undefined as never;
     this.waitingIn.delete(task.uid);
     this.stranded.set(task.uid, task);
+    this.returning.push(task);
     if (this.reservation?.uid === task.uid) this.dropReservation();
     if (this.passable?.entry.task.uid === task.uid) this.passable = undefined;
   }

@@ -1,4 +1,4 @@
-import type { TaskRecord } from '../../generated';
+import type { Reason, TaskRecord } from '../../generated';
 import type { Notification } from '../../states/notification';
 import { sendLogged } from '../shared/shell';
 import type { ShellDeps } from '../shared/shell-deps';
@@ -22,6 +22,8 @@ export class AgentSchedulerShell implements AgentSchedulerEffects {
     backfillLimit?: number,
     /** Whether short tasks may queue on running ones' slots (AgentSchedulerCore). */
     followOns = false,
+    /** Where tasks given back before the drain point go (the client); none: kept to the end. */
+    private readonly returns?: (tasks: TaskRecord[], why: Reason) => void,
   ) {
     this.core = new AgentSchedulerCore(
       this,
@@ -44,5 +46,9 @@ export class AgentSchedulerShell implements AgentSchedulerEffects {
 
   get reportWaits(): ((waits: ShapeWait[]) => void) | undefined {
     return this.waits;
+  }
+
+  get returnTasks(): ((tasks: TaskRecord[], why: Reason) => void) | undefined {
+    return this.returns;
   }
 }

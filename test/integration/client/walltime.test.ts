@@ -33,6 +33,40 @@ describe('pilots that know their end', () => {
     );
   }, 60_000);
 
+  it('gives back a waiting task at its latest start, while the pilot runs on: it runs on another pilot, no retry used', async () => {
+    // 60 s of runtime; a task of 50 s queued behind a long one must start within 10 s
+    const fx = await fixture.open({ runtimeMin: 1, cores: 1 });
+    await fx.pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 30_000 });
+    const why: unknown[] = [];
+    fx.tmgr.onState((t, state, info) => {
+      const named = t.description.name === 'late';
+      if (named && state === 'TMGR_SCHEDULING_PENDING') why.push(info.reason);
+    });
+    const [long, late] = await fx.tmgr.submitTasks([
+      { executable: '/bin/sleep', arguments: ['300'] },
+      { name: 'late', executable: '/bin/true', walltimeS: 50 },
+    ]);
+    await fx.tmgr.waitTasks({ uids: [long!.uid], states: ['AGENT_EXECUTING'], timeoutMs: 20_000 });
+    await fx.tmgr.waitTasks({ uids: [late!.uid], states: ['AGENT_SCHEDULING'], timeoutMs: 20_000 });
+    // a second pilot comes once the task waits on the first, so it cannot go there first
+    const [second] = await fx.pmgr.submitPilots([{ resource: 'local', cores: 1, runtimeMin: 5 }]);
+    fx.tmgr.addPilots([second!]);
+    await fx.tmgr.waitTasks({ uids: [late!.uid], timeoutMs: 40_000 });
+    expect([late!.state, late!.attempt, late!.retried ?? 0, late!.pilot]).toEqual([
+      'DONE',
+      2,
+      0,
+      second!.uid,
+    ]);
+    // its first attempt ended with why, well before the first pilot's end
+    expect(why).toEqual([
+      undefined,
+      expect.objectContaining({ code: 'E_PILOT_DRAINS', component: 'AgentScheduler' }),
+    ]);
+    expect(fx.pilot.state).toBe('PMGR_ACTIVE');
+    await fx.tmgr.cancelTasks([long!.uid]);
+  }, 90_000);
+
   it('signals running tasks signalBeforeEnd.seconds before the end, then retries them on another pilot', async () => {
     // 9 s of runtime, the signal 4 s before its end
     const fx = await fixture.open({

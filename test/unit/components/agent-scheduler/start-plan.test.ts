@@ -131,7 +131,7 @@ describe('AgentSchedulerCore: estimated starts', () => {
   it('a task that would not end before the drain point gets no estimate', () => {
     const s = setup([node('n0', 1)]);
     s.core.setDrainPoint(s.t0 + 30_000);
-    s.submit(pending('r0', { walltimeS: 10 }), pending('w1', { walltimeS: 30 }));
+    s.submit(pending('r0', { walltimeS: 10 }), pending('w1', { walltimeS: 25 }));
     expect(s.starts()).toEqual({
       'w1…': 'no estimate: it would not end before the pilot drains',
     });
