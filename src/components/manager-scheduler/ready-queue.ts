@@ -52,10 +52,15 @@ export class ReadyQueue {
   private readonly lanes = new Map<number, Lane>();
   /** Priorities with a lane, highest first. */
   private order: number[] = [];
-  private readonly entries = new Map<string, Entry>();
+  private count = 0;
+  /**
+   * Entries by uid, made the first time one is asked for (a cancel, explain) and kept from then
+   * on: a million tasks queued at once need no map entry each until then.
+   */
+  private byUid: Map<string, Entry> | undefined;
 
   get size(): number {
-    return this.entries.size;
+    return this.count;
   }
 
   add(task: TaskRecord, since = 0): void {
@@ -66,20 +71,23 @@ export class ReadyQueue {
       this.order = [...this.lanes.keys()].sort((a, b) => b - a);
     }
     const e: Entry = { task, since, taken: false };
-    this.entries.set(task.uid, e);
+    this.byUid?.set(task.uid, e);
+    this.count++;
     lane.insert(e);
   }
 
   /** A queued task and since when it is queued; undefined when it is not queued. */
   get(uid: string): { task: TaskRecord; since: number } | undefined {
-    return this.entries.get(uid);
+    return this.index().get(uid);
   }
 
   /** Takes a task out wherever it is; undefined when it is not queued. */
   take(uid: string): TaskRecord | undefined {
-    const e = this.entries.get(uid);
+    const byUid = this.index();
+    const e = byUid.get(uid);
     if (e === undefined) return undefined;
-    this.entries.delete(uid);
+    byUid.delete(uid);
+    this.count--;
     e.taken = true;
     const lane = this.lanes.get(e.task.description.priority ?? 0)!;
     lane.live--;
@@ -112,12 +120,26 @@ export class ReadyQueue {
         if (what === 'stop') return this.tidyAll();
         if (what === 'take') {
           e.taken = true;
-          this.entries.delete(e.task.uid);
+          this.byUid?.delete(e.task.uid);
+          this.count--;
           lane.live--;
         }
       }
     }
     this.tidyAll();
+  }
+
+  private index(): Map<string, Entry> {
+    if (this.byUid !== undefined) return this.byUid;
+    const byUid = new Map<string, Entry>();
+    for (const p of this.order) {
+      const lane = this.lanes.get(p)!;
+      for (let i = lane.head; i < lane.items.length; i++) {
+        const e = lane.items[i]!;
+        if (!e.taken) byUid.set(e.task.uid, e);
+      }
+    }
+    return (this.byUid = byUid);
   }
 
   private tidyAll(): void {
