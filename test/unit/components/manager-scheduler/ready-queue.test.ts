@@ -59,4 +59,32 @@ describe('ReadyQueue', () => {
     expect(q.size).toBe(0);
     expect(q.take('t2')).toBeUndefined();
   });
+
+  it('takes the task the walk is on when the walk queued one before it', () => {
+    const q = new ReadyQueue();
+    q.add(task('a', 0));
+    q.add(task('c', 2));
+    q.add(task('e', 4));
+    const seen: string[] = [];
+    q.visit((t) => {
+      seen.push(t.uid);
+      if (t.uid === 'c') q.add(task('b', 1)); // a dependent let go while 'c' is placed
+      return t.uid === 'a' ? 'keep' : 'take';
+    });
+    expect(seen).toEqual(['a', 'c', 'e']);
+    expect(order(q)).toEqual(['a', 'b']);
+    expect(q.take('b')?.uid).toBe('b');
+    expect(q.size).toBe(1);
+  });
+
+  it('keeps tasks without a seq after the others, each found by uid', () => {
+    const q = new ReadyQueue();
+    q.add(taskRecord('x', 'TMGR_SCHEDULING'), 1);
+    q.add(taskRecord('y', 'TMGR_SCHEDULING'), 2);
+    q.add(task('s', 7), 3);
+    expect(order(q)).toEqual(['s', 'x', 'y']);
+    expect(q.get('y')?.since).toBe(2);
+    expect(q.take('x')?.uid).toBe('x');
+    expect(order(q)).toEqual(['s', 'y']);
+  });
 });
