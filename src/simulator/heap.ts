@@ -11,10 +11,9 @@ import { setFlagsFromString } from 'node:v8';
  */
 export const SIM_HEAP_GROWING_PERCENT = 75;
 
-/** Whether this process was started with its own heap growth (which then wins). */
+/** Whether node was started with its own heap growth, which then wins (NODE_OPTIONS refuses it). */
 function ownGrowth(): boolean {
-  const given = [...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' ');
-  return /heap[-_]growing[-_]percent/.test(given);
+  return process.execArgv.some((a) => /^--heap[-_]growing[-_]percent\b/.test(a));
 }
 
 /**
