@@ -323,9 +323,14 @@ export class Simulation {
     else if (state !== 'DONE') this.end[i] = Math.min(this.end[i]!, ts);
     if (why !== undefined) this.reasons.set(i, why);
     const k = this.pilotOf[i]!;
-    const f: TaskFinal = { uid: this.tasks.uids[i]!, attempt: 1, state: state as 'DONE' };
-    if (k >= 0) f.pilot = this.pilots[k]!.uid;
-    this.finals.push(f);
+    const uid = this.tasks.uids[i]!;
+    const s = state as FinalTaskState;
+    // one literal each: a property added later would cost each a property array
+    this.finals.push(
+      k >= 0
+        ? { uid, attempt: 1, state: s, pilot: this.pilots[k]!.uid }
+        : { uid, attempt: 1, state: s },
+    );
     this.records[i] = undefined;
     this.open--;
   }

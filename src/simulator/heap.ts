@@ -2,14 +2,15 @@ import { setFlagsFromString } from 'node:v8';
 
 /**
  * How far V8 lets the old generation grow past what survived its last full collection while a
- * simulation runs: 75%. V8's own choice, on a machine with a few GiB or more, is up to 300% when
+ * simulation runs: 50%. V8's own choice, on a machine with a few GiB or more, is up to 300% when
  * the old generation fills fast, and a simulation fills it fast: most of its garbage is per-task
  * state that lives through a task's wait in the AgentScheduler and its run (so it is promoted,
  * then dies), ~2.6 KB per task, against a live heap of 200 to 280 MiB at 1,000,000 tasks. With
- * V8's choice the heap grew to 1.25 GiB before it collected; with 75% it peaked at 660 MiB
- * (776 committed), for ten more full collections, mostly concurrent marking (docs/performance.md).
+ * V8's choice the heap grew to 1.25 GiB before it collected; with 50% it peaked at 594 MiB (739
+ * committed), for 15 more full collections, mostly concurrent marking; 75% gave 660 MiB and a
+ * peak RSS that varied more run to run (docs/performance.md).
  */
-export const SIM_HEAP_GROWING_PERCENT = 75;
+export const SIM_HEAP_GROWING_PERCENT = 50;
 
 /** Whether node was started with its own heap growth, which then wins (NODE_OPTIONS refuses it). */
 function ownGrowth(): boolean {
