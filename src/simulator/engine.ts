@@ -257,9 +257,7 @@ export class Simulation {
       const k = this.pilotOf[i]!;
       this.running[k]!.delete(i);
       this.meters[k]!.ended(t.slots!, now);
-      const detail = this.exitDetail(t, i, now);
-      detail.exitCode = 0;
-      detail.signal = null;
+      const detail = this.exitDetail(t, i, now, { exitCode: 0, signal: null });
       this.move(t, 'AGENT_STAGING_OUTPUT_PENDING', C.executor, now, detail);
       this.move(t, 'AGENT_STAGING_OUTPUT', C.agentOutputStager, now);
       this.move(t, 'TMGR_STAGING_OUTPUT_PENDING', C.agentOutputStager, now);
@@ -290,9 +288,7 @@ export class Simulation {
       this.meters[k]!.ended(t.slots!, now);
       this.end[i] = Math.max(now, this.start[i]!);
       t.reason = why;
-      const detail = this.exitDetail(t, i, this.end[i]);
-      detail.reason = why;
-      this.move(t, 'FAILED', C.executor, now, detail);
+      this.move(t, 'FAILED', C.executor, now, this.exitDetail(t, i, this.end[i], { reason: why }));
       this.ended(i, 'FAILED', now, why);
     }
     this.running[k]!.clear();
@@ -300,9 +296,15 @@ export class Simulation {
     this.notes?.push(...pilotNotes(p.uid, now, 'DONE'));
   }
 
-  private exitDetail(t: TaskRecord, i: number, exited: number): NotificationDetail {
-    if (this.notes === undefined) return {};
-    return { slots: slotsByNode(t.slots as Slots), launched: this.start[i]!, exited };
+  /** The Executor's detail of an exit, only when recording (else nobody reads it). */
+  private exitDetail(
+    t: TaskRecord,
+    i: number,
+    exited: number,
+    how: NotificationDetail,
+  ): NotificationDetail | undefined {
+    if (this.notes === undefined) return undefined;
+    return { slots: slotsByNode(t.slots as Slots), launched: this.start[i]!, exited, ...how };
   }
 
   /** Notifications of the cores: kept when recording; final states are taken note of. */
