@@ -4,7 +4,7 @@ import { serviceEnvName } from '../components/manager-scheduler/dependencies';
 import { ManagerSchedulerCore } from '../components/manager-scheduler/core';
 import { reason } from '../components/shared/reasons';
 import { slotsByNode } from '../components/shared/slots-by-node';
-import { born, taskNotification, transition } from '../components/shared/transition';
+import { born, shift, taskNotification, transition } from '../components/shared/transition';
 import type { Notification, NotificationDetail } from '../states/notification';
 import type { TaskFinal, TaskReady } from '../states/task-final';
 import {
@@ -28,10 +28,8 @@ const CODE_OF: Record<string, number> = Object.fromEntries(
   FINAL_TASK_STATES.map((s, i) => [s, i + 1]),
 );
 
-/** Where a record keeps its index in the simulation (never leaves the process). */
-const IDX = Symbol('simulated task index');
-type Indexed = TaskRecord & { [IDX]: number };
-const idx = (t: TaskRecord): number => (t as Indexed)[IDX];
+/** A task's index in the simulation: its submission order, which the cores never change. */
+const idx = (t: TaskRecord): number => t.seq!;
 
 type Slots = NonNullable<TaskRecord['slots']>;
 
@@ -97,7 +95,12 @@ export class Simulation {
     this.running = pilots.map(() => new Set<number>());
     this.toAgent = pilots.map(() => []);
     this.manager = new ManagerSchedulerCore(
-      { forward: (ts) => this.toPilots(ts), notify: (ns) => this.heard(ns) },
+      {
+        forward: (ts) => this.toPilots(ts),
+        notify: (ns) => this.heard(ns),
+        // without a Profile only the final states it decides are heard (see move)
+        finalOnly: !record,
+      },
       this.clock,
       (uid) => {
         const code = this.final[this.indexOf(uid) ?? -1];
@@ -163,7 +166,6 @@ export class Simulation {
         description: d,
         seq: i,
       };
-      (rec as Indexed)[IDX] = i;
       if (this.notes !== undefined) {
         const birth = taskNotification(rec.uid, 1, 'NEW', now, C.taskManager, undefined, d.mode);
         born(rec, birth);
@@ -255,9 +257,7 @@ export class Simulation {
       const k = this.pilotOf[i]!;
       this.running[k]!.delete(i);
       this.meters[k]!.ended(t.slots!, now);
-      const detail = this.exitDetail(t, i, now);
-      detail.exitCode = 0;
-      detail.signal = null;
+      const detail = this.exitDetail(t, i, now, { exitCode: 0, signal: null });
       this.move(t, 'AGENT_STAGING_OUTPUT_PENDING', C.executor, now, detail);
       this.move(t, 'AGENT_STAGING_OUTPUT', C.agentOutputStager, now);
       this.move(t, 'TMGR_STAGING_OUTPUT_PENDING', C.agentOutputStager, now);
@@ -288,9 +288,7 @@ export class Simulation {
       this.meters[k]!.ended(t.slots!, now);
       this.end[i] = Math.max(now, this.start[i]!);
       t.reason = why;
-      const detail = this.exitDetail(t, i, this.end[i]);
-      detail.reason = why;
-      this.move(t, 'FAILED', C.executor, now, detail);
+      this.move(t, 'FAILED', C.executor, now, this.exitDetail(t, i, this.end[i], { reason: why }));
       this.ended(i, 'FAILED', now, why);
     }
     this.running[k]!.clear();
@@ -298,9 +296,15 @@ export class Simulation {
     this.notes?.push(...pilotNotes(p.uid, now, 'DONE'));
   }
 
-  private exitDetail(t: TaskRecord, i: number, exited: number): NotificationDetail {
-    if (this.notes === undefined) return {};
-    return { slots: slotsByNode(t.slots as Slots), launched: this.start[i]!, exited };
+  /** The Executor's detail of an exit, only when recording (else nobody reads it). */
+  private exitDetail(
+    t: TaskRecord,
+    i: number,
+    exited: number,
+    how: NotificationDetail,
+  ): NotificationDetail | undefined {
+    if (this.notes === undefined) return undefined;
+    return { slots: slotsByNode(t.slots as Slots), launched: this.start[i]!, exited, ...how };
   }
 
   /** Notifications of the cores: kept when recording; final states are taken note of. */
@@ -321,18 +325,23 @@ export class Simulation {
     else if (state !== 'DONE') this.end[i] = Math.min(this.end[i]!, ts);
     if (why !== undefined) this.reasons.set(i, why);
     const k = this.pilotOf[i]!;
-    const f: TaskFinal = { uid: this.tasks.uids[i]!, attempt: 1, state: state as 'DONE' };
-    if (k >= 0) f.pilot = this.pilots[k]!.uid;
-    this.finals.push(f);
+    const uid = this.tasks.uids[i]!;
+    const s = state as FinalTaskState;
+    // one literal each: a property added later would cost each a property array
+    this.finals.push(
+      k >= 0
+        ? { uid, attempt: 1, state: s, pilot: this.pilots[k]!.uid }
+        : { uid, attempt: 1, state: s },
+    );
     this.records[i] = undefined;
     this.open--;
   }
 
   /**
    * Moves a task through a hop of the components the simulation stands in for (TaskManager,
-   * stagers, Executor), as they would. Without recording only the state is set: the
-   * notification (and what quiet ones carry) would be garbage at once, and at a million tasks
-   * it is most of the simulation's garbage.
+   * stagers, Executor), as they would. Without recording only the state is set (shift): the
+   * notification would be garbage at once, and what the cores' quiet ones left on the record
+   * (for a published one that never comes) would live as long as the record.
    */
   private move(
     t: TaskRecord,
@@ -341,7 +350,7 @@ export class Simulation {
     now: number,
     d?: NotificationDetail,
   ): void {
-    if (this.notes === undefined) t.state = to;
+    if (this.notes === undefined) shift(t, to, by);
     else this.notes.push(transition(t, to, by, now, d));
   }
 

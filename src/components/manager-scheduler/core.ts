@@ -1,14 +1,14 @@
 import type { Reason, TaskRecord, WaitReason } from '../../generated';
 import type { Clock } from '../../lib/clock';
 import type { TaskFinal, TaskReady } from '../../states/task-final';
-import type { Notification } from '../../states/notification';
+import type { Notification, NotificationDetail } from '../../states/notification';
 import { COMPONENTS, type AbortedTaskState, type FinalTaskState } from '../../states/task-model';
 import { cancelIfAsked, canceledBy } from '../shared/canceled';
 import { CancelSet, reason } from '../shared/reasons';
-import { checkArrivals, transition } from '../shared/transition';
+import { checkArrivals, shift, transition } from '../shared/transition';
 import { DependencyGate, dependenciesOf, type Unmet } from './dependencies';
 import type { ManagerSchedulerEffects } from './effects';
-import { PilotRoom, sizeOf, type Size } from './pilot-room';
+import { fitsAny, neverFits, PilotRoom, sizeOf, type Holding, type Size } from './pilot-room';
 import { noTimeLeft } from './pilot-time';
 import { ReadyQueue } from './ready-queue';
 import { dependencyWait, pilotWait } from './wait-reasons';
@@ -35,6 +35,8 @@ export interface PilotCapacity {
  */
 export class ManagerSchedulerCore {
   private readonly pilots = new Map<string, PilotRoom>();
+  /** The pilots' rooms in the map's order, made when first asked after a change. */
+  private roomList: readonly PilotRoom[] | undefined;
   /** Pilots whose agents are up (reported in), with their real size, added or not. */
   private readonly up = new Map<string, PilotCapacity>();
   /** Pilots that have ended, with their final state. */
@@ -48,12 +50,16 @@ export class ManagerSchedulerCore {
   /** When each parked task was parked (its waiting reason's time). */
   private readonly parkedSince = new Map<string, number>();
   /** Tasks given to a pilot and neither back nor ended: what they hold of its room. */
-  private readonly held = new Map<string, { pilot: PilotRoom; size: Size }>();
+  private readonly held = new Map<string, Holding>();
   private readonly canceled = new CancelSet();
   /** Services that are ready and have not ended: where their dependents find them. */
   private readonly serving = new Map<string, TaskReady>();
   private notes: Notification[] = [];
   private out: TaskRecord[] = [];
+  /** Only final states are notified (see ManagerSchedulerEffects.finalOnly). */
+  private readonly finalOnly: boolean;
+  /** The pilots a task being placed could use (reused: placing allocates nothing per task). */
+  private readonly usable: PilotRoom[] = [];
 
   constructor(
     private readonly effects: ManagerSchedulerEffects,
@@ -62,6 +68,7 @@ export class ManagerSchedulerCore {
     finalOf: (uid: string) => FinalTaskState | undefined = () => undefined,
   ) {
     this.gate = new DependencyGate(finalOf, (uid) => this.serving.has(uid));
+    this.finalOnly = effects.finalOnly === true;
   }
 
   onTasks(tasks: TaskRecord[]): void {
@@ -74,9 +81,13 @@ export class ManagerSchedulerCore {
         this.cascade(task.uid, 'CANCELED', now);
         continue;
       }
-      this.notes.push(transition(task, 'TMGR_SCHEDULING', ME, now));
-      const deps = dependenciesOf(task.description);
-      const held = deps.length === 0 ? 'go' : this.gate.hold(task, deps, now);
+      this.move(task, 'TMGR_SCHEDULING', now);
+      const after = task.description.after;
+      if (after === undefined || after.length === 0) {
+        this.admit(task, now);
+        continue;
+      }
+      const held = this.gate.hold(task, dependenciesOf(task.description), now);
       if (held === 'go') this.letGo(task, now);
       else if (held !== 'wait') this.unmet(task, held, now);
     }
@@ -130,6 +141,7 @@ export class ManagerSchedulerCore {
     if (room === undefined) {
       room = new PilotRoom(pilot.uid, pilot.cores, pilot.gpus);
       this.pilots.set(pilot.uid, room);
+      this.roomList = undefined;
     }
     room.cores = up?.cores ?? pilot.cores;
     room.gpus = up?.gpus ?? pilot.gpus;
@@ -160,6 +172,7 @@ export class ManagerSchedulerCore {
     const room = this.pilots.get(uid);
     if (room !== undefined) {
       this.pilots.delete(uid);
+      this.roomList = undefined;
       this.endedAdded.add(uid);
       for (const [task, b] of this.held) if (b.pilot === room) this.held.delete(task);
     }
@@ -241,6 +254,7 @@ export class ManagerSchedulerCore {
    * serve (PF_SERVICE_<NAME>), then is admitted.
    */
   private letGo(task: TaskRecord, now: number): void {
+    if (task.description.after === undefined) return this.admit(task, now);
     for (const dep of dependenciesOf(task.description)) {
       const s = dep.on === 'ready' ? this.serving.get(dep.task) : undefined;
       if (s !== undefined) (task.services ??= {})[s.name] = s.endpoint;
@@ -251,7 +265,9 @@ export class ManagerSchedulerCore {
   /** A task whose dependencies are met: fails at once if no pilot can ever run it, else queues. */
   private admit(task: TaskRecord, now: number): void {
     const d = task.description;
-    const { cores, gpus } = sizeOf(d);
+    const ranks = d.ranks ?? 1;
+    const cores = ranks * (d.coresPerRank ?? 1);
+    const gpus = ranks * (d.gpusPerRank ?? 0);
     if (d.pilot !== undefined) {
       const pinned = this.pilots.get(d.pilot);
       if (pinned === undefined) {
@@ -275,10 +291,8 @@ export class ManagerSchedulerCore {
       if (this.endedAdded.size === 0) return this.ready.add(task, now);
       return this.end(task, 'FAILED', this.noPilotLeft(), now);
     }
-    const rooms = [...this.pilots.values()];
-    if (!rooms.some((p) => p.fitsEver(cores, gpus))) {
-      return this.end(task, 'FAILED', neverFits(task, rooms), now);
-    }
+    const rooms = this.rooms();
+    if (!fitsAny(rooms, cores, gpus)) return this.end(task, 'FAILED', neverFits(task, rooms), now);
     const late = noTimeLeft(task, rooms, now);
     if (late !== undefined) return this.end(task, 'FAILED', late, now);
     this.ready.add(task, now);
@@ -300,7 +314,8 @@ export class ManagerSchedulerCore {
         const d = task.description;
         const size = sizeOf(d);
         let best: PilotRoom | undefined;
-        const usable: PilotRoom[] = [];
+        const usable = this.usable;
+        usable.length = 0;
         const pilots = d.pilot !== undefined ? [this.pilots.get(d.pilot)!] : active;
         for (const p of pilots) {
           if (!p.active || blocked.has(p) || !p.fitsEver(size.cores, size.gpus)) continue;
@@ -327,8 +342,8 @@ export class ManagerSchedulerCore {
   private assign(task: TaskRecord, p: PilotRoom, size: Size, now: number): void {
     task.pilot = p.uid;
     p.take(size);
-    this.held.set(task.uid, { pilot: p, size });
-    this.notes.push(transition(task, 'TMGR_STAGING_INPUT_PENDING', ME, now, { pilot: p.uid }));
+    this.held.set(task.uid, { pilot: p, cores: size.cores, gpus: size.gpus, call: size.call });
+    this.move(task, 'TMGR_STAGING_INPUT_PENDING', now, { pilot: p.uid });
     this.out.push(task);
   }
 
@@ -336,7 +351,7 @@ export class ManagerSchedulerCore {
     const b = this.held.get(uid);
     if (b === undefined) return;
     this.held.delete(uid);
-    b.pilot.giveBack(b.size);
+    b.pilot.giveBack(b);
   }
 
   private park(pilot: string, task: TaskRecord, now: number): void {
@@ -380,8 +395,19 @@ export class ManagerSchedulerCore {
     for (const [t, u] of never) this.unmet(t, u, now);
   }
 
-  private rooms(): PilotRoom[] {
-    return [...this.pilots.values()];
+  private rooms(): readonly PilotRoom[] {
+    return (this.roomList ??= [...this.pilots.values()]);
+  }
+
+  /** A transition this scheduler owns short of a final state: notified unless finalOnly. */
+  private move(
+    task: TaskRecord,
+    to: 'TMGR_SCHEDULING' | 'TMGR_STAGING_INPUT_PENDING',
+    now: number,
+    detail?: NotificationDetail,
+  ): void {
+    if (this.finalOnly) shift(task, to, ME);
+    else this.notes.push(transition(task, to, ME, now, detail));
   }
 
   private noPilotLeft(): Reason {
@@ -402,19 +428,6 @@ export class ManagerSchedulerCore {
     if (notes.length > 0) this.effects.notify(notes);
     if (out.length > 0) this.effects.forward(out);
   }
-}
-
-function neverFits(task: TaskRecord, pilots: PilotRoom[]): Reason {
-  const d = task.description;
-  const ranks = d.ranks ?? 1;
-  const have = pilots.map((p) => `${p.uid}: ${p.cores} cores, ${p.gpus} GPUs`).join('; ');
-  return reason(
-    'E_NEVER_FITS',
-    `task asks ${ranks} rank(s) x ${d.coresPerRank ?? 1} cores and ${d.gpusPerRank ?? 0} GPUs per rank; ` +
-      `no pilot can ever hold it (${have})`,
-    ME,
-    { asked: { ranks, coresPerRank: d.coresPerRank ?? 1, gpusPerRank: d.gpusPerRank ?? 0 } },
-  );
 }
 
 function pilotCanceled(pilot: string): Reason {

@@ -1,5 +1,9 @@
-import type { TaskDescription } from '../../generated';
+import type { Reason, TaskDescription, TaskRecord } from '../../generated';
+import { COMPONENTS } from '../../states/task-model';
+import { reason } from '../shared/reasons';
 import { isLaneCall, LANE_DEPTH } from '../shared/lane-calls';
+
+const ME = COMPONENTS.managerScheduler;
 
 /**
  * A pilot as the ManagerScheduler sees it: its size, whether its agent is up, and what it was
@@ -89,6 +93,11 @@ export interface Size {
   call: boolean;
 }
 
+/** What a task given to a pilot holds of its room, and which pilot's. */
+export interface Holding extends Size {
+  pilot: PilotRoom;
+}
+
 /** The cores and GPUs a task asks, over all its ranks. */
 export function sizeOf(d: TaskDescription): Size {
   const ranks = d.ranks ?? 1;
@@ -97,4 +106,24 @@ export function sizeOf(d: TaskDescription): Size {
     gpus: ranks * (d.gpusPerRank ?? 0),
     call: isLaneCall(d),
   };
+}
+
+/** Whether any of `rooms` could ever hold a task of this size. */
+export function fitsAny(rooms: readonly PilotRoom[], cores: number, gpus: number): boolean {
+  for (const p of rooms) if (p.fitsEver(cores, gpus)) return true;
+  return false;
+}
+
+/** E_NEVER_FITS: no pilot can ever hold the task, with the sizes it asks and they have. */
+export function neverFits(task: TaskRecord, pilots: readonly PilotRoom[]): Reason {
+  const d = task.description;
+  const ranks = d.ranks ?? 1;
+  const have = pilots.map((p) => `${p.uid}: ${p.cores} cores, ${p.gpus} GPUs`).join('; ');
+  return reason(
+    'E_NEVER_FITS',
+    `task asks ${ranks} rank(s) x ${d.coresPerRank ?? 1} cores and ${d.gpusPerRank ?? 0} GPUs per rank; ` +
+      `no pilot can ever hold it (${have})`,
+    ME,
+    { asked: { ranks, coresPerRank: d.coresPerRank ?? 1, gpusPerRank: d.gpusPerRank ?? 0 } },
+  );
 }

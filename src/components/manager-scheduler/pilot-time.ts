@@ -17,10 +17,15 @@ export function noTimeLeft(
   const d = task.description;
   if (d.walltimeS === undefined) return undefined;
   const { cores, gpus } = sizeOf(d);
-  const fit = rooms.filter((p) => p.fitsEver(cores, gpus));
-  if (fit.length === 0 || fit.some((p) => !p.active || p.hasTime(d.walltimeS, now))) {
-    return undefined;
+  // asked of every task at admission: no array nor closure made unless it fails
+  let fits = false;
+  for (const p of rooms) {
+    if (!p.fitsEver(cores, gpus)) continue;
+    if (!p.active || p.hasTime(d.walltimeS, now)) return undefined;
+    fits = true;
   }
+  if (!fits) return undefined;
+  const fit = rooms.filter((p) => p.fitsEver(cores, gpus));
   const left = fit.map((p) => `${p.uid}: ${Math.floor(p.secondsLeft(now) ?? 0)} s`).join('; ');
   return reason(
     'E_NO_PILOT_TIME',

@@ -1,43 +1,72 @@
+import { InternalError } from '../../errors';
 import type { TaskRecord } from '../../generated';
 
-interface Entry {
-  task: TaskRecord;
-  /** When it was queued (what its waiting reason says since when). */
-  since: number;
-  /** Taken out of the middle (placed past an earlier task, canceled): skipped, then dropped. */
-  taken: boolean;
-}
+/** A task's place in its lane (submission order; a record without one goes last). */
+const seqOf = (t: TaskRecord): number => t.seq ?? Infinity;
 
-/** One priority's tasks in submission order (seq), with a moving head. */
+/**
+ * One priority's tasks in submission order (seq), with a moving head. Two parallel arrays
+ * rather than an object per task (a million tasks may be queued at once): the record, and
+ * when it was queued (what its waiting reason says since when), NaN once it was taken out of
+ * the middle (placed past an earlier task, canceled): skipped, then dropped.
+ */
 class Lane {
-  items: Entry[] = [];
+  tasks: TaskRecord[] = [];
+  since: number[] = [];
   head = 0;
   live = 0;
 
-  insert(e: Entry): void {
-    const seq = e.task.seq ?? Infinity;
-    const items = this.items;
+  insert(task: TaskRecord, since: number): void {
+    const seq = seqOf(task);
+    const tasks = this.tasks;
     // tasks mostly come in order; a retry goes back to its place
-    if (items.length === this.head || (items[items.length - 1]!.task.seq ?? Infinity) <= seq) {
-      items.push(e);
+    if (tasks.length === this.head || seqOf(tasks[tasks.length - 1]!) <= seq) {
+      tasks.push(task);
+      this.since.push(since);
     } else {
       let lo = this.head;
-      let hi = items.length;
+      let hi = tasks.length;
       while (lo < hi) {
         const mid = (lo + hi) >> 1;
-        if ((items[mid]!.task.seq ?? Infinity) <= seq) lo = mid + 1;
+        if (seqOf(tasks[mid]!) <= seq) lo = mid + 1;
         else hi = mid;
       }
-      items.splice(lo, 0, e);
+      tasks.splice(lo, 0, task);
+      this.since.splice(lo, 0, since);
     }
     this.live++;
   }
 
-  /** Drops taken entries at the head, and the array's dead prefix once it is large. */
+  /** Where `task` is queued here (not taken): found as insert places it, then among equal seqs. */
+  indexOf(task: TaskRecord): number {
+    const seq = seqOf(task);
+    const tasks = this.tasks;
+    let lo = this.head;
+    let hi = tasks.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (seqOf(tasks[mid]!) < seq) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < tasks.length && seqOf(tasks[i]!) === seq; i++) {
+      if (tasks[i] === task && !Number.isNaN(this.since[i])) return i;
+    }
+    throw new InternalError('ready-queue-lost-task');
+  }
+
+  /** Takes `task`, found at `at` unless tasks were queued before it since (then searched). */
+  takeAt(task: TaskRecord, at: number): void {
+    const i = this.tasks[at] === task && !Number.isNaN(this.since[at]) ? at : this.indexOf(task);
+    this.since[i] = NaN;
+    this.live--;
+  }
+
+  /** Drops taken entries at the head, and the arrays' dead prefix once it is large. */
   tidy(): void {
-    while (this.head < this.items.length && this.items[this.head]!.taken) this.head++;
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
+    while (this.head < this.tasks.length && Number.isNaN(this.since[this.head])) this.head++;
+    if (this.head > 1024 && this.head * 2 > this.tasks.length) {
+      this.tasks = this.tasks.slice(this.head);
+      this.since = this.since.slice(this.head);
       this.head = 0;
     }
   }
@@ -52,10 +81,15 @@ export class ReadyQueue {
   private readonly lanes = new Map<number, Lane>();
   /** Priorities with a lane, highest first. */
   private order: number[] = [];
-  private readonly entries = new Map<string, Entry>();
+  private count = 0;
+  /**
+   * Queued tasks by uid, made the first time one is asked for (a cancel, explain) and kept from
+   * then on: a million tasks queued at once need no map entry each until then.
+   */
+  private byUid: Map<string, TaskRecord> | undefined;
 
   get size(): number {
-    return this.entries.size;
+    return this.count;
   }
 
   add(task: TaskRecord, since = 0): void {
@@ -65,26 +99,30 @@ export class ReadyQueue {
       this.lanes.set(p, (lane = new Lane()));
       this.order = [...this.lanes.keys()].sort((a, b) => b - a);
     }
-    const e: Entry = { task, since, taken: false };
-    this.entries.set(task.uid, e);
-    lane.insert(e);
+    this.byUid?.set(task.uid, task);
+    this.count++;
+    lane.insert(task, since);
   }
 
   /** A queued task and since when it is queued; undefined when it is not queued. */
   get(uid: string): { task: TaskRecord; since: number } | undefined {
-    return this.entries.get(uid);
+    const task = this.index().get(uid);
+    if (task === undefined) return undefined;
+    const lane = this.laneOf(task);
+    return { task, since: lane.since[lane.indexOf(task)]! };
   }
 
   /** Takes a task out wherever it is; undefined when it is not queued. */
   take(uid: string): TaskRecord | undefined {
-    const e = this.entries.get(uid);
-    if (e === undefined) return undefined;
-    this.entries.delete(uid);
-    e.taken = true;
-    const lane = this.lanes.get(e.task.description.priority ?? 0)!;
-    lane.live--;
+    const byUid = this.index();
+    const task = byUid.get(uid);
+    if (task === undefined) return undefined;
+    byUid.delete(uid);
+    this.count--;
+    const lane = this.laneOf(task);
+    lane.takeAt(task, lane.indexOf(task));
     lane.tidy();
-    return e.task;
+    return task;
   }
 
   /** Every queued task, in order, taken out. */
@@ -104,20 +142,35 @@ export class ReadyQueue {
   visit(fn: (task: TaskRecord) => 'take' | 'keep' | 'stop'): void {
     for (const p of this.order) {
       const lane = this.lanes.get(p)!;
-      const items = lane.items;
-      for (let i = lane.head; i < items.length; i++) {
-        const e = items[i]!;
-        if (e.taken) continue;
-        const what = fn(e.task);
+      const { tasks, since } = lane;
+      for (let i = lane.head; i < tasks.length; i++) {
+        if (Number.isNaN(since[i])) continue;
+        const task = tasks[i]!;
+        const what = fn(task);
         if (what === 'stop') return this.tidyAll();
         if (what === 'take') {
-          e.taken = true;
-          this.entries.delete(e.task.uid);
-          lane.live--;
+          lane.takeAt(task, i); // fn may have queued tasks before it (a dependent let go)
+          this.byUid?.delete(task.uid);
+          this.count--;
         }
       }
     }
     this.tidyAll();
+  }
+
+  private laneOf(task: TaskRecord): Lane {
+    return this.lanes.get(task.description.priority ?? 0)!;
+  }
+
+  private index(): Map<string, TaskRecord> {
+    if (this.byUid !== undefined) return this.byUid;
+    const byUid = new Map<string, TaskRecord>();
+    for (const lane of this.lanes.values()) {
+      for (let i = lane.head; i < lane.tasks.length; i++) {
+        if (!Number.isNaN(lane.since[i])) byUid.set(lane.tasks[i]!.uid, lane.tasks[i]!);
+      }
+    }
+    return (this.byUid = byUid);
   }
 
   private tidyAll(): void {

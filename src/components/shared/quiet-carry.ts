@@ -38,6 +38,17 @@ export function carry(task: object, n: Notification, quiet: boolean): void {
 }
 
 /**
+ * Drops what `task` carries for its next published notification: it moved on without one, and
+ * nobody reads its notifications (see shift in transition.ts). Kept, it would live as long as the
+ * record does.
+ */
+export function forgetCarried(task: object): void {
+  const t = task as Carrying;
+  // written only where there is one: adding the key to every record costs a property each
+  if (t[CARRY] !== undefined) t[CARRY] = undefined;
+}
+
+/**
  * Gives `later` what was carried: the states and times go into `detail.passed` (see passed.ts),
  * the other detail fields (where the task ran, when its command ran) along with its own, which
  * win where both have one. Its detail is changed in place: each notification's detail is made

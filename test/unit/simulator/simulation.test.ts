@@ -141,6 +141,43 @@ describe('Simulation', () => {
     expect(r.utilization.core).toBe(1);
   });
 
+  it('ends FAILED (E_PILOT_ENDED) a task --jitter lengthened past its pilot, and one still waiting', () => {
+    // 'long' declares 50 s, which fits the pilot's 60; seed 2 draws it past 60 s
+    const w: Workload = {
+      pilots: [local(2, { runtimeMin: 1 })],
+      tasks: [task('long', 50), task('short', 10), task('wide', 5, { coresPerRank: 2 })],
+    };
+    const sim = simulate(w, { jitter: 0.5, seed: 2 });
+    const rows = Object.fromEntries([...taskTimes(sim)].map((t) => [t.uid, t]));
+    expect([rows.long!.start_s, rows.long!.end_s, rows.long!.state]).toEqual([0, 60, 'FAILED']);
+    expect(rows.short!.state).toBe('DONE');
+    // 'wide' waited for both cores while 'long' ran: it ends with the pilot, never started
+    expect([rows.wide!.start_s, rows.wide!.end_s, rows.wide!.state]).toEqual([
+      null,
+      null,
+      'FAILED',
+    ]);
+    const r = summarize(sim);
+    expect(r.counts).toEqual({ DONE: 1, FAILED: 2, CANCELED: 0, unfinished: 0 });
+    expect(r.reasons).toEqual([
+      {
+        code: 'E_PILOT_ENDED',
+        count: 2,
+        first: {
+          uid: 'long',
+          message: 'pilot pilot.0000 ended before the task finished: its runtime of 1 min ran out',
+        },
+      },
+    ]);
+    expect(r.pilots[0]!.end_s).toBe(60);
+    // the cut-off run counts as busy until the pilot ended
+    expect(r.utilization.core).toBeCloseTo((60 + rows.short!.end_s!) / 120, 6);
+    // the same when every notification is kept (for --timeline)
+    const recorded = simulate(w, { jitter: 0.5, seed: 2 }, true);
+    expect([...taskTimes(recorded)]).toEqual([...taskTimes(sim)]);
+    expect(summarize(recorded)).toEqual(r);
+  });
+
   it('simulates --nodes/--cores/--gpus instead of the workload pilots, and --default-walltime', () => {
     const w: Workload = {
       pilots: [local(1)],

@@ -192,6 +192,26 @@ describe('ManagerSchedulerCore', () => {
     rec.expectNoMore();
   });
 
+  it('with finalOnly, places as usual but notifies only the final states it decides', () => {
+    const h = new CoreHarness();
+    const effects = {
+      ...h.effects({
+        forward: (ts: TaskRecord[]) =>
+          h.rec.record(`forward ${ts.map((t) => `${t.uid}->${t.pilot ?? '?'}`).join(', ')}`),
+      }),
+      finalOnly: true,
+    };
+    const core = new ManagerSchedulerCore(effects, h.clock);
+    core.onPilotAdded({ ...SMALL, active: true });
+    const ok = pending('ok');
+    const huge = pending('huge', { coresPerRank: 64 });
+    core.onTasks([ok, huge]);
+    expect(h.rec.take()).toEqual(['notify huge FAILED', 'forward ok->p1']);
+    expect(ok.state).toBe('TMGR_STAGING_INPUT_PENDING');
+    expect(huge.reason?.code).toBe('E_NEVER_FITS');
+    h.rec.expectNoMore();
+  });
+
   it('fails a task asking more GPUs than any pilot has', () => {
     const { rec, core } = setup(SMALL, BIG);
     const t = pending('g', { gpusPerRank: 3 });

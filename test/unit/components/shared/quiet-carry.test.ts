@@ -3,9 +3,11 @@ import type { TaskRecord } from '../../../../src/generated';
 import {
   born,
   published,
+  shift,
   taskNotification,
   transition,
 } from '../../../../src/components/shared/transition';
+import { IllegalTransitionError } from '../../../../src/errors';
 import type { Notification, NotificationDetail } from '../../../../src/states/notification';
 import { passedStates } from '../../../../src/states/passed';
 import { COMPONENTS as C, type TaskState } from '../../../../src/states/task-model';
@@ -105,5 +107,21 @@ describe('quiet states carried on the record to the next published notification'
     expect(published([n])).toEqual([n]);
     expect(n.detail).toBeUndefined();
     expect(Object.getOwnPropertySymbols(t)).toEqual([]);
+  });
+
+  it('shift moves a task as its owner without a notification, and drops what was carried', () => {
+    const t = fnRecord('s', 'AGENT_STAGING_INPUT_PENDING');
+    move(t, 'AGENT_STAGING_INPUT', C.agentInputStager, 1); // quiet: carried on the record
+    shift(t, 'AGENT_SCHEDULING_PENDING', C.agentInputStager);
+    expect(t.state).toBe('AGENT_SCHEDULING_PENDING');
+    expect(() => shift(t, 'AGENT_SCHEDULING', C.executor)).toThrow(IllegalTransitionError);
+    move(t, 'AGENT_SCHEDULING', C.agentScheduler, 3);
+    move(t, 'AGENT_EXECUTING_PENDING', C.agentScheduler, 3);
+    // only what came after the shift reaches the next published notification
+    const start = move(t, 'AGENT_EXECUTING', C.executor, 4);
+    expect(passedStates(start)).toEqual([
+      ['AGENT_SCHEDULING', 3],
+      ['AGENT_EXECUTING_PENDING', 3],
+    ]);
   });
 });
