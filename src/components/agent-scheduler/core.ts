@@ -252,6 +252,7 @@ export class AgentSchedulerCore {
     const [entry] = shape.queue.splice(i, 1);
     const uid = entry!.task.uid;
     this.waitingIn.delete(uid);
+    this.deadlines.left(entry!.task);
     if (shape.head >= shape.queue.length) this.forgetShape(shape);
     else if (i === shape.head) this.waits?.blocked(shape.req.key); // another task is first
     if (this.reservation?.uid === uid) this.dropReservation();
@@ -502,6 +503,7 @@ export class AgentSchedulerCore {
       }
       shape.queue[shape.head++] = undefined as never; // let the record go
       this.waitingIn.delete(task.uid);
+      this.deadlines.left(task);
       const a: Allocation = { req: shape.req, holds };
       this.allocated.set(task.uid, a);
       if (this.waits !== undefined) this.trackEnd(task, a, now);
@@ -541,6 +543,7 @@ export class AgentSchedulerCore {
   private strand(shape: Shape, task: TaskRecord): void {
     shape.queue[shape.head++] = undefined as never;
     this.waitingIn.delete(task.uid);
+    this.deadlines.left(task);
     this.stranded.set(task.uid, task);
     this.returning.push(task);
     if (this.reservation?.uid === task.uid) this.dropReservation();
