@@ -3,6 +3,7 @@ import { AgentSchedulerCore } from '../components/agent-scheduler/core';
 import { serviceEnvName } from '../components/manager-scheduler/dependencies';
 import { ManagerSchedulerCore } from '../components/manager-scheduler/core';
 import { reason } from '../components/shared/reasons';
+import { nextAttempt } from '../components/shared/retry';
 import { slotsByNode } from '../components/shared/slots-by-node';
 import { born, shift, taskNotification, transition } from '../components/shared/transition';
 import type { Notification, NotificationDetail } from '../states/notification';
@@ -39,8 +40,9 @@ type Slots = NonNullable<TaskRecord['slots']>;
  * bulk; a task the AgentScheduler hands on starts at once (a follow-on when the task it follows
  * ends) and runs for its duration; its slots go back (`onReleased`) the moment it ends, then its
  * DONE reaches the ManagerScheduler (what frees pilot room and dependents), all ends of one
- * instant in one call each. Staging takes no time. A pilot's runtime ends it: waiting and running
- * tasks end FAILED (E_PILOT_ENDED), as in a real run.
+ * instant in one call each. Staging takes no time. A task that waits at a pilot until its
+ * walltimeS would pass the pilot's end is given back and starts again elsewhere, as in a real
+ * run. A pilot's runtime ends it: waiting and running tasks end FAILED (E_PILOT_ENDED).
  *
  * Per task it keeps only numbers (start, end, pilot, final state) and drops each record once the
  * task is final; the notifications are kept only when `record` is set (for a Profile).
@@ -75,6 +77,8 @@ export class Simulation {
   /** Tasks whose end is due at the instant being run, and pilots whose runtime ran out. */
   private due: number[] = [];
   private expiring: number[] = [];
+  /** Next attempts of tasks a draining pilot gave back, for the ManagerScheduler. */
+  private again: TaskRecord[] = [];
   private byUid: Map<string, number> | undefined;
 
   constructor(
@@ -110,7 +114,11 @@ export class Simulation {
     this.agents = pilots.map(
       (p, k) =>
         new AgentSchedulerCore(
-          { forward: (ts) => this.execute(k, ts), notify: (ns) => this.heard(ns) },
+          {
+            forward: (ts) => this.execute(k, ts),
+            notify: (ns) => this.heard(ns),
+            returnTasks: (ts, why) => this.givenBack(ts, why),
+          },
           this.clock,
           p.nodes,
           undefined,
@@ -200,6 +208,13 @@ export class Simulation {
         this.manager.onTasksReady(r);
         more = true;
       }
+      if (this.again.length > 0) {
+        const a = this.again;
+        this.again = [];
+        this.manager.onReturned(a);
+        this.manager.onTasks(a);
+        more = true;
+      }
       if (this.gone.length > 0 && this.finals.length === 0) {
         for (const k of this.gone.splice(0)) this.manager.onPilotGone(this.pilots[k]!.uid, 'DONE');
         more = true;
@@ -243,6 +258,21 @@ export class Simulation {
         const name = serviceEnvName(t.description.name ?? t.uid);
         this.ready.push({ uid: t.uid, attempt: 1, endpoint: 'simulated', name });
       }
+    }
+  }
+
+  /**
+   * A pilot gave back tasks too late to start before its drain point: as the client does, each
+   * starts again as a new attempt that uses no retry, and may go to another pilot.
+   */
+  private givenBack(tasks: TaskRecord[], why: Reason): void {
+    const now = this.clock.now();
+    for (const t of tasks) {
+      const next = nextAttempt(t, why, false, C.taskManager, now);
+      this.notes?.push(next.note);
+      this.records[idx(t)] = next.record;
+      this.pilotOf[idx(t)] = -1;
+      this.again.push(next.record);
     }
   }
 
@@ -313,7 +343,9 @@ export class Simulation {
       this.notes?.push(n);
       if (n.kind !== 'task' || !isFinalTaskState(n.state as TaskState)) continue;
       const i = this.indexOf(n.uid);
-      if (i !== undefined) this.ended(i, n.state as TaskState, n.ts, n.detail?.reason);
+      // an older attempt's word (a pilot that gave the task back ends it) is fenced, as in a run
+      if (i === undefined || n.attempt < (this.records[i]?.attempt ?? 0)) continue;
+      this.ended(i, n.state as TaskState, n.ts, n.detail?.reason);
     }
   }
 

@@ -141,7 +141,7 @@ describe('Simulation', () => {
     expect(r.utilization.core).toBe(1);
   });
 
-  it('ends FAILED (E_PILOT_ENDED) a task --jitter lengthened past its pilot, and one still waiting', () => {
+  it('ends FAILED (E_PILOT_ENDED) a task --jitter lengthened past its pilot; one waiting too long goes back and finds no pilot with the time', () => {
     // 'long' declares 50 s, which fits the pilot's 60; seed 2 draws it past 60 s
     const w: Workload = {
       pilots: [local(2, { runtimeMin: 1 })],
@@ -151,7 +151,8 @@ describe('Simulation', () => {
     const rows = Object.fromEntries([...taskTimes(sim)].map((t) => [t.uid, t]));
     expect([rows.long!.start_s, rows.long!.end_s, rows.long!.state]).toEqual([0, 60, 'FAILED']);
     expect(rows.short!.state).toBe('DONE');
-    // 'wide' waited for both cores while 'long' ran: it ends with the pilot, never started
+    // 'wide' waited for both cores while 'long' ran; at 55 s its 5 s no longer fit before the
+    // pilot's end: given back, as in a run, and no pilot has the time (E_NO_PILOT_TIME)
     expect([rows.wide!.start_s, rows.wide!.end_s, rows.wide!.state]).toEqual([
       null,
       null,
@@ -162,10 +163,19 @@ describe('Simulation', () => {
     expect(r.reasons).toEqual([
       {
         code: 'E_PILOT_ENDED',
-        count: 2,
+        count: 1,
         first: {
           uid: 'long',
           message: 'pilot pilot.0000 ended before the task finished: its runtime of 1 min ran out',
+        },
+      },
+      {
+        code: 'E_NO_PILOT_TIME',
+        count: 1,
+        first: {
+          uid: 'wide',
+          message:
+            'task needs 5 s (walltimeS) and no pilot that can hold it has that long before it drains (pilot.0000: 4 s)',
         },
       },
     ]);
@@ -176,6 +186,20 @@ describe('Simulation', () => {
     const recorded = simulate(w, { jitter: 0.5, seed: 2 }, true);
     expect([...taskTimes(recorded)]).toEqual([...taskTimes(sim)]);
     expect(summarize(recorded)).toEqual(r);
+  });
+
+  it('a task that waits at a pilot until it can no longer end there in time starts on another one', () => {
+    const w: Workload = {
+      pilots: [local(1, { runtimeMin: 1 }), local(1, { runtimeMin: 10 })],
+      tasks: [task('a', 40), task('b', 100), task('next', 30)],
+    };
+    const rows = Object.fromEntries([...taskTimes(simulate(w))].map((t) => [t.uid, t]));
+    // queued behind 'a' on the 1-minute pilot, whose last start for it is at 30 s: given back
+    // then, it runs on the other pilot once 'b' ends (no retry used: it has none)
+    expect([rows.next!.start_s, rows.next!.end_s, rows.next!.state]).toEqual([100, 130, 'DONE']);
+    expect(rows.next!.pilot).toBe(rows.b!.pilot);
+    // the same when every notification is kept (for --timeline)
+    expect([...taskTimes(simulate(w, {}, true))]).toEqual([...taskTimes(simulate(w))]);
   });
 
   it('simulates --nodes/--cores/--gpus instead of the workload pilots, and --default-walltime', () => {
