@@ -1,4 +1,5 @@
 import type { ControlMessage, WaitReason } from '../generated';
+import type { Estimate } from '../components/agent-scheduler/start-plan';
 import { BadMessages } from '../lib/bad-messages';
 import type { Logger } from '../lib/logger';
 
@@ -17,7 +18,7 @@ export interface ShapeReason {
 }
 
 /** When a waiting task is expected to start, as its agent planned it, or why it cannot say. */
-export type StartEstimate = { at: number } | { none: string };
+export type StartEstimate = Estimate;
 
 /**
  * What each pilot's agent last said of its waiting tasks (`agent_waits`, over the pilot's own

@@ -18,7 +18,13 @@ import {
   type Request,
 } from './request';
 import { FollowOns } from './follow-ons';
-import { estimatesByShape, holdMsOf, planTask, type ShapeEstimates } from './estimates';
+import {
+  BEYOND_PLAN,
+  estimatesByShape,
+  holdMsOf,
+  planTask,
+  type ShapeEstimates,
+} from './estimates';
 import { byPriority, firstWaiting, insertByPriority, type Entry, type Shape } from './shapes';
 import { RunningEnds, type Allocation } from './running-ends';
 import { StartDeadlines } from './start-deadlines';
@@ -299,8 +305,7 @@ export class AgentSchedulerCore {
     if (e === undefined) return undefined;
     const { uid, attempt } = e.task;
     const reason = waitReasonOf(uid, shape!.req, this.waitView, this.clock.now());
-    const none = `no estimate: only the first ${PLANNED_TASKS} waiting tasks of the pilot are planned`;
-    const est = this.estimates.get(key) ?? { starts: [], noEstimate: none };
+    const est = this.estimates.get(key) ?? { starts: [], noEstimate: BEYOND_PLAN };
     return { task: uid, attempt, reason, ...est };
   };
 

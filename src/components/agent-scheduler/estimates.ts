@@ -9,6 +9,9 @@ export interface ShapeEstimates {
   noEstimate?: string;
 }
 
+/** Why a waiting task past the planned ones has no estimate. */
+export const BEYOND_PLAN = `no estimate: only the first ${PLANNED_TASKS} waiting tasks of the pilot are planned`;
+
 /** Estimates are whole seconds, rounded up: a report changes when a start moves by a second. */
 const SECOND = 1000;
 
@@ -50,7 +53,7 @@ export function estimatesByShape(
   for (const [, shape] of waiting) {
     const s = out.get(shape.req.key)!;
     if (s.noEstimate === undefined && shape.queue.length - shape.head > s.starts.length) {
-      s.noEstimate = `no estimate: only the first ${PLANNED_TASKS} waiting tasks of the pilot are planned`;
+      s.noEstimate = BEYOND_PLAN;
     }
   }
   return out;
