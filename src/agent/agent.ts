@@ -14,6 +14,7 @@ import { QueueSet } from '../components/shared/queue-set';
 import { sendLogged } from '../components/shared/shell';
 import { ControlBus } from '../transport/control-bus';
 import { BUSY_GAP_MS, MAX_BUSY_GAP_MS } from '../transport/send-gap';
+import { MongoStore } from '../updater/mongodb/store';
 import { UpdateWorker } from '../updater/update-worker';
 import { FirstSight } from './first-sight';
 import type { AgentFinal } from './lifecycle/effects';
@@ -51,6 +52,8 @@ const HELPER_HOLD_MS = 3;
 export class Agent {
   private readonly queues = new QueueSet();
   private workers: UpdateWorker[] = [];
+  /** The session's MongoDB store, where it has one (the workers write to it themselves). */
+  private mongo: MongoStore | undefined;
   private control: ControlBus | undefined;
   private input: AgentInputStagerShell | undefined;
   private scheduler: AgentSchedulerShell | undefined;
@@ -75,6 +78,7 @@ export class Agent {
       heartbeatTimeoutMs: cfg.heartbeatTimeoutMs ?? 30_000,
       runtimeMin: cfg.runtimeMin,
       signalBeforeEnd: cfg.signalBeforeEnd,
+      storeInClient: cfg.mongodb === undefined,
     });
     this.done = this.lifecycle.done;
   }
@@ -134,10 +138,11 @@ export class Agent {
         () => (this.executor?.core.held() ?? 0) > 0 || (this.scheduler?.core.queued ?? 0) > 0,
       );
 
+    const store = await this.openStore();
     for (let i = 0; i < (cfg.updateWorkers ?? 2); i++) {
       this.workers.push(
         UpdateWorker.start({
-          storeAddress: cfg.addresses.store,
+          ...store,
           session: cfg.session,
           pilot: cfg.pilot,
           ...(cfg.curve !== undefined ? { storeSecurity: cfg.curve } : {}),
@@ -294,12 +299,31 @@ export class Agent {
     this.log.info('agent ready', { pilot: cfg.pilot, cores: cfg.cores, gpus: cfg.gpus });
   }
 
+  /**
+   * Where the UpdateWorkers write: the session's MongoDB database, reached from here (an agent
+   * that cannot reach it fails to start, naming the hosts), or the client's embedded store
+   * over the pilot's own socket.
+   */
+  private async openStore(): Promise<{ store: MongoStore } | { storeAddress: string }> {
+    const { mongodb, addresses, session } = this.cfg;
+    if (mongodb !== undefined) {
+      const log = this.log.child({ component: 'MongoStore' });
+      this.mongo = await MongoStore.open(mongodb.uri, session, { db: mongodb.db, logger: log });
+      return { store: this.mongo };
+    }
+    if (addresses.store === undefined) {
+      throw new Error('the agent config names no store: addresses.store or mongodb');
+    }
+    return { storeAddress: addresses.store };
+  }
+
   /** What a shutdown takes apart, as far as it was built. */
   private parts(): AgentParts {
     return {
       queues: this.queues,
       notes: this.notes,
       workers: this.workers,
+      store: this.mongo,
       components: [this.input?.core, this.scheduler?.core, this.executor?.core, this.output?.core],
       pool: this.executor,
       control: this.control,

@@ -34,6 +34,8 @@ export function loadWorkload(file: string): Workload {
 
 export interface RunOptions {
   dir?: string;
+  /** The state store (Session.open's `store`); default the workload's, else embedded. */
+  store?: string;
   /** Called once the session is open, before anything is submitted. */
   onSession?: (session: Session) => void;
   /** Called once the tasks are submitted (or, resumed, taken back): to show their progress. */
@@ -51,7 +53,11 @@ export interface RunOptions {
  * saved in the session directory (0600) for `resumeWorkload`.
  */
 export async function runWorkload(w: Workload, opts: RunOptions = {}): Promise<RunSummary> {
-  const session = await Session.open(opts.dir !== undefined ? { dir: opts.dir } : {});
+  const store = opts.store ?? w.store;
+  const session = await Session.open({
+    ...(opts.dir !== undefined ? { dir: opts.dir } : {}),
+    ...(store !== undefined ? { store } : {}),
+  });
   writeFileSync(path.join(session.dir, SAVED_WORKLOAD), JSON.stringify(w), { mode: PRIVATE_FILE });
   writeFileSync(path.join(session.dir, RUN_PID), `${process.pid}\n`, { mode: PRIVATE_FILE });
   return drive(session, w, false, opts);
@@ -84,9 +90,11 @@ export async function resumeWorkload(
         '(stop it first, or follow its tasks with pilotfish tail)',
     );
   }
+  // the store the session was opened with (its directory says), or the URI given again
   const session = await Session.open({
     dir: path.dirname(sessionDir),
     resume: path.basename(sessionDir),
+    ...(opts.store !== undefined ? { store: opts.store } : {}),
   });
   writeFileSync(path.join(sessionDir, RUN_PID), `${process.pid}\n`, { mode: PRIVATE_FILE });
   return drive(session, w, true, opts);

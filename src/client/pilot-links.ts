@@ -17,8 +17,8 @@ export interface PilotPorts {
   managerOutput: string;
   /** It says agent_ready, agent_heartbeat, agent_final here. */
   controlUp: string;
-  /** Its UpdateWorkers write notifications here. */
-  store: string;
+  /** Its UpdateWorkers write notifications here (none where the session's store is MongoDB). */
+  store?: string;
   /** Its file channel (the transfer staging action); absent in journals written before it. */
   files?: string;
 }
@@ -48,7 +48,10 @@ export class PilotLinks {
     private readonly deps: {
       security: SessionSecurity | undefined;
       pipeline: ManagerPipeline;
-      store: StoreServer;
+      /** The embedded store's server: each pilot gets a socket of it. */
+      store: StoreServer | undefined;
+      /** Or the MongoDB database the agents' UpdateWorkers write to themselves. */
+      mongodb: { uri: string; db: string } | undefined;
       uplinks: ControlUplinks;
       session: string;
       log: Logger;
@@ -96,7 +99,7 @@ export class PilotLinks {
       agentInput: at?.agentInput,
       managerOutput: at?.managerOutput,
     });
-    const storeAt = await store.listen(
+    const storeAt = await store?.listen(
       pilot,
       at?.store ?? listenAt,
       server,
@@ -106,7 +109,12 @@ export class PilotLinks {
     const controlUp = await uplinks.add(pilot, at?.controlUp ?? listenAt, server);
     const filesAt = await this.files.listen(pilot, at?.files ?? listenAt, server);
     const link: PilotLink = {
-      ports: { ...queues, controlUp, store: storeAt, files: filesAt },
+      ports: {
+        ...queues,
+        controlUp,
+        ...(storeAt !== undefined ? { store: storeAt } : {}),
+        files: filesAt,
+      },
       ...(publicKey !== undefined ? { publicKey } : {}),
     };
     this.links.set(pilot, link);
@@ -116,7 +124,7 @@ export class PilotLinks {
   /** Messages refused on the pilots' sockets (and the store's), see docs/security.md. */
   refused(): number {
     const { uplinks, store } = this.deps;
-    return uplinks.refused + store.refused + this.files.refused + this.waits.refused;
+    return uplinks.refused + (store?.refused ?? 0) + this.files.refused + this.waits.refused;
   }
 
   /** Closes the file channels (the other pilot sockets close with their owners). */
@@ -124,8 +132,12 @@ export class PilotLinks {
     return this.files.close();
   }
 
-  /** The addresses and keys a new agent of `pilot` needs (its bootstrap file, mode 0600). */
-  agentConfig(pilot: string): Pick<AgentConfig, 'addresses' | 'curve'> {
+  /**
+   * The addresses and keys a new agent of `pilot` needs (its bootstrap file, mode 0600), and
+   * the MongoDB URI of a session whose store it is (it may hold a password: the file is the
+   * only place it goes, and no log line names it).
+   */
+  agentConfig(pilot: string): Pick<AgentConfig, 'addresses' | 'curve' | 'mongodb'> {
     const link = this.links.get(pilot);
     if (link === undefined) throw new Error(`no link for pilot ${pilot}`);
     const { agentInput, managerOutput, controlUp, store, files } = link.ports;
@@ -134,14 +146,16 @@ export class PilotLinks {
       managerOutput,
       controlUp,
       controlDown: this.deps.controlDown,
-      store,
+      ...(store !== undefined ? { store } : {}),
       ...(files !== undefined ? { files } : {}),
     };
+    const { mongodb } = this.deps;
+    const where = { addresses, ...(mongodb !== undefined ? { mongodb: { ...mongodb } } : {}) };
     const keys = this.keys.get(pilot);
     const security = this.deps.security;
-    if (security === undefined) return { addresses };
+    if (security === undefined) return where;
     if (keys === undefined) throw new Error(`pilot ${pilot} was issued its keys by another client`);
-    return { addresses, curve: security.client(keys) };
+    return { ...where, curve: security.client(keys) };
   }
 }
 

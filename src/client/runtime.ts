@@ -1,8 +1,5 @@
-import { existsSync } from 'node:fs';
-import * as path from 'node:path';
 import { UsageError, errorMeta } from '../errors';
 import { systemClock, type Clock } from '../lib/clock';
-import { newSessionId } from '../lib/ids';
 import { fileLogger } from '../lib/log';
 import type { Logger } from '../lib/logger';
 import { nativeMemory, nativeMemoryMissing } from '../lib/native-memory';
@@ -15,20 +12,22 @@ import type { ControlBus } from '../transport/control-bus';
 import type { ControlUplinks } from '../transport/control-uplinks';
 import { EmbeddedStore } from '../updater/embedded/store';
 import { StoreServer } from '../updater/embedded/store-server';
+import type { MongoStore } from '../updater/mongodb/store';
+import { openStore, type SessionStore, type StoreChoice } from '../updater/store-choice';
 import { UpdateWorker } from '../updater/update-worker';
-import { refuseIfLive } from './control-server';
 import { DeliveredCounters, DeliveryCursor } from './delivered';
-import { Journal, type JournalEntry, type SessionAddresses } from './journal';
+import type { Journal } from './journal';
+import { type JournalEntry, type SessionAddresses } from './journal';
 import { ManagerPipeline } from './manager-pipeline';
 import { MemoryTrimmer } from './memory-trimmer';
 import type { SessionOptions } from './session';
 import { teeLogger } from './tee-logger';
 import { closeStore, StoreHealth } from './store-health';
 import type { FinalPilotState } from '../states/pilot-model';
-import { makePrivateDir } from '../lib/private-files';
 import { recoveryPlan } from './pilot-recovery';
 import { givenInStore, PilotLinks, type PilotLink } from './pilot-links';
 import { SessionSecurity } from './session-security';
+import { sessionPlace } from './session-place';
 import { TaskRegistry } from './task-registry';
 import { StoreFollower } from './store-follower';
 import { heartbeats, openSessionControl } from './session-control';
@@ -51,7 +50,8 @@ export class ClientRuntime {
   private bridges: Bridge[] = [];
   private workers: UpdateWorker[] = [];
   private notes!: CoalescingSender<Notification>;
-  private storeServer!: StoreServer;
+  /** The embedded store's server for this process's own socket (none with MongoDB). */
+  private storeServer: StoreServer | undefined;
   /** Delivers the store's notifications to the managers. */
   private follower!: StoreFollower;
   private readonly pilotEnded = new Set<PilotEndedListener>();
@@ -78,7 +78,7 @@ export class ClientRuntime {
   /** The session's keys; undefined only for a session opened `insecure: 'trusted-network'`. */
   security: SessionSecurity | undefined;
   pipeline!: ManagerPipeline;
-  store!: EmbeddedStore;
+  store!: SessionStore;
   /** Whether the store and the files beside it can be written (a full disk: Session.onStoreError). */
   readonly health: StoreHealth;
 
@@ -106,18 +106,7 @@ export class ClientRuntime {
     if (opts.resume !== undefined && opts.uid !== undefined && opts.uid !== opts.resume) {
       throw new UsageError(`uid '${opts.uid}' and resume '${opts.resume}' name different sessions`);
     }
-    const uid = opts.resume ?? opts.uid ?? newSessionId();
-    const dir = path.resolve(opts.dir ?? path.join(process.cwd(), '.pilotfish'), uid);
-    let journal: Journal;
-    let resumed: JournalEntry[] | undefined;
-    if (opts.resume !== undefined) {
-      if (!existsSync(dir)) throw new UsageError(`cannot resume: no session directory '${dir}'`);
-      await refuseIfLive(dir);
-      ({ journal, entries: resumed } = Journal.read(dir));
-    } else {
-      makePrivateDir(dir);
-      journal = Journal.create(dir);
-    }
+    const { uid, dir, journal, resumed, choice, mongo } = await sessionPlace(opts, logger);
     const file = fileLogger(dir, 'client', opts.logLevel ?? 'info', (f) =>
       logger?.warn('client.log cannot be written: its lines are dropped', { ...f }),
     );
@@ -137,10 +126,12 @@ export class ClientRuntime {
         `tcp://${opts.bindHost ?? '127.0.0.1'}:0`,
         entry?.addresses,
         insecure,
+        { choice, mongo },
       );
     } catch (e) {
       log.error('session failed to open', errorMeta(e));
       await s.close();
+      await mongo?.close();
       throw e;
     }
     return s;
@@ -151,18 +142,23 @@ export class ClientRuntime {
     listenAt: string,
     before: SessionAddresses | undefined,
     insecure: boolean,
+    where: { choice: StoreChoice; mongo: MongoStore | undefined },
   ): Promise<void> {
     if (insecure) this.log.warn('session opened insecure: its ports admit anyone who reaches them');
     else this.security = await SessionSecurity.open(this.uid, this.dir, this.log);
-    this.store = await EmbeddedStore.open(this.dir);
-    this.follower = new StoreFollower(this.store, this.log, (n) => this.trimmer?.activity(n));
-    for (const s of [this.store, this.journal, this.delivered]) this.health.watch(s);
-    // only this process's workers use this socket; agents get one per pilot (PilotLinks)
-    this.storeServer = await StoreServer.start(this.store, {
-      address: `inproc://${this.uid}/store`,
-      session: this.uid,
-      logger: this.log.child({ component: 'StoreServer' }),
-    });
+    const store = where.mongo ?? (await openStore(where.choice, this.dir, this.uid, this.log));
+    this.store = store;
+    this.follower = new StoreFollower(store, this.log, (n) => this.trimmer?.activity(n));
+    if (store instanceof EmbeddedStore) {
+      this.health.watch(store);
+      // agents get a socket of the store per pilot (PilotLinks); with MongoDB they write to it
+      this.storeServer = await StoreServer.start(store, {
+        address: `inproc://${this.uid}/store`,
+        session: this.uid,
+        logger: this.log.child({ component: 'StoreServer' }),
+      });
+    } else this.health.watchReach(store);
+    for (const s of [this.journal, this.delivered]) this.health.watch(s);
     // before the control socket is bound: a resumed session's agents reconnect to it at once
     this.security?.admitJournaled(this.resumed);
     const control = await openSessionControl(
@@ -218,6 +214,7 @@ export class ClientRuntime {
       security: this.security,
       pipeline: this.pipeline,
       store: this.storeServer,
+      mongodb: where.choice.kind === 'mongodb' ? where.choice : undefined,
       uplinks: this.uplinks,
       listenAt,
       controlDown: control.down,

@@ -2,13 +2,21 @@ import { errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
 import { readProfile } from '../profile/read';
 import type { Profile } from '../profile/types';
-import type { StoreUnwritableError } from '../updater/state-store';
+import type { StoreCondition } from '../updater/state-store';
 import { ControlServer } from './control-server';
 import { ClientRuntime, bindRuntime, runtimeOf } from './runtime';
 
 export interface SessionOptions {
-  /** State store: 'embedded' (default) keeps an append-only file in the session directory. */
-  store?: 'embedded';
+  /**
+   * State store: 'embedded' (default) keeps an append-only file in the session directory; a
+   * MongoDB URI (`mongodb://[user:password@]host[:port][,…]/[database][?options]`, database
+   * `pilotfish` by default) keeps the session's notifications in that database, written there
+   * by the agents' UpdateWorkers directly (docs/state-store.md says when to choose it and what
+   * the agents' nodes must reach). Open fails with a StoreUnreachableError naming the hosts
+   * when no server answers within `serverSelectionTimeoutMS` (10 s unless the URI says).
+   * A resumed session uses the store it was opened with, unless this names another URI.
+   */
+  store?: string;
   /** Parent directory of session directories (default: ./.pilotfish in the working dir). */
   dir?: string;
   /** The new session's uid and directory name (default: pf.YYYYMMDD.HHMMSS.xxxxxx, UTC). */
@@ -84,15 +92,21 @@ export class Session {
    * lasts, tasks go on and nothing is lost: their states are held and delivered, in order,
    * once space is back; submitTasks, submitPilots and new waits reject with that error
    * (`code` 'E_STORE_UNWRITABLE'); a wait already under way goes on waiting. Also called, at
-   * close, with the error that counts notifications given up (`lost`). Returns the unsubscribe.
+   * close, with the error that counts notifications given up (`lost`).
+   *
+   * A MongoDB session's store that no server answers is reported the same way, as a
+   * StoreUnreachableError (`code` 'E_STORE_UNREACHABLE', naming the hosts and the driver's
+   * reason), and `undefined` once one answers again. It refuses nothing: tasks go on, their
+   * states are held by the UpdateWorkers and written, once each, when a server answers, and
+   * callbacks go on from there. Returns the unsubscribe.
    */
-  onStoreError(listener: (error: StoreUnwritableError | undefined) => void): () => void {
+  onStoreError(listener: (error: StoreCondition | undefined) => void): () => void {
     return runtimeOf(this).health.onChange(listener);
   }
 
-  /** The store's condition now: the error while it cannot write, else undefined. */
-  get storeError(): StoreUnwritableError | undefined {
-    return runtimeOf(this).health.error;
+  /** The store's condition now: the error while it cannot write or reach a server, else undefined. */
+  get storeError(): StoreCondition | undefined {
+    return runtimeOf(this).health.condition;
   }
 
   /**

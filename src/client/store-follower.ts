@@ -1,24 +1,30 @@
 import { errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
 import type { Notification } from '../states/notification';
-import type { EmbeddedStore } from '../updater/embedded/store';
+import { markOf, type SessionStore } from '../updater/store-choice';
 
 type NotificationListener = (ns: Notification[]) => void;
 
 /**
  * Follows the session's store from its beginning and hands every notification it accepts to
  * the listeners, in store order, in bulks; tells who waits when all it held is delivered.
+ *
+ * "All it held" is a mark of the store (markOf): the embedded store's is its size, which the
+ * watch's positions reach; MongoDB's is the last seq slot reserved, which the watch's `through`
+ * reaches, through slots that hold gap markers too (they make no bulk, so the watch says when
+ * it passes them).
  */
 export class StoreFollower {
   private readonly listeners = new Set<NotificationListener>();
   private loop: Promise<void> | undefined;
   private iterator: AsyncIterator<{ cursor: number; notifications: Notification[] }> | undefined;
-  private delivered = 0;
+  /** The store mark the listeners have had everything up to. */
+  private reached = 0;
   private readonly caughtUp: { upTo: number; resolve(): void }[] = [];
   private stopped = false;
 
   constructor(
-    private readonly store: EmbeddedStore,
+    private readonly store: SessionStore,
     private readonly log: Logger,
     /** Told how many notifications each bulk delivered (the memory trimmer counts activity). */
     private readonly activity: (count: number) => void,
@@ -35,8 +41,9 @@ export class StoreFollower {
 
   /** Resolves once every notification the store holds now has been delivered to listeners. */
   async drained(): Promise<void> {
-    const upTo = this.store.size;
-    if (this.delivered >= upTo) return;
+    const m = markOf(this.store);
+    const upTo = typeof m === 'number' ? m : await m;
+    if (this.reached >= upTo || this.stopped) return;
     await new Promise<void>((resolve) => this.caughtUp.push({ upTo, resolve }));
   }
 
@@ -55,8 +62,12 @@ export class StoreFollower {
   }
 
   private async follow(): Promise<void> {
-    const it = this.store.watch(0)[Symbol.asyncIterator]();
+    const watch = this.store.watch(0);
+    const it = watch[Symbol.asyncIterator]();
     this.iterator = it;
+    // MongoDB's watch says how far it has read; the embedded one's positions say it
+    const through = 'through' in watch ? (): number => watch.through : undefined;
+    if ('onProgress' in watch) watch.onProgress(() => this.reach(watch.through));
     try {
       for (;;) {
         const r = await it.next();
@@ -69,14 +80,18 @@ export class StoreFollower {
             this.log.error('notification listener failed', errorMeta(e));
           }
         }
-        this.delivered = r.value.cursor + notifications.length;
         this.activity(notifications.length);
-        for (let i = this.caughtUp.length - 1; i >= 0; i--) {
-          if (this.caughtUp[i]!.upTo <= this.delivered) this.caughtUp.splice(i, 1)[0]!.resolve();
-        }
+        this.reach(through?.() ?? r.value.cursor + notifications.length);
       }
     } catch (e) {
       if (!this.stopped) this.log.error('store watch stopped', errorMeta(e));
+    }
+  }
+
+  private reach(mark: number): void {
+    this.reached = mark;
+    for (let i = this.caughtUp.length - 1; i >= 0; i--) {
+      if (this.caughtUp[i]!.upTo <= mark) this.caughtUp.splice(i, 1)[0]!.resolve();
     }
   }
 }

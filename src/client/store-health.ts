@@ -1,8 +1,10 @@
 import { errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
-import type { EmbeddedStore } from '../updater/embedded/store';
+import { EmbeddedStore } from '../updater/embedded/store';
 import type { StoreServer } from '../updater/embedded/store-server';
-import { StoreUnwritableError } from '../updater/state-store';
+import type { MongoStore } from '../updater/mongodb/store';
+import { StoreUnwritableError, type StoreCondition } from '../updater/state-store';
+import type { SessionStore } from '../updater/store-choice';
 import { Listeners } from './listeners';
 
 /** A file of the session that can fail to be written, seen from the session. */
@@ -23,8 +25,10 @@ export interface WritableSource {
  */
 export class StoreHealth {
   private readonly sources: WritableSource[] = [];
-  private readonly listeners: Listeners<[StoreUnwritableError | undefined]>;
-  private reported: StoreUnwritableError | undefined;
+  private readonly listeners: Listeners<[StoreCondition | undefined]>;
+  private reported: StoreCondition | undefined;
+  /** A MongoDB store that lost its servers (reported, but refusing nothing: see watchReach). */
+  private reach: MongoStore | undefined;
 
   constructor(private readonly log: Logger) {
     this.listeners = new Listeners(log);
@@ -40,7 +44,23 @@ export class StoreHealth {
     });
   }
 
-  /** The condition now: the first source's that cannot write, or undefined. */
+  /**
+   * Follows a MongoDB store's servers. While none answers, listeners hear a
+   * StoreUnreachableError, but nothing is refused: tasks go on, the UpdateWorkers hold what
+   * they could not write (and the agents' workers theirs), and all of it is written once a
+   * server answers again.
+   */
+  watchReach(store: MongoStore): void {
+    this.reach = store;
+    store.onUnreachable(() => this.update());
+  }
+
+  /** What listeners hear: a condition that refuses (error), else the store's unreachability. */
+  get condition(): StoreCondition | undefined {
+    return this.error ?? this.reach?.unreachable;
+  }
+
+  /** The condition now that refuses work: the first source's that cannot write, or undefined. */
   get error(): StoreUnwritableError | undefined {
     for (const s of this.sources) {
       const e = s.unwritable;
@@ -49,7 +69,7 @@ export class StoreHealth {
     return undefined;
   }
 
-  onChange(listener: (e: StoreUnwritableError | undefined) => void): () => void {
+  onChange(listener: (e: StoreCondition | undefined) => void): () => void {
     return this.listeners.add(listener);
   }
 
@@ -66,7 +86,8 @@ export class StoreHealth {
    * At the end of close: if the store gave up notifications it could not write, tells
    * listeners and throws the error that counts them.
    */
-  throwIfLost(store: EmbeddedStore | undefined): void {
+  throwIfLost(session: SessionStore | undefined): void {
+    const store = session instanceof EmbeddedStore ? session : undefined;
     const lost = store?.lost ?? 0;
     if (lost === 0) return;
     const last = store?.unwritable;
@@ -88,13 +109,19 @@ export class StoreHealth {
 
   /** Tells listeners when the session goes from writing to not writing, or back. */
   private update(): void {
-    const e = this.error;
-    if ((e === undefined) === (this.reported === undefined)) return;
+    const e = this.condition;
+    if (e?.code === this.reported?.code) return;
     this.reported = e;
-    if (e !== undefined) this.log.warn('session store cannot write', errorMeta(e));
+    if (e !== undefined) this.log.warn(lineOf(e), errorMeta(e));
     else this.log.info('session store writes again');
     this.listeners.fire(e);
   }
+}
+
+function lineOf(e: StoreCondition): string {
+  return e.code === 'E_STORE_UNREACHABLE'
+    ? 'session store unreachable'
+    : 'session store cannot write';
 }
 
 /**
@@ -104,7 +131,7 @@ export class StoreHealth {
  */
 export async function closeStore(
   server: StoreServer | undefined,
-  store: EmbeddedStore | undefined,
+  store: SessionStore | undefined,
   stopWatch: () => Promise<unknown>,
 ): Promise<void> {
   const served = server?.close();

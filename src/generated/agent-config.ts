@@ -114,13 +114,26 @@ export interface AgentConfig {
      */
     controlDown: string;
     /**
-     * The pilot's own socket of the state store (its UpdateWorkers).
+     * The pilot's own socket of the session's embedded state store (its UpdateWorkers). Absent: the session's store is MongoDB (mongodb).
      */
-    store: string;
+    store?: string;
     /**
      * The pilot's own file channel (the transfer staging action; the agent's DEALER connects). Absent: transfers are unavailable.
      */
     files?: string;
+  };
+  /**
+   * The session's MongoDB store, which the agent's UpdateWorkers write to directly (instead of addresses.store). The URI may hold a password: this file is mode 0600 and the agent never logs it.
+   */
+  mongodb?: {
+    /**
+     * The MongoDB connection string, as the session was opened with.
+     */
+    uri: string;
+    /**
+     * The database of the session's documents.
+     */
+    db: string;
   };
   /**
    * Memory the pilot gives tasks, in MiB, per node; default the machine's total (local) or what Slurm gives.

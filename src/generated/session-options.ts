@@ -5,9 +5,15 @@
  */
 export interface SessionOptionsInput {
   /**
-   * The state store: 'embedded' (the default and only one here) keeps an append-only file, store.log, in the session directory.
+   * The state store: 'embedded' (the default) keeps an append-only file, store.log, in the session directory; a MongoDB URI (mongodb://[user:password@]host[:port][,host...]/[database][?options], or mongodb+srv://) keeps the session's notifications in that database (default pilotfish), where the agents' UpdateWorkers write them directly.
    */
-  store?: 'embedded';
+  store?: (
+    | 'embedded'
+    | {
+        [k: string]: unknown;
+      }
+  ) &
+    string;
   /**
    * The directory that holds session directories (each session makes <dir>/<uid>); default .pilotfish in the process's working directory.
    */

@@ -21,6 +21,16 @@ export interface Workload {
    */
   tasks: TaskDescription[];
   /**
+   * The session's state store, as Session.open's store: 'embedded' (the default) or a MongoDB URI (mongodb://... or mongodb+srv://...). pilotfish run --store (or PILOTFISH_STORE) overrides it.
+   */
+  store?: (
+    | 'embedded'
+    | {
+        [k: string]: unknown;
+      }
+  ) &
+    string;
+  /**
    * Seconds the tasks may take, from their submission (pilots may still queue then) until every task and the stop of the services ended; then `pilotfish run` prints what had not ended and exits 3.
    */
   timeoutS?: number;

@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Notification, TaskDescription } from '../generated';
 import { readStoreNotifications } from '../updater/embedded/read-only';
+import { MongoStore } from '../updater/mongodb/store';
+import { readStoreChoice } from '../updater/store-choice';
 import { buildProfile, type SessionFacts } from './build';
 import type { PilotNode, Profile } from './types';
 
@@ -17,9 +19,22 @@ export async function readProfile(sessionDir: string): Promise<Profile> {
   return buildProfile(path.basename(sessionDir), notifications, facts, readAt);
 }
 
-/** Every notification the session's store holds, in acceptance order (read-only). */
-export function readNotifications(sessionDir: string): Promise<Notification[]> {
-  return readStoreNotifications(sessionDir);
+/**
+ * Every notification the session's store holds, in acceptance order (read-only): its
+ * embedded store's files, or its MongoDB documents (the store its store.json names).
+ */
+export async function readNotifications(sessionDir: string): Promise<Notification[]> {
+  const choice = readStoreChoice(sessionDir);
+  if (choice.kind === 'embedded') return readStoreNotifications(sessionDir);
+  const store = await MongoStore.open(choice.uri, path.basename(sessionDir), {
+    db: choice.db,
+    readOnly: true,
+  });
+  try {
+    return await store.history();
+  } finally {
+    await store.close();
+  }
 }
 
 type JournalLine =

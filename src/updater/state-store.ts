@@ -85,6 +85,39 @@ export class StoreUnwritableError extends PilotfishError {
   }
 }
 
+/** What a StoreUnreachableError reports. */
+export interface Unreachable {
+  /** The servers the store's URI names (host:port), never its credentials. */
+  hosts: string[];
+  /** The driver's words for the failure ('connect ECONNREFUSED 127.0.0.1:27017'). */
+  reason: string;
+  /** When the condition began (epoch ms). */
+  since: number;
+}
+
+/**
+ * Thrown when a MongoDB store cannot be reached: by `Session.open` when no server answers
+ * within the server-selection timeout, and reported to `Session.onStoreError` listeners while
+ * a session loses its server. Nothing is lost while it lasts: UpdateWorkers hold what they
+ * could not write and write it, once only, when the server answers again.
+ */
+export class StoreUnreachableError extends PilotfishError {
+  readonly code = 'E_STORE_UNREACHABLE';
+  readonly hosts: string[];
+  readonly reason: string;
+  readonly since: number;
+
+  constructor(u: Unreachable, options?: ErrorOptions) {
+    super(`cannot reach MongoDB at ${u.hosts.join(',')}: ${u.reason}`, options);
+    this.hosts = u.hosts;
+    this.reason = u.reason;
+    this.since = u.since;
+  }
+}
+
+/** A store's condition as a session reports it (Session.onStoreError). */
+export type StoreCondition = StoreUnwritableError | StoreUnreachableError;
+
 /** The errno of a failed file call ('EIO' when it carries none). */
 export function errnoOf(e: unknown): string {
   const code = (e as { code?: unknown } | undefined)?.code;

@@ -49,6 +49,12 @@ export interface AgentLifecycleOptions {
   /** The pilot's runtime, counted from when the control bus is ready. */
   runtimeMin: number;
   signalBeforeEnd?: SignalBeforeEnd | undefined;
+  /**
+   * Whether the state store lives in the client (the embedded one): a lost client then takes
+   * it along, and no ack is waited for. A MongoDB store outlives the client: what the workers
+   * hold is still written.
+   */
+  storeInClient?: boolean;
 }
 
 /**
@@ -197,7 +203,7 @@ export class AgentLifecycleCore {
       this.onShutdownRequested(
         'FAILED',
         `lost the client: no heartbeat for ${Math.round(silent / 1000)} s`,
-        true,
+        this.opts.storeInClient !== false,
       );
     }, ms);
   }

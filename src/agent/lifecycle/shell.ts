@@ -22,6 +22,8 @@ export interface AgentParts {
   queues: QueueSet;
   notes?: AgentNotifications | undefined;
   workers: readonly UpdateWorker[];
+  /** The store the workers write to themselves (MongoDB), closed after them. */
+  store?: { close(): Promise<void> } | undefined;
   /** The task components, upstream first. */
   components: readonly (
     { onShutdown(final: AbortedTaskState, why: Reason, leaveToClient?: boolean): void } | undefined
@@ -116,10 +118,13 @@ export class AgentLifecycleShell implements AgentLifecycleEffects {
 
   closeWorkers(ackWaitMs: number | undefined): void {
     this.stopWaiting?.(); // the core's bound may have ended the wait first
-    const { workers } = this.parts();
-    this.after('closeWorkers', () =>
-      Promise.all(workers.map((w) => (ackWaitMs === undefined ? w.close() : w.close(ackWaitMs)))),
-    );
+    const { workers, store } = this.parts();
+    this.after('closeWorkers', async () => {
+      await Promise.all(
+        workers.map((w) => (ackWaitMs === undefined ? w.close() : w.close(ackWaitMs))),
+      );
+      await store?.close();
+    });
   }
 
   closeQueues(): void {

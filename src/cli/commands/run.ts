@@ -1,7 +1,8 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import * as path from 'node:path';
 import type { Workload } from '../../generated';
 import { UsageError, ValidationError } from '../../errors';
+import { StoreError, StoreUnreachableError } from '../../updater/state-store';
 import { EXIT } from '../args';
 import { onInterrupt } from '../interrupt';
 import { countTasks, showProgress, type ProgressView } from '../progress';
@@ -23,6 +24,7 @@ does a run that was killed. The workload file and the summary: docs/cli.md.`;
 
 interface RunFlags {
   dir: string;
+  store?: string;
   resume?: string;
   json?: boolean;
 }
@@ -40,6 +42,13 @@ export function registerRun(program: Command, done: (code: number) => void): voi
     .usage('[options] <workload> | --resume <session>')
     .option('--resume <session>', 'take up the run of a session whose pilotfish run ended early')
     .option('--dir <sessions-dir>', 'where session directories are', DEFAULT_SESSIONS_DIR)
+    .addOption(
+      new Option(
+        '--store <store>',
+        "the state store: 'embedded' (default) or a mongodb:// URI; overrides the workload's " +
+          '(a password in a command line is seen by other users: prefer PILOTFISH_STORE or the workload file)',
+      ).env('PILOTFISH_STORE'),
+    )
     .option('--json', 'print the summary as one JSON document (progress stays on stderr)')
     .addHelpText('after', EXIT_STATUS)
     .action(async (file: string | undefined, opts: RunFlags) => done(await run(file, opts)));
@@ -61,10 +70,12 @@ async function run(file: string | undefined, flags: RunFlags): Promise<number> {
   try {
     if (file !== undefined) {
       const w: Workload = loadWorkload(file);
-      start = (opts) => runWorkload(w, { ...opts, dir: flags.dir });
+      const store = flags.store !== undefined ? { store: flags.store } : {};
+      start = (opts) => runWorkload(w, { ...opts, dir: flags.dir, ...store });
     } else {
       const dir = resolveSessionDir(flags.resume, flags.dir);
-      start = (opts) => resumeWorkload(dir, opts);
+      const store = flags.store !== undefined ? { store: flags.store } : {};
+      start = (opts) => resumeWorkload(dir, { ...opts, ...store });
     }
   } catch (e) {
     if (!(e instanceof ValidationError || e instanceof UsageError)) throw e;
@@ -112,7 +123,11 @@ async function run(file: string | undefined, flags: RunFlags): Promise<number> {
       },
     });
   } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
+    if (e instanceof StoreUnreachableError || e instanceof StoreError) {
+      say(e.message); // names the hosts and the driver's reason, never the URI's password
+      return EXIT.failed;
+    }
+    if (!(e instanceof UsageError || e instanceof ValidationError)) throw e;
     say(e.message); // e.g. a session to resume that another run still drives
     return EXIT.usage;
   } finally {

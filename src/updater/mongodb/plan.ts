@@ -148,3 +148,23 @@ export function backoffMs(attempt: number, baseMs = 100, maxMs = 5_000): number 
 export function isReplicaSet(hello: Record<string, unknown>): boolean {
   return typeof hello['setName'] === 'string' && hello['setName'] !== '';
 }
+
+/** The driver's errors that mean "no server answers", by name (this module has no driver). */
+const UNREACHABLE = new Set([
+  'MongoServerSelectionError',
+  'MongoNetworkError',
+  'MongoNetworkTimeoutError',
+  'MongoPoolClearedError',
+  'MongoTopologyClosedError',
+]);
+
+/**
+ * Whether a failed call failed because no server could be reached (as against a server that
+ * answered with an error): what makes a session report its store unreachable.
+ */
+export function isUnreachableError(e: unknown): boolean {
+  for (let c: unknown = e; c instanceof Error; c = c.cause) {
+    if (UNREACHABLE.has(c.name)) return true;
+  }
+  return false;
+}

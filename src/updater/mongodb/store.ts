@@ -38,15 +38,13 @@ import {
 } from 'mongodb';
 import type { Notification } from '../../generated';
 import { coerceError, errorMeta, UsageError } from '../../errors';
-import { deferred, type Deferred } from '../../lib/deferred';
 import { silentLogger, type Logger } from '../../lib/logger';
 import { parseNotification } from '../../lib/validate';
 import {
-  backoffMs,
   classifyWriteErrors,
-  contiguousRun,
   fromDoc,
   isReplicaSet,
+  isUnreachableError,
   KEY_INDEX,
   KEY_PARTIAL_FILTER,
   SEQ_INDEX,
@@ -56,11 +54,18 @@ import {
   type SlotDoc,
   type WriteErrorLike,
 } from './plan';
-import { StoreError, type StateStore, type WatchBulk } from '../state-store';
+import { StoreError, StoreUnreachableError, type StateStore } from '../state-store';
+import { DEFAULT_SELECTION_TIMEOUT_MS, parseMongoUri, type MongoTarget } from './uri';
+import { MongoWatch } from './watch';
 
 export interface MongoStoreOptions {
-  /** Database name (default 'pilotfish'). */
+  /** Database name (default: the URI's path, else 'pilotfish'). */
   db?: string;
+  /**
+   * How long open, and each call later, waits for a server to answer, unless the URI sets
+   * serverSelectionTimeoutMS (default 10 s).
+   */
+  serverSelectionTimeoutMs?: number;
   logger?: Logger;
   /** Poll period without a replica set, and the safety poll with one (default 200 ms). */
   pollMs?: number;
@@ -68,6 +73,8 @@ export interface MongoStoreOptions {
   gapGraceMs?: number;
   /** Most documents one watch read takes (default 1000). */
   readLimit?: number;
+  /** Only reads (profile, timeline, tail): no index is made, so a read-only user will do. */
+  readOnly?: boolean;
 }
 
 interface CounterDoc {
@@ -81,6 +88,9 @@ export class MongoStore implements StateStore {
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly watches = new Set<MongoWatch>();
   private closing: Promise<void> | undefined;
+  /** While no server answers: the condition (see onUnreachable). */
+  private lost: StoreUnreachableError | undefined;
+  private readonly unreachableListeners = new Set<(e: StoreUnreachableError | undefined) => void>();
 
   private constructor(
     private readonly client: MongoClient,
@@ -88,44 +98,127 @@ export class MongoStore implements StateStore {
     readonly session: string,
     readonly replicaSet: boolean,
     readonly log: Logger,
-    readonly opts: Required<Omit<MongoStoreOptions, 'db' | 'logger'>>,
+    readonly opts: Required<
+      Omit<MongoStoreOptions, 'db' | 'logger' | 'serverSelectionTimeoutMs' | 'readOnly'>
+    >,
+    /** Where it is, without credentials: hosts and database. */
+    readonly target: Omit<MongoTarget, 'uri'>,
   ) {
     this.notes = db.collection<SlotDoc>('notifications');
     this.counters = db.collection<CounterDoc>('counters');
   }
 
+  /**
+   * Connects and makes sure of the indexes. No server answering within the server-selection
+   * timeout: a StoreUnreachableError naming the hosts and the driver's reason; a server that
+   * answers with an error (authentication, rights): a StoreError naming the hosts. The URI
+   * (it may hold a password) is in neither, nor in any log line.
+   */
   static async open(
     uri: string,
     session: string,
     opts: MongoStoreOptions = {},
   ): Promise<MongoStore> {
     if (session === '') throw new UsageError('MongoStore.open: session must not be empty');
+    const { uri: _uri, ...target } = parseMongoUri(uri);
+    const dbName = opts.db ?? target.db;
     const log = (opts.logger ?? silentLogger).child({ component: 'mongodb-store', session });
-    const client = new MongoClient(uri);
+    const since = Date.now();
+    const selectionMs = opts.serverSelectionTimeoutMs ?? DEFAULT_SELECTION_TIMEOUT_MS;
+    const client = new MongoClient(uri, {
+      appName: 'pilotfish',
+      ...(target.selectionTimeoutSet ? {} : { serverSelectionTimeoutMS: selectionMs }),
+    });
     try {
       await client.connect();
-      const db = client.db(opts.db ?? 'pilotfish');
-      await db.collection('notifications').createIndexes([
-        {
-          key: { session: 1, kind: 1, uid: 1, attempt: 1, state: 1 },
-          name: KEY_INDEX,
-          unique: true,
-          partialFilterExpression: KEY_PARTIAL_FILTER,
-        },
-        { key: { session: 1, seq: 1 }, name: SEQ_INDEX, unique: true },
-      ]);
+      const db = client.db(dbName);
+      if (opts.readOnly !== true) await createIndexes(db);
       const hello = await db.admin().command({ hello: 1 });
       const replicaSet = isReplicaSet(hello);
-      log.info('mongodb store open', { replicaSet, db: db.databaseName });
-      return new MongoStore(client, db, session, replicaSet, log, {
-        pollMs: opts.pollMs ?? 200,
-        gapGraceMs: opts.gapGraceMs ?? 5_000,
-        readLimit: opts.readLimit ?? 1_000,
-      });
+      log.info('mongodb store open', { replicaSet, db: db.databaseName, at: target.redacted });
+      return new MongoStore(
+        client,
+        db,
+        session,
+        replicaSet,
+        log,
+        {
+          pollMs: opts.pollMs ?? 200,
+          gapGraceMs: opts.gapGraceMs ?? 5_000,
+          readLimit: opts.readLimit ?? 1_000,
+        },
+        { ...target, db: dbName },
+      );
     } catch (e) {
-      await client.close();
+      await client.close().catch(() => undefined);
+      const waited = target.selectionTimeoutSet ? undefined : selectionMs;
+      throw openError(e, target.hosts, since, waited);
+    }
+  }
+
+  /** While no server answers its calls: the condition; undefined while they succeed. */
+  get unreachable(): StoreUnreachableError | undefined {
+    return this.lost;
+  }
+
+  /** Hears the store lose its servers (the error) and find them again (undefined). */
+  onUnreachable(listener: (e: StoreUnreachableError | undefined) => void): () => void {
+    this.unreachableListeners.add(listener);
+    return () => this.unreachableListeners.delete(listener);
+  }
+
+  /**
+   * Runs one call to the server, keeping `unreachable` up to date: a failure for want of a
+   * server begins the condition, any success ends it.
+   */
+  async call<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      const out = await fn();
+      this.reached();
+      return out;
+    } catch (e) {
+      if (!isUnreachableError(e)) {
+        this.reached();
+      } // a server answered, with an error
+      else if (this.lost === undefined && this.closing === undefined) {
+        this.lost = new StoreUnreachableError(
+          { hosts: this.target.hosts, reason: coerceError(e).message, since: Date.now() },
+          { cause: e },
+        );
+        this.log.warn('mongodb unreachable', {
+          at: this.target.redacted,
+          reason: this.lost.reason,
+        });
+        this.tellUnreachable(this.lost);
+      }
       throw e;
     }
+  }
+
+  private reached(): void {
+    if (this.lost === undefined) return;
+    this.lost = undefined;
+    this.log.info('mongodb reachable again', { at: this.target.redacted });
+    this.tellUnreachable(undefined);
+  }
+
+  private tellUnreachable(e: StoreUnreachableError | undefined): void {
+    for (const l of this.unreachableListeners) {
+      try {
+        l(e);
+      } catch (err) {
+        this.log.error('store condition listener failed', errorMeta(err));
+      }
+    }
+  }
+
+  /**
+   * A mark of every slot reserved so far (the session's counter): once a watch's `through`
+   * reaches it, that watch has read everything appended, or being appended, before this call.
+   */
+  async mark(): Promise<number> {
+    const doc = await this.call(() => this.counters.findOne({ _id: this.session }));
+    return doc?.seq ?? 0;
   }
 
   get isClosing(): boolean {
@@ -142,7 +235,7 @@ export class MongoStore implements StateStore {
     return p;
   }
 
-  watch(fromCursor = 0): AsyncIterableIterator<WatchBulk> {
+  watch(fromCursor = 0): MongoWatch {
     if (!Number.isInteger(fromCursor) || fromCursor < 0) {
       throw new UsageError(`watch: fromCursor must be an integer >= 0, got ${fromCursor}`);
     }
@@ -156,7 +249,7 @@ export class MongoStore implements StateStore {
       uid === undefined
         ? { session: this.session, uid: { $exists: true } }
         : { session: this.session, uid };
-    const docs = await this.notes.find(filter).sort({ seq: 1 }).toArray();
+    const docs = await this.call(() => this.notes.find(filter).sort({ seq: 1 }).toArray());
     return this.readBack(docs);
   }
 
@@ -189,11 +282,13 @@ export class MongoStore implements StateStore {
 
   /** Documents with seq >= from, in seq order (one watch read). */
   readFrom(from: number): Promise<SlotDoc[]> {
-    return this.notes
-      .find({ session: this.session, seq: { $gte: from } })
-      .sort({ seq: 1 })
-      .limit(this.opts.readLimit)
-      .toArray();
+    return this.call(() =>
+      this.notes
+        .find({ session: this.session, seq: { $gte: from } })
+        .sort({ seq: 1 })
+        .limit(this.opts.readLimit)
+        .toArray(),
+    );
   }
 
   /** Fills slots that hold no notification; a slot already filled is fine. */
@@ -201,7 +296,7 @@ export class MongoStore implements StateStore {
     if (seqs.length === 0) return;
     const gaps: GapDoc[] = seqs.map((seq) => ({ session: this.session, seq, gap: true }));
     try {
-      await this.notes.insertMany(gaps, { ordered: false });
+      await this.call(() => this.notes.insertMany(gaps, { ordered: false }));
     } catch (e) {
       const errors = writeErrorsOf(e);
       if (errors === undefined || errors.some((w) => w.code !== 11000)) throw e;
@@ -224,7 +319,7 @@ export class MongoStore implements StateStore {
       const docs = pending.map((n, i) => toDoc(this.session, first + i, n));
       let errors: WriteErrorLike[] = [];
       try {
-        await this.notes.insertMany(docs, { ordered: false });
+        await this.call(() => this.notes.insertMany(docs, { ordered: false }));
       } catch (e) {
         const found = writeErrorsOf(e);
         if (found === undefined) throw e;
@@ -246,14 +341,49 @@ export class MongoStore implements StateStore {
 
   /** Reserves `count` consecutive slots; returns the first. Seqs start at 1. */
   private async reserve(count: number): Promise<number> {
-    const doc = await this.counters.findOneAndUpdate(
-      { _id: this.session },
-      { $inc: { seq: count } },
-      { upsert: true, returnDocument: 'after' },
+    const doc = await this.call(() =>
+      this.counters.findOneAndUpdate(
+        { _id: this.session },
+        { $inc: { seq: count } },
+        { upsert: true, returnDocument: 'after' },
+      ),
     );
     if (doc === null) throw new StoreError('mongodb counter upsert returned no document');
     return doc.seq - count + 1;
   }
+}
+
+/** The two unique indexes (a no-op where they exist): see the file's comment. */
+async function createIndexes(db: Db): Promise<void> {
+  await db.collection('notifications').createIndexes([
+    {
+      key: { session: 1, kind: 1, uid: 1, attempt: 1, state: 1 },
+      name: KEY_INDEX,
+      unique: true,
+      partialFilterExpression: KEY_PARTIAL_FILTER,
+    },
+    { key: { session: 1, seq: 1 }, name: SEQ_INDEX, unique: true },
+  ]);
+}
+
+/** Why open failed, naming the servers: unreachable, or refused by one that answered. */
+function openError(
+  e: unknown,
+  hosts: string[],
+  since: number,
+  waitedMs: number | undefined,
+): Error {
+  const reason = coerceError(e).message;
+  if (isUnreachableError(e)) {
+    const waited =
+      waitedMs === undefined
+        ? ''
+        : ` (none answered within ${waitedMs / 1000} s; serverSelectionTimeoutMS in the URI sets it)`;
+    return new StoreUnreachableError({ hosts, reason: reason + waited, since }, { cause: e });
+  }
+  return new StoreError(`MongoDB at ${hosts.join(',')} refused the session's store: ${reason}`, {
+    cause: e,
+  });
 }
 
 /** The write errors of a bulk insert failure, or undefined for any other error. */
@@ -266,157 +396,4 @@ function writeErrorsOf(e: unknown): WriteErrorLike[] | undefined {
     errmsg: w.errmsg,
     keyPattern: (w.err as { keyPattern?: Record<string, unknown> }).keyPattern,
   }));
-}
-
-const DONE: IteratorResult<WatchBulk> = { done: true, value: undefined };
-
-/** One watch: a hand-written iterator, so return() ends it even while it waits. */
-class MongoWatch implements AsyncIterableIterator<WatchBulk> {
-  private position = 0;
-  private nextSeq = 1;
-  private ended = false;
-  private dirty = false;
-  private failures = 0;
-  private hole: { seq: number; since: number } | undefined;
-  private waiter: Deferred<void> | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private stream: ChangeStream | undefined;
-  private current: Promise<unknown> = Promise.resolve();
-
-  constructor(
-    private readonly store: MongoStore,
-    private readonly fromCursor: number,
-    private readonly onEnd: () => void,
-  ) {
-    if (store.isClosing) {
-      this.ended = true;
-      return;
-    }
-    try {
-      this.stream = store.changes();
-    } catch (e) {
-      store.log.warn('change stream unavailable, polling', errorMeta(e));
-    }
-    this.stream?.on('change', () => this.wake());
-    this.stream?.on('error', (e: unknown) => {
-      store.log.warn('change stream failed, polling', errorMeta(e));
-      this.closeStream();
-    });
-  }
-
-  [Symbol.asyncIterator](): AsyncIterableIterator<WatchBulk> {
-    return this;
-  }
-
-  /** Resolves once the next() in progress (if any) has settled. */
-  settled(): Promise<unknown> {
-    return this.current.catch(() => undefined);
-  }
-
-  next(): Promise<IteratorResult<WatchBulk>> {
-    const p = this.current.then(
-      () => this.step(),
-      () => this.step(),
-    );
-    this.current = p;
-    return p;
-  }
-
-  return(): Promise<IteratorResult<WatchBulk>> {
-    this.finish();
-    return Promise.resolve(DONE);
-  }
-
-  wake(): void {
-    this.dirty = true;
-    this.waiter?.resolve();
-  }
-
-  private async step(): Promise<IteratorResult<WatchBulk>> {
-    while (!this.ended) {
-      const finalPass = this.store.isClosing;
-      let read: { bulk: WatchBulk | undefined; progressed: boolean };
-      try {
-        read = await this.readOnce();
-        this.failures = 0;
-      } catch (e) {
-        if (this.ended || finalPass) break;
-        const ms = backoffMs(this.failures++);
-        this.store.log.warn('watch read failed, retrying', { ...errorMeta(e), retryInMs: ms });
-        await this.sleep(ms);
-        continue;
-      }
-      if (this.ended) break;
-      if (read.bulk !== undefined) return { done: false, value: read.bulk };
-      if (read.progressed) continue;
-      if (finalPass) break;
-      await this.sleep(this.store.opts.pollMs);
-    }
-    this.finish();
-    return DONE;
-  }
-
-  private async readOnce(): Promise<{ bulk: WatchBulk | undefined; progressed: boolean }> {
-    this.dirty = false;
-    const docs = await this.store.readFrom(this.nextSeq);
-    const run = contiguousRun(this.nextSeq, docs);
-    const progressed = run.nextSeq > this.nextSeq;
-    if (run.hole !== undefined && !progressed) await this.handleHole(run.hole);
-    else this.hole = undefined;
-    const valid = this.store.readBack(run.notifications);
-    this.nextSeq = run.nextSeq;
-    const start = this.position;
-    this.position += valid.length;
-    const skip = Math.max(0, this.fromCursor - start);
-    const notifications = valid.slice(skip);
-    if (notifications.length === 0) {
-      return { bulk: undefined, progressed: progressed || this.dirty };
-    }
-    return { bulk: { cursor: start + skip, notifications }, progressed };
-  }
-
-  /** A slot missing while later ones exist: after gapGraceMs its writer is presumed dead. */
-  private async handleHole(seq: number): Promise<void> {
-    const now = Date.now();
-    if (this.hole?.seq !== seq) {
-      this.hole = { seq, since: now };
-      return;
-    }
-    if (now - this.hole.since < this.store.opts.gapGraceMs) return;
-    this.store.log.warn('filling an abandoned seq slot', { seq });
-    await this.store.fillGaps([seq]);
-    this.hole = undefined;
-    this.dirty = true; // read again at once
-  }
-
-  private async sleep(ms: number): Promise<void> {
-    if (this.dirty || this.ended || this.store.isClosing) return;
-    const d = deferred<void>();
-    this.waiter = d;
-    this.timer = setTimeout(() => d.resolve(), ms);
-    try {
-      await d.promise;
-    } finally {
-      clearTimeout(this.timer);
-      this.waiter = undefined;
-    }
-  }
-
-  private finish(): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.waiter?.resolve();
-    this.closeStream();
-    this.onEnd();
-  }
-
-  private closeStream(): void {
-    const s = this.stream;
-    this.stream = undefined;
-    if (s === undefined) return;
-    s.removeAllListeners('change');
-    s.close().catch((e: unknown) =>
-      this.store.log.debug('change stream close failed', errorMeta(coerceError(e))),
-    );
-  }
 }

@@ -10,7 +10,7 @@ import { Session } from '../../../src/client/session';
 import { TaskManager } from '../../../src/client/task-manager';
 import { deferred, withTimeout } from '../../../src/lib/deferred';
 import { TASK_STATES } from '../../../src/states/task-model';
-import type { StoreUnwritableError } from '../../../src/updater/state-store';
+import { StoreUnwritableError, type StoreCondition } from '../../../src/updater/state-store';
 import { waitForExit } from '../../support/processes';
 import { padStreamFile } from '../../support/stream-page';
 import { collect } from '../../support/tail-check';
@@ -72,7 +72,13 @@ function storeEvents(session: Session): {
 } {
   const seen: (StoreUnwritableError | undefined)[] = [];
   const waiters: { error: boolean; resolve: (e: StoreUnwritableError | undefined) => void }[] = [];
-  session.onStoreError((e) => {
+  // an embedded session's store can only be unwritable (unreachable is MongoDB's)
+  const unwritable = (e: StoreCondition | undefined): StoreUnwritableError | undefined => {
+    if (e === undefined || e instanceof StoreUnwritableError) return e;
+    throw new Error(`an embedded store reported ${e.code}`);
+  };
+  session.onStoreError((c) => {
+    const e = unwritable(c);
     seen.push(e);
     for (const w of waiters.splice(0)) {
       if (w.error === (e !== undefined)) w.resolve(e);
@@ -80,7 +86,9 @@ function storeEvents(session: Session): {
     }
   });
   const next = (error: boolean, ms: number): Promise<StoreUnwritableError | undefined> => {
-    if ((session.storeError !== undefined) === error) return Promise.resolve(session.storeError);
+    if ((session.storeError !== undefined) === error) {
+      return Promise.resolve(unwritable(session.storeError));
+    }
     const d = deferred<StoreUnwritableError | undefined>();
     waiters.push({ error, resolve: (e) => d.resolve(e) });
     return withTimeout(d.promise, ms, error ? 'the store unwritable' : 'the store writable');

@@ -42,7 +42,7 @@ describe('malformed wire messages from an admitted agent', () => {
     await pub.publish({ type: 'self_destruct' });
     const dealer = new zmq.Dealer({ linger: 0, ...clientOptions(curve) });
     closers.push(() => dealer.close());
-    dealer.connect(addresses.store);
+    dealer.connect(addresses.store!); // an embedded session: its pilots have a store socket
     await dealer.send(Buffer.from('not msgpack'));
     const [reply] = await dealer.receive();
     expect(reply).toBeDefined();

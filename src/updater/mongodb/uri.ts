@@ -1,0 +1,62 @@
+/**
+ * What a session's `store: 'mongodb://…'` names, read without connecting: the servers (for
+ * errors and logs), the database, and the URI with its credentials hidden. Pure.
+ */
+import { ConnectionString } from 'mongodb-connection-string-url';
+import { UsageError } from '../../errors';
+
+/** The database a URI without a path uses. */
+export const DEFAULT_DB = 'pilotfish';
+
+/**
+ * How long opening a store waits for a server to answer when the URI does not say
+ * (`serverSelectionTimeoutMS`): the driver's own default, 30 s, is long for a session that
+ * cannot start without it.
+ */
+export const DEFAULT_SELECTION_TIMEOUT_MS = 10_000;
+
+export interface MongoTarget {
+  /** The URI as given: it may hold credentials, so it is never logged. */
+  uri: string;
+  /** host:port of each server (an SRV URI: its one name). */
+  hosts: string[];
+  /** The database: the URI's path, else DEFAULT_DB. */
+  db: string;
+  /** The URI with its user and password replaced, for logs and errors. */
+  redacted: string;
+  /** Whether the URI sets serverSelectionTimeoutMS itself. */
+  selectionTimeoutSet: boolean;
+}
+
+/** Whether a session's `store` option names MongoDB (rather than 'embedded'). */
+export function isMongoUri(store: string | undefined): boolean {
+  return store !== undefined && /^mongodb(\+srv)?:\/\//.test(store);
+}
+
+/** Reads a MongoDB URI; a malformed one is a UsageError that says why (never its password). */
+export function parseMongoUri(uri: string): MongoTarget {
+  let cs: ConnectionString;
+  try {
+    cs = new ConnectionString(uri);
+  } catch (e) {
+    throw new UsageError(
+      `store: not a MongoDB URI (${(e as Error).message}); expected mongodb://[user:password@]host[:port][,host…]/[database][?options]`,
+    );
+  }
+  const path = cs.pathname.replace(/^\//, '');
+  const db = path === '' ? DEFAULT_DB : decodeURIComponent(path);
+  if (/[/\\. "$]/.test(db) || db.length > 63) {
+    throw new UsageError(
+      `store: '${db}' is not a MongoDB database name (at most 63 characters, none of / \\ . " $ or space)`,
+    );
+  }
+  // URI option names are case-insensitive to the driver
+  const keys = [...cs.searchParams.keys()].map((k) => k.toLowerCase());
+  return {
+    uri,
+    hosts: [...cs.hosts],
+    db,
+    redacted: cs.redact().toString(),
+    selectionTimeoutSet: keys.includes('serverselectiontimeoutms'),
+  };
+}
