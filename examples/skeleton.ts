@@ -2,11 +2,16 @@
  * The main example: 1,000 no-op tasks plus a few that fail or time out, on a local pilot.
  * Prints how many tasks ended in each state and exits 0 when every task ended as expected.
  *   npm run example
+ *   PILOTFISH_STORE=mongodb://host/db npm run example   (the same, its states in MongoDB)
  */
 import { PilotManager, Session, TaskManager, type TaskDescription } from '../src';
 
 async function main(): Promise<number> {
-  const session = await Session.open({ dir: '.pilotfish' });
+  // the state store: embedded by default, or a MongoDB URI (docs/state-store.md)
+  const session = await Session.open({
+    dir: '.pilotfish',
+    store: process.env['PILOTFISH_STORE'] ?? 'embedded',
+  });
   try {
     const pmgr = new PilotManager(session);
     const [pilot] = await pmgr.submitPilots([{ resource: 'local', runtimeMin: 10 }]);

@@ -16,7 +16,8 @@ const [mode, dir, log] = process.argv.slice(2);
 const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 
 async function first(gate, marks, n, resource) {
-  const session = await Session.open({ dir });
+  // PILOTFISH_STORE: a MongoDB URI (the MongoDB variant of the test); the resume reads it back
+  const session = await Session.open({ dir, store: process.env.PILOTFISH_STORE ?? 'embedded' });
   say({ session: session.uid });
   const { pmgr, tmgr } = record(session, log);
   const size = resource === 'slurm' ? { nodes: 1 } : { cores: 2 };

@@ -8,6 +8,7 @@ import { TASK_STATES } from '../../../src/states/task-model';
 import { closedGate } from '../../support/flock-gate';
 import { clientChild, killAgents } from '../../support/client-child';
 import { describeSlurm, slurmEnv } from '../../support/slurm';
+import { removeMongoSessions } from '../../support/mongodb';
 
 const CLIENT = path.join(__dirname, '../../support/resume-client.js');
 
@@ -108,6 +109,26 @@ describe('a client killed with SIGKILL mid-run', () => {
     await killAndResume(root, 1_000, 'local', process.env);
   }, 240_000);
 });
+
+const MONGO_URI = process.env['PILOTFISH_MONGODB_URI'];
+const withMongo = MONGO_URI !== undefined && MONGO_URI !== '';
+
+(withMongo ? describe : describe.skip)(
+  withMongo
+    ? 'a client of a MongoDB session killed with SIGKILL mid-run (PILOTFISH_MONGODB_URI)'
+    : 'a client of a MongoDB session killed with SIGKILL mid-run (skipped: PILOTFISH_MONGODB_URI is not set; no MongoDB server can be installed here)',
+  () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'pf-resume-mongo-'));
+    afterAll(async () => {
+      await removeMongoSessions(MONGO_URI!, root);
+      rmSync(root, { recursive: true, force: true });
+    });
+
+    it('is resumed by a new client from the store in MongoDB; each state is delivered once', async () => {
+      await killAndResume(root, 400, 'local', { ...process.env, PILOTFISH_STORE: MONGO_URI });
+    }, 240_000);
+  },
+);
 
 describeSlurm('a client of a Slurm pilot killed with SIGKILL mid-run', () => {
   const root = mkdtempSync(path.join(os.tmpdir(), 'pf-resume-slurm-'));

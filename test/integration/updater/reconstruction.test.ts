@@ -13,8 +13,12 @@ import {
 } from '../../../src/states/task-model';
 import { Bridge } from '../../../src/transport/bridge';
 import { QueueSender } from '../../../src/transport/queue';
-import { EmbeddedStore, StoreServer, UpdateWorker } from '../../../src/updater';
-import { prng, waitForCount } from './helpers';
+import { randomUUID } from 'node:crypto';
+import { MongoClient } from 'mongodb';
+import { EmbeddedStore, StoreServer, UpdateWorker, type StateStore } from '../../../src/updater';
+import { MongoStore } from '../../../src/updater/mongodb/store';
+import { withTimeout } from '../../../src/lib/deferred';
+import { prng } from './helpers';
 
 const LINE = TASK_STATES.slice(0, TASK_STATES.indexOf('DONE'));
 type Path = { uid: string; attempts: TaskState[][] };
@@ -45,8 +49,72 @@ function notificationsOf(p: Path): Notification[] {
   );
 }
 
-describe('notifications through competing UpdateWorkers, rebuilt by the StateTracker', () => {
-  const closers: (() => Promise<void> | void)[] = [];
+/** Where the workers write: each worker's own link to the store, and the store read back. */
+interface Backend {
+  /** The store the test reads back (a watch, as a client follows it). */
+  reader: StateStore;
+  /** What one worker writes through: its own connection, as each agent has. */
+  link(): Promise<{ storeAddress: string } | { store: StateStore }>;
+}
+
+type Closers = (() => Promise<void> | void)[];
+
+async function embedded(closers: Closers): Promise<Backend> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-rebuild-'));
+  closers.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const store = await EmbeddedStore.open(dir);
+  closers.push(() => store.close());
+  const server = await StoreServer.start(store, { session: 's', logger: silentLogger });
+  closers.push(() => server.close());
+  return { reader: store, link: () => Promise.resolve({ storeAddress: server.endpoint }) };
+}
+
+const MONGO_URI = process.env['PILOTFISH_MONGODB_URI'];
+const MONGO_DB = 'pilotfish_test';
+
+/** Each worker gets a MongoStore (a client, a connection pool) of its own, as agents do. */
+async function mongodb(closers: Closers, session: string): Promise<Backend> {
+  const uri = MONGO_URI!;
+  closers.push(async () => {
+    const client = new MongoClient(uri);
+    try {
+      await client.db(MONGO_DB).collection('notifications').deleteMany({ session });
+      await client.db(MONGO_DB).collection<{ _id: string }>('counters').deleteOne({ _id: session });
+    } finally {
+      await client.close();
+    }
+  });
+  const open = async (): Promise<MongoStore> => {
+    const store = await MongoStore.open(uri, session, { db: MONGO_DB, pollMs: 20 });
+    closers.push(() => store.close());
+    return store;
+  };
+  const reader = await open();
+  return { reader, link: async () => ({ store: await open() }) };
+}
+
+/** Follows `store` from 0 until `n` notifications came; returns them in delivery order. */
+async function follow(store: StateStore, n: number, ms: number): Promise<Notification[]> {
+  const out: Notification[] = [];
+  const it = store.watch(0)[Symbol.asyncIterator]();
+  const read = async (): Promise<void> => {
+    while (out.length < n) {
+      const r = await it.next();
+      if (r.done === true) throw new Error(`watch ended at ${out.length} of ${n}`);
+      expect(r.value.cursor).toBe(out.length);
+      out.push(...r.value.notifications);
+    }
+  };
+  try {
+    await withTimeout(read(), ms, `${n} notifications from the store`);
+  } finally {
+    await it.return?.();
+  }
+  return out;
+}
+
+function rebuildProperty(open: (closers: Closers) => Promise<Backend>): void {
+  const closers: Closers = [];
   afterEach(async () => {
     for (const c of closers.splice(0).reverse()) await c();
   });
@@ -55,18 +123,13 @@ describe('notifications through competing UpdateWorkers, rebuilt by the StateTra
     'give each task exactly its model-ordered history with %i worker(s), shuffled, with duplicates',
     async (nWorkers) => {
       const rnd = prng(0xc0ffee + nWorkers);
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-rebuild-'));
-      closers.push(() => fs.rmSync(dir, { recursive: true, force: true }));
-      const store = await EmbeddedStore.open(dir);
-      closers.push(() => store.close());
-      const server = await StoreServer.start(store, { session: 's', logger: silentLogger });
-      closers.push(() => server.close());
+      const backend = await open(closers);
       const bridge = await Bridge.queue();
       closers.push(() => bridge.close());
       for (let i = 0; i < nWorkers; i++) {
         const w = UpdateWorker.start({
           updatesAddress: bridge.endpoints.out,
-          storeAddress: server.endpoint,
+          ...(await backend.link()),
           session: 's',
           batchSize: 1 + Math.floor(rnd() * 64),
           batchMs: 1 + Math.floor(rnd() * 10),
@@ -89,16 +152,20 @@ describe('notifications through competing UpdateWorkers, rebuilt by the StateTra
         await senders[i % 2]!.send(all.slice(i, i + n));
         i += n;
       }
-      await waitForCount(store, unique.length, 20_000);
+      // read back as a client follows it: a watch, in store order
+      const delivered = await follow(backend.reader, unique.length, 20_000);
 
       const tracker = new StateTracker(TASK_MODEL, TASK_RETRY_STATE);
       const seen = new Map<string, { state: string; attempt: number }[]>();
-      for (const n of await store.history()) {
+      for (const n of delivered) {
         for (const e of tracker.ingest(n)) {
           seen.set(e.uid, [...(seen.get(e.uid) ?? []), { state: e.state, attempt: e.attempt }]);
         }
       }
-      expect(await store.history()).toHaveLength(unique.length);
+      // each notification once: duplicates were not stored twice, and none is missing
+      expect(await backend.reader.history()).toHaveLength(unique.length);
+      const keys = new Set(delivered.map((n) => `${n.uid}/${n.attempt}/${n.state}`));
+      expect(keys.size).toBe(unique.length);
       for (const p of paths) {
         const got = seen.get(p.uid) ?? [];
         const last = p.attempts.length;
@@ -116,10 +183,22 @@ describe('notifications through competing UpdateWorkers, rebuilt by the StateTra
         // attempts ascend, and states never repeat within one
         const attempts = got.map((e) => e.attempt);
         expect([...attempts].sort((a, b) => a - b)).toEqual(attempts);
-        const keys = got.map((e) => `${e.attempt}:${e.state}`);
-        expect(new Set(keys).size).toBe(keys.length);
+        const stateKeys = got.map((e) => `${e.attempt}:${e.state}`);
+        expect(new Set(stateKeys).size).toBe(stateKeys.length);
       }
     },
     40_000,
+  );
+}
+
+describe('notifications through competing UpdateWorkers, rebuilt by the StateTracker', () => {
+  describe('embedded store', () => rebuildProperty(embedded));
+
+  const withMongo = MONGO_URI !== undefined && MONGO_URI !== '';
+  (withMongo ? describe : describe.skip)(
+    withMongo
+      ? 'MongoDB store (PILOTFISH_MONGODB_URI), a connection per worker'
+      : 'MongoDB store (skipped: PILOTFISH_MONGODB_URI is not set; no MongoDB server can be installed here)',
+    () => rebuildProperty((closers) => mongodb(closers, `rebuild-${randomUUID()}`)),
   );
 });
