@@ -425,7 +425,10 @@ export class ClientRuntime {
     await this.security?.close();
     this.delivered?.close();
     await this.fileLog.close();
-    this.health.throwIfLost(this.store);
+    this.health.throwIfLost(
+      this.store,
+      this.workers.reduce((n, w) => n + w.stats().givenUp, 0),
+    );
   }
 }
 

@@ -122,7 +122,8 @@ export class Session {
   /**
    * Shuts down every pilot of the session, flushes the store and releases every socket. Always
    * finishes: a store that still cannot write gives up what it holds, and close then rejects
-   * with a StoreUnwritableError whose `lost` counts those notifications.
+   * with a StoreUnwritableError whose `lost` counts those notifications (a MongoDB store that
+   * no server answered: a StoreUnreachableError with `lost`).
    */
   close(): Promise<void> {
     const h = hidden.get(this) ?? {};

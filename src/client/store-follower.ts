@@ -1,6 +1,7 @@
 import { errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
 import type { Notification } from '../states/notification';
+import { backoffMs } from '../updater/mongodb/plan';
 import { markOf, type SessionStore } from '../updater/store-choice';
 
 type NotificationListener = (ns: Notification[]) => void;
@@ -10,9 +11,10 @@ type NotificationListener = (ns: Notification[]) => void;
  * the listeners, in store order, in bulks; tells who waits when all it held is delivered.
  *
  * "All it held" is a mark of the store (markOf): the embedded store's is its size, which the
- * watch's positions reach; MongoDB's is the last seq slot reserved, which the watch's `through`
- * reaches, through slots that hold gap markers too (they make no bulk, so the watch says when
- * it passes them).
+ * watch's positions reach; MongoDB's is the highest seq slot written, which the watch's
+ * `through` reaches, through slots that hold gap markers too (they make no bulk, so the watch
+ * says when it passes them). A mark MongoDB cannot give now (no server answers) is asked
+ * again until it can: who waits for a drain waits through an outage, it does not fail.
  */
 export class StoreFollower {
   private readonly listeners = new Set<NotificationListener>();
@@ -42,9 +44,27 @@ export class StoreFollower {
   /** Resolves once every notification the store holds now has been delivered to listeners. */
   async drained(): Promise<void> {
     const m = markOf(this.store);
-    const upTo = typeof m === 'number' ? m : await m;
-    if (this.reached >= upTo || this.stopped) return;
+    const upTo = typeof m === 'number' ? m : await this.askMark(m);
+    if (upTo === undefined || this.reached >= upTo || this.stopped) return;
     await new Promise<void>((resolve) => this.caughtUp.push({ upTo, resolve }));
+  }
+
+  /** The store's mark, asked again (backing off to 5 s) while it fails; undefined: stopped. */
+  private async askMark(first: Promise<number>): Promise<number | undefined> {
+    let ask = first;
+    for (let failures = 0; ; failures++) {
+      try {
+        return await ask;
+      } catch (e) {
+        if (this.stopped) return undefined;
+        if (failures === 0) this.log.warn('store mark unavailable, asking again', errorMeta(e));
+        // unref'd: a session closing meanwhile is not held open by it
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(failures)).unref());
+        if (this.stopped) return undefined;
+        const next = markOf(this.store);
+        ask = typeof next === 'number' ? Promise.resolve(next) : next;
+      }
+    }
   }
 
   /** Stops following (the store closes); whoever waits for a drain is let go. */

@@ -3,7 +3,11 @@ import type { Logger } from '../lib/logger';
 import { EmbeddedStore } from '../updater/embedded/store';
 import type { StoreServer } from '../updater/embedded/store-server';
 import type { MongoStore } from '../updater/mongodb/store';
-import { StoreUnwritableError, type StoreCondition } from '../updater/state-store';
+import {
+  StoreUnreachableError,
+  StoreUnwritableError,
+  type StoreCondition,
+} from '../updater/state-store';
 import type { SessionStore } from '../updater/store-choice';
 import { Listeners } from './listeners';
 
@@ -86,8 +90,11 @@ export class StoreHealth {
    * At the end of close: if the store gave up notifications it could not write, tells
    * listeners and throws the error that counts them.
    */
-  throwIfLost(session: SessionStore | undefined): void {
-    const store = session instanceof EmbeddedStore ? session : undefined;
+  throwIfLost(session: SessionStore | undefined, givenUp = 0): void {
+    if (session !== undefined && !(session instanceof EmbeddedStore)) {
+      return this.throwIfGivenUp(session, givenUp);
+    }
+    const store = session;
     const lost = store?.lost ?? 0;
     if (lost === 0) return;
     const last = store?.unwritable;
@@ -97,6 +104,24 @@ export class StoreHealth {
       since: last?.since ?? Date.now(),
       held: 0,
       lost,
+    });
+    this.log.error('session closed with notifications it could not write', errorMeta(e));
+    this.listeners.fire(e);
+    throw e;
+  }
+
+  /**
+   * A MongoDB store: the session's own UpdateWorkers gave up `givenUp` notifications at close
+   * (no server answered while they waited). The agents' workers count their own in their logs.
+   */
+  private throwIfGivenUp(store: MongoStore, givenUp: number): void {
+    if (givenUp === 0) return;
+    const last = store.unreachable;
+    const e = new StoreUnreachableError({
+      hosts: store.target.hosts,
+      reason: last?.reason ?? 'no server acknowledged them in time',
+      since: last?.since ?? Date.now(),
+      lost: givenUp,
     });
     this.log.error('session closed with notifications it could not write', errorMeta(e));
     this.listeners.fire(e);

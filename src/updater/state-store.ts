@@ -93,6 +93,8 @@ export interface Unreachable {
   reason: string;
   /** When the condition began (epoch ms). */
   since: number;
+  /** Notifications given up (the session closed while no server answered). */
+  lost?: number;
 }
 
 /**
@@ -106,12 +108,19 @@ export class StoreUnreachableError extends PilotfishError {
   readonly hosts: string[];
   readonly reason: string;
   readonly since: number;
+  readonly lost: number;
 
   constructor(u: Unreachable, options?: ErrorOptions) {
-    super(`cannot reach MongoDB at ${u.hosts.join(',')}: ${u.reason}`, options);
+    const lost = u.lost ?? 0;
+    super(
+      `cannot reach MongoDB at ${u.hosts.join(',')}: ${u.reason}` +
+        (lost > 0 ? `; ${lost} notifications were lost (given up at close)` : ''),
+      options,
+    );
     this.hosts = u.hosts;
     this.reason = u.reason;
     this.since = u.since;
+    this.lost = lost;
   }
 }
 

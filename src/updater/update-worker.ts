@@ -59,6 +59,8 @@ export interface UpdateWorkerStats {
   invalid: number;
   /** Batches sent again after their ack timed out. */
   resent: number;
+  /** Notifications of batches still unacknowledged when close() gave up on them. */
+  givenUp: number;
 }
 
 interface Unacked {
@@ -94,7 +96,7 @@ export class UpdateWorker {
   private closing: Promise<void> | undefined;
   private readonly pulling: Promise<void>;
   private seq = 0;
-  private readonly counts = { received: 0, acked: 0, invalid: 0, resent: 0 };
+  private readonly counts = { received: 0, acked: 0, invalid: 0, resent: 0, givenUp: 0 };
   private readonly pulledListeners = new Set<() => void>();
 
   private constructor(
@@ -198,6 +200,7 @@ export class UpdateWorker {
       this.drained = deferred();
       await withTimeout(this.drained.promise, ackWaitMs, 'update worker close').catch(() => {
         const notifications = [...this.unacked.values()].reduce((sum, u) => sum + u.count, 0);
+        this.counts.givenUp = notifications;
         this.log.warn('closing with unacknowledged batches', {
           batches: this.unacked.size,
           notifications,

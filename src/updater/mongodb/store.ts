@@ -213,11 +213,20 @@ export class MongoStore implements StateStore {
   }
 
   /**
-   * A mark of every slot reserved so far (the session's counter): once a watch's `through`
-   * reaches it, that watch has read everything appended, or being appended, before this call.
+   * A mark of what the store holds now: the highest seq slot written (0: none). Once a watch's
+   * `through` reaches it, that watch has read everything accepted before this call; slots
+   * below it that are missing are writes in flight, or abandoned ones a watch fills after
+   * gapGraceMs, so it is reached. (The counter would also count slots reserved by a writer
+   * that died before it wrote: with nothing written after them, no watch could pass them.)
    */
   async mark(): Promise<number> {
-    const doc = await this.call(() => this.counters.findOne({ _id: this.session }));
+    const [doc] = await this.call(() =>
+      this.notes
+        .find({ session: this.session }, { projection: { seq: 1 } })
+        .sort({ seq: -1 })
+        .limit(1)
+        .toArray(),
+    );
     return doc?.seq ?? 0;
   }
 
