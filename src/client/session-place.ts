@@ -55,11 +55,16 @@ export async function sessionPlace(
           ...(logger !== undefined ? { logger } : {}),
         })
       : undefined;
-  if (journal === undefined) {
-    makePrivateDir(dir);
-    journal = Journal.create(dir);
-    writeStoreChoice(dir, choice);
-  } else if (choice.kind === 'mongodb') writeStoreChoice(dir, choice, { replace: true });
+  try {
+    if (journal === undefined) {
+      makePrivateDir(dir);
+      journal = Journal.create(dir);
+      writeStoreChoice(dir, choice);
+    } else if (choice.kind === 'mongodb') writeStoreChoice(dir, choice, { replace: true });
+  } catch (e) {
+    await mongo?.close(); // its client would keep the process alive
+    throw e;
+  }
   return { uid, dir, journal, resumed, choice, mongo };
 }
 
