@@ -2,6 +2,9 @@ import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { rmSync, statSync } from 'node:fs';
 import * as path from 'node:path';
+import { coerceError } from '../../errors';
+import { MongoSessionDocuments } from '../../updater/mongodb/remove';
+import { readStoreChoice } from '../../updater/store-choice';
 import { EXIT } from '../args';
 import { ask } from '../control-client';
 import { DEFAULT_SESSIONS_DIR, listSessionDirs } from '../session-dir';
@@ -11,12 +14,14 @@ import { diskUsage, formatBytes, SURVEY_ANSWER_MS } from '../session-survey';
 const EXIT_STATUS = `
 exit status:
   0  every session meant to go was removed (or, with --dry-run, listed); also when none was
-  1  some directory could not be removed (message on stderr), or pilotfish failed
+  1  some directory could not be removed, or a MongoDB session's documents could not be (its
+     directory, which names them, is then kept; message on stderr), or pilotfish failed
   2  wrong usage (message on stderr)
 
 A live session is never removed, nor (unless --crashed) a crashed one: its client died without
 closing it, and Session.open({ resume }) can still take it up. Even with --crashed, a session
-whose local agents still run (until their client timeout) is kept.`;
+whose local agents still run (until their client timeout) is kept. A session whose store is
+MongoDB has its documents removed from its database first (--dry-run counts them).`;
 
 interface CleanOptions {
   dir: string;
@@ -32,7 +37,19 @@ interface Removed {
   dir: string;
   state: string;
   bytes: number;
+  /** A MongoDB session's documents: where, and how many were removed (or would be). */
+  mongodb?: { hosts: string[]; db: string; documents: number };
 }
+
+/** A session meant to go that was kept, and why. */
+interface Kept {
+  uid: string;
+  dir: string;
+  error: string;
+}
+
+/** One connection per MongoDB URI for the whole run (a failed one: its error, once). */
+type Servers = Map<string, Promise<MongoSessionDocuments>>;
 
 /** `pilotfish clean`: removes the directories of ended sessions. */
 export function registerClean(program: Command, done: (code: number) => void): void {
@@ -41,59 +58,122 @@ export function registerClean(program: Command, done: (code: number) => void): v
     .summary('remove the directories of ended sessions')
     .description(
       'Removes the directories of the sessions in --dir that ended (closed by their client) at ' +
-        'least --older-than days ago, and says what it removed and the space freed.',
+        'least --older-than days ago (for a session whose store is MongoDB, its documents ' +
+        'too), and says what it removed and the space freed.',
     )
     .option('--dir <sessions-dir>', 'where the sessions are', DEFAULT_SESSIONS_DIR)
     .option('--older-than <days>', 'only sessions that ended at least this long ago', days, 0)
     .option('--crashed', 'also sessions whose client died without closing them')
     .option('--dry-run', 'say what would be removed, remove nothing')
-    .option('--json', 'print one JSON document: {removed: [...], bytes, dryRun}')
+    .option('--json', 'print one JSON document: {removed: [...], failed: [...], bytes, dryRun}')
     .addHelpText('after', EXIT_STATUS)
     .action(async (opts: CleanOptions) => done(await clean(opts)));
 }
 
 async function clean(opts: CleanOptions): Promise<number> {
   const before = Date.now() - opts.olderThan * 86_400_000;
+  const dryRun = opts.dryRun === true;
   const removed: Removed[] = [];
-  let failed = 0;
-  for (const dir of listSessionDirs(opts.dir)) {
-    // the journal first (cheap), then whether a client answers (a session may be live in a
-    // client whose socket is gone, but a crashed one's journal has no close mark either)
-    const life = journalLife(dir);
-    if (life.state !== 'ended' && !(life.state === 'crashed' && opts.crashed === true)) continue;
-    // a crashed session's last sign of life: its files' last change
-    const ended = life.closed ?? statSync(dir).mtimeMs;
-    if (ended > before || (await answers(dir))) continue;
-    // a crashed session's local agents work on until their client timeout: not under them
-    if (life.state === 'crashed' && liveAgents(dir).length > 0) continue;
-    const bytes = diskUsage(dir);
-    if (opts.dryRun !== true) {
+  const failed: Kept[] = [];
+  const keep = (dir: string, error: string): void => {
+    const uid = path.basename(dir);
+    failed.push({ uid, dir, error });
+    process.stderr.write(`pilotfish: kept ${uid}: ${error}\n`);
+  };
+  const servers: Servers = new Map();
+  try {
+    for (const dir of listSessionDirs(opts.dir)) {
+      // the journal first (cheap), then whether a client answers (a session may be live in a
+      // client whose socket is gone, but a crashed one's journal has no close mark either)
+      const life = journalLife(dir);
+      if (life.state !== 'ended' && !(life.state === 'crashed' && opts.crashed === true)) continue;
+      // a crashed session's last sign of life: its files' last change
+      const ended = life.closed ?? statSync(dir).mtimeMs;
+      if (ended > before || (await answers(dir))) continue;
+      // a crashed session's local agents work on until their client timeout: not under them
+      if (life.state === 'crashed' && liveAgents(dir).length > 0) continue;
+      const bytes = diskUsage(dir);
+      // a MongoDB session's documents go first: its directory holds the only record of where
+      // they are, so it stays while they cannot be removed
+      let mongodb: Removed['mongodb'];
       try {
-        rmSync(dir, { recursive: true, force: true });
+        mongodb = await mongoDocuments(dir, dryRun, servers);
       } catch (e) {
-        failed++;
-        process.stderr.write(`pilotfish: cannot remove ${dir}: ${(e as Error).message}\n`);
+        keep(dir, `its documents in MongoDB could not be removed: ${coerceError(e).message}`);
         continue;
       }
+      if (!dryRun) {
+        try {
+          rmSync(dir, { recursive: true, force: true });
+        } catch (e) {
+          keep(dir, `cannot remove ${dir}: ${(e as Error).message}`);
+          continue;
+        }
+      }
+      const r: Removed = { uid: path.basename(dir), dir, state: life.state, bytes };
+      removed.push(mongodb === undefined ? r : { ...r, mongodb });
     }
-    removed.push({ uid: path.basename(dir), dir, state: life.state, bytes });
+  } finally {
+    await closeAll(servers);
   }
+  report(opts, removed, failed);
+  return failed.length > 0 ? EXIT.failed : EXIT.ok;
+}
+
+/**
+ * Removes (or, for a dry run, counts) the documents of the session in `dir` whose store is
+ * MongoDB; undefined for an embedded one. Throws when they cannot be: no server answers,
+ * the server refuses, or store.json is damaged. Errors name the hosts, never the URI.
+ */
+async function mongoDocuments(
+  dir: string,
+  dryRun: boolean,
+  servers: Servers,
+): Promise<Removed['mongodb']> {
+  const choice = readStoreChoice(dir);
+  if (choice.kind !== 'mongodb') return undefined;
+  let server = servers.get(choice.uri);
+  if (server === undefined) {
+    server = MongoSessionDocuments.connect(choice.uri);
+    server.catch(() => undefined); // its error is reported for each of its sessions
+    servers.set(choice.uri, server);
+  }
+  const docs = await server;
+  const uid = path.basename(dir);
+  const n = dryRun ? await docs.count(choice.db, uid) : await docs.remove(choice.db, uid);
+  return { hosts: docs.target.hosts, db: choice.db, documents: n.notifications + n.counters };
+}
+
+async function closeAll(servers: Servers): Promise<void> {
+  await Promise.allSettled([...servers.values()].map(async (s) => (await s).close()));
+}
+
+function report(opts: CleanOptions, removed: Removed[], failed: Kept[]): void {
   const bytes = removed.reduce((n, r) => n + r.bytes, 0);
   const dryRun = opts.dryRun === true;
   if (opts.json === true) {
     process.stdout.write(
-      JSON.stringify({ dir: path.resolve(opts.dir), dryRun, removed, bytes }) + '\n',
+      JSON.stringify({ dir: path.resolve(opts.dir), dryRun, removed, failed, bytes }) + '\n',
     );
-  } else {
-    const verb = dryRun ? 'would remove' : 'removed';
-    for (const r of removed) {
-      process.stdout.write(`${verb} ${r.uid} (${r.state}, ${formatBytes(r.bytes)})\n`);
-    }
-    const what = `${removed.length} session${removed.length === 1 ? '' : 's'}`;
-    process.stdout.write(`${verb} ${what}, ${formatBytes(bytes)}${dryRun ? '' : ' freed'}\n`);
+    return;
   }
-  return failed > 0 ? EXIT.failed : EXIT.ok;
+  const verb = dryRun ? 'would remove' : 'removed';
+  for (const r of removed) {
+    const docs =
+      r.mongodb === undefined
+        ? ''
+        : `, ${documents(r.mongodb.documents)} in MongoDB at ${r.mongodb.hosts.join(',')}/${r.mongodb.db}`;
+    process.stdout.write(`${verb} ${r.uid} (${r.state}, ${formatBytes(r.bytes)}${docs})\n`);
+  }
+  const what = `${removed.length} session${removed.length === 1 ? '' : 's'}`;
+  const inMongo = removed.reduce((n, r) => n + (r.mongodb?.documents ?? 0), 0);
+  const docs = removed.some((r) => r.mongodb !== undefined)
+    ? `, and ${documents(inMongo)} in MongoDB`
+    : '';
+  process.stdout.write(`${verb} ${what}, ${formatBytes(bytes)}${dryRun ? '' : ' freed'}${docs}\n`);
 }
+
+const documents = (n: number): string => `${n} document${n === 1 ? '' : 's'}`;
 
 /** Whether a client answers on the session's control socket (a live or closing session). */
 async function answers(dir: string): Promise<boolean> {

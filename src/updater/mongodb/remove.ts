@@ -1,0 +1,124 @@
+/**
+ * Removing a session's documents from its MongoDB database (`pilotfish clean`), or counting
+ * them first (`clean --dry-run`): its notifications and gap markers in `notifications`
+ * ({session}) and its counter in `counters` ({_id: session}); see store.ts for the layout.
+ */
+import { MongoClient } from 'mongodb';
+import { coerceError } from '../../errors';
+import { StoreError, StoreUnreachableError } from '../state-store';
+import { isUnreachableError } from './plan';
+import { DEFAULT_SELECTION_TIMEOUT_MS, parseMongoUri, type MongoTarget } from './uri';
+
+/** How many documents of a session there are (or were removed). */
+export interface SessionDocumentCount {
+  /** In `notifications`: notifications and gap markers. */
+  notifications: number;
+  /** In `counters`: 1, or 0 for a session that never wrote. */
+  counters: number;
+}
+
+export interface SessionDocumentsOptions {
+  /** How long to wait for a server, unless the URI sets serverSelectionTimeoutMS (10 s). */
+  serverSelectionTimeoutMs?: number;
+}
+
+/**
+ * One connection to a MongoDB server for the sessions whose store it is: `clean` makes one per
+ * URI, so that sessions sharing an unreachable server wait for it once.
+ */
+export class MongoSessionDocuments {
+  private constructor(
+    private readonly client: MongoClient,
+    /** Where it is, without credentials. */
+    readonly target: Omit<MongoTarget, 'uri'>,
+  ) {}
+
+  /**
+   * Connects. No server answering within the server-selection timeout: a StoreUnreachableError
+   * naming the hosts and the driver's reason; any other failure: a StoreError naming the hosts.
+   * Neither holds the URI (it may hold a password).
+   */
+  static async connect(
+    uri: string,
+    opts: SessionDocumentsOptions = {},
+  ): Promise<MongoSessionDocuments> {
+    const { uri: _uri, ...target } = parseMongoUri(uri);
+    const since = Date.now();
+    const selectionMs = opts.serverSelectionTimeoutMs ?? DEFAULT_SELECTION_TIMEOUT_MS;
+    const client = new MongoClient(uri, {
+      appName: 'pilotfish',
+      ...(target.selectionTimeoutSet ? {} : { serverSelectionTimeoutMS: selectionMs }),
+    });
+    try {
+      await client.connect();
+    } catch (e) {
+      await client.close().catch(() => undefined);
+      throw failure(e, target.hosts, since, target.selectionTimeoutSet ? undefined : selectionMs);
+    }
+    return new MongoSessionDocuments(client, target);
+  }
+
+  /** How many documents `remove(db, session)` would remove now. */
+  async count(db: string, session: string): Promise<SessionDocumentCount> {
+    const since = Date.now();
+    try {
+      const d = this.client.db(db);
+      const [notifications, counters] = await Promise.all([
+        d.collection('notifications').countDocuments({ session }),
+        d.collection<{ _id: string }>('counters').countDocuments({ _id: session }),
+      ]);
+      return { notifications, counters };
+    } catch (e) {
+      throw failure(e, this.target.hosts, since, undefined);
+    }
+  }
+
+  /**
+   * Removes the session's documents: its counter last, so that a removal cut short leaves a
+   * counter whose session still has documents, never the reverse (a later append would then
+   * reuse seqs from 1 beside documents that are still there).
+   */
+  async remove(db: string, session: string): Promise<SessionDocumentCount> {
+    const since = Date.now();
+    try {
+      const d = this.client.db(db);
+      const notes = await d.collection('notifications').deleteMany({ session });
+      const counter = await d.collection<{ _id: string }>('counters').deleteOne({ _id: session });
+      return { notifications: notes.deletedCount, counters: counter.deletedCount };
+    } catch (e) {
+      throw failure(e, this.target.hosts, since, undefined);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.client.close();
+  }
+}
+
+/** Removes one session's documents from `db` at `uri` (connects, removes, disconnects). */
+export async function removeSessionDocuments(
+  uri: string,
+  db: string,
+  session: string,
+  opts: SessionDocumentsOptions = {},
+): Promise<SessionDocumentCount> {
+  const docs = await MongoSessionDocuments.connect(uri, opts);
+  try {
+    return await docs.remove(db, session);
+  } finally {
+    await docs.close();
+  }
+}
+
+/** A failed call as the store's open reports it: unreachable, or refused by a server. */
+function failure(e: unknown, hosts: string[], since: number, waitedMs: number | undefined): Error {
+  const reason = coerceError(e).message;
+  if (isUnreachableError(e)) {
+    const waited =
+      waitedMs === undefined
+        ? ''
+        : ` (none answered within ${waitedMs / 1000} s; serverSelectionTimeoutMS in the URI sets it)`;
+    return new StoreUnreachableError({ hosts, reason: reason + waited, since }, { cause: e });
+  }
+  return new StoreError(`MongoDB at ${hosts.join(',')}: ${reason}`, { cause: e });
+}
