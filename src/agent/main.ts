@@ -11,6 +11,9 @@ import type { AbortedTaskState } from '../states/task-model';
  * (cancel, runtime limit, lost client), 2 on a bad config, 1 on a crash.
  */
 async function main(): Promise<number> {
+  // a client's store URI (it may hold a password) is not for the tasks this agent starts,
+  // which inherit its environment; the agent has its store from its config
+  delete process.env['PILOTFISH_STORE'];
   const file = process.argv[2];
   if (file === undefined) {
     process.stderr.write('usage: pilotfish-agent CONFIG.json\n');

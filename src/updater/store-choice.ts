@@ -53,8 +53,9 @@ export function readStoreChoice(dir: string): StoreChoice {
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw new UsageError(`${file}: not JSON (${(e as Error).message})`);
+  } catch {
+    // not the parser's message: it may quote the file's text, and so the URI's password
+    throw new UsageError(`${file}: not JSON; expected {"mongodb": "mongodb://…", "db": "…"}`);
   }
   const { mongodb, db } = (parsed ?? {}) as { mongodb?: unknown; db?: unknown };
   if (typeof mongodb !== 'string' || !isMongoUri(mongodb) || typeof db !== 'string') {

@@ -3,7 +3,9 @@
  * classification, contiguous reads by seq, backoff. No driver import, no I/O.
  */
 import type { Notification } from '../../generated';
+import { coerceError } from '../../errors';
 import { notificationKey } from '../../states/notification';
+import { StoreError, StoreUnreachableError } from '../state-store';
 
 /** Unique on (session, kind, uid, attempt, state), notifications only: the idempotence key. */
 export const KEY_INDEX = 'pf_session_key_unique';
@@ -167,4 +169,27 @@ export function isUnreachableError(e: unknown): boolean {
     if (UNREACHABLE.has(c.name)) return true;
   }
   return false;
+}
+
+/**
+ * Why connecting failed, naming the servers and never the URI: no server answered (within
+ * `waitedMs`, where the URI did not set it), or one answered with an error (`doing`: what it
+ * refused, e.g. "refused the session's store").
+ */
+export function connectError(
+  e: unknown,
+  hosts: string[],
+  since: number,
+  waitedMs: number | undefined,
+  doing: string,
+): Error {
+  const reason = coerceError(e).message;
+  if (isUnreachableError(e)) {
+    const waited =
+      waitedMs === undefined
+        ? ''
+        : ` (none answered within ${waitedMs / 1000} s; serverSelectionTimeoutMS in the URI sets it)`;
+    return new StoreUnreachableError({ hosts, reason: reason + waited, since }, { cause: e });
+  }
+  return new StoreError(`MongoDB at ${hosts.join(',')} ${doing}: ${reason}`, { cause: e });
 }

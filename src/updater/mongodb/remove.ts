@@ -4,9 +4,7 @@
  * ({session}) and its counter in `counters` ({_id: session}); see store.ts for the layout.
  */
 import { MongoClient } from 'mongodb';
-import { coerceError } from '../../errors';
-import { StoreError, StoreUnreachableError } from '../state-store';
-import { isUnreachableError } from './plan';
+import { connectError } from './plan';
 import { DEFAULT_SELECTION_TIMEOUT_MS, parseMongoUri, type MongoTarget } from './uri';
 
 /** How many documents of a session there are (or were removed). */
@@ -53,7 +51,13 @@ export class MongoSessionDocuments {
       await client.connect();
     } catch (e) {
       await client.close().catch(() => undefined);
-      throw failure(e, target.hosts, since, target.selectionTimeoutSet ? undefined : selectionMs);
+      throw connectError(
+        e,
+        target.hosts,
+        since,
+        target.selectionTimeoutSet ? undefined : selectionMs,
+        'failed',
+      );
     }
     return new MongoSessionDocuments(client, target);
   }
@@ -69,7 +73,7 @@ export class MongoSessionDocuments {
       ]);
       return { notifications, counters };
     } catch (e) {
-      throw failure(e, this.target.hosts, since, undefined);
+      throw connectError(e, this.target.hosts, since, undefined, 'failed');
     }
   }
 
@@ -86,7 +90,7 @@ export class MongoSessionDocuments {
       const counter = await d.collection<{ _id: string }>('counters').deleteOne({ _id: session });
       return { notifications: notes.deletedCount, counters: counter.deletedCount };
     } catch (e) {
-      throw failure(e, this.target.hosts, since, undefined);
+      throw connectError(e, this.target.hosts, since, undefined, 'failed');
     }
   }
 
@@ -108,17 +112,4 @@ export async function removeSessionDocuments(
   } finally {
     await docs.close();
   }
-}
-
-/** A failed call as the store's open reports it: unreachable, or refused by a server. */
-function failure(e: unknown, hosts: string[], since: number, waitedMs: number | undefined): Error {
-  const reason = coerceError(e).message;
-  if (isUnreachableError(e)) {
-    const waited =
-      waitedMs === undefined
-        ? ''
-        : ` (none answered within ${waitedMs / 1000} s; serverSelectionTimeoutMS in the URI sets it)`;
-    return new StoreUnreachableError({ hosts, reason: reason + waited, since }, { cause: e });
-  }
-  return new StoreError(`MongoDB at ${hosts.join(',')}: ${reason}`, { cause: e });
 }

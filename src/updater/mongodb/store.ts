@@ -44,6 +44,7 @@ import {
   classifyWriteErrors,
   fromDoc,
   isReplicaSet,
+  connectError,
   isUnreachableError,
   KEY_INDEX,
   KEY_PARTIAL_FILTER,
@@ -152,7 +153,7 @@ export class MongoStore implements StateStore {
     } catch (e) {
       await client.close().catch(() => undefined);
       const waited = target.selectionTimeoutSet ? undefined : selectionMs;
-      throw openError(e, target.hosts, since, waited);
+      throw connectError(e, target.hosts, since, waited, "refused the session's store");
     }
   }
 
@@ -373,26 +374,6 @@ async function createIndexes(db: Db): Promise<void> {
     },
     { key: { session: 1, seq: 1 }, name: SEQ_INDEX, unique: true },
   ]);
-}
-
-/** Why open failed, naming the servers: unreachable, or refused by one that answered. */
-function openError(
-  e: unknown,
-  hosts: string[],
-  since: number,
-  waitedMs: number | undefined,
-): Error {
-  const reason = coerceError(e).message;
-  if (isUnreachableError(e)) {
-    const waited =
-      waitedMs === undefined
-        ? ''
-        : ` (none answered within ${waitedMs / 1000} s; serverSelectionTimeoutMS in the URI sets it)`;
-    return new StoreUnreachableError({ hosts, reason: reason + waited, since }, { cause: e });
-  }
-  return new StoreError(`MongoDB at ${hosts.join(',')} refused the session's store: ${reason}`, {
-    cause: e,
-  });
 }
 
 /** The write errors of a bulk insert failure, or undefined for any other error. */
