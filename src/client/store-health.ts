@@ -2,8 +2,11 @@ import { errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
 import { EmbeddedStore } from '../updater/embedded/store';
 import type { StoreServer } from '../updater/embedded/store-server';
-import type { MongoStore } from '../updater/mongodb/store';
-import { StoreUnwritableError, type StoreCondition } from '../updater/state-store';
+import {
+  StoreUnwritableError,
+  type StoreCondition,
+  type StoreUnreachableError,
+} from '../updater/state-store';
 import type { SessionStore } from '../updater/store-choice';
 import { Listeners } from './listeners';
 
@@ -14,6 +17,13 @@ export interface WritableSource {
   onUnwritable(listener: (e: StoreUnwritableError | undefined) => void): () => void;
   /** Writes what it holds, if it writes synchronously (journal, counters). */
   retry?(): boolean;
+}
+
+/** A store that can lose its servers (MongoStore), seen from the session. */
+export interface ReachSource {
+  /** While no server answers: the condition; undefined while they do. */
+  readonly unreachable: StoreUnreachableError | undefined;
+  onUnreachable(listener: (e: StoreUnreachableError | undefined) => void): () => void;
 }
 
 /**
@@ -28,7 +38,7 @@ export class StoreHealth {
   private readonly listeners: Listeners<[StoreCondition | undefined]>;
   private reported: StoreCondition | undefined;
   /** A MongoDB store that lost its servers (reported, but refusing nothing: see watchReach). */
-  private reach: MongoStore | undefined;
+  private reach: ReachSource | undefined;
 
   constructor(private readonly log: Logger) {
     this.listeners = new Listeners(log);
@@ -50,7 +60,7 @@ export class StoreHealth {
    * they could not write (and the agents' workers theirs), and all of it is written once a
    * server answers again.
    */
-  watchReach(store: MongoStore): void {
+  watchReach(store: ReachSource): void {
     this.reach = store;
     store.onUnreachable(() => this.update());
   }
@@ -103,8 +113,13 @@ export class StoreHealth {
     throw e;
   }
 
+  /**
+   * Retries the files written synchronously (journal, counters): every source with retry().
+   * Not "all but the first": a MongoDB session's first source is its journal, not a store
+   * that retries on its own, and a journal never retried here would refuse work for good.
+   */
   private retryOthers(): void {
-    for (const s of this.sources.slice(1)) s.retry?.();
+    for (const s of this.sources) s.retry?.();
   }
 
   /** Tells listeners when the session goes from writing to not writing, or back. */
