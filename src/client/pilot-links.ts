@@ -150,7 +150,11 @@ export class PilotLinks {
       ...(files !== undefined ? { files } : {}),
     };
     const { mongodb } = this.deps;
-    const where = { addresses, ...(mongodb !== undefined ? { mongodb: { ...mongodb } } : {}) };
+    // uri and db alone: the config's schema admits nothing else (a StoreChoice has `kind`)
+    const where = {
+      addresses,
+      ...(mongodb !== undefined ? { mongodb: { uri: mongodb.uri, db: mongodb.db } } : {}),
+    };
     const keys = this.keys.get(pilot);
     const security = this.deps.security;
     if (security === undefined) return where;

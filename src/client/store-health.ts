@@ -20,6 +20,13 @@ export interface WritableSource {
   retry?(): boolean;
 }
 
+/** A store that can lose its servers (MongoStore), seen from the session. */
+export interface ReachSource {
+  /** While no server answers: the condition; undefined while they do. */
+  readonly unreachable: StoreUnreachableError | undefined;
+  onUnreachable(listener: (e: StoreUnreachableError | undefined) => void): () => void;
+}
+
 /**
  * Whether the session can write its files: the store first (its notifications), then the
  * journal and the delivered counters, which live beside it and fail with it on a full disk.
@@ -32,7 +39,7 @@ export class StoreHealth {
   private readonly listeners: Listeners<[StoreCondition | undefined]>;
   private reported: StoreCondition | undefined;
   /** A MongoDB store that lost its servers (reported, but refusing nothing: see watchReach). */
-  private reach: MongoStore | undefined;
+  private reach: ReachSource | undefined;
 
   constructor(private readonly log: Logger) {
     this.listeners = new Listeners(log);
@@ -54,7 +61,7 @@ export class StoreHealth {
    * they could not write (and the agents' workers theirs), and all of it is written once a
    * server answers again.
    */
-  watchReach(store: MongoStore): void {
+  watchReach(store: ReachSource): void {
     this.reach = store;
     store.onUnreachable(() => this.update());
   }
@@ -128,16 +135,23 @@ export class StoreHealth {
     throw e;
   }
 
+  /**
+   * Retries the files written synchronously (journal, counters): every source with retry().
+   * Not "all but the first": a MongoDB session's first source is its journal, not a store
+   * that retries on its own, and a journal never retried here would refuse work for good.
+   */
   private retryOthers(): void {
-    for (const s of this.sources.slice(1)) s.retry?.();
+    for (const s of this.sources) s.retry?.();
   }
 
   /** Tells listeners when the session goes from writing to not writing, or back. */
   private update(): void {
     const e = this.condition;
-    if (e?.code === this.reported?.code) return;
+    const was = this.reported;
+    if (e?.code === was?.code) return;
     this.reported = e;
     if (e !== undefined) this.log.warn(lineOf(e), errorMeta(e));
+    else if (was?.code === 'E_STORE_UNREACHABLE') this.log.info('session store reachable again');
     else this.log.info('session store writes again');
     this.listeners.fire(e);
   }

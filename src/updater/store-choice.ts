@@ -27,7 +27,9 @@ export const STORE_FILE = 'store.json';
 export function storeChoiceOf(option: string | undefined): StoreChoice {
   if (option === undefined || option === 'embedded') return { kind: 'embedded' };
   if (!isMongoUri(option)) {
-    throw new UsageError(`store: expected 'embedded' or a mongodb:// URI, got '${option}'`);
+    // a mistyped scheme ('mongo://user:password@…') is quoted up to its '://' only
+    const shown = option.includes('://') ? `${option.slice(0, option.indexOf('://'))}://…` : option;
+    throw new UsageError(`store: expected 'embedded' or a mongodb:// URI, got '${shown}'`);
   }
   return { kind: 'mongodb', uri: option, db: parseMongoUri(option).db };
 }
@@ -50,16 +52,17 @@ export function writeStoreChoice(
 export function readStoreChoice(dir: string): StoreChoice {
   const file = path.join(dir, STORE_FILE);
   if (!existsSync(file)) return { kind: 'embedded' };
+  const expected = 'expected {"mongodb": "mongodb://…", "db": "…"}';
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
   } catch {
-    // not the parser's message: it may quote the file's text, and so the URI's password
-    throw new UsageError(`${file}: not JSON; expected {"mongodb": "mongodb://…", "db": "…"}`);
+    // not JSON.parse's message: it quotes the text, which may hold the URI's password
+    throw new UsageError(`${file}: not JSON; ${expected}`);
   }
   const { mongodb, db } = (parsed ?? {}) as { mongodb?: unknown; db?: unknown };
   if (typeof mongodb !== 'string' || !isMongoUri(mongodb) || typeof db !== 'string') {
-    throw new UsageError(`${file}: expected {"mongodb": "mongodb://…", "db": "…"}`);
+    throw new UsageError(`${file}: ${expected}`);
   }
   return { kind: 'mongodb', uri: mongodb, db };
 }

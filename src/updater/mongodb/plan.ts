@@ -161,12 +161,22 @@ const UNREACHABLE = new Set([
 ]);
 
 /**
+ * The DNS lookups of a mongodb+srv:// URI, whose failure the driver passes on as it is (a
+ * plain Error with this syscall), while a host it cannot resolve is a server selection error.
+ */
+const SRV_LOOKUPS = new Set(['querySrv', 'queryTxt']);
+
+/**
  * Whether a failed call failed because no server could be reached (as against a server that
  * answered with an error): what makes a session report its store unreachable.
  */
 export function isUnreachableError(e: unknown): boolean {
-  for (let c: unknown = e; c instanceof Error; c = c.cause) {
+  const seen = new Set<Error>(); // a cause chain that loops ends where it loops
+  for (let c: unknown = e; c instanceof Error && !seen.has(c); c = c.cause) {
+    seen.add(c);
     if (UNREACHABLE.has(c.name)) return true;
+    const syscall = (c as { syscall?: unknown }).syscall;
+    if (typeof syscall === 'string' && SRV_LOOKUPS.has(syscall)) return true;
   }
   return false;
 }

@@ -153,7 +153,7 @@ export class MongoStore implements StateStore {
     } catch (e) {
       await client.close().catch(() => undefined);
       const waited = target.selectionTimeoutSet ? undefined : selectionMs;
-      throw connectError(e, target.hosts, since, waited, "refused the session's store");
+      throw connectError(e, target.hosts, since, waited, "could not open the session's store");
     }
   }
 

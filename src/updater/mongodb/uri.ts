@@ -1,7 +1,8 @@
 /**
  * What a session's `store: 'mongodb://…'` names, read without connecting: the servers (for
- * errors and logs), the database, and the URI with its credentials hidden. Pure.
+ * errors and logs), the database, and the URI with its credentials hidden.
  */
+import { MongoClient } from 'mongodb';
 import { ConnectionString } from 'mongodb-connection-string-url';
 import { UsageError } from '../../errors';
 
@@ -44,19 +45,56 @@ export function parseMongoUri(uri: string): MongoTarget {
     );
   }
   const path = cs.pathname.replace(/^\//, '');
-  const db = path === '' ? DEFAULT_DB : decodeURIComponent(path);
+  const db = path === '' ? DEFAULT_DB : decodedDb(path);
   if (/[/\\. "$]/.test(db) || db.length > 63) {
     throw new UsageError(
       `store: '${db}' is not a MongoDB database name (at most 63 characters, none of / \\ . " $ or space)`,
     );
   }
+  const redacted = cs.redact().toString();
+  driverAccepts(uri, redacted, cs.password);
   // URI option names are case-insensitive to the driver
   const keys = [...cs.searchParams.keys()].map((k) => k.toLowerCase());
   return {
     uri,
     hosts: [...cs.hosts],
     db,
-    redacted: cs.redact().toString(),
+    redacted,
     selectionTimeoutSet: keys.includes('serverselectiontimeoutms'),
   };
+}
+
+/**
+ * The driver parses a URI further than ConnectionString does (ports, options and their
+ * values): what it refuses is a usage error here, not a crash at open. Constructing a client
+ * reads the URI only; nothing connects, resolves or starts a timer before connect().
+ */
+function driverAccepts(uri: string, redacted: string, password: string): void {
+  try {
+    new MongoClient(uri);
+  } catch (e) {
+    // the driver's messages name hosts and options, not the password: kept so, whatever comes
+    let message = `store: the MongoDB driver refuses ${redacted}: ${(e as Error).message}`;
+    for (const p of password === '' ? [] : [password, safeDecode(password)]) {
+      message = message.split(p).join('***');
+    }
+    throw new UsageError(message);
+  }
+}
+
+/** The database a URI's path names, %-escapes decoded. */
+function decodedDb(path: string): string {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    throw new UsageError(`store: the database '${path}' holds a % not followed by two hex digits`);
+  }
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
 }

@@ -1,11 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
+import * as driver from 'mongodb';
 import type { Notification } from '../../../../src/generated';
+import { StoreError } from '../../../../src/updater/state-store';
 import {
   backoffMs,
   classifyWriteErrors,
   contiguousRun,
   fromDoc,
   isReplicaSet,
+  isUnreachableError,
   KEY_INDEX,
   SEQ_INDEX,
   toDoc,
@@ -82,5 +85,85 @@ describe('mongodb-plan', () => {
     expect(isReplicaSet({ isWritablePrimary: true, setName: 'rs0' })).toBe(true);
     expect(isReplicaSet({ isWritablePrimary: true })).toBe(false);
     expect(isReplicaSet({ setName: '' })).toBe(false);
+  });
+});
+
+/** An error as the driver throws it: its class told by its name (plan.ts has no driver). */
+function named(name: string, message: string, more: object = {}, cause?: unknown): Error {
+  const e = new Error(message, cause !== undefined ? { cause } : undefined);
+  e.name = name;
+  return Object.assign(e, more);
+}
+
+describe('isUnreachableError', () => {
+  const unreachable = [
+    'MongoServerSelectionError',
+    'MongoNetworkError',
+    'MongoNetworkTimeoutError',
+    'MongoPoolClearedError',
+    'MongoTopologyClosedError',
+  ];
+
+  it('knows the driver errors that mean no server answers, by name', () => {
+    for (const name of unreachable) {
+      expect([name, isUnreachableError(named(name, 'connect ECONNREFUSED 127.0.0.1:1'))]).toEqual([
+        name,
+        true,
+      ]);
+    }
+  });
+
+  it('matches the names the driver gives its error classes', () => {
+    // a rename in a driver upgrade would make every outage look like a server's refusal
+    const exported = driver as unknown as Record<string, { prototype: Error } | undefined>;
+    for (const name of unreachable.filter((n) => n !== 'MongoPoolClearedError')) {
+      expect(exported[name]?.prototype.name).toBe(name);
+    }
+  });
+
+  it('looks through cause chains', () => {
+    const network = named('MongoNetworkError', 'connect ECONNREFUSED 127.0.0.1:1');
+    expect(isUnreachableError(new StoreError('append failed', { cause: network }))).toBe(true);
+    const deep = new Error('outer', { cause: new Error('middle', { cause: network }) });
+    expect(isUnreachableError(deep)).toBe(true);
+    expect(isUnreachableError(new Error('outer', { cause: new Error('inner') }))).toBe(false);
+  });
+
+  it('counts a failed DNS lookup of an SRV URI (the driver passes it on unwrapped)', () => {
+    const dns = (syscall: string): Error =>
+      named('Error', `${syscall} ENOTFOUND _mongodb._tcp.c.invalid`, {
+        code: 'ENOTFOUND',
+        syscall,
+      });
+    expect(isUnreachableError(dns('querySrv'))).toBe(true);
+    expect(isUnreachableError(dns('queryTxt'))).toBe(true);
+    expect(isUnreachableError(dns('open'))).toBe(false);
+  });
+
+  it('does not count a server that answered with an error', () => {
+    const duplicate = named('MongoServerError', 'E11000 duplicate key error collection', {
+      code: 11000,
+    });
+    const auth = named('MongoServerError', 'Authentication failed.', {
+      code: 18,
+      codeName: 'AuthenticationFailed',
+    });
+    const bulk = named('MongoBulkWriteError', 'E11000 duplicate key error', { code: 11000 });
+    for (const e of [duplicate, auth, bulk, new StoreError('refused', { cause: auth })]) {
+      expect([e.message, isUnreachableError(e)]).toEqual([e.message, false]);
+    }
+    expect(driver.MongoServerError.prototype.name).toBe('MongoServerError');
+  });
+
+  it('is false for what is not an Error, and ends on a cause chain that loops', () => {
+    for (const v of [undefined, null, 'MongoNetworkError', { name: 'MongoNetworkError' }]) {
+      expect(isUnreachableError(v)).toBe(false);
+    }
+    const a = new Error('a');
+    const b = new Error('b', { cause: a });
+    a.cause = b;
+    expect(isUnreachableError(a)).toBe(false);
+    a.cause = named('MongoNetworkError', 'gone', {}, b);
+    expect(isUnreachableError(b)).toBe(true);
   });
 });
