@@ -32,7 +32,11 @@ export {
   type ValidationIssue,
 } from './errors';
 export type { TailOptions, OutputStream } from './client/task-output';
-export { StoreUnwritableError } from './updater/state-store';
+export {
+  StoreUnreachableError,
+  StoreUnwritableError,
+  type StoreCondition,
+} from './updater/state-store';
 export { readProfile } from './profile/read';
 export {
   utilization,

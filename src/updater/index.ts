@@ -1,5 +1,12 @@
 export type { StateStore, WatchBulk } from './state-store';
-export { StoreError, StoreUnwritableError, type Unwritable } from './state-store';
+export {
+  StoreError,
+  StoreUnreachableError,
+  StoreUnwritableError,
+  type StoreCondition,
+  type Unreachable,
+  type Unwritable,
+} from './state-store';
 export { EmbeddedStore, type RecoveryReport } from './embedded/store';
 export { StoreServer, type StoreServerOptions } from './embedded/store-server';
 export { UpdateWorker, type UpdateWorkerOptions, type UpdateWorkerStats } from './update-worker';
