@@ -22,7 +22,7 @@ import { ManagerPipeline } from './manager-pipeline';
 import { MemoryTrimmer } from './memory-trimmer';
 import type { SessionOptions } from './session';
 import { teeLogger } from './tee-logger';
-import { closeStore, StoreHealth } from './store-health';
+import { closeStore, StoreHealth, throughOutage } from './store-health';
 import type { FinalPilotState } from '../states/pilot-model';
 import { recoveryPlan } from './pilot-recovery';
 import { givenInStore, PilotLinks, type PilotLink } from './pilot-links';
@@ -218,7 +218,11 @@ export class ClientRuntime {
       uplinks: this.uplinks,
       listenAt,
       controlDown: control.down,
-      given: () => (this.given ??= givenInStore(this.store)),
+      given: () =>
+        (this.given ??= throughOutage(
+          () => givenInStore(store),
+          () => this.closed,
+        )),
     });
     await this.control.ready();
     if (before === undefined) {
@@ -425,10 +429,7 @@ export class ClientRuntime {
     await this.security?.close();
     this.delivered?.close();
     await this.fileLog.close();
-    this.health.throwIfLost(
-      this.store,
-      this.workers.reduce((n, w) => n + w.stats().givenUp, 0),
-    );
+    this.health.throwIfLost(this.store, this.workers);
   }
 }
 

@@ -2,6 +2,7 @@ import { errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
 import { EmbeddedStore } from '../updater/embedded/store';
 import type { StoreServer } from '../updater/embedded/store-server';
+import { backoffMs, isUnreachableError } from '../updater/mongodb/plan';
 import type { MongoStore } from '../updater/mongodb/store';
 import {
   StoreUnreachableError,
@@ -97,8 +98,12 @@ export class StoreHealth {
    * At the end of close: if the store gave up notifications it could not write, tells
    * listeners and throws the error that counts them.
    */
-  throwIfLost(session: SessionStore | undefined, givenUp = 0): void {
+  throwIfLost(
+    session: SessionStore | undefined,
+    workers: readonly { stats(): { givenUp: number } }[] = [],
+  ): void {
     if (session !== undefined && !(session instanceof EmbeddedStore)) {
+      const givenUp = workers.reduce((n, w) => n + w.stats().givenUp, 0);
       return this.throwIfGivenUp(session, givenUp);
     }
     const store = session;
@@ -178,4 +183,21 @@ export async function closeStore(
   await served;
   await stopWatch();
   await closed;
+}
+
+/**
+ * Runs a read of the session's store, again (backing off to 5 s) while it fails for want of
+ * a MongoDB server: what a resumed session needs from its store waits through an outage
+ * rather than failing for good. Any other failure, or `stopped()`, ends it.
+ */
+export async function throughOutage<T>(read: () => Promise<T>, stopped: () => boolean): Promise<T> {
+  for (let failures = 0; ; failures++) {
+    try {
+      return await read();
+    } catch (e) {
+      if (!isUnreachableError(e) || stopped()) throw e;
+      // unref'd: a session closing meanwhile is not held open by it
+      await new Promise((resolve) => setTimeout(resolve, backoffMs(failures)).unref());
+    }
+  }
 }

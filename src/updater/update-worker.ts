@@ -42,7 +42,10 @@ export interface UpdateWorkerOptions {
   gapMs?: number;
   /** A batch not acknowledged within this time is sent again (default 5000). */
   ackTimeoutMs?: number;
-  /** Unacknowledged batches at which the worker stops pulling notifications (default 8). */
+  /**
+   * Unacknowledged batches at which the worker sends no more and stops pulling notifications
+   * (default 8); what it is handed meanwhile (take) waits in its buffer.
+   */
   maxInFlight?: number;
   logger: Logger;
   name?: string;
@@ -279,11 +282,14 @@ export class UpdateWorker {
     this.batchTimer = undefined;
     if (this.immediate !== undefined) clearImmediate(this.immediate);
     this.immediate = undefined;
-    const { batchSize } = this.opts;
+    const { batchSize, maxInFlight } = this.opts;
+    // at most maxInFlight batches unacknowledged (a store that does not answer gets no more):
+    // the rest waits in the buffer; closing sends it all, for its last wait
+    const room = (): boolean => this.closing !== undefined || this.unacked.size < maxInFlight;
     let at = 0;
     for (
       ;
-      this.buffer.length - at >= batchSize || (all && at < this.buffer.length);
+      (this.buffer.length - at >= batchSize || (all && at < this.buffer.length)) && room();
       at += batchSize
     ) {
       this.sendBatch(this.buffer.slice(at, at + batchSize));
@@ -350,6 +356,10 @@ export class UpdateWorker {
       this.drained?.resolve();
       if (this.closing === undefined && this.gapPassed()) this.flush(true);
       else if (this.closing === undefined) this.armFlush();
+    } else if (this.closing === undefined && this.buffer.length > 0) {
+      // room again for what waited at the bound
+      if (this.buffer.length >= this.opts.batchSize) this.flush(false);
+      this.armFlush();
     }
   }
 }

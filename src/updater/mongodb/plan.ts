@@ -151,6 +151,33 @@ export function isReplicaSet(hello: Record<string, unknown>): boolean {
   return typeof hello['setName'] === 'string' && hello['setName'] !== '';
 }
 
+/**
+ * The write errors of a failed unordered insert (the driver's MongoBulkWriteError, read by its
+ * fields), or undefined where the insert failed whole: another error, or a bulk error that
+ * lists no write error (the driver wraps a lost connection so) or carries a write concern
+ * error. Undefined means nothing is known written: the append fails and is sent again.
+ */
+export function writeErrorsOf(e: unknown): WriteErrorLike[] | undefined {
+  if (!(e instanceof Error) || e.name !== 'MongoBulkWriteError') return undefined;
+  const bulk = e as Error & {
+    writeErrors?: unknown;
+    result?: { getWriteConcernError?: () => unknown };
+  };
+  const list = ([] as unknown[]).concat(bulk.writeErrors ?? []) as {
+    index: number;
+    code?: number;
+    errmsg?: string;
+    err?: { keyPattern?: Record<string, unknown> };
+  }[];
+  if (list.length === 0 || bulk.result?.getWriteConcernError?.() !== undefined) return undefined;
+  return list.map((w) => ({
+    index: w.index,
+    code: w.code,
+    errmsg: w.errmsg,
+    keyPattern: w.err?.keyPattern,
+  }));
+}
+
 /** The driver's errors that mean "no server answers", by name (this module has no driver). */
 const UNREACHABLE = new Set([
   'MongoServerSelectionError',
@@ -172,7 +199,12 @@ const SRV_LOOKUPS = new Set(['querySrv', 'queryTxt']);
  */
 export function isUnreachableError(e: unknown): boolean {
   const seen = new Set<Error>(); // a cause chain that loops ends where it loops
-  for (let c: unknown = e; c instanceof Error && !seen.has(c); c = c.cause) {
+  // the driver wraps a failed bulk write's error in `errorResponse`, not in `cause`
+  const next = (c: Error): unknown => {
+    const wrapped = (c as { errorResponse?: unknown }).errorResponse;
+    return wrapped instanceof Error ? wrapped : c.cause;
+  };
+  for (let c: unknown = e; c instanceof Error && !seen.has(c); c = next(c)) {
     seen.add(c);
     if (UNREACHABLE.has(c.name)) return true;
     const syscall = (c as { syscall?: unknown }).syscall;

@@ -28,14 +28,7 @@
  * read is retried with exponential backoff (to 5 s); nothing advances before delivery, so a
  * retry re-reads from the last delivered slot.
  */
-import {
-  MongoBulkWriteError,
-  MongoClient,
-  type ChangeStream,
-  type Collection,
-  type Db,
-  type WriteError,
-} from 'mongodb';
+import { MongoClient, type ChangeStream, type Collection, type Db } from 'mongodb';
 import type { Notification } from '../../generated';
 import { coerceError, errorMeta, UsageError } from '../../errors';
 import { silentLogger, type Logger } from '../../lib/logger';
@@ -47,6 +40,7 @@ import {
   connectError,
   isUnreachableError,
   KEY_INDEX,
+  writeErrorsOf,
   KEY_PARTIAL_FILTER,
   SEQ_INDEX,
   toDoc,
@@ -374,16 +368,4 @@ async function createIndexes(db: Db): Promise<void> {
     },
     { key: { session: 1, seq: 1 }, name: SEQ_INDEX, unique: true },
   ]);
-}
-
-/** The write errors of a bulk insert failure, or undefined for any other error. */
-function writeErrorsOf(e: unknown): WriteErrorLike[] | undefined {
-  if (!(e instanceof MongoBulkWriteError)) return undefined;
-  const list = ([] as WriteError[]).concat(e.writeErrors);
-  return list.map((w) => ({
-    index: w.index,
-    code: w.code,
-    errmsg: w.errmsg,
-    keyPattern: (w.err as { keyPattern?: Record<string, unknown> }).keyPattern,
-  }));
 }

@@ -305,4 +305,48 @@ describe('UpdateWorker against a raw store socket', () => {
     await w.close();
     expect(w.stats()).toMatchObject({ received: 6, acked: 6, inFlight: 0 });
   });
+
+  it("keeps at most maxInFlight batches in flight from its own process's notifications too", async () => {
+    // handed over with take() (an agent's, the client's): nothing to stop pulling, so the
+    // bound is on what it sends; the rest waits in its buffer until acks make room
+    const w = (worker = UpdateWorker.start({
+      storeAddress: router.lastEndpoint!,
+      session: 's',
+      logger: new RecordingLogger(),
+      maxInFlight: 2,
+      batchSize: 5,
+      batchMs: 1,
+      ackTimeoutMs: 300,
+    }));
+    const notes = makeNotes(40);
+    for (let i = 0; i < notes.length; i += 5) w.take(notes.slice(i, i + 5));
+    // a store that does not answer: what comes is the two batches, then their re-sends
+    const seen: { peer: Buffer; request: StoreRequest }[] = [];
+    while (
+      seen.filter((r, i) => seen.findIndex((o) => o.request.batch === r.request.batch) < i).length <
+      4
+    ) {
+      seen.push(await nextRequest());
+    }
+    expect(new Set(seen.map((r) => r.request.batch)).size).toBe(2);
+    expect(w.stats()).toMatchObject({ received: 40, inFlight: 2 });
+    // the store answers: every batch goes, each acked once
+    const acked = new Set<string>();
+    for (const r of seen) {
+      if (acked.has(r.request.batch)) continue;
+      acked.add(r.request.batch);
+      await ack(r.peer, r.request);
+    }
+    while (acked.size < notes.length / 5) {
+      const r = await nextRequest();
+      if (acked.has(r.request.batch)) continue;
+      acked.add(r.request.batch);
+      expect(w.stats().inFlight).toBeLessThanOrEqual(2);
+      await ack(r.peer, r.request);
+    }
+    // close waits for the last acks
+    expect(acked.size).toBe(8);
+    await w.close();
+    expect(w.stats()).toMatchObject({ received: 40, acked: 40, inFlight: 0 });
+  });
 });

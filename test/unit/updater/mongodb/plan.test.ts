@@ -13,6 +13,7 @@ import {
   SEQ_INDEX,
   toDoc,
   uniqueByKey,
+  writeErrorsOf,
   type SlotDoc,
 } from '../../../../src/updater/mongodb/plan';
 
@@ -165,5 +166,68 @@ describe('isUnreachableError', () => {
     expect(isUnreachableError(a)).toBe(false);
     a.cause = named('MongoNetworkError', 'gone', {}, b);
     expect(isUnreachableError(b)).toBe(true);
+  });
+});
+
+/**
+ * The driver's own error objects, built as its bulk write builds them (its internal module:
+ * the classes are not all exported), so that a change of their shape in a new driver fails here.
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const bulk = require('mongodb/lib/bulk/common') as {
+  BulkWriteResult: new (result: Record<string, unknown>, ordered: boolean) => unknown;
+  WriteError: new (err: Record<string, unknown>) => unknown;
+};
+const emptyResult = (): unknown =>
+  new bulk.BulkWriteResult(
+    {
+      writeErrors: [],
+      writeConcernErrors: [],
+      insertedIds: [],
+      nInserted: 0,
+      nUpserted: 0,
+      nMatched: 0,
+      nModified: 0,
+      nRemoved: 0,
+      upserted: [],
+    },
+    false,
+  );
+const lostServer = (): Error =>
+  new driver.MongoServerSelectionError('connect ECONNREFUSED 127.0.0.1:1', {
+    type: 'Unknown',
+  } as unknown as driver.TopologyDescription);
+
+describe('a failed insertMany, as the driver reports it', () => {
+  it('gives the write errors of a duplicate key, to be counted as already there', () => {
+    const dup = new bulk.WriteError({
+      index: 1,
+      code: 11000,
+      errmsg: `E11000 duplicate key error collection: pilotfish.notifications index: ${KEY_INDEX} dup key`,
+      keyPattern: { session: 1, kind: 1, uid: 1, attempt: 1, state: 1 },
+    });
+    const e = new driver.MongoBulkWriteError(
+      { message: 'dup', code: 11000, writeErrors: [dup] } as never,
+      emptyResult() as never,
+    );
+    const errors = writeErrorsOf(e);
+    expect(errors).toEqual([
+      expect.objectContaining({ index: 1, code: 11000, keyPattern: expect.any(Object) }),
+    ]);
+    expect(classifyWriteErrors(errors!).duplicate).toEqual([1]);
+    expect(isUnreachableError(e)).toBe(false);
+  });
+
+  it('is a whole failure when the connection was lost: nothing counted written, and unreachable', () => {
+    // the driver wraps the lost connection in a bulk error that lists no write error
+    const e = new driver.MongoBulkWriteError(lostServer(), emptyResult() as never);
+    expect(e.name).toBe('MongoBulkWriteError');
+    expect(writeErrorsOf(e)).toBeUndefined();
+    expect(isUnreachableError(e)).toBe(true);
+  });
+
+  it('is a whole failure on any other error', () => {
+    expect(writeErrorsOf(new Error('x'))).toBeUndefined();
+    expect(writeErrorsOf(lostServer())).toBeUndefined();
   });
 });
