@@ -3,9 +3,9 @@
  * them first (`clean --dry-run`): its notifications and gap markers in `notifications`
  * ({session}) and its counter in `counters` ({_id: session}); see store.ts for the layout.
  */
-import { MongoClient } from 'mongodb';
+import type { MongoClient } from 'mongodb';
 import { connectError } from './plan';
-import { DEFAULT_SELECTION_TIMEOUT_MS, parseMongoUri, type MongoTarget } from './uri';
+import { clientFor, parseMongoUri, type MongoTarget } from './uri';
 
 /** How many documents of a session there are (or were removed). */
 export interface SessionDocumentCount {
@@ -40,24 +40,15 @@ export class MongoSessionDocuments {
     uri: string,
     opts: SessionDocumentsOptions = {},
   ): Promise<MongoSessionDocuments> {
-    const { uri: _uri, ...target } = parseMongoUri(uri);
+    const parsed = parseMongoUri(uri);
+    const { uri: _uri, ...target } = parsed;
     const since = Date.now();
-    const selectionMs = opts.serverSelectionTimeoutMs ?? DEFAULT_SELECTION_TIMEOUT_MS;
-    const client = new MongoClient(uri, {
-      appName: 'pilotfish',
-      ...(target.selectionTimeoutSet ? {} : { serverSelectionTimeoutMS: selectionMs }),
-    });
+    const { client, waitedMs } = clientFor(parsed, opts.serverSelectionTimeoutMs);
     try {
       await client.connect();
     } catch (e) {
       await client.close().catch(() => undefined);
-      throw connectError(
-        e,
-        target.hosts,
-        since,
-        target.selectionTimeoutSet ? undefined : selectionMs,
-        'failed',
-      );
+      throw connectError(e, target.hosts, since, waitedMs, 'failed');
     }
     return new MongoSessionDocuments(client, target);
   }

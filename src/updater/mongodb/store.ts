@@ -28,7 +28,8 @@
  * read is retried with exponential backoff (to 5 s); nothing advances before delivery, so a
  * retry re-reads from the last delivered slot.
  */
-import { MongoClient, type ChangeStream, type Collection, type Db } from 'mongodb';
+import type { MongoClient } from 'mongodb';
+import { type ChangeStream, type Collection, type Db } from 'mongodb';
 import type { Notification } from '../../generated';
 import { coerceError, errorMeta, UsageError } from '../../errors';
 import { silentLogger, type Logger } from '../../lib/logger';
@@ -50,7 +51,7 @@ import {
   type WriteErrorLike,
 } from './plan';
 import { StoreError, StoreUnreachableError, type StateStore } from '../state-store';
-import { DEFAULT_SELECTION_TIMEOUT_MS, parseMongoUri, type MongoTarget } from './uri';
+import { clientFor, parseMongoUri, type MongoTarget } from './uri';
 import { MongoWatch } from './watch';
 
 export interface MongoStoreOptions {
@@ -115,15 +116,12 @@ export class MongoStore implements StateStore {
     opts: MongoStoreOptions = {},
   ): Promise<MongoStore> {
     if (session === '') throw new UsageError('MongoStore.open: session must not be empty');
-    const { uri: _uri, ...target } = parseMongoUri(uri);
+    const parsed = parseMongoUri(uri);
+    const { uri: _uri, ...target } = parsed;
     const dbName = opts.db ?? target.db;
     const log = (opts.logger ?? silentLogger).child({ component: 'mongodb-store', session });
     const since = Date.now();
-    const selectionMs = opts.serverSelectionTimeoutMs ?? DEFAULT_SELECTION_TIMEOUT_MS;
-    const client = new MongoClient(uri, {
-      appName: 'pilotfish',
-      ...(target.selectionTimeoutSet ? {} : { serverSelectionTimeoutMS: selectionMs }),
-    });
+    const { client, waitedMs } = clientFor(parsed, opts.serverSelectionTimeoutMs);
     try {
       await client.connect();
       const db = client.db(dbName);
@@ -146,8 +144,7 @@ export class MongoStore implements StateStore {
       );
     } catch (e) {
       await client.close().catch(() => undefined);
-      const waited = target.selectionTimeoutSet ? undefined : selectionMs;
-      throw connectError(e, target.hosts, since, waited, "could not open the session's store");
+      throw connectError(e, target.hosts, since, waitedMs, "could not open the session's store");
     }
   }
 

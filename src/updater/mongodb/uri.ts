@@ -98,3 +98,18 @@ function safeDecode(s: string): string {
     return s;
   }
 }
+
+/**
+ * A driver client for a parsed URI (not connected yet), waiting `timeoutMs` for a server
+ * unless the URI says; `waitedMs` is that wait where it is ours, for the error that names it.
+ */
+export function clientFor(
+  target: MongoTarget,
+  timeoutMs = DEFAULT_SELECTION_TIMEOUT_MS,
+): { client: MongoClient; waitedMs: number | undefined } {
+  const client = new MongoClient(target.uri, {
+    appName: 'pilotfish',
+    ...(target.selectionTimeoutSet ? {} : { serverSelectionTimeoutMS: timeoutMs }),
+  });
+  return { client, waitedMs: target.selectionTimeoutSet ? undefined : timeoutMs };
+}
