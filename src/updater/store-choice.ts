@@ -3,7 +3,7 @@
  * whatever reads the session later (a resumed client, `pilotfish profile`, `timeline`, `tail`)
  * reads the same store: the embedded one, or a MongoDB database (docs/state-store.md).
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { UsageError } from '../errors';
 import type { Logger } from '../lib/logger';
@@ -41,11 +41,13 @@ export function writeStoreChoice(
   opts: { replace?: boolean } = {},
 ): void {
   if (choice.kind !== 'mongodb') return;
-  writeFileSync(
-    path.join(dir, STORE_FILE),
-    JSON.stringify({ mongodb: choice.uri, db: choice.db }) + '\n',
-    { mode: PRIVATE_FILE, flag: opts.replace === true ? 'w' : 'wx' },
-  );
+  const file = path.join(dir, STORE_FILE);
+  writeFileSync(file, JSON.stringify({ mongodb: choice.uri, db: choice.db }) + '\n', {
+    mode: PRIVATE_FILE,
+    flag: opts.replace === true ? 'w' : 'wx',
+  });
+  // a mode applies to a file created only: one loosened since is made its owner's again
+  chmodSync(file, PRIVATE_FILE);
 }
 
 /** The store a session directory names; a damaged store.json is a UsageError naming it. */
