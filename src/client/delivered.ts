@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, writeFileSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
 import { PRIVATE_FILE } from '../lib/private-files';
 import { errnoOf, StoreUnwritableError } from '../updater/state-store';
@@ -26,6 +26,8 @@ export class DeliveredCounters {
   /** The write setSoon scheduled. */
   private soon: NodeJS.Timeout | undefined;
   private readonly listeners = new Set<(e: StoreUnwritableError | undefined) => void>();
+  /** Hears the counts after each change (a MongoDB session's mirror). */
+  private changed: ((counts: readonly number[]) => void) | undefined;
 
   private constructor(
     private readonly file: string,
@@ -46,6 +48,21 @@ export class DeliveredCounters {
     return new DeliveredCounters(file, openSync(file, 'r+'), counts);
   }
 
+  /**
+   * Writes the counters file of a session whose directory is gone, from the counts its
+   * database holds (a MongoDB session resumed on another machine).
+   */
+  static rebuild(dir: string, counts: readonly number[]): void {
+    const bytes = Buffer.alloc(counts.length * 8);
+    counts.forEach((c, slot) => bytes.writeDoubleLE(c, slot * 8));
+    writeFileSync(path.join(dir, 'delivered'), bytes, { mode: PRIVATE_FILE, flag: 'wx' });
+  }
+
+  /** Hands the counts (live: read them when needed; a slot never set is a hole) after every change. */
+  mirrorTo(fn: (counts: readonly number[]) => void): void {
+    this.changed = fn;
+  }
+
   /** Events manager `slot` delivered before (0 for a new session or a new manager). */
   get(slot: number): number {
     return this.counts[slot] ?? 0;
@@ -53,6 +70,7 @@ export class DeliveredCounters {
 
   set(slot: number, count: number): void {
     this.counts[slot] = count;
+    this.changed?.(this.counts);
     this.unwritten.add(slot);
     this.retry();
   }
@@ -65,6 +83,7 @@ export class DeliveredCounters {
    */
   setSoon(slot: number, count: number): void {
     this.counts[slot] = count;
+    this.changed?.(this.counts);
     this.unwritten.add(slot);
     if (this.soon !== undefined) return;
     this.soon = setTimeout(() => {

@@ -6,6 +6,7 @@ import {
   readFileSync,
   statSync,
   truncateSync,
+  writeFileSync,
 } from 'node:fs';
 import * as path from 'node:path';
 import type { PilotDescription, TaskDescription } from '../generated';
@@ -66,6 +67,8 @@ export class Journal {
   /** A failed write left part of a line that a cut did not remove yet: cut before writing. */
   private torn = false;
   private readonly listeners = new Set<(e: StoreUnwritableError | undefined) => void>();
+  /** Hears every entry once written to the file, in order (a MongoDB session's mirror). */
+  private written: ((entries: readonly JournalEntry[]) => void) | undefined;
 
   private constructor(
     readonly file: string,
@@ -77,6 +80,20 @@ export class Journal {
     const file = path.join(dir, 'journal.jsonl');
     closeSync(openSync(file, 'a', PRIVATE_FILE));
     return new Journal(file, statSync(file).size);
+  }
+
+  /**
+   * Writes a journal from its entries, where the session's directory is gone and its
+   * database still holds them (a MongoDB session resumed on another machine).
+   */
+  static rebuild(dir: string, entries: readonly JournalEntry[]): void {
+    const text = entries.map((e) => JSON.stringify(e) + '\n').join('');
+    writeFileSync(path.join(dir, 'journal.jsonl'), text, { mode: PRIVATE_FILE, flag: 'wx' });
+  }
+
+  /** Hands every entry written from now on to `fn`, in the file's order. */
+  mirrorTo(fn: (entries: readonly JournalEntry[]) => void): void {
+    this.written = fn;
   }
 
   /** Reads a session's journal; throws a UsageError naming the file when there is none. */
@@ -154,6 +171,7 @@ export class Journal {
       return false;
     }
     this.size += Buffer.byteLength(text);
+    this.written?.(entries);
     const wasHeld = this.held.length > 0;
     this.held = [];
     this.failure = undefined;

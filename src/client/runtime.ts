@@ -7,14 +7,14 @@ import type { Reason } from '../generated';
 import { parseSessionOptions } from '../lib/validate';
 import type { Notification } from '../states/notification';
 import type { Bridge } from '../transport/bridge';
-import { CoalescingSender } from '../transport/coalescing-sender';
+import type { CoalescingSender } from '../transport/coalescing-sender';
 import type { ControlBus } from '../transport/control-bus';
 import type { ControlUplinks } from '../transport/control-uplinks';
 import { EmbeddedStore } from '../updater/embedded/store';
 import { StoreServer } from '../updater/embedded/store-server';
 import type { MongoStore } from '../updater/mongodb/store';
 import { openStore, type SessionStore, type StoreChoice } from '../updater/store-choice';
-import { UpdateWorker } from '../updater/update-worker';
+import type { UpdateWorker } from '../updater/update-worker';
 import { DeliveredCounters, DeliveryCursor } from './delivered';
 import type { Journal } from './journal';
 import { type JournalEntry, type SessionAddresses } from './journal';
@@ -28,6 +28,8 @@ import { recoveryPlan } from './pilot-recovery';
 import { givenInStore, PilotLinks, type PilotLink } from './pilot-links';
 import { SessionSecurity } from './session-security';
 import { sessionPlace } from './session-place';
+import { ClientMirror, unknownTasks } from './session-mirror';
+import { clientWorkers } from './client-workers';
 import { TaskRegistry } from './task-registry';
 import { StoreFollower } from './store-follower';
 import { heartbeats, openSessionControl } from './session-control';
@@ -52,6 +54,7 @@ export class ClientRuntime {
   private notes!: CoalescingSender<Notification>;
   /** The embedded store's server for this process's own socket (none with MongoDB). */
   private storeServer: StoreServer | undefined;
+  private mirror: ClientMirror | undefined;
   /** Delivers the store's notifications to the managers. */
   private follower!: StoreFollower;
   private readonly pilotEnded = new Set<PilotEndedListener>();
@@ -148,6 +151,9 @@ export class ClientRuntime {
     else this.security = await SessionSecurity.open(this.uid, this.dir, this.log);
     const store = where.mongo ?? (await openStore(where.choice, this.dir, this.uid, this.log));
     this.store = store;
+    // a MongoDB session keeps its journal, key and counters in its database too
+    const past = this.resuming ? this.resumed : undefined;
+    if (where.mongo) this.mirror = await ClientMirror.start(where.mongo, this, past);
     this.follower = new StoreFollower(store, this.log, (n) => this.trimmer?.activity(n));
     if (store instanceof EmbeddedStore) {
       this.health.watch(store);
@@ -171,27 +177,13 @@ export class ClientRuntime {
     this.bridges.push(control.bridge);
     this.control = control.bus;
     this.uplinks = control.uplinks;
-    // this process's notifications go to its own workers, which append them to its own store:
-    // never encoded, sent or validated on the way (the StoreServer is for the agents)
-    const workers = this.workers;
-    let next = 0;
-    const take = (bulk: unknown): Promise<void> => {
-      workers[next++ % workers.length]!.take(bulk as Notification[]);
-      return Promise.resolve();
-    };
-    this.notes = new CoalescingSender<Notification>({ send: take }, (e: unknown) =>
-      this.log.error('notify failed', errorMeta(e)),
-    );
-    for (let i = 0; i < Math.max(1, nWorkers); i++) {
-      this.workers.push(
-        UpdateWorker.start({
-          store: this.store,
-          session: this.uid,
-          logger: this.log.child({ component: 'UpdateWorker', worker: i }),
-          name: `${this.uid}.client.uw${i}`,
-        }),
-      );
-    }
+    const toStore = this.mirror?.gate(this.store) ?? this.store;
+    ({ workers: this.workers, notes: this.notes } = clientWorkers(
+      nWorkers,
+      toStore,
+      this.uid,
+      this.log,
+    ));
     const notify = (ns: Notification[]): void => this.notify(ns);
     const tasks = this.tasks;
     this.pipeline = new ManagerPipeline(
@@ -338,8 +330,11 @@ export class ClientRuntime {
     const hooks = this.replayHooks.splice(0).sort((a, b) => a.order - b.order);
     for (const h of hooks) await h.before();
     this.resuming = false;
+    const known = (uid: string): boolean => this.tasks.has(uid);
+    const unknown = this.mirror && unknownTasks((l) => this.onNotifications(l), known, this.log);
     this.follower.start();
     await this.drained();
+    unknown?.();
     for (const h of hooks) h.after();
   }
 
@@ -420,6 +415,7 @@ export class ClientRuntime {
     await this.pipeline?.close();
     this.notes?.flush();
     await Promise.all(this.workers.map((w) => w.close()));
+    await this.mirror?.close();
     await closeStore(this.storeServer, this.store, () => this.follower?.endWatch());
     await this.follower?.stop();
     await this.control?.close();

@@ -14,6 +14,7 @@ import {
 } from '../updater/store-choice';
 import { refuseIfLive } from './control-server';
 import { Journal, type JournalEntry } from './journal';
+import { rebuildFromDatabase } from './session-mirror';
 
 /** Where a session opens: its uid, directory, journal and store. */
 export interface SessionPlace {
@@ -40,22 +41,17 @@ export async function sessionPlace(
   let journal: Journal | undefined;
   let resumed: JournalEntry[] | undefined;
   let choice: StoreChoice;
-  if (opts.resume !== undefined) {
-    if (!existsSync(dir)) throw new UsageError(`cannot resume: no session directory '${dir}'`);
-    choice = resumedStore(dir, opts.store);
-    await refuseIfLive(dir);
-    ({ journal, entries: resumed } = Journal.read(dir));
-  } else {
-    choice = storeChoiceOf(opts.store);
-  }
-  const mongo =
-    choice.kind === 'mongodb'
-      ? await MongoStore.open(choice.uri, uid, {
-          db: choice.db,
-          ...(logger !== undefined ? { logger } : {}),
-        })
-      : undefined;
+  let mongo: MongoStore | undefined;
   try {
+    if (opts.resume !== undefined) {
+      if (!existsSync(dir)) mongo = await fromDatabase(dir, uid, opts.store, logger);
+      choice = resumedStore(dir, opts.store);
+      await refuseIfLive(dir);
+      ({ journal, entries: resumed } = Journal.read(dir));
+    } else {
+      choice = storeChoiceOf(opts.store);
+    }
+    if (choice.kind === 'mongodb') mongo ??= await openMongo(choice, uid, logger);
     if (journal === undefined) {
       makePrivateDir(dir);
       journal = Journal.create(dir);
@@ -66,6 +62,50 @@ export async function sessionPlace(
     throw e;
   }
   return { uid, dir, journal, resumed, choice, mongo };
+}
+
+function openMongo(
+  choice: Extract<StoreChoice, { kind: 'mongodb' }>,
+  uid: string,
+  logger: Logger | undefined,
+): Promise<MongoStore> {
+  return MongoStore.open(choice.uri, uid, {
+    db: choice.db,
+    ...(logger !== undefined ? { logger } : {}),
+  });
+}
+
+/**
+ * A session resumed on a machine without its directory: a MongoDB session's database holds
+ * what the directory did (session-mirror.ts), and the directory is made from it. Returns the
+ * store, already reached.
+ */
+async function fromDatabase(
+  dir: string,
+  uid: string,
+  option: string | undefined,
+  logger: Logger | undefined,
+): Promise<MongoStore> {
+  const choice = option === undefined ? undefined : storeChoiceOf(option);
+  if (choice?.kind !== 'mongodb') {
+    throw new UsageError(
+      `cannot resume: no session directory '${dir}' (a MongoDB session can be resumed without it: give its store's URI)`,
+    );
+  }
+  const mongo = await openMongo(choice, uid, logger);
+  try {
+    if (!(await rebuildFromDatabase(mongo, dir))) {
+      throw new UsageError(
+        `cannot resume: no session directory '${dir}', and database '${choice.db}' at ${mongo.target.hosts.join(',')} holds no session ${uid}`,
+      );
+    }
+    writeStoreChoice(dir, choice);
+    logger?.info('session directory rebuilt from its database', { dir, db: choice.db });
+    return mongo;
+  } catch (e) {
+    await mongo.close();
+    throw e;
+  }
 }
 
 /**

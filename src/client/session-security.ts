@@ -39,7 +39,7 @@ export class SessionSecurity {
     } else {
       server = newKeyPair();
       try {
-        writeFileSync(file, JSON.stringify(server), { mode: PRIVATE_FILE, flag: 'wx' });
+        writeSessionKey(dir, server);
       } catch (e) {
         // a full disk at open: said like every other file of the session that cannot be written
         throw new StoreUnwritableError(
@@ -112,6 +112,20 @@ export class SessionSecurity {
   private pilotDomain(pilot: string): string {
     return `${this.session}/${pilot}`;
   }
+}
+
+/** The session's key pair from its directory (undefined: an insecure session has none). */
+export function readSessionKey(dir: string): KeyPair | undefined {
+  const file = path.join(dir, 'session.key');
+  return existsSync(file) ? parseKeyFile(file) : undefined;
+}
+
+/** Writes the key file of a session whose directory is rebuilt from its database. */
+export function writeSessionKey(dir: string, key: KeyPair): void {
+  writeFileSync(path.join(dir, 'session.key'), JSON.stringify(key), {
+    mode: PRIVATE_FILE,
+    flag: 'wx',
+  });
 }
 
 function parseKeyFile(file: string): KeyPair {

@@ -27,6 +27,8 @@ export interface SessionOptions {
    * managers created in the same order as before, and callbacks already delivered are not
    * delivered again. Callbacks start with `replay()` (or the first wait), once they are set.
    * A session whose client still runs (it answers on its control socket) is refused.
+   * A MongoDB session whose directory is not in `dir` (another machine) is resumed from its
+   * database, given its URI as `store`: the directory is made again from it.
    */
   resume?: string;
   /** UpdateWorkers of the client side (default 1; agents have their own). */

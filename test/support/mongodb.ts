@@ -34,6 +34,9 @@ export async function removeMongoSession(uri: string, db: string, session: strin
 async function removeDocs(client: MongoClient, db: string, session: string): Promise<void> {
   await client.db(db).collection('notifications').deleteMany({ session });
   await client.db(db).collection<{ _id: string }>('counters').deleteOne({ _id: session });
+  // what the session's mirror keeps for a resume
+  await client.db(db).collection('journals').deleteMany({ session });
+  await client.db(db).collection<{ _id: string }>('sessions').deleteOne({ _id: session });
 }
 
 /**

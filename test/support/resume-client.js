@@ -9,6 +9,8 @@
 //     client for room on the pilot), then waits to be killed.
 //   node resume-client.js resume DIR LOG SESSION
 //     resumes SESSION, waits for every task to end, prints {"states": {...}}, closes.
+// Environment: PILOTFISH_STORE (a MongoDB URI: the session's store, given to both), PILOT_SANDBOX
+// (the pilot's directory, outside the session's).
 const { Session } = require('../../dist/src');
 const { record } = require('./client-record');
 
@@ -21,8 +23,10 @@ async function first(gate, marks, n, resource) {
   say({ session: session.uid });
   const { pmgr, tmgr } = record(session, log);
   const size = resource === 'slurm' ? { nodes: 1 } : { cores: 2 };
+  // PILOT_SANDBOX: the pilot's directory outside the session's (a test that removes the latter)
+  const sandbox = process.env.PILOT_SANDBOX ? { sandbox: process.env.PILOT_SANDBOX } : {};
   const [pilot] = await pmgr.submitPilots([
-    { resource, ...size, runtimeMin: 10, agent: { clientTimeoutS: 120 } },
+    { resource, ...size, ...sandbox, runtimeMin: 10, agent: { clientTimeoutS: 120 } },
   ]);
   tmgr.addPilots([pilot]);
   let executing = 0;
@@ -54,7 +58,9 @@ async function first(gate, marks, n, resource) {
 }
 
 async function resume(uid) {
-  const session = await Session.open({ dir, resume: uid });
+  // with PILOTFISH_STORE set, a session whose directory was removed is resumed from MongoDB
+  const store = process.env.PILOTFISH_STORE ? { store: process.env.PILOTFISH_STORE } : {};
+  const session = await Session.open({ dir, resume: uid, ...store });
   const { tmgr } = record(session, log);
   await tmgr.waitTasks({ timeoutMs: 120_000 });
   const states = {};

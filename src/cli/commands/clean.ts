@@ -141,7 +141,11 @@ async function mongoDocuments(
   const docs = await server;
   const uid = path.basename(dir);
   const n = dryRun ? await docs.count(choice.db, uid) : await docs.remove(choice.db, uid);
-  return { hosts: docs.target.hosts, db: choice.db, documents: n.notifications + n.counters };
+  return {
+    hosts: docs.target.hosts,
+    db: choice.db,
+    documents: n.notifications + n.counters + n.mirror,
+  };
 }
 
 async function closeAll(servers: Servers): Promise<void> {

@@ -1,7 +1,8 @@
 /**
  * Removing a session's documents from its MongoDB database (`pilotfish clean`), or counting
  * them first (`clean --dry-run`): its notifications and gap markers in `notifications`
- * ({session}) and its counter in `counters` ({_id: session}); see store.ts for the layout.
+ * ({session}), its counter in `counters` ({_id: session}), and what its mirror keeps for a
+ * resume (`journals` {session}, `sessions` {_id: session}); store.ts and mirror.ts say more.
  */
 import type { MongoClient } from 'mongodb';
 import { connectError } from './plan';
@@ -13,6 +14,8 @@ export interface SessionDocumentCount {
   notifications: number;
   /** In `counters`: 1, or 0 for a session that never wrote. */
   counters: number;
+  /** Its mirror (mirror.ts): journal parts in `journals` and its document in `sessions`. */
+  mirror: number;
 }
 
 export interface SessionDocumentsOptions {
@@ -58,28 +61,37 @@ export class MongoSessionDocuments {
     const since = Date.now();
     try {
       const d = this.client.db(db);
-      const [notifications, counters] = await Promise.all([
+      const [notifications, counters, parts, docs] = await Promise.all([
         d.collection('notifications').countDocuments({ session }),
         d.collection<{ _id: string }>('counters').countDocuments({ _id: session }),
+        d.collection('journals').countDocuments({ session }),
+        d.collection<{ _id: string }>('sessions').countDocuments({ _id: session }),
       ]);
-      return { notifications, counters };
+      return { notifications, counters, mirror: parts + docs };
     } catch (e) {
       throw connectError(e, this.target.hosts, since, undefined, 'failed');
     }
   }
 
   /**
-   * Removes the session's documents: its counter last, so that a removal cut short leaves a
-   * counter whose session still has documents, never the reverse (a later append would then
-   * reuse seqs from 1 beside documents that are still there).
+   * Removes the session's documents: its mirror first (a removal cut short leaves
+   * notifications, which the directory still explains), its counter last, so that a removal
+   * cut short leaves a counter whose session still has documents, never the reverse (a later
+   * append would then reuse seqs from 1 beside documents that are still there).
    */
   async remove(db: string, session: string): Promise<SessionDocumentCount> {
     const since = Date.now();
     try {
       const d = this.client.db(db);
+      const parts = await d.collection('journals').deleteMany({ session });
+      const doc = await d.collection<{ _id: string }>('sessions').deleteOne({ _id: session });
       const notes = await d.collection('notifications').deleteMany({ session });
       const counter = await d.collection<{ _id: string }>('counters').deleteOne({ _id: session });
-      return { notifications: notes.deletedCount, counters: counter.deletedCount };
+      return {
+        notifications: notes.deletedCount,
+        counters: counter.deletedCount,
+        mirror: parts.deletedCount + doc.deletedCount,
+      };
     } catch (e) {
       throw connectError(e, this.target.hosts, since, undefined, 'failed');
     }

@@ -90,7 +90,8 @@ export class MongoStore implements StateStore {
 
   private constructor(
     private readonly client: MongoClient,
-    db: Db,
+    /** The session's database (its mirror, mirror.ts, keeps documents there too). */
+    readonly db: Db,
     readonly session: string,
     readonly replicaSet: boolean,
     readonly log: Logger,
@@ -354,7 +355,10 @@ export class MongoStore implements StateStore {
   }
 }
 
-/** The two unique indexes (a no-op where they exist): see the file's comment. */
+/**
+ * The two unique indexes of notifications (see the file's comment) and the one of the
+ * session's mirrored journal (mirror.ts); a no-op where they exist.
+ */
 async function createIndexes(db: Db): Promise<void> {
   await db.collection('notifications').createIndexes([
     {
@@ -365,4 +369,7 @@ async function createIndexes(db: Db): Promise<void> {
     },
     { key: { session: 1, seq: 1 }, name: SEQ_INDEX, unique: true },
   ]);
+  await db
+    .collection('journals')
+    .createIndex({ session: 1, n: 1, i: 1 }, { name: 'pf_journal_part_unique', unique: true });
 }

@@ -93,6 +93,33 @@ describe('Session.open with a MongoDB store no server answers', () => {
     expect(readdirSync(dir)).toEqual([]);
   });
 
+  it('resumes a session without its directory only from a MongoDB store, reached first', async () => {
+    const dir = temp.make();
+    const none = await failure(Session.open({ dir, resume: 'pf-gone' }));
+    expect(none.error).toBeInstanceOf(UsageError);
+    expect((none.error as Error).message).toBe(
+      `cannot resume: no session directory '${path.join(dir, 'pf-gone')}' (a MongoDB session can be resumed without it: give its store's URI)`,
+    );
+    const embedded = await failure(Session.open({ dir, resume: 'pf-gone', store: 'embedded' }));
+    expect((embedded.error as Error).message).toContain('give its store');
+    // the database is asked for the session's journal: none answers, so nothing is made
+    const log = recordingLogger();
+    const { error, ms } = await failure(
+      Session.open({
+        dir,
+        resume: 'pf-gone',
+        store: `mongodb://u:${PASSWORD}@127.0.0.1:1/x?serverSelectionTimeoutMS=500`,
+        logger: log,
+      }),
+    );
+    expect(error).toBeInstanceOf(StoreUnreachableError);
+    expect((error as Error).message).toMatch(/^cannot reach MongoDB at 127\.0\.0\.1:1: /);
+    expect(ms).toBeLessThan(3_000);
+    expect(chainText(error)).not.toContain('secret');
+    expect(log.lines.join('\n')).not.toContain('secret');
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
   it('will not resume an embedded session with a MongoDB store', async () => {
     const dir = temp.make();
     const first = await Session.open({ dir });

@@ -1,5 +1,13 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  watch,
+  writeFileSync,
+} from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DeliveredCounters } from '../../../src/client/delivered';
@@ -50,6 +58,33 @@ describe('Journal', () => {
     expect(() => Journal.read(dir)).toThrow(/journal\.jsonl line 2 is not JSON/);
   });
 
+  it('hands each entry to its mirror once written to the file, in order, and never one it could not write', () => {
+    const dir = tmp();
+    const j = Journal.create(dir);
+    const mirrored: unknown[] = [];
+    j.mirrorTo((es) => mirrored.push(...es));
+    j.append({ t: 'pilots-added', mgr: 'tmgr.0000', pilots: ['p1'] });
+    j.append({ t: 'closed', at: 1 });
+    expect(mirrored).toEqual(Journal.read(dir).entries);
+    rmSync(dir, { recursive: true, force: true });
+    // a file that cannot be written: refused, and not mirrored
+    expect(() => j.append({ t: 'resumed', at: 2 })).toThrow();
+    expect(mirrored).toHaveLength(2);
+  });
+
+  it('is rebuilt from its entries (a session resumed from its database) and read back the same', () => {
+    const entries = [
+      { t: 'pilots-added' as const, mgr: 'tmgr.0000', pilots: ['p1'] },
+      { t: 'closed' as const, at: 3 },
+    ];
+    const dir = tmp();
+    Journal.rebuild(dir, entries);
+    expect(Journal.read(dir).entries).toEqual(entries);
+    expect(statSync(path.join(dir, 'journal.jsonl')).mode & 0o777).toBe(0o600);
+    // never over a journal that exists
+    expect(() => Journal.rebuild(dir, entries)).toThrow(/EEXIST/);
+  });
+
   it('says there is no session to resume when the journal is missing', () => {
     expect(() => Journal.read(tmp())).toThrow(/cannot resume: no session journal/);
   });
@@ -95,5 +130,25 @@ describe('DeliveredCounters', () => {
     a.setSoon(0, 11);
     a.close();
     expect(onDisk()).toEqual([11, 7]);
+  });
+
+  it('tells its mirror the counts after each change, and is rebuilt from them read back the same', () => {
+    const dir = tmp();
+    const a = DeliveredCounters.open(dir);
+    const seen: number[][] = [];
+    a.mirrorTo((counts) => seen.push(Array.from(counts, (c) => c ?? 0)));
+    a.set(2, 4);
+    a.setSoon(0, 1);
+    a.close();
+    expect(seen).toEqual([
+      [0, 0, 4],
+      [1, 0, 4],
+    ]);
+    const other = tmp();
+    DeliveredCounters.rebuild(other, [1, 0, 4]);
+    const b = DeliveredCounters.open(other);
+    expect([b.get(0), b.get(1), b.get(2), b.get(3)]).toEqual([1, 0, 4, 0]);
+    b.close();
+    expect(statSync(path.join(other, 'delivered')).mode & 0o777).toBe(0o600);
   });
 });
