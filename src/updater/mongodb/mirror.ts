@@ -11,6 +11,7 @@
  */
 import type { AnyBulkWriteOperation, Collection } from 'mongodb';
 import { coerceError } from '../../errors';
+import { StoreError } from '../state-store';
 import { entriesOf, partsOf, type JournalPartDoc } from './mirror-plan';
 import { backoffMs, isUnreachableError } from './plan';
 import type { MongoStore } from './store';
@@ -75,9 +76,18 @@ export class SessionMirror {
     this.through = this.next = start;
   }
 
-  /** A new session's mirror: its key is written before anything else happens. */
+  /**
+   * A new session's mirror: its key is written before anything else happens. Refused where the
+   * database holds a journal of the same uid already (the entries would not be replaced).
+   */
   static async create(store: MongoStore, key: MirroredKey | undefined): Promise<SessionMirror> {
     const m = new SessionMirror(store, 0);
+    const session = store.session;
+    if ((await store.call(() => m.journals.findOne({ session }))) !== null) {
+      throw new StoreError(
+        `database '${store.db.databaseName}' holds a journal of session ${session} already: a new session needs a uid of its own`,
+      );
+    }
     if (key !== undefined) await m.setKey(key);
     return m;
   }

@@ -58,6 +58,16 @@ d(title, () => {
     expect(held?.delivered).toEqual([5, 6, 7]);
   }, 60_000);
 
+  it('refuses a new session whose uid the database holds a journal of', async () => {
+    const store = await open();
+    const first = await SessionMirror.create(store, KEY);
+    first.append([{ n: 0 }]);
+    await first.close(10_000);
+    await expect(SessionMirror.create(store, KEY)).rejects.toThrow(
+      `database '${DB}' holds a journal of session ${store.session} already`,
+    );
+  });
+
   it('holds nothing of a session it never saw', async () => {
     expect(await SessionMirror.read(await open())).toBeUndefined();
   });
