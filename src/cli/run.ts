@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Workload } from '../generated';
 import { TimeoutError, UsageError, ValidationError } from '../errors';
@@ -6,6 +6,7 @@ import { PRIVATE_FILE } from '../lib/private-files';
 import { parseWorkload } from '../lib/validate';
 import { PilotManager } from '../client/pilot-manager';
 import { Session } from '../client/session';
+import { runtimeOf } from '../client/runtime';
 import type { Task } from '../client/task';
 import { TaskManager } from '../client/task-manager';
 import { type RunSummary, summarize } from './summary';
@@ -59,6 +60,10 @@ export async function runWorkload(w: Workload, opts: RunOptions = {}): Promise<R
     ...(store !== undefined ? { store } : {}),
   });
   writeFileSync(path.join(session.dir, SAVED_WORKLOAD), JSON.stringify(w), { mode: PRIVATE_FILE });
+  // journaled too: a MongoDB session's journal is in its database, for a resume elsewhere;
+  // its URI is not (it may hold a password, and a resume is given it again)
+  const { store: _store, ...workload } = w;
+  runtimeOf(session).journal.append({ t: 'workload', workload });
   writeFileSync(path.join(session.dir, RUN_PID), `${process.pid}\n`, { mode: PRIVATE_FILE });
   return drive(session, w, false, opts);
 }
@@ -73,10 +78,12 @@ export async function resumeWorkload(
   sessionDir: string,
   opts: Omit<RunOptions, 'dir'> = {},
 ): Promise<RunSummary> {
+  // no directory: a MongoDB session's is made again from its database by the open below
+  const fromDatabase = !existsSync(sessionDir);
   const file = path.join(sessionDir, SAVED_WORKLOAD);
-  let w: Workload;
+  let w: Workload | undefined;
   try {
-    w = parseWorkload(JSON.parse(readFileSync(file, 'utf8')));
+    if (!fromDatabase) w = parseWorkload(JSON.parse(readFileSync(file, 'utf8')));
   } catch (e) {
     throw new UsageError(
       `cannot resume ${sessionDir}: no workload saved by pilotfish run (${(e as Error).message})`,
@@ -96,8 +103,28 @@ export async function resumeWorkload(
     resume: path.basename(sessionDir),
     ...(opts.store !== undefined ? { store: opts.store } : {}),
   });
+  if (w === undefined) {
+    try {
+      w = journaledWorkload(session, opts.store);
+    } catch (e) {
+      await session.close();
+      throw e;
+    }
+    writeFileSync(file, JSON.stringify(w), { mode: PRIVATE_FILE });
+  }
   writeFileSync(path.join(sessionDir, RUN_PID), `${process.pid}\n`, { mode: PRIVATE_FILE });
   return drive(session, w, true, opts);
+}
+
+/** The workload a session's journal holds (a directory made again from the database). */
+function journaledWorkload(session: Session, store: string | undefined): Workload {
+  const entry = runtimeOf(session).resumed.find((e) => e.t === 'workload');
+  if (entry?.t !== 'workload') {
+    throw new UsageError(
+      `cannot resume ${session.uid}: its journal holds no workload of pilotfish run`,
+    );
+  }
+  return parseWorkload({ ...entry.workload, ...(store !== undefined ? { store } : {}) });
 }
 
 /** The pid of a live `pilotfish run` that the session's run.pid names, if any. */

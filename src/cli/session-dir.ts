@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
+import { isMongoUri } from '../updater/mongodb/uri';
 import { UsageError } from '../errors';
 
 /** Where sessions are made unless `--dir` says otherwise (as Session.open does). */
@@ -37,4 +38,20 @@ export function resolveSessionDir(arg: string | undefined, sessionsDir: string):
   throw new UsageError(
     `no session '${arg}' (looked for ${inDir}, and for a session directory at ${path.resolve(arg)})`,
   );
+}
+
+/**
+ * The directory of the session `run --resume` takes up: as resolveSessionDir finds it, or, for
+ * a session named by its uid whose directory is not there, where a MongoDB store (`store`)
+ * will have it made again from its database.
+ */
+export function resumedSessionDir(
+  arg: string,
+  sessionsDir: string,
+  store: string | undefined,
+): string {
+  const inDir = path.resolve(sessionsDir, arg);
+  const byUid = !arg.includes('/') && arg !== '.' && arg !== '..';
+  if (store !== undefined && isMongoUri(store) && byUid && !existsSync(inDir)) return inDir;
+  return resolveSessionDir(arg, sessionsDir);
 }

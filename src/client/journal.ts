@@ -47,6 +47,8 @@ export type JournalEntry =
     }
   | { t: 'pilots-added'; mgr: string; pilots: string[] }
   | { t: 'tasks'; mgr: string; tasks: [uid: string, description: TaskDescription][] }
+  /** What `pilotfish run` runs, less its `store` (a MongoDB session keeps its journal there). */
+  | { t: 'workload'; workload: Record<string, unknown> }
   /** The session was closed (`closed`) or taken up again (`resumed`): the last says which. */
   | { t: 'closed' | 'resumed'; at: number };
 

@@ -7,7 +7,7 @@ import { EXIT } from '../args';
 import { onInterrupt } from '../interrupt';
 import { countTasks, showProgress, type ProgressView } from '../progress';
 import { type RunOptions, loadWorkload, resumeWorkload, runWorkload } from '../run';
-import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
+import { DEFAULT_SESSIONS_DIR, resumedSessionDir } from '../session-dir';
 import { formatSummary } from '../summary';
 
 const EXIT_STATUS = `
@@ -73,7 +73,7 @@ async function run(file: string | undefined, flags: RunFlags): Promise<number> {
       const store = flags.store !== undefined ? { store: flags.store } : {};
       start = (opts) => runWorkload(w, { ...opts, dir: flags.dir, ...store });
     } else {
-      const dir = resolveSessionDir(flags.resume, flags.dir);
+      const dir = resumedSessionDir(flags.resume!, flags.dir, flags.store);
       const store = flags.store !== undefined ? { store: flags.store } : {};
       start = (opts) => resumeWorkload(dir, { ...opts, ...store });
     }

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import {
   existsSync,
@@ -16,6 +16,8 @@ import { withTimeout } from '../../../src/lib/deferred';
 import { agentPids, killAgents } from '../../support/client-child';
 import { CLI, runCli, startCli } from '../../support/cli';
 import { waitForExit } from '../../support/processes';
+import { removeMongoSession } from '../../support/mongodb';
+import { parseMongoUri } from '../../../src/updater/mongodb/uri';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { leakedProcesses } = require('../../support/leaks') as {
   leakedProcesses: (mark: string) => { pid: number; cmd: string }[];
@@ -185,3 +187,49 @@ describe('pilotfish run, stopped and resumed', () => {
     expect(out).toMatch(/DONE\s+20/);
   }, 90_000);
 });
+
+const MONGO_URI = process.env['PILOTFISH_MONGODB_URI'];
+const withMongo = MONGO_URI !== undefined && MONGO_URI !== '';
+
+(withMongo ? describe : describe.skip)(
+  withMongo
+    ? 'pilotfish run on MongoDB, resumed where its directory is not (PILOTFISH_MONGODB_URI)'
+    : 'pilotfish run on MongoDB, resumed where its directory is not (skipped: PILOTFISH_MONGODB_URI is not set; no MongoDB server can be installed here)',
+  () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'pf-run-stop-mongo-'));
+    let uid: string | undefined;
+    afterAll(async () => {
+      killAgents(dir);
+      if (uid !== undefined) {
+        await removeMongoSession(MONGO_URI!, parseMongoUri(MONGO_URI!).db, uid);
+      }
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('a run killed with SIGKILL and its directory removed is taken up from the database: every task DONE, none run twice', async () => {
+      const [file, log] = [path.join(dir, 'w.json'), path.join(dir, 'ran')];
+      appenders(file, log, 40, 0.2);
+      // the pilot's sandbox outside the session's directory, which is removed
+      const w = JSON.parse(readFileSync(file, 'utf8')) as { pilots: object[] };
+      w.pilots = [{ resource: 'local', cores: 2, sandbox: path.join(dir, 'pilot') }];
+      writeFileSync(file, JSON.stringify(w));
+      const env = { ...process.env, PILOTFISH_STORE: MONGO_URI };
+      const first = startCli(['run', file, '--dir', dir], env);
+      [, uid] = await first.stderrMatch(/session (pf\.\S+) /);
+      await lines(log, 8);
+      first.proc.kill('SIGKILL');
+      expect((await first.result).signal).toBe('SIGKILL');
+      rmSync(path.join(dir, uid!), { recursive: true });
+
+      const r = await startCli(['run', '--resume', uid!, '--dir', dir], env).result;
+      expect([r.code, r.stderr]).toEqual([0, expect.any(String)]);
+      expect(r.stdout).toMatch(/^ {2}DONE\s+40$/m);
+      const ran = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+      expect(ran).toHaveLength(40);
+      expect(new Set(ran).size).toBe(40);
+      // made again from the database: 0700, the workload without its store
+      expect(statSync(path.join(dir, uid!)).mode & 0o777).toBe(0o700);
+      for (const pid of agentPids(dir)) await waitForExit(pid, 10_000);
+    }, 180_000);
+  },
+);

@@ -75,4 +75,18 @@ describe('pilotfish run --store', () => {
     }
     noSession(sessions);
   });
+
+  it('--resume of a session not here asks its MongoDB store for it (1 when none answers), else says there is none (2)', async () => {
+    const { root, sessions } = setup();
+    const uid = 'pf.20261124.101010.abcdef';
+    const r = await run(['run', '--resume', uid, '--store', URI, '--dir', sessions]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/cannot reach MongoDB at 127\.0\.0\.1:1: .*ECONNREFUSED/);
+    expect(r.stdout + r.stderr).not.toContain('secret');
+    noSession(sessions);
+    expect(filesHolding(root, PASSWORD)).toEqual([]);
+    const embedded = await run(['run', '--resume', uid, '--dir', sessions]);
+    expect(embedded.code).toBe(2);
+    expect(embedded.stderr).toContain(`no session '${uid}'`);
+  }, 20_000);
 });
