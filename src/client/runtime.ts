@@ -16,8 +16,7 @@ import type { MongoStore } from '../updater/mongodb/store';
 import { openStore, type SessionStore, type StoreChoice } from '../updater/store-choice';
 import { UpdateWorker } from '../updater/update-worker';
 import { DeliveredCounters, DeliveryCursor } from './delivered';
-import type { Journal } from './journal';
-import { type JournalEntry, type SessionAddresses } from './journal';
+import type { Journal, JournalEntry, SessionAddresses } from './journal';
 import { ManagerPipeline } from './manager-pipeline';
 import { MemoryTrimmer } from './memory-trimmer';
 import type { SessionOptions } from './session';
@@ -189,6 +188,7 @@ export class ClientRuntime {
           session: this.uid,
           logger: this.log.child({ component: 'UpdateWorker', worker: i }),
           name: `${this.uid}.client.uw${i}`,
+          spill: { dir: this.dir }, // what waits for the store past their memory limit
         }),
       );
     }
