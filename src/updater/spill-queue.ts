@@ -90,6 +90,7 @@ export class SpillQueue {
     }
     this.retryMs = opts.retryMs ?? DEFAULT_RETRY_MS;
     if (spill !== undefined) {
+      if (spill.dir === '') throw new UsageError('spill.dir must name a directory, got ""');
       const name = opts.name.replace(/[^A-Za-z0-9._-]/g, '_');
       this.file = path.join(spill.dir, `updates-spill.${name}.${randomBytes(4).toString('hex')}`);
     }

@@ -138,9 +138,10 @@ describe('SpillQueue', () => {
     expect([q.length, spillFiles().length]).toEqual([0, 0]);
   });
 
-  it('refuses a memory limit that is not a count', () => {
+  it('refuses a memory limit that is not a count, and no directory', () => {
     expect(() => queue({ spill: { dir, memoryLimit: 1.5 } })).toThrow(
       'spill.memoryLimit must be an integer >= 0, got 1.5',
     );
+    expect(() => queue({ spill: { dir: '' } })).toThrow('spill.dir must name a directory');
   });
 });
