@@ -15,7 +15,7 @@ import { sendLogged } from '../components/shared/shell';
 import { ControlBus } from '../transport/control-bus';
 import { BUSY_GAP_MS, MAX_BUSY_GAP_MS } from '../transport/send-gap';
 import { MongoStore } from '../updater/mongodb/store';
-import { UpdateWorker } from '../updater/update-worker';
+import { UpdateWorker, type UpdateWorkerOptions } from '../updater/update-worker';
 import { FirstSight } from './first-sight';
 import type { AgentFinal } from './lifecycle/effects';
 import { AgentLifecycleShell, type AgentParts } from './lifecycle/shell';
@@ -42,6 +42,29 @@ const UPDATE_GAP_MS = 20;
  * without the agent, so the agent need not wake for every exit (FOLLOW_COVER_MS covers it).
  */
 const HELPER_HOLD_MS = 3;
+
+/**
+ * The options of the agent's UpdateWorker `i` writing to `store`. What waits for a store that
+ * is away (a MongoDB outage, a client gone) beyond the workers' memory limit spills into the
+ * pilot's sandbox: the agent writes its logs there already.
+ */
+export function agentWorkerOptions(
+  cfg: AgentConfig,
+  i: number,
+  store: { store: MongoStore } | { storeAddress: string },
+  log: Logger,
+): UpdateWorkerOptions {
+  return {
+    ...store,
+    session: cfg.session,
+    pilot: cfg.pilot,
+    ...(cfg.curve !== undefined ? { storeSecurity: cfg.curve } : {}),
+    logger: log.child({ component: 'UpdateWorker', worker: i }),
+    name: `${cfg.pilot}.uw${i}`,
+    gapMs: UPDATE_GAP_MS,
+    spill: { dir: cfg.sandbox },
+  };
+}
 
 /**
  * Wiring of one pilot's agent: AgentInputStager -> AgentScheduler -> Executor ->
@@ -140,17 +163,7 @@ export class Agent {
 
     const store = await this.openStore();
     for (let i = 0; i < (cfg.updateWorkers ?? 2); i++) {
-      this.workers.push(
-        UpdateWorker.start({
-          ...store,
-          session: cfg.session,
-          pilot: cfg.pilot,
-          ...(cfg.curve !== undefined ? { storeSecurity: cfg.curve } : {}),
-          logger: this.log.child({ component: 'UpdateWorker', worker: i }),
-          name: `${cfg.pilot}.uw${i}`,
-          gapMs: UPDATE_GAP_MS,
-        }),
-      );
+      this.workers.push(UpdateWorker.start(agentWorkerOptions(cfg, i, store, this.log)));
     }
     const notes = new AgentNotifications(this.workers, this.log, systemClock);
     this.notes = notes;

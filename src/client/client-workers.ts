@@ -8,12 +8,13 @@ import { UpdateWorker } from '../updater/update-worker';
 /**
  * The client's own UpdateWorkers and what hands them this process's notifications, gathered
  * per turn and dealt round robin. They append to the session's store in this process: never
- * encoded, sent or validated on the way (the StoreServer is for the agents).
+ * encoded, sent or validated on the way (the StoreServer is for the agents). What waits for
+ * the store past their memory limit spills into the session directory `dir`.
  */
 export function clientWorkers(
   count: number,
   store: StateStore,
-  session: string,
+  { session, dir }: { session: string; dir: string },
   log: Logger,
 ): { workers: UpdateWorker[]; notes: CoalescingSender<Notification> } {
   const workers: UpdateWorker[] = [];
@@ -32,6 +33,7 @@ export function clientWorkers(
         session,
         logger: log.child({ component: 'UpdateWorker', worker: i }),
         name: `${session}.client.uw${i}`,
+        spill: { dir },
       }),
     );
   }

@@ -16,8 +16,7 @@ import type { MongoStore } from '../updater/mongodb/store';
 import { openStore, type SessionStore, type StoreChoice } from '../updater/store-choice';
 import type { UpdateWorker } from '../updater/update-worker';
 import { DeliveredCounters, DeliveryCursor } from './delivered';
-import type { Journal } from './journal';
-import { type JournalEntry, type SessionAddresses } from './journal';
+import type { Journal, JournalEntry, SessionAddresses } from './journal';
 import { ManagerPipeline } from './manager-pipeline';
 import { MemoryTrimmer } from './memory-trimmer';
 import type { SessionOptions } from './session';
@@ -181,7 +180,7 @@ export class ClientRuntime {
     ({ workers: this.workers, notes: this.notes } = clientWorkers(
       nWorkers,
       toStore,
-      this.uid,
+      { session: this.uid, dir: this.dir },
       this.log,
     ));
     const notify = (ns: Notification[]): void => this.notify(ns);

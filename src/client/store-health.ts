@@ -96,18 +96,19 @@ export class StoreHealth {
 
   /**
    * At the end of close: if the store gave up notifications it could not write, tells
-   * listeners and throws the error that counts them.
+   * listeners and throws the error that counts them. An embedded store counts what it was
+   * given; the session's workers count what they never sent it (held or spilled).
    */
   throwIfLost(
     session: SessionStore | undefined,
-    workers: readonly { stats(): { givenUp: number } }[] = [],
+    workers: readonly { stats(): { givenUp: number; givenUpUnsent: number } }[] = [],
   ): void {
     if (session !== undefined && !(session instanceof EmbeddedStore)) {
       const givenUp = workers.reduce((n, w) => n + w.stats().givenUp, 0);
       return this.throwIfGivenUp(session, givenUp);
     }
     const store = session;
-    const lost = store?.lost ?? 0;
+    const lost = (store?.lost ?? 0) + workers.reduce((n, w) => n + w.stats().givenUpUnsent, 0);
     if (lost === 0) return;
     const last = store?.unwritable;
     const e = new StoreUnwritableError({

@@ -8,6 +8,7 @@ import { parseNotificationBulk } from '../lib/validate';
 import { QueueReceiver } from '../transport/queue';
 import { BadMessages } from '../lib/bad-messages';
 import type { StateStore } from './state-store';
+import { SpillQueue, type SpillOptions } from './spill-queue';
 import { LocalStoreLink, ZmqStoreLink, type StoreLink } from './store-link';
 
 export interface UpdateWorkerOptions {
@@ -47,6 +48,12 @@ export interface UpdateWorkerOptions {
    * (default 8); what it is handed meanwhile (take) waits in its buffer.
    */
   maxInFlight?: number;
+  /**
+   * Bounds that buffer: past `memoryLimit` notifications (default 50,000) the rest goes to a
+   * file in `dir` and is read back in order as the store catches up (SpillQueue). Without it
+   * the buffer has no bound.
+   */
+  spill?: SpillOptions;
   logger: Logger;
   name?: string;
 }
@@ -62,8 +69,17 @@ export interface UpdateWorkerStats {
   invalid: number;
   /** Batches sent again after their ack timed out. */
   resent: number;
-  /** Notifications of batches still unacknowledged when close() gave up on them. */
+  /**
+   * Notifications given up: at close(), those of batches still unacknowledged and those never
+   * sent (held or spilled); and spilled ones that could not be read back (logged at error).
+   */
   givenUp: number;
+  /** Of givenUp, those never sent to the store (an embedded store counts the rest as lost). */
+  givenUpUnsent: number;
+  /** Notifications waiting in memory to be sent (not in flight). */
+  held: number;
+  /** Notifications waiting in the spill file (see UpdateWorkerOptions.spill). */
+  spilled: number;
 }
 
 interface Unacked {
@@ -86,7 +102,8 @@ export class UpdateWorker {
   /** Counts the bulks this worker refuses and logs them at a bounded rate. */
   private readonly bad: BadMessages;
   private readonly prefix: string;
-  private buffer: Notification[] = [];
+  /** What waits to be sent, in order: memory, then the spill file. */
+  private readonly queue: SpillQueue;
   private batchTimer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
   /** When the last batch went (performance.now()). */
@@ -100,24 +117,33 @@ export class UpdateWorker {
   private readonly pulling: Promise<void>;
   private seq = 0;
   private readonly counts = { received: 0, acked: 0, invalid: 0, resent: 0, givenUp: 0 };
+  private givenUpUnsent = 0;
+  /** Set once close() gave up: later replies change nothing (they are counted given up). */
+  private gaveUp = false;
   private readonly pulledListeners = new Set<() => void>();
 
   private constructor(
     private readonly opts: Required<
       Omit<
         UpdateWorkerOptions,
-        'logger' | 'pilot' | 'storeSecurity' | 'updatesAddress' | 'storeAddress' | 'store'
+        'logger' | 'pilot' | 'storeSecurity' | 'updatesAddress' | 'storeAddress' | 'store' | 'spill'
       >
     > &
       Pick<
         UpdateWorkerOptions,
-        'logger' | 'pilot' | 'storeSecurity' | 'updatesAddress' | 'storeAddress' | 'store'
+        'logger' | 'pilot' | 'storeSecurity' | 'updatesAddress' | 'storeAddress' | 'store' | 'spill'
       >,
   ) {
     this.log = opts.logger.child({ component: 'update-worker', worker: opts.name });
     this.bad = new BadMessages(this.log);
     // Random part: batch ids stay unique across restarts of a worker with the same name.
     this.prefix = `${opts.name}.${randomBytes(4).toString('hex')}`;
+    this.queue = new SpillQueue({
+      ...(opts.spill !== undefined ? { spill: opts.spill } : {}),
+      name: opts.name,
+      frameSize: opts.batchSize,
+      log: this.log,
+    });
     const onReply = (reply: StoreReply): void => this.onReply(reply);
     if (opts.store !== undefined) this.link = new LocalStoreLink(opts.store, onReply);
     else if (opts.storeAddress !== undefined) {
@@ -141,13 +167,27 @@ export class UpdateWorker {
       gapMs: opts.gapMs ?? 0,
       ackTimeoutMs: positiveInt('ackTimeoutMs', opts.ackTimeoutMs, 5_000),
       maxInFlight: positiveInt('maxInFlight', opts.maxInFlight, 8),
+      ...(opts.spill !== undefined ? { spill: opts.spill } : {}),
       logger: opts.logger,
       name: opts.name ?? 'update-worker',
     });
   }
 
   stats(): UpdateWorkerStats {
-    return { ...this.counts, inFlight: this.unacked.size };
+    const q = this.queue;
+    return {
+      ...this.counts,
+      givenUp: this.counts.givenUp + q.lost,
+      givenUpUnsent: this.givenUpUnsent,
+      inFlight: this.unacked.size,
+      held: q.held,
+      spilled: q.spilled,
+    };
+  }
+
+  /** The spill file's path while there is one (see UpdateWorkerOptions.spill). */
+  get spillFile(): string | undefined {
+    return this.queue.file;
   }
 
   /**
@@ -180,11 +220,11 @@ export class UpdateWorker {
       return;
     }
     this.counts.received += notifications.length;
-    for (const n of notifications) this.buffer.push(n);
+    this.queue.push(notifications);
     // what a process hands over is gathered per turn already (CoalescingSender): with no batch
     // in flight it goes now, not a turn later
     if (this.unacked.size === 0 && this.gapPassed()) this.flush(true);
-    else if (this.buffer.length >= this.opts.batchSize) this.flush(false);
+    else if (this.queue.length >= this.opts.batchSize) this.flush(false);
     this.armFlush();
     this.pulled();
   }
@@ -203,14 +243,20 @@ export class UpdateWorker {
       this.drained = deferred();
       await withTimeout(this.drained.promise, ackWaitMs, 'update worker close').catch(() => {
         const notifications = [...this.unacked.values()].reduce((sum, u) => sum + u.count, 0);
-        this.counts.givenUp = notifications;
+        const unsent = this.queue.length;
+        this.counts.givenUp = notifications + unsent;
+        this.givenUpUnsent = unsent;
+        this.gaveUp = true;
         this.log.warn('closing with unacknowledged batches', {
           batches: this.unacked.size,
           notifications,
+          held: this.queue.held,
+          spilled: this.queue.spilled,
         });
       });
     }
     for (const u of this.unacked.values()) clearTimeout(u.timer);
+    this.queue.close();
     await this.link.close();
     this.log.info('update worker closed', { ...this.stats() });
   }
@@ -242,8 +288,8 @@ export class UpdateWorker {
     }
     this.counts.received += bulk.length;
     this.log.debug('update bulk received', { count: bulk.length });
-    for (const n of bulk) this.buffer.push(n);
-    if (this.buffer.length >= this.opts.batchSize) this.flush(false);
+    this.queue.push(bulk);
+    if (this.queue.length >= this.opts.batchSize) this.flush(false);
     this.armFlush();
     this.pulled();
   }
@@ -253,7 +299,7 @@ export class UpdateWorker {
   }
 
   private armFlush(): void {
-    if (this.buffer.length === 0) return;
+    if (this.queue.length === 0) return;
     const wait = this.lastSent + this.opts.gapMs - performance.now();
     if (this.unacked.size === 0 && wait <= 0) {
       this.immediate ??= setImmediate(() => {
@@ -283,18 +329,15 @@ export class UpdateWorker {
     if (this.immediate !== undefined) clearImmediate(this.immediate);
     this.immediate = undefined;
     const { batchSize, maxInFlight } = this.opts;
+    const q = this.queue;
     // at most maxInFlight batches unacknowledged (a store that does not answer gets no more):
-    // the rest waits in the buffer; closing sends it all, for its last wait
-    const room = (): boolean => this.closing !== undefined || this.unacked.size < maxInFlight;
-    let at = 0;
-    for (
-      ;
-      (this.buffer.length - at >= batchSize || (all && at < this.buffer.length)) && room();
-      at += batchSize
-    ) {
-      this.sendBatch(this.buffer.slice(at, at + batchSize));
+    // the rest waits in the queue; closing sends what is in memory, for its last wait (the
+    // spill file goes as acks make room: never read back whole)
+    const room = (): boolean =>
+      this.unacked.size < maxInFlight || (this.closing !== undefined && q.headInMemory);
+    while ((q.length >= batchSize || (all && q.length > 0)) && room()) {
+      this.sendBatch(q.shift(batchSize));
     }
-    this.buffer = at === 0 ? this.buffer : this.buffer.slice(at);
   }
 
   private sendBatch(notifications: Notification[]): void {
@@ -329,7 +372,7 @@ export class UpdateWorker {
   private onReply(reply: StoreReply): void {
     const u = this.unacked.get(reply.batch);
     // A late ack of a batch that was re-sent and already acknowledged.
-    if (u === undefined) return;
+    if (u === undefined || this.gaveUp) return;
     if (!reply.ok) {
       const final = reply.error?.code === 'E_VALIDATION' || reply.error?.code === 'E_REFUSED';
       if (!final) {
@@ -352,13 +395,16 @@ export class UpdateWorker {
     this.unacked.delete(reply.batch);
     this.link.forget(reply.batch);
     if (this.unacked.size < this.opts.maxInFlight) this.room?.resolve();
-    if (this.unacked.size === 0) {
-      this.drained?.resolve();
-      if (this.closing === undefined && this.gapPassed()) this.flush(true);
-      else if (this.closing === undefined) this.armFlush();
-    } else if (this.closing === undefined && this.buffer.length > 0) {
+    if (this.closing !== undefined) {
+      // closing: what is still queued (spilled) goes as acks make room, within the wait
+      this.flush(true);
+      if (this.unacked.size === 0) this.drained?.resolve();
+    } else if (this.unacked.size === 0) {
+      if (this.gapPassed()) this.flush(true);
+      else this.armFlush();
+    } else if (this.queue.length > 0) {
       // room again for what waited at the bound
-      if (this.buffer.length >= this.opts.batchSize) this.flush(false);
+      if (this.queue.length >= this.opts.batchSize) this.flush(false);
       this.armFlush();
     }
   }
