@@ -8,7 +8,7 @@ import {
   truncateSync,
 } from 'node:fs';
 import * as path from 'node:path';
-import type { PilotDescription, TaskDescription } from '../generated';
+import type { PilotDescription, PublishedAddresses, TaskDescription } from '../generated';
 import { UsageError } from '../errors';
 import { PRIVATE_FILE } from '../lib/private-files';
 import { errnoOf, StoreUnwritableError } from '../updater/state-store';
@@ -46,6 +46,11 @@ export type JournalEntry =
     }
   | { t: 'pilots-added'; mgr: string; pilots: string[] }
   | { t: 'tasks'; mgr: string; tasks: [uid: string, description: TaskDescription][] }
+  /**
+   * A resumed MongoDB session that listens elsewhere now, as it told its agents (see
+   * resume-addresses.ts): the highest epoch wins over `session`, `pilots` and earlier entries.
+   */
+  | ({ t: 'addresses' } & PublishedAddresses)
   /** The session was closed (`closed`) or taken up again (`resumed`): the last says which. */
   | { t: 'closed' | 'resumed'; at: number };
 

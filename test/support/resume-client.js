@@ -8,7 +8,8 @@
 //     run a gated task (nothing moves until GATE opens: gated tasks wait at the agent, or at the
 //     client for room on the pilot), then waits to be killed.
 //   node resume-client.js resume DIR LOG SESSION
-//     resumes SESSION, waits for every task to end, prints {"states": {...}}, closes.
+//     resumes SESSION (listening on $PF_RESUME_BIND_HOST, if set), waits for every task to end,
+//     prints {"states": {...}}, closes.
 const { Session } = require('../../dist/src');
 const { record } = require('./client-record');
 
@@ -54,7 +55,9 @@ async function first(gate, marks, n, resource) {
 }
 
 async function resume(uid) {
-  const session = await Session.open({ dir, resume: uid });
+  // PF_RESUME_BIND_HOST: where the resumed client listens (the relocation test: not where it did)
+  const bindHost = process.env.PF_RESUME_BIND_HOST;
+  const session = await Session.open({ dir, resume: uid, ...(bindHost ? { bindHost } : {}) });
   const { tmgr } = record(session, log);
   await tmgr.waitTasks({ timeoutMs: 120_000 });
   const states = {};
