@@ -4,11 +4,12 @@ import type { AgentAddresses, RelocationEffects } from './effects';
 
 /**
  * How long the client may be silent (it beats every second) before the agent looks whether it
- * listens elsewhere now: long enough that a busy client is not suspected at every pause, and
- * far below the agent's heartbeatTimeoutMs (30 s by default), so that it finds the new
- * addresses before it gives up on its client.
+ * listens elsewhere now: long enough that a client busy for a few seconds (a large replay, a
+ * long GC) does not send every agent to the database, far below the agent's
+ * heartbeatTimeoutMs (30 s by default), so that it finds the new addresses before it gives up
+ * on its client.
  */
-export const SILENCE_BEFORE_LOOKING_MS = 3_000;
+export const SILENCE_BEFORE_LOOKING_MS = 5_000;
 /** How often it looks while the client stays silent. */
 export const LOOK_EVERY_MS = 2_000;
 

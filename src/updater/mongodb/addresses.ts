@@ -32,7 +32,14 @@ export async function readAddresses(
     .collection<SessionDoc>(SESSIONS)
     .findOne({ _id: session }, { projection: { _id: 0, addresses: 1 } });
   if (doc?.addresses === undefined) return undefined;
-  return parsePublishedAddresses(doc.addresses);
+  try {
+    return parsePublishedAddresses(doc.addresses);
+  } catch (e) {
+    throw new StoreError(
+      `the addresses of session ${session} in ${db.databaseName}.${SESSIONS} are not valid: ${(e as Error).message}`,
+      { cause: e },
+    );
+  }
 }
 
 /**

@@ -231,7 +231,7 @@ describe('RelocationShell with no MongoDB server answering', () => {
       moved: () => moved++,
     });
     shell.core.onStart();
-    clock.advance(4_000); // silent: it looks
+    clock.advance(6_000); // silent: it looks
     await warning;
     expect(rec.lines).toHaveLength(1);
     expect(rec.lines[0]).toContain('cannot read where the client listens');

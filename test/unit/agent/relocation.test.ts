@@ -67,21 +67,21 @@ describe('RelocationCore: when an agent looks where its client listens', () => {
     rec.expectNoMore();
   });
 
-  it('looks once the client has been silent 3 s, then every 2 s, one read at a time', () => {
+  it('looks once the client has been silent 5 s, then every 2 s, one read at a time', () => {
     const { clock, core, rec } = setup();
     core.onStart();
+    clock.advance(4_000);
+    rec.expectNoMore(); // silent 4 s: a busy client
     clock.advance(2_000);
-    rec.expectNoMore(); // silent 2 s: a busy client
-    clock.advance(2_000);
-    expect(rec.take()).toEqual(['read at 4000']);
+    expect(rec.take()).toEqual(['read at 6000']);
     clock.advance(4_000); // the read is still under way: no second one
     rec.expectNoMore();
     core.onRead(undefined); // none published
     clock.advance(2_000);
-    expect(rec.take()).toEqual(['read at 10000']);
+    expect(rec.take()).toEqual(['read at 12000']);
     core.onReadFailed(); // no server: the next look tries again
     clock.advance(2_000);
-    expect(rec.take()).toEqual(['read at 12000']);
+    expect(rec.take()).toEqual(['read at 14000']);
     core.onRead(undefined);
     core.onHeartbeat(); // the client is back where it was
     clock.advance(2_000);
@@ -92,15 +92,15 @@ describe('RelocationCore: when an agent looks where its client listens', () => {
     const { clock, core, rec } = setup();
     clock.advance(60_000); // built, not started
     core.onStart();
-    clock.advance(2_000);
+    clock.advance(4_000);
     rec.expectNoMore();
     clock.advance(2_000);
-    expect(rec.take()).toEqual(['read at 64000']);
+    expect(rec.take()).toEqual(['read at 66000']);
   });
 
   it('looks sooner where the client is given up on sooner (half the heartbeat timeout)', () => {
     expect(silenceBeforeLookingMs(30_000)).toBe(SILENCE_BEFORE_LOOKING_MS);
-    expect(silenceBeforeLookingMs(2_000)).toBe(1_000);
+    expect(silenceBeforeLookingMs(6_000)).toBe(3_000);
     expect(silenceBeforeLookingMs(0)).toBe(SILENCE_BEFORE_LOOKING_MS); // never given up on
   });
 });
@@ -110,8 +110,8 @@ describe('RelocationCore: whether it moves', () => {
   function reading() {
     const h = setup();
     h.core.onStart();
-    h.clock.advance(4_000);
-    expect(h.rec.take()).toEqual(['read at 4000']);
+    h.clock.advance(6_000);
+    expect(h.rec.take()).toEqual(['read at 6000']);
     return h;
   }
 
@@ -121,13 +121,13 @@ describe('RelocationCore: whether it moves', () => {
     expect(rec.take()).toEqual(['move 1 4000,4001,4002,4003,4004 -> 5010,5011,5012,5013,5014']);
     expect(core.inUse.epoch).toBe(1);
     // the new client's beats take a moment: no look before it has been silent again
-    clock.advance(2_000);
+    clock.advance(4_000);
     rec.expectNoMore();
     clock.advance(2_000);
-    expect(rec.take()).toEqual(['read at 8000']);
+    expect(rec.take()).toEqual(['read at 12000']);
     core.onRead(published(1)); // the same epoch again: nothing to do
     clock.advance(2_000);
-    expect(rec.take()).toEqual(['read at 10000']);
+    expect(rec.take()).toEqual(['read at 14000']);
     core.onRead(published(2));
     expect(rec.take()).toEqual(['move 2 5010,5011,5012,5013,5014 -> 5020,5021,5022,5023,5024']);
     rec.expectNoMore();
@@ -138,7 +138,7 @@ describe('RelocationCore: whether it moves', () => {
     core.onRead(published(3));
     rec.take();
     for (const epoch of [1, 2, 3]) {
-      clock.advance(4_000);
+      clock.advance(6_000);
       rec.take();
       core.onRead(published(epoch));
       rec.expectNoMore();
@@ -164,7 +164,7 @@ describe('RelocationCore: whether it moves', () => {
     rec.expectNoMore();
     expect(core.inUse).toEqual({ epoch: 4, addresses: START });
     clock.advance(2_000);
-    expect(rec.take()).toEqual(['read at 6000']); // still silent: still looking
+    expect(rec.take()).toEqual(['read at 8000']); // still silent: still looking
   });
 
   it('looks no more once stopped, and ignores a read that comes back after', () => {
