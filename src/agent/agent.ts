@@ -38,6 +38,9 @@ import type { ShapeWait } from '../components/agent-scheduler/wait-reports';
  */
 const UPDATE_GAP_MS = 20;
 
+/** How long the agent waits for a silent client unless its config says (heartbeatTimeoutMs). */
+const CLIENT_TIMEOUT_MS = 30_000;
+
 /**
  * How long a spawner helper with follow-on starts queued holds its events: its tasks start
  * without the agent, so the agent need not wake for every exit (FOLLOW_COVER_MS covers it).
@@ -78,7 +81,7 @@ export class Agent {
   ) {
     this.lifecycle = new AgentLifecycleShell(() => this.parts(), log, systemClock, {
       pilot: cfg.pilot,
-      heartbeatTimeoutMs: cfg.heartbeatTimeoutMs ?? 30_000,
+      heartbeatTimeoutMs: cfg.heartbeatTimeoutMs ?? CLIENT_TIMEOUT_MS,
       runtimeMin: cfg.runtimeMin,
       signalBeforeEnd: cfg.signalBeforeEnd,
       storeInClient: cfg.mongodb === undefined,
@@ -338,7 +341,7 @@ export class Agent {
       pilot: cfg.pilot,
       mongodb: cfg.mongodb,
       addresses,
-      heartbeatTimeoutMs: cfg.heartbeatTimeoutMs ?? 30_000,
+      heartbeatTimeoutMs: cfg.heartbeatTimeoutMs ?? CLIENT_TIMEOUT_MS,
       clock: systemClock,
       log: this.log.child({ component: 'Relocation' }),
       connections: () => ({ control: this.control, queues: this.queues, files: this.files }),
