@@ -25,6 +25,7 @@ import { launchSetup } from './resources/launch-setup';
 import { discoverNodes } from './resources/nodes';
 import { JOB_END_MARGIN_MS, slurmJobEnd } from './resources/slurm-job-end';
 import { AgentTaskQueues } from './task-queues';
+import { RelocationShell } from './relocation/shell';
 import type { NodeResources } from '../components/agent-scheduler/node-state';
 import type { ShapeWait } from '../components/agent-scheduler/wait-reports';
 
@@ -36,6 +37,9 @@ import type { ShapeWait } from '../components/agent-scheduler/wait-reports';
  * both the client and the agent.
  */
 const UPDATE_GAP_MS = 20;
+
+/** How long the agent waits for a silent client unless its config says (heartbeatTimeoutMs). */
+const CLIENT_TIMEOUT_MS = 30_000;
 
 /**
  * How long a spawner helper with follow-on starts queued holds its events: its tasks start
@@ -87,6 +91,8 @@ export class Agent {
   private warnings: string[] = [];
   private notes: AgentNotifications | undefined;
   private files: FileChannel | undefined;
+  /** A MongoDB session's: finds where a silent client listens now, and moves there. */
+  private relocation: RelocationShell | undefined;
   private readonly firstSight = new FirstSight();
   private readonly lifecycle: AgentLifecycleShell;
   /** Resolves once the agent has shut down, with the pilot final state it suggests. */
@@ -98,7 +104,7 @@ export class Agent {
   ) {
     this.lifecycle = new AgentLifecycleShell(() => this.parts(), log, systemClock, {
       pilot: cfg.pilot,
-      heartbeatTimeoutMs: cfg.heartbeatTimeoutMs ?? 30_000,
+      heartbeatTimeoutMs: cfg.heartbeatTimeoutMs ?? CLIENT_TIMEOUT_MS,
       runtimeMin: cfg.runtimeMin,
       signalBeforeEnd: cfg.signalBeforeEnd,
       storeInClient: cfg.mongodb === undefined,
@@ -272,15 +278,20 @@ export class Agent {
     );
     this.control = control;
     const life = this.lifecycle.core;
+    this.relocation = this.relocationOf(cfg);
+    const heard = (): void => {
+      life.onHeartbeat();
+      this.relocation?.core.onHeartbeat();
+    };
     control.on((msg) => {
       switch (msg.type) {
         case 'cancel_tasks':
           for (const c of [input, scheduler, executor, output]) c.onCancel(msg.uids);
           return;
         case 'heartbeat':
-          return life.onHeartbeat();
+          return heard();
         case 'client_resumed':
-          life.onHeartbeat();
+          heard();
           scheduler.onWaitsResend();
           return void this.announce().catch((e: unknown) =>
             this.log.error('agent_ready failed', errorMeta(e)),
@@ -297,6 +308,7 @@ export class Agent {
       }
     });
     life.onStart();
+    this.relocation?.core.onStart();
     try {
       await control.ready();
     } catch (e) {
@@ -330,6 +342,27 @@ export class Agent {
     return { storeAddress: addresses.store };
   }
 
+  /**
+   * An agent of a MongoDB session can learn where a resumed client listens, if not where it
+   * did (docs/state-store.md, "Session resume"); an embedded store's agents cannot.
+   */
+  private relocationOf(cfg: AgentConfig): RelocationShell | undefined {
+    if (cfg.mongodb === undefined) return undefined;
+    const { store: _store, ...addresses } = cfg.addresses;
+    return new RelocationShell({
+      session: cfg.session,
+      pilot: cfg.pilot,
+      mongodb: cfg.mongodb,
+      addresses,
+      heartbeatTimeoutMs: cfg.heartbeatTimeoutMs ?? CLIENT_TIMEOUT_MS,
+      clock: systemClock,
+      log: this.log.child({ component: 'Relocation' }),
+      connections: () => ({ control: this.control, queues: this.queues, files: this.files }),
+      // a client that published addresses is alive: it gets its time to be heard there
+      moved: () => this.lifecycle.core.onHeartbeat(),
+    });
+  }
+
   /** What a shutdown takes apart, as far as it was built. */
   private parts(): AgentParts {
     return {
@@ -340,6 +373,7 @@ export class Agent {
       components: [this.input?.core, this.scheduler?.core, this.executor?.core, this.output?.core],
       pool: this.executor,
       control: this.control,
+      relocation: this.relocation,
       files: this.files,
       scheduler: this.scheduler?.core,
       executor: this.executor?.core,

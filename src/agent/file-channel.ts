@@ -12,6 +12,7 @@ import type { TransferResult, Transfers } from '../components/shared/transfers';
 import { decode, encode } from '../transport/codec';
 import { clientOptions, type ClientSecurity } from '../transport/curve';
 import { fileOp, normalPath, pathProblem } from '../transport/file-paths';
+import { moveConnection } from '../transport/frames';
 import {
   CHUNK_BYTES,
   ChunkWindow,
@@ -76,6 +77,8 @@ export class FileChannel implements Transfers {
   private sendChain: Promise<void> = Promise.resolve();
   private nextReq = 0;
   private closed = false;
+  /** Where the socket connects: the pilot's file socket, moved where the client moved. */
+  private at: string;
 
   constructor(private readonly opts: FileChannelOptions) {
     this.clock = opts.clock ?? systemClock;
@@ -88,6 +91,7 @@ export class FileChannel implements Transfers {
       ...clientOptions(opts.security),
     });
     this.sock.connect(opts.address);
+    this.at = opts.address;
     this.loop = this.receive();
   }
 
@@ -209,6 +213,15 @@ export class FileChannel implements Transfers {
     } finally {
       await fh.close().catch(noop);
     }
+  }
+
+  /**
+   * Connects to the client's file socket at `address` instead (its client listens elsewhere
+   * now); a request on the way to the old one is unanswered and fails its transfer at its
+   * timeout, as it would with the client gone.
+   */
+  move(address: string): void {
+    this.at = moveConnection(this.sock, this.at, address);
   }
 
   /** Fails every transfer under way (E_TRANSFER) and closes the socket. */

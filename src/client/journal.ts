@@ -9,7 +9,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import * as path from 'node:path';
-import type { PilotDescription, TaskDescription } from '../generated';
+import type { PilotDescription, PublishedAddresses, TaskDescription } from '../generated';
 import { UsageError } from '../errors';
 import { PRIVATE_FILE } from '../lib/private-files';
 import { errnoOf, StoreUnwritableError } from '../updater/state-store';
@@ -49,6 +49,11 @@ export type JournalEntry =
   | { t: 'tasks'; mgr: string; tasks: [uid: string, description: TaskDescription][] }
   /** What `pilotfish run` runs, less its `store` (a MongoDB session keeps its journal there). */
   | { t: 'workload'; workload: Record<string, unknown> }
+  /**
+   * A resumed MongoDB session that listens elsewhere now, as it told its agents (see
+   * resume-addresses.ts): the highest epoch wins over `session`, `pilots` and earlier entries.
+   */
+  | ({ t: 'addresses' } & PublishedAddresses)
   /** The session was closed (`closed`) or taken up again (`resumed`): the last says which. */
   | { t: 'closed' | 'resumed'; at: number };
 

@@ -76,8 +76,16 @@ export class PilotLinks {
     });
   }
 
-  /** Issues the pilot's keys and binds its sockets (`before`: those of a resumed session). */
-  async open(pilot: string, before?: PilotLink): Promise<PilotLink> {
+  /** The control socket every agent subscribes to. */
+  get controlDown(): string {
+    return this.deps.controlDown;
+  }
+
+  /**
+   * Issues the pilot's keys and binds its sockets (`before`: a pilot of a resumed session, its
+   * key, and the ports its agent connects to unless it moves to fresh ones).
+   */
+  async open(pilot: string, before?: Partial<PilotLink>): Promise<PilotLink> {
     const { security, pipeline, store, uplinks, listenAt } = this.deps;
     let publicKey: string | undefined;
     if (security !== undefined) {

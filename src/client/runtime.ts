@@ -16,7 +16,7 @@ import type { MongoStore } from '../updater/mongodb/store';
 import { openStore, type SessionStore, type StoreChoice } from '../updater/store-choice';
 import type { UpdateWorker } from '../updater/update-worker';
 import { DeliveredCounters, DeliveryCursor } from './delivered';
-import type { Journal, JournalEntry, SessionAddresses } from './journal';
+import type { Journal, JournalEntry } from './journal';
 import { ManagerPipeline } from './manager-pipeline';
 import { MemoryTrimmer } from './memory-trimmer';
 import type { SessionOptions } from './session';
@@ -25,6 +25,7 @@ import { closeStore, StoreHealth, throughOutage } from './store-health';
 import type { FinalPilotState } from '../states/pilot-model';
 import { recoveryPlan } from './pilot-recovery';
 import { givenInStore, PilotLinks, type PilotLink } from './pilot-links';
+import { ResumeAddresses } from './resume-addresses';
 import { SessionSecurity } from './session-security';
 import { sessionPlace } from './session-place';
 import { ClientMirror, unknownTasks } from './session-mirror';
@@ -77,6 +78,8 @@ export class ClientRuntime {
   private uplinks: ControlUplinks | undefined;
   private given:
     Promise<ReadonlyMap<string, readonly { uid: string; attempt: number }[]>> | undefined;
+  /** Where a resumed session listens (undefined: a new one). */
+  private addressing: ResumeAddresses | undefined;
   /** The session's keys; undefined only for a session opened `insecure: 'trusted-network'`. */
   security: SessionSecurity | undefined;
   pipeline!: ManagerPipeline;
@@ -118,18 +121,17 @@ export class ClientRuntime {
     try {
       s.delivered = DeliveredCounters.open(dir);
       const entry = resumed?.find((e) => e.t === 'session');
-      if (resumed !== undefined && entry?.addresses.controlDown === undefined) {
-        throw new UsageError(`cannot resume: ${journal.file} names no addresses`);
-      }
       // a resumed session keeps the mode it was opened in: its agents hold keys or none
       const insecure = entry !== undefined ? entry.insecure === true : opts.insecure !== undefined;
-      await s.start(
-        opts.updateWorkers ?? 1,
-        `tcp://${opts.bindHost ?? '127.0.0.1'}:0`,
-        entry?.addresses,
-        insecure,
-        { choice, mongo },
+      s.addressing = await ResumeAddresses.of(
+        { uid, journal, resumed, choice },
+        opts.bindHost,
+        log,
       );
+      await s.start(opts.updateWorkers ?? 1, `tcp://${opts.bindHost ?? '127.0.0.1'}:0`, insecure, {
+        choice,
+        mongo,
+      });
     } catch (e) {
       log.error('session failed to open', errorMeta(e));
       await s.close();
@@ -142,7 +144,6 @@ export class ClientRuntime {
   private async start(
     nWorkers: number,
     listenAt: string,
-    before: SessionAddresses | undefined,
     insecure: boolean,
     where: { choice: StoreChoice; mongo: MongoStore | undefined },
   ): Promise<void> {
@@ -166,13 +167,8 @@ export class ClientRuntime {
     for (const s of [this.journal, this.delivered]) this.health.watch(s);
     // before the control socket is bound: a resumed session's agents reconnect to it at once
     this.security?.admitJournaled(this.resumed);
-    const control = await openSessionControl(
-      this.uid,
-      listenAt,
-      before?.controlDown,
-      this.security,
-      this.log,
-    );
+    const at = this.addressing?.controlDown;
+    const control = await openSessionControl(this.uid, listenAt, at, this.security, this.log);
     this.bridges.push(control.bridge);
     this.control = control.bus;
     this.uplinks = control.uplinks;
@@ -216,7 +212,7 @@ export class ClientRuntime {
         )),
     });
     await this.control.ready();
-    if (before === undefined) {
+    if (this.addressing === undefined) {
       this.journal.append({
         t: 'session',
         uid: this.uid,
@@ -328,6 +324,8 @@ export class ClientRuntime {
     if (!this.resuming) return;
     const hooks = this.replayHooks.splice(0).sort((a, b) => a.order - b.order);
     for (const h of hooks) await h.before();
+    // a session that moved tells its agents where it listens before they are asked to report in
+    await this.addressing?.publish(this.links.controlDown, this.journal, () => this.closed);
     this.resuming = false;
     const known = (uid: string): boolean => this.tasks.has(uid);
     const unknown = this.mirror && unknownTasks((l) => this.onNotifications(l), known, this.log);
@@ -372,7 +370,8 @@ export class ClientRuntime {
 
   /** Issues a pilot's keys and binds its sockets (`before`: a resumed session's). */
   openPilot(pilot: string, before?: PilotLink): Promise<PilotLink> {
-    return this.links.open(pilot, before);
+    const open = (b?: Partial<PilotLink>): Promise<PilotLink> => this.links.open(pilot, b);
+    return this.addressing?.open(pilot, before, open) ?? open(before);
   }
 
   /** Messages and connections the session refused so far (see docs/security.md). */
@@ -422,6 +421,7 @@ export class ClientRuntime {
     await this.links?.close();
     await Promise.all(this.bridges.map((b) => b.close()));
     await this.security?.close();
+    await this.addressing?.close();
     this.delivered?.close();
     await this.fileLog.close();
     this.health.throwIfLost(this.store, this.workers);

@@ -8,6 +8,7 @@ export type { NotificationBulk } from './notification-bulk';
 export type { Notification } from './notification';
 export type { PilotDescription } from './pilot-description';
 export type { PilotState } from './pilot-state';
+export type { PublishedAddresses } from './published-addresses';
 export type { Reason } from './reason';
 export type { SessionOptionsInput } from './session-options';
 export type { StagingDirective } from './staging-directive';

@@ -10,6 +10,7 @@ import type {
   Notification,
   NotificationBulk,
   PilotDescription,
+  PublishedAddresses,
   SessionOptionsInput,
   StoreReply,
   StoreRequest,
@@ -27,6 +28,7 @@ import notification from '../../schemas/notification.schema.json';
 import notificationBulk from '../../schemas/notification-bulk.schema.json';
 import pilotDescription from '../../schemas/pilot-description.schema.json';
 import pilotState from '../../schemas/pilot-state.schema.json';
+import publishedAddresses from '../../schemas/published-addresses.schema.json';
 import reason from '../../schemas/reason.schema.json';
 import sessionOptions from '../../schemas/session-options.schema.json';
 import stagingDirective from '../../schemas/staging-directive.schema.json';
@@ -84,6 +86,7 @@ ajv.addSchema([
   agentConfig,
   workload,
   sessionOptions,
+  publishedAddresses,
 ]);
 
 function compiled(schema: { $id: string }): ValidateFunction {
@@ -273,3 +276,8 @@ export const parseWorkload = parser<Workload>('Workload', workload);
 export const parseSessionOptions = parser<SessionOptionsInput>('SessionOptions', sessionOptions);
 export const parseFileRequest = parser<FileRequest>('FileRequest', fileRequest);
 export const parseFileReply = parser<FileReply>('FileReply', fileReply);
+/** A MongoDB session's `addresses` as read back from its `sessions` document. */
+export const parsePublishedAddresses = parser<PublishedAddresses>(
+  'PublishedAddresses',
+  publishedAddresses,
+);

@@ -51,6 +51,15 @@ export class ControlBus {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * Connects to the session's control sockets at `addresses` instead: an agent whose client
+   * listens elsewhere now (same keys: the session's key did not change).
+   */
+  move(addresses: { in: string; out: string }): void {
+    this.pub.move(addresses.in);
+    this.sub.move(addresses.out);
+  }
+
   publish(msg: OutgoingControl): Promise<void> {
     return this.pub.publish({ ...msg, session: this.session });
   }

@@ -61,6 +61,19 @@ export class SerialSender {
   }
 }
 
+/**
+ * Moves a connecting socket from `from` to `to` (an agent whose client listens elsewhere now),
+ * and returns `to`; the socket, its options (CURVE keys) and what it subscribed to stay. What
+ * the socket held for the old connection and never sent goes with it: libzmq drops a pipe's
+ * messages when its endpoint is disconnected.
+ */
+export function moveConnection(sock: zmq.Socket, from: string, to: string): string {
+  if (from === to || sock.closed) return from;
+  sock.disconnect(from);
+  sock.connect(to);
+  return to;
+}
+
 /** Resolves once `p` settles or `ms` have passed, whichever is first. */
 async function settledWithin(p: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;

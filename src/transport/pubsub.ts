@@ -1,22 +1,38 @@
 import * as zmq from 'zeromq';
 import { clientOptions, type ClientSecurity } from './curve';
-import { MAX_MESSAGE_BYTES, SerialSender, decodedMessages, type Decoded } from './frames';
+import {
+  MAX_MESSAGE_BYTES,
+  SerialSender,
+  decodedMessages,
+  moveConnection,
+  type Decoded,
+} from './frames';
 
 /** Publishes on a pubsub bridge's `in`. Messages sent before the connection is up are lost. */
 export class Publisher {
   private readonly out: SerialSender;
+  private readonly sock: zmq.Publisher;
 
   constructor(
-    readonly address: string,
+    private at: string,
     security?: ClientSecurity,
   ) {
-    const sock = new zmq.Publisher({
+    this.sock = new zmq.Publisher({
       linger: 1_000,
       maxMessageSize: MAX_MESSAGE_BYTES,
       ...clientOptions(security),
     });
-    sock.connect(address);
-    this.out = new SerialSender(sock);
+    this.sock.connect(at);
+    this.out = new SerialSender(this.sock);
+  }
+
+  get address(): string {
+    return this.at;
+  }
+
+  /** Connects to `address` instead (see moveConnection). */
+  move(address: string): void {
+    this.at = moveConnection(this.sock, this.at, address);
   }
 
   publish(value: unknown): Promise<void> {
@@ -33,7 +49,7 @@ export class Subscriber {
   private readonly sock: zmq.Subscriber;
 
   constructor(
-    readonly address: string,
+    private at: string,
     security?: ClientSecurity,
   ) {
     this.sock = new zmq.Subscriber({
@@ -41,8 +57,17 @@ export class Subscriber {
       maxMessageSize: MAX_MESSAGE_BYTES,
       ...clientOptions(security),
     });
-    this.sock.connect(address);
+    this.sock.connect(at);
     this.sock.subscribe();
+  }
+
+  get address(): string {
+    return this.at;
+  }
+
+  /** Connects to `address` instead; the subscription is the socket's, and goes along. */
+  move(address: string): void {
+    this.at = moveConnection(this.sock, this.at, address);
   }
 
   messages(): AsyncGenerator<Decoded> {

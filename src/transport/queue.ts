@@ -2,7 +2,13 @@ import * as zmq from 'zeromq';
 import { bindWhenFree } from './bind-when-free';
 import { encode } from './codec';
 import { clientOptions, serverOptions, type ClientSecurity, type ServerSecurity } from './curve';
-import { MAX_MESSAGE_BYTES, SerialSender, decodedMessages, type Decoded } from './frames';
+import {
+  MAX_MESSAGE_BYTES,
+  SerialSender,
+  decodedMessages,
+  moveConnection,
+  type Decoded,
+} from './frames';
 import { SendGap } from './send-gap';
 
 /** Most items one queue message carries (see PushEnd.send). */
@@ -78,12 +84,27 @@ export abstract class PushEnd {
 
 /** The producing end of a queue that connects: to a bridge's `in`, or a BoundQueueReceiver. */
 export class QueueSender extends PushEnd {
+  private at: string;
+  private readonly sock: zmq.Push;
+
   /** `security`: this peer's keys where the other end is a CURVE server (another process's). */
-  constructor(
-    readonly address: string,
-    security?: ClientSecurity,
-  ) {
-    super(new SerialSender(connected(pushSocket(FLUSH_MS, clientOptions(security)), address)));
+  constructor(address: string, security?: ClientSecurity) {
+    const sock = connected(pushSocket(FLUSH_MS, clientOptions(security)), address);
+    super(new SerialSender(sock));
+    this.sock = sock;
+    this.at = address;
+  }
+
+  get address(): string {
+    return this.at;
+  }
+
+  /**
+   * Connects to `address` instead (see moveConnection): what was queued for the old address
+   * and never sent is lost, a send still waiting for room goes to the new one.
+   */
+  move(address: string): void {
+    this.at = moveConnection(this.sock, this.at, address);
   }
 
   close(): Promise<void> {
@@ -145,11 +166,20 @@ export abstract class PullEnd {
 
 /** The consuming end of a queue that connects: to a bridge's `out`, or a BoundQueueSender. */
 export class QueueReceiver extends PullEnd {
-  constructor(
-    readonly address: string,
-    security?: ClientSecurity,
-  ) {
+  private at: string;
+
+  constructor(address: string, security?: ClientSecurity) {
     super(connected(pullSocket(clientOptions(security)), address));
+    this.at = address;
+  }
+
+  get address(): string {
+    return this.at;
+  }
+
+  /** Pulls from `address` instead (see moveConnection). */
+  move(address: string): void {
+    this.at = moveConnection(this.sock, this.at, address);
   }
 }
 

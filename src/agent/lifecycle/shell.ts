@@ -30,6 +30,8 @@ export interface AgentParts {
   )[];
   pool?: { close(): Promise<void> } | undefined;
   control?: ControlBus | undefined;
+  /** Looks where a silent client listens now (MongoDB sessions): stopped, then closed. */
+  relocation?: { stop(): void; close(): Promise<void> } | undefined;
   /** The file channel: transfers still under way fail (E_TRANSFER) when it closes. */
   files?: { close(): Promise<void> } | undefined;
   /** Stops starting tasks at the drain point; `queued`: tasks that wait for slots. */
@@ -60,6 +62,7 @@ export class AgentLifecycleShell implements AgentLifecycleEffects {
 
   shuttingDown(s: Shutdown): void {
     this.log.info('agent shutting down', { final: s.final, message: s.message });
+    this.parts().relocation?.stop(); // its connections go as they are
   }
 
   stopReceiving(): void {
@@ -149,7 +152,8 @@ export class AgentLifecycleShell implements AgentLifecycleEffects {
   }
 
   closeControl(): void {
-    this.after('closeControl', () => this.parts().control?.close());
+    const { control, relocation } = this.parts();
+    this.after('closeControl', () => Promise.all([control?.close(), relocation?.close()]));
   }
 
   finished(final: AgentFinal, message: string): void {

@@ -65,6 +65,21 @@ export class QueueSet {
     this.loops.push(run(r));
   }
 
+  /**
+   * Moves every queue of this set that connects to `from` (another process's socket) to `to`:
+   * an agent whose client listens elsewhere now. Returns how many moved.
+   */
+  move(from: string, to: string): number {
+    if (from === to) return 0;
+    let moved = 0;
+    for (const q of [...this.senders, ...this.receivers]) {
+      if (!(q instanceof QueueSender || q instanceof QueueReceiver) || q.address !== from) continue;
+      q.move(to);
+      moved++;
+    }
+    return moved;
+  }
+
   /** Stops taking messages and waits for every loop to end. */
   async stopReceiving(): Promise<void> {
     for (const r of this.receivers) r.close();
