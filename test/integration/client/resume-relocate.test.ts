@@ -1,13 +1,5 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import {
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  watch,
-  writeFileSync,
-} from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -16,12 +8,12 @@ import type { JournalEntry } from '../../../src/client/journal';
 import { Session } from '../../../src/client/session';
 import { UsageError } from '../../../src/errors';
 import type { PublishedAddresses } from '../../../src/generated';
-import { withTimeout } from '../../../src/lib/deferred';
 import { PILOT_STATES } from '../../../src/states/pilot-model';
 import { TASK_STATES } from '../../../src/states/task-model';
 import { readStoreChoice } from '../../../src/updater/store-choice';
 import { clientChild, killAgents } from '../../support/client-child';
 import { closedGate } from '../../support/flock-gate';
+import { dirEntries } from '../../support/dir-entries';
 import { removeMongoSessions } from '../../support/mongodb';
 import { tempDirs } from '../../support/temp-dirs';
 
@@ -115,26 +107,6 @@ const MONGO_URI = process.env['PILOTFISH_MONGODB_URI'];
 const withMongo = MONGO_URI !== undefined && MONGO_URI !== '';
 const CLIENT = path.join(__dirname, '../../support/resume-client.js');
 
-/** Resolves once `dir` holds `count` entries (fs.watch events, with a deadline). */
-function entries(dir: string, count: number, timeoutMs: number): Promise<void> {
-  return withTimeout(
-    new Promise<void>((resolve) => {
-      const w = watch(dir, () => {
-        if (readdirSync(dir).length >= count) {
-          w.close();
-          resolve();
-        }
-      });
-      if (readdirSync(dir).length >= count) {
-        w.close();
-        resolve();
-      }
-    }),
-    timeoutMs,
-    `${count} entries in ${dir}`,
-  );
-}
-
 /** The `addresses` field of a session's document in `sessions`. */
 async function publishedOf(dir: string, session: string): Promise<PublishedAddresses | undefined> {
   const choice = readStoreChoice(dir);
@@ -208,7 +180,7 @@ async function removeSessionDocs(root: string): Promise<void> {
         expect(before).toMatch(/^tcp:\/\/127\.0\.0\.1:/);
         // the agent works on with no client
         await closed.open();
-        await entries(marks, quiet.atAgent, 60_000);
+        await dirEntries(marks, quiet.atAgent, 60_000);
 
         // the second listens on 127.0.0.2: its agent, which connects to 127.0.0.1, must move
         const two = clientChild(CLIENT, ['resume', root, log2, session], {

@@ -1,36 +1,16 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, watch } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { withTimeout } from '../../../src/lib/deferred';
 import { PILOT_STATES } from '../../../src/states/pilot-model';
 import { TASK_STATES } from '../../../src/states/task-model';
 import { closedGate } from '../../support/flock-gate';
+import { dirEntries } from '../../support/dir-entries';
 import { clientChild, killAgents } from '../../support/client-child';
 import { describeSlurm, slurmEnv } from '../../support/slurm';
 import { removeMongoSessions } from '../../support/mongodb';
 
 const CLIENT = path.join(__dirname, '../../support/resume-client.js');
-
-/** Resolves once `dir` holds `count` entries (fs.watch events, with a deadline). */
-function entries(dir: string, count: number, timeoutMs: number): Promise<void> {
-  return withTimeout(
-    new Promise<void>((resolve) => {
-      const w = watch(dir, () => {
-        if (readdirSync(dir).length >= count) {
-          w.close();
-          resolve();
-        }
-      });
-      if (readdirSync(dir).length >= count) {
-        w.close();
-        resolve();
-      }
-    }),
-    timeoutMs,
-    `${count} entries in ${dir}`,
-  );
-}
 
 /**
  * Kills a client with SIGKILL while N tasks are in flight on one pilot, lets the tasks finish
@@ -64,7 +44,7 @@ async function killAndResume(
 
     // the agent works on with no client: the gated tasks it holds run once the gate opens
     await closed.open();
-    await entries(marks, quiet.atAgent, 60_000);
+    await dirEntries(marks, quiet.atAgent, 60_000);
 
     // resumed from the database alone: nothing of the first client's directory is left
     if (opts.removeDir === true) rmSync(path.join(root, session), { recursive: true });
