@@ -1,5 +1,6 @@
 import { promises as dns } from 'node:dns';
 import * as net from 'node:net';
+import { FREED_WITHIN_MS } from '../transport/bind-when-free';
 import * as os from 'node:os';
 import { errorMeta, UsageError } from '../errors';
 import type { PublishedAddresses } from '../generated';
@@ -182,14 +183,31 @@ async function firstUnbindable(
   for (const address of new Set(addresses)) {
     const at = tcpParts(address);
     if (at === undefined) continue;
-    const failure = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
-      const server = net.createServer();
-      server.once('error', resolve);
-      server.listen({ ...at, exclusive: true }, () => server.close(() => resolve(undefined)));
-    });
+    const failure = await listensWhenFree(at);
     if (failure !== undefined) {
       return { address, code: failure.code ?? 'unknown', message: failure.message };
     }
   }
   return undefined;
+}
+
+/**
+ * Listens on `at` for a moment. A port taken (EADDRINUSE) is tried again for as long as a
+ * bind waits for it (bindWhenFree): the last client's sockets free their ports only when
+ * libzmq's reaper gets to them, a few milliseconds after its close resolved.
+ */
+async function listensWhenFree(at: {
+  host: string;
+  port: number;
+}): Promise<NodeJS.ErrnoException | undefined> {
+  const deadline = Date.now() + FREED_WITHIN_MS;
+  for (let waitMs = 1; ; waitMs = Math.min(waitMs * 2, 50)) {
+    const failure = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+      const server = net.createServer();
+      server.once('error', resolve);
+      server.listen({ ...at, exclusive: true }, () => server.close(() => resolve(undefined)));
+    });
+    if (failure?.code !== 'EADDRINUSE' || Date.now() > deadline) return failure;
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
+  }
 }

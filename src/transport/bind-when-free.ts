@@ -1,7 +1,7 @@
 import type * as zmq from 'zeromq';
 
 /** How long a bind waits, by default, for the last socket on its address to free it. */
-const FREED_WITHIN_MS = 5_000;
+export const FREED_WITHIN_MS = 5_000;
 
 /**
  * Binds `address` on a socket its caller made (with CurveZMQ server options where it is on
