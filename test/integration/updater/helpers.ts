@@ -117,18 +117,12 @@ export class RecordingLogger implements Logger {
   }
 }
 
-/** Wraps a store and tells a test when appends (as the server asked for them) completed. */
-export class ObservedStore implements StateStore {
-  readonly appended: { batch: Notification[]; accepted: number }[] = [];
-  private readonly listeners = new Set<() => void>();
+/** A store that hands every call to another: tests override what they watch or hold back. */
+export class ForwardingStore implements StateStore {
+  constructor(protected readonly inner: StateStore) {}
 
-  constructor(private readonly inner: StateStore) {}
-
-  async append(batch: Notification[]): Promise<number> {
-    const accepted = await this.inner.append(batch);
-    this.appended.push({ batch, accepted });
-    for (const l of [...this.listeners]) l();
-    return accepted;
+  append(batch: Notification[]): Promise<number> {
+    return this.inner.append(batch);
   }
   watch(fromCursor?: number): AsyncIterable<WatchBulk> {
     return this.inner.watch(fromCursor);
@@ -138,6 +132,19 @@ export class ObservedStore implements StateStore {
   }
   close(): Promise<void> {
     return this.inner.close();
+  }
+}
+
+/** Wraps a store and tells a test when appends (as the server asked for them) completed. */
+export class ObservedStore extends ForwardingStore {
+  readonly appended: { batch: Notification[]; accepted: number }[] = [];
+  private readonly listeners = new Set<() => void>();
+
+  override async append(batch: Notification[]): Promise<number> {
+    const accepted = await this.inner.append(batch);
+    this.appended.push({ batch, accepted });
+    for (const l of [...this.listeners]) l();
+    return accepted;
   }
 
   /** Resolves once `holds()` is true after some completed append, rejects after `ms`. */

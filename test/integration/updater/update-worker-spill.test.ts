@@ -11,36 +11,24 @@ import {
   UpdateWorker,
   type UpdateWorkerOptions,
 } from '../../../src/updater';
-import type { StateStore, WatchBulk } from '../../../src/updater/state-store';
-import { makeNotes, RecordingLogger, waitForCount } from './helpers';
+import { ForwardingStore, makeNotes, RecordingLogger, waitForCount } from './helpers';
 
 /**
  * A real embedded store whose appends wait until `release()`: a store that is away (a MongoDB
  * outage, a full disk) as the UpdateWorker sees it, batches unacknowledged. Records each
  * append as it was asked for, in order.
  */
-class WithholdingStore implements StateStore {
+class WithholdingStore extends ForwardingStore {
   readonly asked: Notification[][] = [];
   private readonly gate = deferred<void>();
 
-  constructor(private readonly inner: EmbeddedStore) {}
-
-  async append(batch: Notification[]): Promise<number> {
+  override async append(batch: Notification[]): Promise<number> {
     this.asked.push(batch);
     await this.gate.promise;
     return this.inner.append(batch);
   }
   release(): void {
     this.gate.resolve();
-  }
-  watch(fromCursor?: number): AsyncIterable<WatchBulk> {
-    return this.inner.watch(fromCursor);
-  }
-  history(uid?: string): Promise<Notification[]> {
-    return this.inner.history(uid);
-  }
-  close(): Promise<void> {
-    return this.inner.close();
   }
 }
 
