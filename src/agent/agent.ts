@@ -21,9 +21,9 @@ import type { AgentFinal } from './lifecycle/effects';
 import { AgentLifecycleShell, type AgentParts } from './lifecycle/shell';
 import { FileChannel } from './file-channel';
 import { AgentNotifications } from './notifications';
+import { JOB_END_MARGIN_MS } from './resources/allocation';
 import { launchSetup } from './resources/launch-setup';
-import { discoverNodes } from './resources/nodes';
-import { JOB_END_MARGIN_MS, slurmJobEnd } from './resources/slurm-job-end';
+import { readAllocation } from './resources/registry';
 import { AgentTaskQueues } from './task-queues';
 import { RelocationShell } from './relocation/shell';
 import type { NodeResources } from '../components/agent-scheduler/node-state';
@@ -141,14 +141,13 @@ export class Agent {
 
   private async wire(): Promise<void> {
     const cfg = this.cfg;
-    this.nodes = discoverNodes(cfg);
+    // where the agent runs, read once: its nodes, its end, how its tasks may start
+    const allocation = readAllocation(cfg);
+    this.nodes = [...allocation.nodes];
     this.log.info('agent resources', { resource: cfg.resource ?? 'local', nodes: this.nodes });
-    // probed while the queues are built (under Slurm it runs commands and a one-rank step)
-    const setup = launchSetup(cfg, this.nodes, this.log);
-    const jobEnd =
-      cfg.resource === 'slurm'
-        ? slurmJobEnd(process.env, (m) => this.warnings.push(m))
-        : Promise.resolve(undefined);
+    // probed while the queues are built (an allocation's probe may run commands)
+    const setup = launchSetup(allocation, this.log);
+    const jobEnd = allocation.jobEnd((m) => this.warnings.push(m));
     // the task hops inside the agent are local queues (LocalQueue: the hot path is their
     // latency), and the UpdateWorkers take the components' notifications in this process
     const queueLog = this.log.child({ component: 'queues' });
@@ -194,7 +193,7 @@ export class Agent {
     const { launch, warnings } = await setup;
     this.warnings = warnings;
     // function tasks run in warm workers on the agent's own node, one per core by default
-    const home = this.nodes.find((n) => n.name === launch.slurm?.node) ?? this.nodes[0];
+    const home = this.nodes.find((n) => n.name === allocation.node) ?? this.nodes[0];
     const logSched = this.log.child({ component: C.agentScheduler });
     this.scheduler = new AgentSchedulerShell(
       { notes, next: toExecutor, log: logSched, clock },

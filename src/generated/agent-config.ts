@@ -46,10 +46,6 @@ export interface AgentConfig {
     seconds: number;
   };
   /**
-   * Not used (the pilot description's agent.executors is not passed on).
-   */
-  executors?: number;
-  /**
    * Spawner helper processes; default min(CPUs of the machine, cores).
    */
   spawners?: number;

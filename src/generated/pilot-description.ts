@@ -50,10 +50,6 @@ export interface PilotDescription {
    */
   agent?: {
     /**
-     * Accepted but not used: the agent runs one Executor (its spawner helpers are set by `spawners`).
-     */
-    executors?: number;
-    /**
      * Spawner helper processes that start the tasks (1 to 64); default: the CPUs of the agent's machine or the pilot's cores, whichever is fewer.
      */
     spawners?: number;

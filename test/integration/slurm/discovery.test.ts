@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { slurmNodes } from '../../../src/agent/resources/slurm-env';
+import { slurmNodes } from '../../../src/agent/resources/slurm/env';
 import {
   cancelJob,
   describeSlurm,

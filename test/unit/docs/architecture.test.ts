@@ -23,4 +23,14 @@ describe('docs/architecture.md', () => {
     const missing = named.filter((n) => !all.some((f) => f === n || f.endsWith(`/${n}`)));
     expect(missing).toEqual([]);
   });
+
+  it('says how to add a batch system with files that exist', () => {
+    const doc = readFileSync(path.join(ROOT, 'docs/architecture.md'), 'utf8');
+    const section = doc.split('## How to add a batch system')[1]!.split('\n## ')[0]!;
+    const named = [...section.matchAll(/`([\w./-]+\.(?:ts|json|sh))`/g)].map((m) => m[1]!);
+    expect(named.length).toBeGreaterThan(15);
+    const all = files('src', 'test', 'schemas', 'scripts');
+    const missing = named.filter((n) => !all.some((f) => f === n || f.endsWith(`/${n}`)));
+    expect(missing).toEqual([]);
+  });
 });

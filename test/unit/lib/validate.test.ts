@@ -156,11 +156,24 @@ describe('parsePilotDescription', () => {
 
   it('names nested paths', () => {
     const err = rejection(() =>
-      parsePilotDescription({ resource: 'local', agent: { executors: 0, logLevel: 'loud' } }),
+      parsePilotDescription({ resource: 'local', agent: { spawners: 0, logLevel: 'loud' } }),
     );
     expect(text(err.issues).sort()).toEqual([
-      '/agent/executors must be >= 1',
       '/agent/logLevel must be one of "error", "warn", "info", "debug"',
+      '/agent/spawners must be >= 1',
+    ]);
+  });
+
+  it('refuses agent.executors (removed: it was accepted and did nothing), naming its path', () => {
+    const err = rejection(() =>
+      parsePilotDescription({ resource: 'local', agent: { executors: 2, spawners: 2 } }),
+    );
+    expect(text(err.issues)).toEqual(["/agent must not have property 'executors'"]);
+    expect(err.message).toBe("invalid PilotDescription: /agent must not have property 'executors'");
+    // a workload file's pilot, with its place in the file
+    const w = { pilots: [{ resource: 'local', agent: { executors: 2 } }], tasks: [] };
+    expect(text(rejection(() => parseWorkload(w)).issues)).toEqual([
+      "/pilots/0/agent must not have property 'executors'",
     ]);
   });
 });

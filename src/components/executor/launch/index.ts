@@ -12,7 +12,7 @@ export type {
 } from './method';
 export { MPI_AUTO, checkedMpi, chooseMpi, type MpiChoice, type MpiFacts } from './mpi';
 export { MPI_HOSTFILE, RANK_WRAPPER, RANK_WRAPPERS } from './mpirun';
-export { launchOptionsFor, type LaunchEnvironment } from './options';
+export { launchOptionsFor, type AllocationLaunchOptions, type LaunchEnvironment } from './options';
 export { cpuList, slotCpus } from './ranks';
 export { LAUNCH_METHODS, buildLaunch, launchMethodOf } from './registry';
 export { SLURM_HOSTFILE, SRUN_GRES_RANK_WRAPPER, SRUN_RANK_WRAPPER } from './srun';

@@ -3,7 +3,7 @@
 /** The pilot description's default: choose from the MPI library found (`agent.mpi`). */
 export const MPI_AUTO = 'auto';
 
-/** What the agent found where it runs (src/agent/resources/mpi-probe.ts). */
+/** What the agent found where it runs (src/agent/resources/slurm/mpi-probe.ts). */
 export interface MpiFacts {
   /** `srun --mpi=list`: the plug-ins srun offers; undefined when it could not say. */
   srunTypes?: readonly string[];

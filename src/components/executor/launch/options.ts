@@ -1,25 +1,26 @@
 import type { LaunchOptions } from './method';
 
+/**
+ * What the allocation the agent runs in sets in its launch options, every option but the
+ * machine's own: the step launcher it offers, if any (srun then applies, and is the default for
+ * a task off the agent's node). The agent's allocation decides it (src/agent/resources/,
+ * Allocation.launch).
+ */
+export type AllocationLaunchOptions = Omit<LaunchOptions, 'mpirun' | 'asRoot' | 'cpuIds'>;
+
 export interface LaunchEnvironment {
-  /** The pilot's resource kind (AgentConfig.resource); 'slurm' runs inside an allocation. */
-  resource: string | undefined;
-  /** The agent's environment (process.env). */
-  env: Readonly<Record<string, string | undefined>>;
   /** The agent's user id (process.getuid()); undefined where there is none. */
   uid: number | undefined;
-  /** The agent's node, as its scheduler names the slots there (SLURMD_NODENAME under Slurm). */
-  nodeName: string;
-  /** Where other nodes reach the agent's node (resources/service-host.ts). */
-  hostName?: string;
-  /** Under Slurm: the PMI plug-in of the pilot's steps (chooseMpi, mpi.ts); unset: Slurm's. */
-  mpi?: string | undefined;
   /** The CPU ids of each node's cores, for pinning (LaunchOptions.cpuIds); unset: unpinned. */
   cpuIds?: ReadonlyMap<string, readonly number[]> | undefined;
+  /** What the allocation adds (its step launcher); unset or empty: fork and mpirun only. */
+  allocation?: AllocationLaunchOptions;
 }
 
 /**
- * The launch options of an agent, from where it runs. Pure: the agent's wiring passes its
- * environment, so adding a method that needs a setting changes this file, not agent.ts.
+ * The launch options of an agent, from where it runs. Pure: the agent's wiring passes what it
+ * found, so adding a method that needs a setting changes this file or the allocation's, not
+ * agent.ts.
  */
 export function launchOptionsFor(where: LaunchEnvironment): LaunchOptions {
   const opts: LaunchOptions = {
@@ -28,14 +29,5 @@ export function launchOptionsFor(where: LaunchEnvironment): LaunchOptions {
     asRoot: where.uid === 0,
   };
   if (where.cpuIds !== undefined) opts.cpuIds = where.cpuIds;
-  if (where.resource === 'slurm') {
-    opts.slurm = {
-      srun: 'srun',
-      node: where.nodeName,
-      gpuGres: where.env.SLURM_JOB_GPUS !== undefined || where.env.SLURM_GPUS_ON_NODE !== undefined,
-    };
-    if (where.mpi !== undefined) opts.slurm.mpi = where.mpi;
-    if (where.hostName !== undefined) opts.slurm.host = where.hostName;
-  }
-  return opts;
+  return where.allocation === undefined ? opts : { ...where.allocation, ...opts };
 }

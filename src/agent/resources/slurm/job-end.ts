@@ -1,12 +1,6 @@
 import { execFile } from 'node:child_process';
 
 /**
- * How long before its batch job's end the agent ends the pilot itself: time for its shutdown
- * (tasks killed, notifications flushed) before Slurm kills the job.
- */
-export const JOB_END_MARGIN_MS = 60_000;
-
-/**
  * When the Slurm job this agent runs in ends (epoch ms), from `scontrol show job -o` (its
  * EndTime, in the controller's local time, which is this node's); undefined outside a job, when
  * the job has no end (UNLIMITED), or when scontrol cannot say (the reason goes to `warn`).

@@ -4,7 +4,7 @@ import {
   chooseMpi,
   type MpiChoice,
   type MpiFacts,
-} from '../../components/executor/launch/mpi';
+} from '../../../components/executor/launch/mpi';
 
 export interface MpiProbeOptions {
   /** The srun to run. */

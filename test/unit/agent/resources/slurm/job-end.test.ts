@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { parseEndTime } from '../../../../src/agent/resources/slurm-job-end';
+import { parseEndTime } from '../../../../../src/agent/resources/slurm/job-end';
 
 describe('parseEndTime', () => {
   it("reads EndTime of a `scontrol show job -o` line in the node's local time", () => {

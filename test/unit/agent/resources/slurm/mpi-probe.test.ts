@@ -1,5 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { parseOmpiInfo, parseSrunMpiList } from '../../../../src/agent/resources/mpi-probe';
+import {
+  parseOmpiInfo,
+  parseSrunMpiList,
+} from '../../../../../src/agent/resources/slurm/mpi-probe';
 
 describe('what srun and ompi_info print', () => {
   it('reads the plug-ins of srun --mpi=list (Slurm 22.05, Debian 12)', () => {

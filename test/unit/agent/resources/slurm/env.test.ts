@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { ValidationError } from '../../../../src/errors';
-import { DEFAULT_MEM_MB_PER_NODE, slurmNodes } from '../../../../src/agent/resources/slurm-env';
+import { ValidationError } from '../../../../../src/errors';
+import { DEFAULT_MEM_MB_PER_NODE, slurmNodes } from '../../../../../src/agent/resources/slurm/env';
 
 /** Runs `fn`, expects a ValidationError and returns it. */
 function rejection(fn: () => unknown): ValidationError {

@@ -1,5 +1,5 @@
-import { ValidationError } from '../../errors';
-import type { NodeResources } from '../../components/agent-scheduler/node-state';
+import { ValidationError } from '../../../errors';
+import type { NodeResources } from '../../../components/agent-scheduler/node-state';
 import { expandHostlist } from './hostlist';
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { ValidationError } from '../../../../src/errors';
-import { expandHostlist, MAX_HOSTS } from '../../../../src/agent/resources/hostlist';
+import { ValidationError } from '../../../../../src/errors';
+import { expandHostlist, MAX_HOSTS } from '../../../../../src/agent/resources/slurm/hostlist';
 
 /** Runs `fn`, expects a ValidationError and returns it. */
 function rejection(fn: () => unknown): ValidationError {

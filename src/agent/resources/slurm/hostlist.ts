@@ -1,4 +1,4 @@
-import { ValidationError } from '../../errors';
+import { ValidationError } from '../../../errors';
 
 /** More hosts than any allocation has: a list expanding past it is refused, not built. */
 export const MAX_HOSTS = 100_000;
