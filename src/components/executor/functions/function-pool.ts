@@ -1,7 +1,7 @@
 /**
  * The runner of function tasks: a fixed set of warm worker processes (one per slot), each
  * bound to its slot's cores (taskset) and environment (GPUs), fed calls in bulks over the
- * protocol of protocol.ts (docs/function-workers.md), whose results come back in bulks.
+ * protocol of worker/protocol.ts (docs/function-workers.md), whose results come back in bulks.
  *
  * A worker that dies is replaced at once, at the same index with the same binding, so the pool
  * never shrinks: the call it was running fails (E_WORKER_DIED, with the end of its stderr), and
@@ -31,7 +31,7 @@ import {
   type FunctionPoolOptions,
 } from './pool-types';
 import { PoolWorker, type Call, type WorkerHooks } from './pool-worker';
-import { DEFAULT_MAX_RESULT_BYTES } from './protocol';
+import { DEFAULT_MAX_RESULT_BYTES } from './worker/protocol';
 import { spawnWorker, stderrTail, workerCommand, type WorkerCommand } from './worker-process';
 
 export * from './pool-types';

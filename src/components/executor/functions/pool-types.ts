@@ -1,12 +1,12 @@
 /** The FunctionPool's public face: its jobs, options and events. */
 import type { Logger } from '../../../lib/logger';
 import type { StartedEvent } from '../effects';
-import type { CallPhase, WireError } from './protocol';
+import type { CallPhase, WireError } from './worker/protocol';
 import type { WorkerLanguage } from './worker-process';
 
 export type { WorkerLanguage } from './worker-process';
 
-export type { CallPhase } from './protocol';
+export type { CallPhase } from './worker/protocol';
 
 /** One function call to run on worker `worker` (an index below `size`). */
 export interface FunctionCallJob {

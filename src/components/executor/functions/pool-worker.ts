@@ -16,7 +16,7 @@ import {
   protocolCodec,
   type WireCall,
   type WorkerMessage,
-} from './protocol';
+} from './worker/protocol';
 import { killGroup, type WorkerProcess } from './worker-process';
 
 export interface Call {
