@@ -20,13 +20,13 @@
 import { UsageError } from '../../../errors';
 import { withTimeout } from '../../../lib/deferred';
 import type { Logger } from '../../../lib/logger';
-import type { StartedEvent } from '../effects';
 import { PoolEvents } from './pool-events';
 import {
   MAX_START_FAILURES,
   type CallLost,
   type CallLostCode,
   type CallOutcome,
+  type CallStarted,
   type FunctionCallJob,
   type FunctionPoolOptions,
 } from './pool-types';
@@ -296,7 +296,7 @@ export class FunctionPool {
   /** Every write of this turn: one per worker, its cancels and then its new calls. */
   private flush(): void {
     this.flushQueued = false;
-    const started: StartedEvent[] = [];
+    const started: CallStarted[] = [];
     for (const w of this.dirty) w.flush(started);
     this.dirty.clear();
     this.events.deliver(started, [], []);

@@ -1,6 +1,6 @@
+import { errnoText } from '../../../lib/errno-text';
 import { cutToLine } from '../../../lib/file-tail';
 import type { ExitedEvent } from '../effects';
-import { errnoText } from '../../../lib/errno-text';
 import type { HelperEvent } from './helper/protocol';
 
 /**

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { UsageError } from '../../../errors';
 import type { Logger } from '../../../lib/logger';
-import type { TrackingKind } from './helper/tracking';
+import type { TrackingKind } from './helper/protocol';
 import { killProcesses, sweep, type SweepTarget } from './helper/kill-session';
 import { requestedTracking } from './spawner-command';
 import { makeCgroupBase, removeCgroupTree } from './helper/task-cgroup';

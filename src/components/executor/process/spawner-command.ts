@@ -2,7 +2,7 @@ import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs
 import * as path from 'node:path';
 import { UsageError } from '../../../errors';
 import { builtNative } from '../../../lib/dist-path';
-import type { TrackingKind } from './helper/tracking';
+import type { TrackingKind } from './helper/protocol';
 
 // Which spawner helper the pool runs, and where its program is.
 

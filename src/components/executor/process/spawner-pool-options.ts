@@ -3,7 +3,7 @@
  */
 import type { Logger } from '../../../lib/logger';
 import type { ExitedEvent, FailedEvent, StartedEvent } from '../effects';
-import type { TrackingKind } from './helper/tracking';
+import type { TrackingKind } from './helper/protocol';
 import type { SpawnerHelper } from './spawner-command';
 
 /** Receives helper events in bulks (one call per kind per chunk read from a helper). */

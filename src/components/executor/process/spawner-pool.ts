@@ -36,9 +36,15 @@ import * as path from 'node:path';
 import { UsageError, errorMeta } from '../../../errors';
 import { deferred, withTimeout, type Deferred } from '../../../lib/deferred';
 import type { Logger } from '../../../lib/logger';
-import type { ExitedEvent, FailedEvent, KillSignal, SpawnSpec, StartedEvent } from '../effects';
+import type { ExitedEvent, FailedEvent, StartedEvent } from '../effects';
 import { exitedOf } from './helper-exit';
-import type { TrackingKind } from './helper/tracking';
+import type {
+  HelperEvent,
+  HelperRequest,
+  KillSignal,
+  SpawnSpec,
+  TrackingKind,
+} from './helper/protocol';
 import { PoolTracking, type HelperTracking } from './pool-tracking';
 import {
   requestedHelper,
@@ -48,7 +54,6 @@ import {
   type SpawnerHelper,
 } from './spawner-command';
 import { DEFAULT_RESPAWN, type SpawnerPoolOptions } from './spawner-pool-options';
-import type { HelperEvent, HelperRequest } from './helper/protocol';
 
 export type { RespawnPolicy, SpawnerHandlers, SpawnerPoolOptions } from './spawner-pool-options';
 

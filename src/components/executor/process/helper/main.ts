@@ -1,8 +1,9 @@
 /**
  * Spawner helper: a small long-lived Node process that forks tasks for the agent, because
- * forking from the agent's big heap is slow (docs/architecture.md). It imports node built-ins only, so
- * it starts fast and stays small. It speaks the line protocol of protocol.ts on
- * stdin/stdout (types only: erased at run time).
+ * forking from the agent's big heap is slow (docs/architecture.md). It imports Node built-ins,
+ * the files of this folder and three dependency-free files of src/lib only (errno-text,
+ * file-tail, output-frames; fenced in eslint.config.mjs), so it starts fast and stays small. It
+ * speaks the line protocol of protocol.ts on stdin/stdout (types only: erased at run time).
  *
  * Arguments: `--cgroup BASE` (task cgroups under BASE, made by the pool), `--kill-grace-ms N`
  * (between the SIGTERM and the SIGKILL of what a task leaves behind; default 3000),
@@ -37,7 +38,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, closeSync, constants, openSync, statSync, writeFileSync } from 'node:fs';
-import type { KillSignal } from '../../effects';
 import { errnoOf, errnoText } from '../../../../lib/errno-text';
 import {
   CgroupTracking,
@@ -51,7 +51,7 @@ import { StreamFile, type TaskOutput } from './stream-output';
 import { StartQueue } from './start-queue';
 import { isKillRequest, isSpawnRequest, nulField } from './requests';
 import { MARK_VAR } from './kill-session';
-import type { HelperEvent, SpawnRequest } from './protocol';
+import type { HelperEvent, KillSignal, SpawnRequest } from './protocol';
 
 /** The tasks whose main process runs (or is starting), and those processes' pids. */
 const children = new Map<string, { child: ChildProcess; task: TrackedTask }>();

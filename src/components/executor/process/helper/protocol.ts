@@ -41,10 +41,73 @@
  * nothing is queued any more); ready and error events are never held (an error takes the held
  * ones with it). Stream frames are written each turn as without it.
  *
- * Types only: main.ts imports node built-ins alone at run time, to start fast.
+ * Types only, and the lowest file of the process runner: the helper (main.ts) imports node
+ * built-ins and its own folder alone at run time, to start fast; the pool (../spawner-pool.ts)
+ * and the Executor's effects (../../effects.ts) take the spawn and signal types from here.
  */
-import type { ExitedEvent, FailedEvent, KillSignal, SpawnSpec, StartedEvent } from '../../effects';
-import type { TrackingKind } from './tracking';
+
+/** Signals a task may be sent to tell it something (PilotDescription.signalBeforeEnd). */
+export type NoticeSignal =
+  'SIGTERM' | 'SIGINT' | 'SIGHUP' | 'SIGQUIT' | 'SIGUSR1' | 'SIGUSR2' | 'SIGALRM';
+export type KillSignal = NoticeSignal | 'SIGKILL';
+
+/**
+ * How a helper keeps hold of every process of its tasks: a cgroup per task, or groups, sessions,
+ * descendants and marked orphans found in /proc (tracking.ts).
+ */
+export type TrackingKind = 'cgroup' | 'proc';
+
+/**
+ * One process to start: its output to two files, or ('stream') through pipes into the helper's
+ * stream file.
+ */
+export type SpawnSpec = FileSpawnSpec | StreamSpawnSpec;
+
+/** output 'files': stdout and stderr go to these files (made 0600). */
+export interface FileSpawnSpec extends SpawnBase {
+  stdoutPath: string;
+  stderrPath: string;
+  stream?: undefined;
+}
+
+/**
+ * output 'stream': stdout and stderr through pipes into the helper's stream file, framed with
+ * the uid and this attempt (src/lib/output-frames.ts); the exit event carries the tails
+ * (ExitedEvent.output). The pool needs a `streamDir`, else the spawn fails (EINVAL).
+ */
+export interface StreamSpawnSpec extends SpawnBase {
+  stream: { attempt: number };
+  stdoutPath?: undefined;
+  stderrPath?: undefined;
+}
+
+/** A small file to write before the process starts (a launch's LaunchFile, e.g. a hostfile). */
+export interface SpawnFile {
+  path: string;
+  content: string;
+}
+
+/** `env` holds only the overrides; the spawner merges them over its own. */
+interface SpawnBase {
+  uid: string;
+  executable: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd: string;
+  /** Small files to write before the process starts (e.g. mpirun's hostfile). */
+  files?: SpawnFile[];
+  /** 'process': kills signal this process alone, not its group and session (srun). */
+  killScope?: 'process';
+  /** fork: the cpulist (`0-3,8`) the process is pinned to (the C helper; Node cannot). */
+  cpus?: string;
+  /**
+   * A follow-on start: the uid of a task whose slots this one takes. If that task still runs in
+   * the helper that gets this spawn (or is queued there itself), this one waits there and starts
+   * the moment that one's main process is reaped, without asking the agent; otherwise it starts
+   * at once. A kill of it while it waits fails it (ECANCELED, "canceled before it started").
+   */
+  after?: string;
+}
 
 /** Start a process (a task, or one rank of it). */
 export type SpawnRequest = { op: 'spawn' } & SpawnSpec;
@@ -73,8 +136,14 @@ export interface ExitTails {
 /** A line from a helper. */
 export type HelperEvent =
   | { ev: 'ready'; pid: number; tracking: TrackingKind; markPrefix: string; why?: string }
-  | ({ ev: 'started' } & StartedEvent)
-  | ({ ev: 'exited' } & Omit<ExitedEvent, 'output'> & Partial<ExitTails>)
-  | ({ ev: 'failed' } & FailedEvent)
+  | { ev: 'started'; uid: string; pid: number; t?: number }
+  | ({
+      ev: 'exited';
+      uid: string;
+      exitCode: number | null;
+      signal: string | null;
+      t?: number;
+    } & Partial<ExitTails>)
+  | { ev: 'failed'; uid: string; code: string; message: string }
   | { ev: 'error'; message: string }
   | { ev: 'lost'; uid: string; attempt: number; errno: string };

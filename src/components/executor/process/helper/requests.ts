@@ -43,7 +43,7 @@ function isStream(v: unknown): boolean {
   );
 }
 
-/** The signals a kill request may name (KillSignal; kept here, as the helper imports nothing). */
+/** The signals a kill request may name (KillSignal, of protocol.ts, which is types only). */
 const KILL_SIGNALS: ReadonlySet<string> = new Set([
   'SIGKILL',
   'SIGTERM',

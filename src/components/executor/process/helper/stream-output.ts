@@ -14,6 +14,7 @@
  */
 import { fstatSync, ftruncateSync, openSync, writeSync } from 'node:fs';
 import type { Readable } from 'node:stream';
+import { errnoOf, errnoText } from '../../../../lib/errno-text';
 import { TAIL_BYTES } from '../../../../lib/file-tail';
 import {
   FRAME_DATA_MAX,
@@ -21,7 +22,6 @@ import {
   encodeFrame,
   type FrameKind,
 } from '../../../../lib/output-frames';
-import { errnoOf, errnoText } from '../../../../lib/errno-text';
 import type { ExitTails } from './protocol';
 
 /** The last TAIL_BYTES bytes read, and how many were read in all. */

@@ -17,13 +17,10 @@
 import type { ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, rmdirSync, writeFileSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
-import type { KillSignal } from '../../effects';
-import { killProcesses, sweep, type SweepTarget } from './kill-session';
 import { errnoOf, errnoText } from '../../../../lib/errno-text';
+import { killProcesses, sweep, type SweepTarget } from './kill-session';
+import type { KillSignal, TrackingKind } from './protocol';
 import { cgroupProcs, killCgroup, removeTree, whenEmpty } from './task-cgroup';
-
-/** How the helper tracks the processes of its tasks. */
-export type TrackingKind = 'cgroup' | 'proc';
 
 /** One task of the helper. */
 export interface TrackedTask {

@@ -5,10 +5,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { unpack } from 'msgpackr';
-import type { StartedEvent } from '../../../../../src/components/executor/effects';
 import type {
   CallLost,
   CallOutcome,
+  CallStarted,
   FunctionPoolHandlers,
 } from '../../../../../src/components/executor/functions/function-pool';
 import { deferred, withTimeout } from '../../../../../src/lib/deferred';
@@ -25,7 +25,7 @@ export class PoolEvents {
   private waiters: { check: () => boolean; resolve: () => void }[] = [];
 
   readonly handlers: FunctionPoolHandlers = {
-    started: (evs: StartedEvent[]) =>
+    started: (evs: CallStarted[]) =>
       this.add(() => {
         for (const e of evs) this.started.set(e.uid, [...(this.started.get(e.uid) ?? []), e.pid]);
       }),

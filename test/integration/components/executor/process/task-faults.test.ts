@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { SpawnerHelper } from '../../../../../src/components/executor/process/spawner-pool';
-import type { TrackingKind } from '../../../../../src/components/executor/process/helper/tracking';
+import type { TrackingKind } from '../../../../../src/components/executor/process/helper/protocol';
 import {
   SPAWNER_ENV,
   TRACKING_ENV,

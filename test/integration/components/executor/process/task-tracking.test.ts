@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { SpawnSpec } from '../../../../../src/components/executor/effects';
-import type { TrackingKind } from '../../../../../src/components/executor/process/helper/tracking';
+import type { TrackingKind } from '../../../../../src/components/executor/process/helper/protocol';
 import {
   SpawnerPool,
   spawnerCommand,

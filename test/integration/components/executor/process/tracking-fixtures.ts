@@ -6,7 +6,7 @@
 import { describe } from '@jest/globals';
 import * as path from 'node:path';
 import type { SpawnerHelper } from '../../../../../src/components/executor/process/spawner-pool';
-import type { TrackingKind } from '../../../../../src/components/executor/process/helper/tracking';
+import type { TrackingKind } from '../../../../../src/components/executor/process/helper/protocol';
 import {
   makeCgroupBase,
   removeTree,

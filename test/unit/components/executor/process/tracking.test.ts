@@ -5,7 +5,7 @@ import {
   requestedTracking,
 } from '../../../../../src/components/executor/process/spawner-command';
 import { cgroupDir } from '../../../../../src/components/executor/process/helper/task-cgroup';
-import type { TrackingKind } from '../../../../../src/components/executor/process/helper/tracking';
+import type { TrackingKind } from '../../../../../src/components/executor/process/helper/protocol';
 import { UsageError } from '../../../../../src/errors';
 
 const ROOT_FS = '27 1 254:0 / / rw,relatime - ext4 /dev/vda rw';
