@@ -1,7 +1,8 @@
 /**
- * How the spawner helpers word a system error, the same in both (pf-spawner.c's errno_text):
- * the code as Node names it (ENOENT), and a short text. Node built-ins only (none, in fact): the
- * spawner helper imports this.
+ * How a system error is worded: the code as Node names it (ENOENT), and a short text, as the C
+ * spawner helper words it too (pf-spawner.c's errno_text). The spawner helpers' reports, the
+ * stagers and the spill queue use it. It imports nothing: the Node spawner helper's process
+ * loads it (a fence in eslint.config.mjs keeps it so).
  */
 
 const ERRNO_TEXT: Record<string, string> = {
