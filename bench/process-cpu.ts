@@ -37,7 +37,7 @@ export function cpuSince(before: CpuByRole): CpuByRole {
 
 function roleOf(cmd: string): Exclude<CpuRole, 'client'> {
   if (cmd.includes('agent/main.js')) return 'agent';
-  if (cmd.includes('worker-main') || cmd.includes('python_worker')) return 'workers';
+  if (cmd.includes('functions/worker/main.js') || cmd.includes('python_worker')) return 'workers';
   return 'other';
 }
 

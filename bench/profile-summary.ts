@@ -58,7 +58,7 @@ export type Role = 'client' | 'agent' | 'spawner' | 'other';
 export function roleOf(p: CpuProfile): Role {
   const urls = new Set(p.nodes.map((n) => n.callFrame.url));
   const has = (suffix: string): boolean => [...urls].some((u) => u.endsWith(suffix));
-  if (has('/components/executor/spawner-main.js')) return 'spawner';
+  if (has('/components/executor/process/helper/main.js')) return 'spawner';
   if (has('/src/agent/main.js')) return 'agent';
   if (has('/bench/run.js') || has('/bench/memory.js')) return 'client';
   return 'other';

@@ -6,8 +6,8 @@
 # Idempotent: a target is a no-op when it is newer than its source and was built with the same
 # command. Each part is optional: without a working compiler (${CC:-cc}, ${CXX:-c++}) or, for
 # pf-memory, Node's headers or glibc >= 2.33 (mallinfo2), it prints one warning and goes on;
-# the SpawnerPool then runs the Node helper (spawner-main.ts) and the client keeps the memory it
-# freed, and both say so in their logs.
+# the SpawnerPool then runs the Node helper (src/components/executor/process/helper/main.ts) and
+# the client keeps the memory it freed, and both say so in their logs.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

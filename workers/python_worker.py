@@ -1,6 +1,6 @@
 """The Python function worker of pilotfish: a warm process that runs function tasks of
 `language: 'python'` for a FunctionPool, in the protocol of docs/function-workers.md (the Node
-worker, src/components/executor/functions/worker-main.ts, is the reference). Requests on fd 3,
+worker, src/components/executor/functions/worker/main.ts, is the reference). Requests on fd 3,
 replies on fd 4, both frames of a 4-byte big-endian length and one msgpack map; what the
 functions print goes to fds 1 and 2 (the pool's log files), never to 3 and 4.
 

@@ -2,10 +2,10 @@
  * pf-spawner: the native spawner helper of pilotfish's Executor (docs/architecture.md).
  *
  * A small long-lived process that starts task processes for the agent, so the big Node process
- * never forks on its hot path. src/components/executor/spawner-pool.ts starts a few of these
- * (built by scripts/build-native.sh into dist/native/pf-spawner) and falls back to the Node
- * helper (spawner-main.ts) when this binary is not built. Both speak the same protocol and have
- * the same semantics; the integration tests run against both.
+ * never forks on its hot path. src/components/executor/process/spawner-pool.ts starts a few of
+ * these (built by scripts/build-native.sh into dist/native/pf-spawner) and falls back to the Node
+ * helper (src/components/executor/process/helper/main.ts) when this binary is not built. Both
+ * speak the same protocol and have the same semantics; the integration tests run against both.
  *
  * Usage: pf-spawner [--cgroup BASE] [--kill-grace-ms N] [--stream PATH] [--hold-ms N] (the pool
  * gives them).
@@ -56,7 +56,7 @@
  *     child that called setsid) and the orphans carrying its PF_TASK_MARK (a double fork), found
  *     in one scan of /proc made before any signal); or, for a task spawned with killScope
  *     'process' (srun), to the task's process alone. The kills of one chunk of input are sent
- *     together. A uid that is not running is ignored. helper-tracking.ts does the same.
+ *     together. A uid that is not running is ignored. process/helper/tracking.ts does the same.
  *   - task end: when a task's main process exits, its exit is reported at once, and what it left
  *     behind gets SIGTERM, then SIGKILL after the kill grace (default 3000 ms), as Slurm ends a
  *     step; not for srun, whose shepherd ends its step. So a SIGKILL still comes when the main
@@ -1007,7 +1007,8 @@ static void cancel_all_queued(void) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Tracking: every process of a task (as helper-tracking.ts, kill-session.ts, task-cgroup.ts) */
+/* Tracking: every process of a task (as tracking.ts, kill-session.ts, task-cgroup.ts in
+ * src/components/executor/process/helper/) */
 /*                                                                                            */
 /* 'cgroup' (given --cgroup BASE, and able to move into BASE/<pid>, its home): each task runs */
 /* in the cgroup <home>/<serial>; a SIGTERM goes to every process in its cgroup.procs, a      */

@@ -22,7 +22,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
-const dist = path.resolve(__dirname, '../../dist/src/components/executor/spawner-pool.js');
+const dist = path.resolve(__dirname, '../../dist/src/components/executor/process/spawner-pool.js');
 if (!fs.existsSync(dist)) {
   process.stderr.write(`spawn-rate: ${dist} not found: run 'npm run build' first\n`);
   process.exit(2);

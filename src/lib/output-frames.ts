@@ -1,6 +1,7 @@
 /**
  * The format of output stream files (`output: 'stream'`): what the spawner helpers write
- * (native/spawner/pf-spawner.c and spawner-main.ts write the same bytes) and every reader
+ * (native/spawner/pf-spawner.c and the Node helper,
+ * src/components/executor/process/helper/, write the same bytes) and every reader
  * reads. A file starts with STREAM_MAGIC; then frames, each whole in one write:
  *
  *   u32 size (little-endian): the bytes of the frame after this field

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
-import { errnoOf } from '../components/executor/errno-text';
 import { coerceError, UsageError } from '../errors';
+import { errnoOf } from '../lib/errno-text';
 import type { Logger } from '../lib/logger';
 import { PRIVATE_FILE } from '../lib/private-files';
 import type { Notification } from '../states/notification';

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import type { ExecutorCore } from '../../src/components/executor/core';
 import type { LaunchOptions } from '../../src/components/executor/launch';
 import { ExecutorShell } from '../../src/components/executor/shell';
-import type { SpawnerPool } from '../../src/components/executor/spawner-pool';
+import type { SpawnerPool } from '../../src/components/executor/process/spawner-pool';
 import type { Notification, TaskDescription, TaskRecord } from '../../src/generated';
 import { systemClock } from '../../src/lib/clock';
 import { deferred, withTimeout } from '../../src/lib/deferred';

@@ -354,7 +354,7 @@ export class ExecutorCore {
   /**
    * 'term' now, 'kill' after the grace period unless the task has ended by then. Once its main
    * process has exited, what it left behind is the spawner helper's to end, with the same grace
-   * (helper-tracking.ts): the SIGKILL is not lost with this timer.
+   * (process/helper/tracking.ts): the SIGKILL is not lost with this timer.
    */
   private terminate(h: Held): void {
     if (h.terminating) return;

@@ -2,58 +2,16 @@ import type { TaskRecord } from '../../generated';
 import type { StageEffects } from '../shared/transition';
 import type { FunctionCallJob } from './functions/pool-types';
 import type { WorkerLanguage } from './functions/worker-process';
-import type { LaunchFile, LaunchMethod, StepFailure } from './launch';
+import type { LaunchMethod, StepFailure } from './launch';
+import type { NoticeSignal, SpawnSpec } from './process/helper/protocol';
 
-/** Signals a task may be sent to tell it something (PilotDescription.signalBeforeEnd). */
-export type NoticeSignal =
-  'SIGTERM' | 'SIGINT' | 'SIGHUP' | 'SIGQUIT' | 'SIGUSR1' | 'SIGUSR2' | 'SIGALRM';
-export type KillSignal = NoticeSignal | 'SIGKILL';
-
-/**
- * One process to start: its output to two files, or ('stream') through pipes into the helper's
- * stream file.
- */
-export type SpawnSpec = FileSpawnSpec | StreamSpawnSpec;
-
-/** output 'files': stdout and stderr go to these files (made 0600). */
-export interface FileSpawnSpec extends SpawnBase {
-  stdoutPath: string;
-  stderrPath: string;
-  stream?: undefined;
-}
-
-/**
- * output 'stream': stdout and stderr through pipes into the helper's stream file, framed with
- * the uid and this attempt (src/lib/output-frames.ts); the exit event carries the tails
- * (ExitedEvent.output). The pool needs a `streamDir`, else the spawn fails (EINVAL).
- */
-export interface StreamSpawnSpec extends SpawnBase {
-  stream: { attempt: number };
-  stdoutPath?: undefined;
-  stderrPath?: undefined;
-}
-
-/** `env` holds only the overrides; the spawner merges them over its own. */
-interface SpawnBase {
-  uid: string;
-  executable: string;
-  args: string[];
-  env: Record<string, string>;
-  cwd: string;
-  /** Small files to write before the process starts (e.g. mpirun's hostfile). */
-  files?: LaunchFile[];
-  /** 'process': kills signal this process alone, not its group and session (srun). */
-  killScope?: 'process';
-  /** fork: the cpulist (`0-3,8`) the process is pinned to (the C helper; Node cannot). */
-  cpus?: string;
-  /**
-   * A follow-on start: the uid of a task whose slots this one takes. If that task still runs in
-   * the helper that gets this spawn (or is queued there itself), this one waits there and starts
-   * the moment that one's main process is reaped, without asking the agent; otherwise it starts
-   * at once. A kill of it while it waits fails it (ECANCELED, "canceled before it started").
-   */
-  after?: string;
-}
+export type {
+  FileSpawnSpec,
+  KillSignal,
+  NoticeSignal,
+  SpawnSpec,
+  StreamSpawnSpec,
+} from './process/helper/protocol';
 
 /** A process run by the SpawnerPool; `method` says how its ranks start (for failure reasons). */
 export interface ProcessJob {

@@ -48,4 +48,4 @@ export {
   spawnerScript,
   type SpawnerHandlers,
   type SpawnerPoolOptions,
-} from './spawner-pool';
+} from './process/spawner-pool';

@@ -15,10 +15,10 @@ import type {
   StopHow,
 } from './effects';
 import type { LaunchOptions } from './launch';
-import { FunctionRunner } from './function-runner';
-import { ServiceRunner } from './service-runner';
-import { readStepFailures } from './step-status';
-import { SpawnerPool, type SpawnerHelper, type SpawnerPoolOptions } from './spawner-pool';
+import { FunctionRunner } from './functions/function-runner';
+import { ServiceRunner } from './service/service-runner';
+import { readStepFailures } from './process/step-status';
+import { SpawnerPool, type SpawnerHelper, type SpawnerPoolOptions } from './process/spawner-pool';
 
 export interface ExecutorShellOptions {
   /** Spawner helper processes. */

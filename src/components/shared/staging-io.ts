@@ -1,7 +1,7 @@
 import { promises as fsp, type Stats } from 'node:fs';
 import * as path from 'node:path';
+import { errnoOf, errnoText } from '../../lib/errno-text';
 import { PRIVATE_DIR, PRIVATE_FILE, PRIVATE_SCRIPT } from '../../lib/private-files';
-import { errnoOf, errnoText } from '../executor/errno-text';
 import type { StagingStep, StepFailure } from './staging-paths';
 import type { Transfers } from './transfers';
 

@@ -31,7 +31,10 @@ describe('bench/profile-summary', () => {
       ...agentProfile,
       nodes: [
         ...agentProfile.nodes,
-        { id: 6, callFrame: frame('x', 'file:///r/dist/src/components/executor/spawner-main.js') },
+        {
+          id: 6,
+          callFrame: frame('x', 'file:///r/dist/src/components/executor/process/helper/main.js'),
+        },
       ],
     };
     expect(roleOf(spawner)).toBe('spawner');

@@ -25,7 +25,7 @@ describe('function tasks', () => {
         try {
           return fs
             .readFileSync(`/proc/${d}/cmdline`, 'utf8')
-            .includes('executor/functions/worker-main');
+            .includes('executor/functions/worker/main');
         } catch {
           return false;
         }

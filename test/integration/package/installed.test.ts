@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { nativeSpawner } from '../../../src/components/executor/spawner-command';
+import { nativeSpawner } from '../../../src/components/executor/process/spawner-command';
 import { waitForExit } from '../../support/processes';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -138,7 +138,7 @@ suite(title, () => {
       'dist/src/index.d.ts',
       'dist/src/agent/main.js',
       'dist/src/cli/main.js',
-      'dist/src/components/executor/spawner-main.js',
+      'dist/src/components/executor/process/helper/main.js',
       'dist/schemas/task-description.schema.json',
       'workers/python_worker.py',
       'dist/native/pf-spawner',

@@ -1,7 +1,7 @@
 /**
  * The runner of function tasks: a fixed set of warm worker processes (one per slot), each
  * bound to its slot's cores (taskset) and environment (GPUs), fed calls in bulks over the
- * protocol of protocol.ts (docs/function-workers.md), whose results come back in bulks.
+ * protocol of worker/protocol.ts (docs/function-workers.md), whose results come back in bulks.
  *
  * A worker that dies is replaced at once, at the same index with the same binding, so the pool
  * never shrinks: the call it was running fails (E_WORKER_DIED, with the end of its stderr), and
@@ -20,18 +20,18 @@
 import { UsageError } from '../../../errors';
 import { withTimeout } from '../../../lib/deferred';
 import type { Logger } from '../../../lib/logger';
-import type { StartedEvent } from '../effects';
 import { PoolEvents } from './pool-events';
 import {
   MAX_START_FAILURES,
   type CallLost,
   type CallLostCode,
   type CallOutcome,
+  type CallStarted,
   type FunctionCallJob,
   type FunctionPoolOptions,
 } from './pool-types';
 import { PoolWorker, type Call, type WorkerHooks } from './pool-worker';
-import { DEFAULT_MAX_RESULT_BYTES } from './protocol';
+import { DEFAULT_MAX_RESULT_BYTES } from './worker/protocol';
 import { spawnWorker, stderrTail, workerCommand, type WorkerCommand } from './worker-process';
 
 export * from './pool-types';
@@ -296,7 +296,7 @@ export class FunctionPool {
   /** Every write of this turn: one per worker, its cancels and then its new calls. */
   private flush(): void {
     this.flushQueued = false;
-    const started: StartedEvent[] = [];
+    const started: CallStarted[] = [];
     for (const w of this.dirty) w.flush(started);
     this.dirty.clear();
     this.events.deliver(started, [], []);

@@ -1,7 +1,6 @@
 import { errorMeta } from '../../../errors';
 import type { Logger } from '../../../lib/logger';
-import type { StartedEvent } from '../effects';
-import type { CallLost, CallOutcome, FunctionPoolHandlers } from './pool-types';
+import type { CallLost, CallOutcome, CallStarted, FunctionPoolHandlers } from './pool-types';
 
 /**
  * Hands the pool's events to its handlers, a bulk per kind; a handler that throws is logged,
@@ -15,7 +14,7 @@ export class PoolEvents {
     private readonly log: Logger,
   ) {}
 
-  deliver(started: StartedEvent[], finished: CallOutcome[], failed: CallLost[]): void {
+  deliver(started: CallStarted[], finished: CallOutcome[], failed: CallLost[]): void {
     const h = this.handlers;
     if (started.length > 0) this.safely('started', () => h.started(started));
     if (finished.length > 0) this.safely('finished', () => h.finished(finished));

@@ -1,12 +1,11 @@
 /** The FunctionPool's public face: its jobs, options and events. */
 import type { Logger } from '../../../lib/logger';
-import type { StartedEvent } from '../effects';
-import type { CallPhase, WireError } from './protocol';
+import type { CallPhase, WireError } from './worker/protocol';
 import type { WorkerLanguage } from './worker-process';
 
 export type { WorkerLanguage } from './worker-process';
 
-export type { CallPhase } from './protocol';
+export type { CallPhase } from './worker/protocol';
 
 /** One function call to run on worker `worker` (an index below `size`). */
 export interface FunctionCallJob {
@@ -45,10 +44,19 @@ export interface CallLost {
   signal?: string | null;
 }
 
+/**
+ * A call handed to its worker (`pid`). A call has no start time of its own: its AGENT_EXECUTING
+ * and exit states are stamped in the same turn.
+ */
+export interface CallStarted {
+  uid: string;
+  pid: number;
+}
+
 /** Receives events in bulks: one call per kind per chunk read from a worker. */
 export interface FunctionPoolHandlers {
   /** The calls were handed to their worker (`pid`); again with the new pid if it is replaced. */
-  started(events: StartedEvent[]): void;
+  started(events: CallStarted[]): void;
   finished(events: CallOutcome[]): void;
   failed(events: CallLost[]): void;
   /** Worker `index` cannot start: its calls fail from now on. */

@@ -6,8 +6,7 @@
 import { errorMeta } from '../../../errors';
 import { deferred, type Deferred } from '../../../lib/deferred';
 import type { Logger } from '../../../lib/logger';
-import type { StartedEvent } from '../effects';
-import type { CallOutcome, FunctionCallJob } from './pool-types';
+import type { CallOutcome, CallStarted, FunctionCallJob } from './pool-types';
 import {
   FrameReader,
   PROTOCOL_VERSION,
@@ -16,7 +15,7 @@ import {
   protocolCodec,
   type WireCall,
   type WorkerMessage,
-} from './protocol';
+} from './worker/protocol';
 import { killGroup, type WorkerProcess } from './worker-process';
 
 export interface Call {
@@ -118,7 +117,7 @@ export class PoolWorker {
   }
 
   /** Writes its cancels and waiting calls in one write; the calls started by it. */
-  flush(started: StartedEvent[]): void {
+  flush(started: CallStarted[]): void {
     if (!this.alive || !this.ready) return;
     const frames: Buffer[] = [];
     if (this.cancels.length > 0) {

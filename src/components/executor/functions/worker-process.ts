@@ -11,7 +11,7 @@ import { compiledSibling } from '../../../lib/dist-path';
 
 /** The compiled Node worker (from dist/; under ts-jest, the build's copy: `npm run build`). */
 export function workerScript(): string {
-  const script = compiledSibling(__dirname, 'worker-main');
+  const script = compiledSibling(__dirname, 'worker/main');
   if (!fs.existsSync(script)) {
     throw new UsageError(`function worker not found at '${script}': run 'npm run build'`);
   }

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { RANK_WRAPPER } from '../../../../src/components/executor/launch';
 import type { TaskDescription } from '../../../../src/generated';
 import { ExecutorHarness, lines, type Slot } from '../../../support/executor-harness';
-import { describeEachHelper, useHelperEnv } from './spawner-fixtures';
+import { describeEachHelper, useHelperEnv } from './process/spawner-fixtures';
 import { cleanupFifos, fifo } from '../../../support/fifo';
 
 const HOST = os.hostname();

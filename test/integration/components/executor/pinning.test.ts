@@ -16,7 +16,7 @@ import {
   cpuList,
 } from '../../../../src/components/executor/launch';
 import { ExecutorHarness, lines, type Slot } from '../../../support/executor-harness';
-import { describeEachHelper, useHelperEnv } from './spawner-fixtures';
+import { describeEachHelper, useHelperEnv } from './process/spawner-fixtures';
 
 const HOST = os.hostname();
 /** The CPUs this test may use: the tasks are pinned within them. */

@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import type { TaskDescription, TaskRecord } from '../../../../src/generated';
 import { ExecutorHarness, lines, type Slot } from '../../../support/executor-harness';
 import { cleanupFifos, fifo } from '../../../support/fifo';
-import { describeEachHelper, useHelperEnv } from './spawner-fixtures';
+import { describeEachHelper, useHelperEnv } from './process/spawner-fixtures';
 
 const HOST = os.hostname();
 const hasMpirun = (process.env.PATH ?? '')

@@ -21,7 +21,7 @@ import {
 import type { TaskDescription, TaskRecord } from '../../../../src/generated';
 import { ExecutorHarness, lines, type Slot } from '../../../support/executor-harness';
 import { cancelJob, describeSlurm, sbatch, slurmEnv } from '../../../support/slurm';
-import { describeEachHelper, useHelperEnv } from './spawner-fixtures';
+import { describeEachHelper, useHelperEnv } from './process/spawner-fixtures';
 import { cleanupFifos, fifo, type Fifo } from '../../../support/fifo';
 
 /** How long the 2-node job may take to start (other Slurm tests may hold the nodes). */

@@ -1,0 +1,149 @@
+/**
+ * The line protocol of the spawner helpers (native/spawner/pf-spawner.c and main.ts),
+ * which SpawnerPool speaks: newline-delimited JSON, one object per line, both ways (UTF-8).
+ *   to a helper:   {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath,files?,killScope?,
+ *                   cpus?,after?}
+ *                  | {"op":"spawn",uid,executable,args,env,cwd,stream:{attempt},files?,killScope?,
+ *                   cpus?,after?}
+ *                  | {"op":"kill",uid,signal:"SIGTERM"|"SIGKILL"}
+ *   from a helper: {"ev":"ready",pid,tracking,markPrefix,why?} first, then {"ev":"started",uid,pid,t}
+ *                  | {"ev":"exited",uid,exitCode,signal,t,stdoutTail?,stderrTail?,stdoutBytes?,
+ *                   stderrBytes?} | {"ev":"failed",uid,code,message} | {"ev":"error",message}
+ *                  | {"ev":"lost",uid,attempt,errno}
+ * The requests of one synchronous run go out in one write; a helper sends the events of one of
+ * its loop turns in one write. `files` are written before the task starts; a spawn with
+ * `killScope: 'process'` (srun) is killed alone, others with every process they started, tracked
+ * as `tracking` says: 'cgroup' (a cgroup per task) or 'proc' (groups, sessions, descendants and
+ * PF_TASK_MARK, whose values start with `markPrefix`, found in /proc); `why` says why task
+ * cgroups were asked for (`--cgroup BASE`) and are not used. When a task's main process exits,
+ * what it left behind gets SIGTERM, then SIGKILL after the grace (`--kill-grace-ms N`).
+ * Output: a spawn gives either both paths (files, made 0600) or `stream` (an attempt, a whole
+ * number in [0, 2^32), and no paths): then its stdout and stderr go through pipes into the
+ * helper's stream file (`--stream PATH`; without it the spawn fails, EINVAL), framed with its uid
+ * and attempt (src/lib/output-frames.ts; the frames of a turn in one write, before its events).
+ * Its exit event follows the frames of all it wrote before it exited and carries ExitTails; what
+ * it left behind is framed on until both pipes reach EOF, then one end frame (none for a spawn
+ * that failed). A write of the stream file that fails loses its frames (said once in an error
+ * event): each task attempt they were of gets a lost event, before the turn's other events (so
+ * before its exit, when it exited in that turn). A bad line gets an error event and the helper
+ * goes on. Details (kill scope, stdin EOF, NUL bytes, streams) at the top of pf-spawner.c and
+ * main.ts.
+ * Queued starts: a spawn with `after` naming a task whose main process this helper has not yet
+ * reaped, or a spawn queued here, waits behind it (holding no pipe, cgroup or file) and starts
+ * right after that one is reaped, fails to start or is dropped, in the same loop turn, before
+ * that turn's events are written; its started event has the time it really started. Any other
+ * `after` (unknown, or already reaped) starts at once. A kill of a queued uid drops it:
+ * {"ev":"failed",uid,"code":"ECANCELED","message":"canceled before it started"}, and what waited
+ * behind it waits behind what it waited for; at the helper's end each queued spawn fails the same
+ * way ("...: the spawner helper is stopping"). A spawn of a uid that runs or is queued fails,
+ * EEXIST. Held events (`--hold-ms N`, default 0): while a spawn is queued, started, exited and
+ * failed events wait up to N ms from the first one held, then go in one write (and at once when
+ * nothing is queued any more); ready and error events are never held (an error takes the held
+ * ones with it). Stream frames are written each turn as without it.
+ *
+ * Types only, and the lowest file of the process runner: the helper (main.ts) imports node
+ * built-ins and its own folder alone at run time, to start fast; the pool (../spawner-pool.ts)
+ * and the Executor's effects (../../effects.ts) take the spawn and signal types from here.
+ */
+
+/** Signals a task may be sent to tell it something (PilotDescription.signalBeforeEnd). */
+export type NoticeSignal =
+  'SIGTERM' | 'SIGINT' | 'SIGHUP' | 'SIGQUIT' | 'SIGUSR1' | 'SIGUSR2' | 'SIGALRM';
+export type KillSignal = NoticeSignal | 'SIGKILL';
+
+/**
+ * How a helper keeps hold of every process of its tasks: a cgroup per task, or groups, sessions,
+ * descendants and marked orphans found in /proc (tracking.ts).
+ */
+export type TrackingKind = 'cgroup' | 'proc';
+
+/**
+ * One process to start: its output to two files, or ('stream') through pipes into the helper's
+ * stream file.
+ */
+export type SpawnSpec = FileSpawnSpec | StreamSpawnSpec;
+
+/** output 'files': stdout and stderr go to these files (made 0600). */
+export interface FileSpawnSpec extends SpawnBase {
+  stdoutPath: string;
+  stderrPath: string;
+  stream?: undefined;
+}
+
+/**
+ * output 'stream': stdout and stderr through pipes into the helper's stream file, framed with
+ * the uid and this attempt (src/lib/output-frames.ts); the exit event carries the tails
+ * (ExitedEvent.output). The pool needs a `streamDir`, else the spawn fails (EINVAL).
+ */
+export interface StreamSpawnSpec extends SpawnBase {
+  stream: { attempt: number };
+  stdoutPath?: undefined;
+  stderrPath?: undefined;
+}
+
+/** A small file to write before the process starts (a launch's LaunchFile, e.g. a hostfile). */
+export interface SpawnFile {
+  path: string;
+  content: string;
+}
+
+/** `env` holds only the overrides; the spawner merges them over its own. */
+interface SpawnBase {
+  uid: string;
+  executable: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd: string;
+  /** Small files to write before the process starts (e.g. mpirun's hostfile). */
+  files?: SpawnFile[];
+  /** 'process': kills signal this process alone, not its group and session (srun). */
+  killScope?: 'process';
+  /** fork: the cpulist (`0-3,8`) the process is pinned to (the C helper; Node cannot). */
+  cpus?: string;
+  /**
+   * A follow-on start: the uid of a task whose slots this one takes. If that task still runs in
+   * the helper that gets this spawn (or is queued there itself), this one waits there and starts
+   * the moment that one's main process is reaped, without asking the agent; otherwise it starts
+   * at once. A kill of it while it waits fails it (ECANCELED, "canceled before it started").
+   */
+  after?: string;
+}
+
+/** Start a process (a task, or one rank of it). */
+export type SpawnRequest = { op: 'spawn' } & SpawnSpec;
+
+/** Signal a running task, or drop a queued one (ECANCELED); any other uid is ignored. */
+export interface KillRequest {
+  op: 'kill';
+  uid: string;
+  signal: KillSignal;
+}
+
+/** A line to a helper. */
+export type HelperRequest = SpawnRequest | KillRequest;
+
+/**
+ * What the exit of a 'stream' spawn adds: the last TAIL_BYTES (src/lib/file-tail.ts) bytes of
+ * its stdout and stderr read up to its exit, in base64, and how many bytes each had.
+ */
+export interface ExitTails {
+  stdoutTail: string;
+  stderrTail: string;
+  stdoutBytes: number;
+  stderrBytes: number;
+}
+
+/** A line from a helper. */
+export type HelperEvent =
+  | { ev: 'ready'; pid: number; tracking: TrackingKind; markPrefix: string; why?: string }
+  | { ev: 'started'; uid: string; pid: number; t?: number }
+  | ({
+      ev: 'exited';
+      uid: string;
+      exitCode: number | null;
+      signal: string | null;
+      t?: number;
+    } & Partial<ExitTails>)
+  | { ev: 'failed'; uid: string; code: string; message: string }
+  | { ev: 'error'; message: string }
+  | { ev: 'lost'; uid: string; attempt: number; errno: string };

@@ -1,0 +1,209 @@
+/**
+ * Output 'stream' in the Node spawner helper (main.ts): a task's stdout and stderr come
+ * through pipes and are appended, framed with its uid and attempt (src/lib/output-frames.ts), to
+ * the helper's one stream file (`--stream PATH`). pf-spawner.c does the same in C, with the same
+ * bytes: keep the two in step. Node built-ins and dependency-free modules only.
+ *
+ * Frames are queued as data comes and written by the helper's flush, before that turn's events,
+ * in one write; a write that fails loses them, and the task attempts they were of get lost
+ * events, ahead of that turn's other events (so before their exits). A task's output ends (one end frame) once its main process exited and both its
+ * pipes reached EOF: what it left behind may write on until the helper's kill grace ends it.
+ *
+ * Node gives a child's 'pipe' stdio as a socket pair, not a pipe: a task cannot open
+ * /dev/stdout (ENXIO), which it can under the C helper.
+ */
+import { fstatSync, ftruncateSync, openSync, writeSync } from 'node:fs';
+import type { Readable } from 'node:stream';
+import { errnoOf, errnoText } from '../../../../lib/errno-text';
+import { TAIL_BYTES } from '../../../../lib/file-tail';
+import {
+  FRAME_DATA_MAX,
+  STREAM_MAGIC,
+  encodeFrame,
+  type FrameKind,
+} from '../../../../lib/output-frames';
+import type { ExitTails } from './protocol';
+
+/** The last TAIL_BYTES bytes read, and how many were read in all. */
+class Tail {
+  bytes = 0;
+  private last = Buffer.alloc(0);
+
+  add(chunk: Buffer): void {
+    this.bytes += chunk.length;
+    const keep = Math.max(0, TAIL_BYTES - chunk.length);
+    this.last = Buffer.concat([
+      this.last.subarray(Math.max(0, this.last.length - keep)),
+      chunk.subarray(Math.max(0, chunk.length - TAIL_BYTES)),
+    ]);
+  }
+
+  base64(): string {
+    return this.last.toString('base64');
+  }
+}
+
+const KINDS: readonly FrameKind[] = ['stdout', 'stderr'];
+
+/** The output of one 'stream' task. */
+export class TaskOutput {
+  private readonly tails = [new Tail(), new Tail()];
+  private readonly streams: Readable[] = [];
+  private readonly open = [true, true];
+  private exited = false;
+  /** It never ran, or its end frame is written: nothing more is framed. */
+  private done = false;
+
+  constructor(
+    private readonly file: StreamFile,
+    readonly uid: string,
+    readonly attempt: number,
+  ) {}
+
+  /** Frames what the task's stdout and stderr give, from now on. */
+  attach(stdout: Readable, stderr: Readable): void {
+    [stdout, stderr].forEach((s, k) => {
+      this.streams.push(s);
+      s.on('data', (chunk: Buffer) => this.data(k, chunk));
+      // 'close' comes after 'end' (EOF) or an error: either way nothing more comes
+      s.once('close', () => this.closed(k));
+    });
+  }
+
+  /** The task never ran: no frames, not even an end. */
+  abandon(): void {
+    this.done = true;
+    this.file.forget(this);
+  }
+
+  /** Its main process exited: the exit event's tails; the end frame once both pipes ended. */
+  exit(): ExitTails {
+    this.exited = true;
+    const tails: ExitTails = {
+      stdoutTail: this.tails[0]!.base64(),
+      stderrTail: this.tails[1]!.base64(),
+      stdoutBytes: this.tails[0]!.bytes,
+      stderrBytes: this.tails[1]!.bytes,
+    };
+    this.check();
+    return tails;
+  }
+
+  /** The helper exits: what is still open ends now. */
+  finish(): void {
+    for (const s of this.streams) s.destroy();
+    this.end();
+  }
+
+  private data(k: number, chunk: Buffer): void {
+    if (this.done) return;
+    this.tails[k]!.add(chunk);
+    for (let at = 0; at < chunk.length; at += FRAME_DATA_MAX) {
+      const piece = chunk.subarray(at, at + FRAME_DATA_MAX);
+      this.file.queue(encodeFrame(KINDS[k]!, this.uid, this.attempt, piece), this);
+    }
+  }
+
+  private closed(k: number): void {
+    this.open[k] = false;
+    this.check();
+  }
+
+  private check(): void {
+    if (this.exited && !this.open[0] && !this.open[1]) this.end();
+  }
+
+  private end(): void {
+    if (this.done) return;
+    this.done = true;
+    this.file.queue(encodeFrame('end', this.uid, this.attempt), this);
+    this.file.forget(this);
+  }
+}
+
+export interface StreamFileOptions {
+  /** Asks for a flush on a later turn (with the events of that turn). */
+  schedule(): void;
+  /** An error event's message. */
+  error(message: string): void;
+}
+
+/** Frames of a task attempt that were not written: what a lost event says. */
+export interface LostOutput {
+  uid: string;
+  attempt: number;
+  errno: string;
+}
+
+/** The helper's stream file, opened for appending (0600), STREAM_MAGIC first when empty. */
+export class StreamFile {
+  private readonly fd: number;
+  private frames: Buffer[] = [];
+  /** The outputs whose frames are queued. */
+  private owners = new Set<TaskOutput>();
+  private readonly outputs = new Set<TaskOutput>();
+  /** A write failed: said once, until one succeeds. */
+  private failing = false;
+
+  /** Throws the open's error (the helper cannot start). */
+  constructor(
+    readonly path: string,
+    private readonly opts: StreamFileOptions,
+  ) {
+    this.fd = openSync(path, 'a', 0o600);
+    if (fstatSync(this.fd).size === 0) writeSync(this.fd, STREAM_MAGIC);
+  }
+
+  /** The output of a task about to start. */
+  task(uid: string, attempt: number): TaskOutput {
+    const out = new TaskOutput(this, uid, attempt);
+    this.outputs.add(out);
+    return out;
+  }
+
+  queue(frame: Buffer, owner: TaskOutput): void {
+    this.frames.push(frame);
+    this.owners.add(owner);
+    if (this.frames.length === 1) this.opts.schedule();
+  }
+
+  forget(out: TaskOutput): void {
+    this.outputs.delete(out);
+  }
+
+  /**
+   * Appends the queued frames in one write. A failed write is cut back off (never half a frame
+   * in the file), said once until a write succeeds, and its frames are lost: output never stops
+   * a task, but the task attempts whose frames were lost are returned (for lost events).
+   */
+  flush(): LostOutput[] {
+    if (this.frames.length === 0) return [];
+    const buf = this.frames.length === 1 ? this.frames[0]! : Buffer.concat(this.frames);
+    const owners = this.owners;
+    this.frames = [];
+    this.owners = new Set();
+    let off = 0;
+    try {
+      while (off < buf.length) off += writeSync(this.fd, buf, off);
+      this.failing = false;
+      return [];
+    } catch (e) {
+      try {
+        if (off > 0) ftruncateSync(this.fd, fstatSync(this.fd).size - off);
+      } catch {
+        // the file is gone bad: the next write says so
+      }
+      const code = errnoOf(e);
+      if (!this.failing) {
+        this.opts.error(`cannot write the output stream '${this.path}': ${errnoText(code, e)}`);
+      }
+      this.failing = true;
+      return [...owners].map((o) => ({ uid: o.uid, attempt: o.attempt, errno: code }));
+    }
+  }
+
+  /** The helper exits: every output still open ends (its end frame). */
+  finish(): void {
+    for (const out of [...this.outputs]) out.finish();
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * SpawnerPool's options and the handlers it calls (spawner-pool.ts).
+ */
+import type { Logger } from '../../../lib/logger';
+import type { ExitedEvent, FailedEvent, StartedEvent } from '../effects';
+import type { TrackingKind } from './helper/protocol';
+import type { SpawnerHelper } from './spawner-command';
+
+/** Receives helper events in bulks (one call per kind per chunk read from a helper). */
+export interface SpawnerHandlers {
+  started(events: StartedEvent[]): void;
+  exited(events: ExitedEvent[]): void;
+  failed(events: FailedEvent[]): void;
+  /**
+   * Helpers keep dying (more than `respawn.max` in `respawn.windowMs`): the pool stops
+   * replacing them and fails every later spawn; the pilot cannot run tasks and should end.
+   */
+  unusable?(message: string): void;
+}
+
+/** How many helper deaths the pool replaces in a window before it gives up. */
+export interface RespawnPolicy {
+  max: number;
+  windowMs: number;
+}
+
+export const DEFAULT_RESPAWN: RespawnPolicy = { max: 5, windowMs: 60_000 };
+
+export interface SpawnerPoolOptions {
+  /** Number of helper processes. */
+  count: number;
+  logger: Logger;
+  handlers: SpawnerHandlers;
+  readyTimeoutMs?: number;
+  /** After this, close() SIGKILLs helpers that have not exited. */
+  closeTimeoutMs?: number;
+  /** Replacing helpers that die (default: up to 5 a minute). */
+  respawn?: RespawnPolicy;
+  /**
+   * Variables set in the helpers' environment, over this process's own (which every task
+   * inherits); e.g. a test standing in for an agent inside a Slurm job gives the job's.
+   */
+  env?: Record<string, string>;
+  /**
+   * Which spawner helper to run. Default: the PILOTFISH_SPAWNER variable if set, else 'native'
+   * when dist/native/pf-spawner is built, else 'node'. An explicit 'native' that is not built
+   * fails start().
+   */
+  helper?: SpawnerHelper;
+  /**
+   * How the helpers keep hold of every process of a task: 'cgroup' (a cgroup per task; start()
+   * fails where the machine has none) or 'proc' (sessions, descendants and PF_TASK_MARK, in
+   * /proc). Default: the PILOTFISH_TASK_TRACKING variable if set, else 'cgroup' where the
+   * machine offers it, else 'proc'.
+   */
+  tracking?: TrackingKind;
+  /**
+   * Between the SIGTERM and the SIGKILL of what a task leaves behind when its main process exits
+   * (the helpers do it on their own). Default 3000.
+   */
+  killGraceMs?: number;
+  /**
+   * For output 'stream' (SpawnSpec.stream): the directory (made 0700 if missing) of the helpers'
+   * stream files, one per helper, `spawner.<slot>.<generation>.pfout`: slot 0..count-1, and
+   * generation 0 for a slot's first helper, +1 for each that replaces a dead one, so that no
+   * helper appends to a file another (perhaps not quite dead) one wrote. One pool per directory:
+   * another pool's helpers would take the same names. SpawnerPool.streamFiles() lists them.
+   * Unset: helpers start without --stream and fail 'stream' spawns (EINVAL).
+   */
+  streamDir?: string;
+  /**
+   * Passed to every helper as --hold-ms: while a helper has a spawn queued (SpawnSpec.after), it
+   * sends its started, exited and failed events at most once per holdMs, in one write, so the
+   * agent wakes less often. Default 0: every event goes at the end of the helper's loop turn.
+   */
+  holdMs?: number;
+}
