@@ -1,6 +1,6 @@
 import type { CommanderError } from 'commander';
 import { Command } from 'commander';
-import { EXIT, packageVersion } from './args';
+import { EXIT, docPath, packageVersion } from './args';
 import { registerCancel } from './commands/cancel';
 import { registerClean } from './commands/clean';
 import { registerExplain } from './commands/explain';
@@ -45,6 +45,11 @@ export function buildProgram(
     .helpCommand('help [command]', 'print the help of a command')
     .configureOutput({ writeOut: write.out, writeErr: write.err })
     .showHelpAfterError("(try 'pilotfish --help')")
+    .addHelpText(
+      'after',
+      `\nEvery command, its options and exit statuses: ${docPath('cli.md')}\n` +
+        `A first script, and where sessions, logs and outputs are: ${docPath('guide.md')}`,
+    )
     .exitOverride();
   for (const register of COMMANDS) register(program, done);
   for (const cmd of program.commands) {

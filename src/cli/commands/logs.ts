@@ -8,7 +8,7 @@ import { PRIVATE_DIR, PRIVATE_FILE } from '../../lib/private-files';
 import { streamDirOf } from '../../lib/stream-cursor';
 import { passStreamDir, type FrameSink } from '../../lib/stream-pass';
 import { readNotifications, readSessionFacts } from '../../profile/read';
-import { EXIT } from '../args';
+import { EXIT, docPath } from '../args';
 import { LinePrinter, OutFiles, STREAMS, type LineFormat, type Stream } from '../log-output';
 import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
 import { viewsOf } from '../store-source';
@@ -22,7 +22,8 @@ exit status:
      stream file, a named function call): the rest is printed, the message is on stderr
   2  wrong usage, or no such session (the message is on stderr)
 
-SESSION is a session uid in --dir or a session directory. Details: docs/cli.md.`;
+SESSION is a session uid in --dir or a session directory.
+Details: ${docPath('cli.md')}`;
 
 interface LogsFlags {
   stderr?: boolean;

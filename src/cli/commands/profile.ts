@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { profileReport } from '../../profile/intervals';
 import { readProfile } from '../../profile/read';
-import { EXIT } from '../args';
+import { EXIT, docPath } from '../args';
 import { usageErrors } from '../usage';
 import { formatProfile } from '../profile-table';
 import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
@@ -12,7 +12,7 @@ exit status:
   1  the session's files could not be read (the message is on stderr)
   2  wrong usage, or no such session (the message is on stderr)
 
-Buckets, utilization and efficiency: docs/profiling.md.`;
+Buckets, utilization and efficiency: ${docPath('profiling.md')}`;
 
 /** `pilotfish profile [SESSION]`: per task and per pilot intervals and the utilization report. */
 export function registerProfile(program: Command, done: (code: number) => void): void {

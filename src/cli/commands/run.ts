@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import type { Workload } from '../../generated';
 import { UsageError, ValidationError } from '../../errors';
 import { StoreError, StoreUnreachableError } from '../../updater/state-store';
-import { EXIT } from '../args';
+import { EXIT, docPath } from '../args';
 import { onInterrupt } from '../interrupt';
 import { countTasks, showProgress, type ProgressView } from '../progress';
 import { type RunOptions, loadWorkload, resumeWorkload, runWorkload } from '../run';
@@ -20,7 +20,8 @@ exit status:
 
 Ctrl-C once stops cleanly (cancels what has not ended, ends the pilots, prints the summary);
 twice leaves at once, and 'pilotfish run --resume SESSION' takes the run up again, as it
-does a run that was killed. The workload file and the summary: docs/cli.md.`;
+does a run that was killed.
+The workload file and the summary: ${docPath('cli.md')}`;
 
 interface RunFlags {
   dir: string;

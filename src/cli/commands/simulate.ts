@@ -10,7 +10,7 @@ import {
   type SimulateOptions,
   type SimulationReport,
 } from '../../simulator';
-import { EXIT } from '../args';
+import { EXIT, docPath } from '../args';
 import { loadWorkload } from '../run';
 
 const EXIT_STATUS = `
@@ -21,7 +21,8 @@ exit status:
   2  wrong usage, an invalid workload file (the JSON path is named), or a task with no
      walltimeS and no --default-walltime (the message is on stderr)
 
-The simulation, its assumptions and the --starts format: docs/cli.md ("pilotfish simulate").`;
+The simulation, its assumptions and the --starts format ("pilotfish simulate"):
+${docPath('cli.md')}`;
 
 interface SimulateFlags {
   nodes?: string;

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import type { SessionStatus } from '../../client/control-protocol';
-import { EXIT } from '../args';
+import { EXIT, docPath } from '../args';
 import { ask } from '../control-client';
 import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
 import { statusOf } from '../session-info';
@@ -15,7 +15,7 @@ exit status:
   2  wrong usage, or no such session (message on stderr)
 
 A live session answers through its control socket; an ended or crashed one is read from its
-store. docs/cli.md: the document --json prints.`;
+store. The document --json prints: ${docPath('cli.md')}`;
 
 interface StatusOptions {
   dir: string;

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import * as path from 'node:path';
 import { OutputUnavailableError, UsageError } from '../../errors';
 import { tailOutput } from '../../client/task-output';
-import { EXIT } from '../args';
+import { EXIT, docPath } from '../args';
 import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
 import { storeOutputSource } from '../store-source';
 
@@ -15,7 +15,8 @@ exit status:
      which writes no output file)
   2  wrong usage, or no such session (the message is on stderr)
 
-SESSION is a session uid in --dir or a session directory. Details: docs/cli.md.`;
+SESSION is a session uid in --dir or a session directory.
+Details: ${docPath('cli.md')}`;
 
 interface TailFlags {
   follow?: boolean;

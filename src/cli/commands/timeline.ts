@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import type { Command } from 'commander';
 import { readProfile } from '../../profile/read';
 import { renderTimeline } from '../../profile/timeline';
-import { EXIT } from '../args';
+import { EXIT, docPath } from '../args';
 import { usageErrors } from '../usage';
 import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
 
@@ -13,7 +13,7 @@ exit status:
   1  the session could not be read or the file not written (the message is on stderr)
   2  wrong usage, or no such session (the message is on stderr)
 
-How to read the chart: docs/profiling.md.`;
+How to read the chart: ${docPath('profiling.md')}`;
 
 /** `pilotfish timeline [SESSION] -o FILE`: the session's timeline as one self-contained HTML file. */
 export function registerTimeline(program: Command, done: (code: number) => void): void {

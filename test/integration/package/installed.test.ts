@@ -61,6 +61,49 @@ const { Session, PilotManager, TaskManager } = require('pilotfish');
 })().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
 `;
 
+const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+const GUIDE = fs.readFileSync(path.join(ROOT, 'docs/guide.md'), 'utf8');
+
+/** The body of the README's `## title` section. */
+function readmeSection(title: string): string {
+  const body = README.split(`\n## ${title}\n`)[1]?.split('\n## ')[0];
+  if (body === undefined) throw new Error(`README.md has no "## ${title}" section`);
+  return body;
+}
+
+/** The first code block of a text in the given language. */
+function firstBlock(text: string, lang: string, where: string): string {
+  const code = new RegExp('```' + lang + '\n([\\s\\S]*?)```').exec(text)?.[1];
+  if (code === undefined) throw new Error(`${where} has no \`\`\`${lang} block`);
+  return code;
+}
+
+/** What the README says a TypeScript project installs beside pilotfish: the packages of its line. */
+function typescriptInstall(): string[] {
+  const line = firstBlock(readmeSection('Installing'), 'sh', 'README.md "Installing"')
+    .split('\n')
+    .find((l) => l.startsWith('npm install --save-dev '));
+  if (line === undefined) throw new Error('README.md "Installing" names no npm install --save-dev');
+  return line.replace(/#.*$/, '').trim().split(/\s+/).slice(3);
+}
+
+/** The guide's tsconfig.json: its json block of compilerOptions. */
+function guideTsconfig(): string {
+  const block = [...GUIDE.matchAll(/```json\n([\s\S]*?)```/g)]
+    .map((m) => m[1]!)
+    .find((b) => b.includes('"compilerOptions"'));
+  if (block === undefined) throw new Error('docs/guide.md has no tsconfig.json block');
+  return block;
+}
+
+/** Each relative Markdown link of a doc as [link, the path it names, relative to the doc's folder]. */
+function relativeLinks(text: string): [string, string][] {
+  return [...text.matchAll(/\]\(([^)\s]+)\)/g)]
+    .map((m) => m[1]!)
+    .filter((l) => !/^[a-z]+:/.test(l) && !l.startsWith('#'))
+    .map((l) => [l, l.split('#')[0]!]);
+}
+
 suite(title, () => {
   let work: string;
   let app: string;
@@ -144,17 +187,101 @@ suite(title, () => {
       'dist/native/pf-spawner',
       'native/spawner/pf-spawner.c',
       'scripts/install-native.js',
+      'LICENSE',
+      'CHANGELOG.md',
+      'docs/guide.md',
+      'docs/cli.md',
+      'docs/images/timeline.png',
     ]) {
       expect(paths).toContain(needed);
     }
     expect(packed.find((f) => f.path === 'dist/native/pf-spawner')!.mode & 0o111).toBe(0o111);
     const allowed =
-      /^(package\.json|README\.md|dist\/(src|schemas)\/.*|workers\/[^/]+\.py|dist\/native\/pf-spawner|native\/spawner\/pf-spawner\.c|scripts\/install-native\.js)$/;
+      /^(package\.json|README\.md|LICENSE|CHANGELOG\.md|docs\/[\w-]+\.md|docs\/images\/[\w-]+\.png|dist\/(src|schemas)\/.*|workers\/[^/]+\.py|dist\/native\/pf-spawner|native\/spawner\/pf-spawner\.c|scripts\/install-native\.js)$/;
     expect(paths.filter((p) => !allowed.test(p))).toEqual([]);
     expect(paths.filter((p) => /(^|\/)(test|node_modules)\/|\.test\.js$|\.cmd$/.test(p))).toEqual(
       [],
     );
   });
+
+  it("type-checks the README's TypeScript example, strict, with only what the docs install", async () => {
+    const added = typescriptInstall();
+    expect(added).toEqual(expect.arrayContaining([expect.stringMatching(/^@types\/node@/)]));
+    const install = await run(
+      'npm',
+      ['install', '--no-audit', '--no-fund', '--prefer-offline', '--save-dev', ...added],
+      app,
+    );
+    expect([install.code, install.stderr]).toEqual([0, expect.anything()]);
+    // an ES module project (the example awaits at the top level) under the app's node_modules
+    const project = path.join(app, 'ts');
+    fs.mkdirSync(project);
+    fs.writeFileSync(path.join(project, 'package.json'), '{ "type": "module", "private": true }\n');
+    fs.writeFileSync(path.join(project, 'tsconfig.json'), guideTsconfig());
+    fs.writeFileSync(
+      path.join(project, 'hello.ts'),
+      firstBlock(readmeSection('A client script'), 'ts', 'README.md "A client script"'),
+    );
+    const tsc = await run(
+      process.execPath,
+      [path.join(app, 'node_modules/typescript/bin/tsc'), '-p', project, '--noEmit'],
+      project,
+    );
+    expect([tsc.code, tsc.stdout, tsc.stderr]).toEqual([0, '', '']);
+    const options = (JSON.parse(guideTsconfig()) as { compilerOptions: Record<string, unknown> })
+      .compilerOptions;
+    expect(options).toMatchObject({ strict: true });
+    expect(options.skipLibCheck).toBeUndefined(); // pilotfish's and its dependencies' .d.ts too
+  }, 120_000);
+
+  it('ships the docs its README links to: every relative link of README and docs resolves inside', () => {
+    const docs = [
+      'README.md',
+      'CHANGELOG.md',
+      ...fs
+        .readdirSync(path.join(installed, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
+    expect(docs).toEqual(expect.arrayContaining(['docs/guide.md', 'docs/cli.md']));
+    const wrong: string[] = [];
+    let links = 0;
+    for (const doc of docs) {
+      for (const [link, target] of relativeLinks(
+        fs.readFileSync(path.join(installed, doc), 'utf8'),
+      )) {
+        links++;
+        const abs = path.resolve(installed, path.dirname(doc), target);
+        if (path.relative(installed, abs).startsWith('..')) wrong.push(`${doc}: ${link}: outside`);
+        else if (!fs.existsSync(abs)) wrong.push(`${doc}: ${link}: not in the package`);
+      }
+    }
+    expect(wrong).toEqual([]);
+    expect(links).toBeGreaterThan(50);
+  });
+
+  it('names the installed docs in --help, by paths that exist', async () => {
+    const bin = path.join(app, 'node_modules/.bin/pilotfish');
+    const helps = await Promise.all(
+      [['--help'], ['run', '--help'], ['timeline', '--help']].map((args) => run(bin, args, app)),
+    );
+    const named = helps.flatMap((h) => {
+      expect([h.code, h.stderr]).toEqual([0, '']);
+      return [...h.stdout.matchAll(/\S*docs\/[\w-]+\.md/g)].map((m) => m[0]);
+    });
+    expect(named.map((p) => path.basename(p)).sort()).toEqual([
+      'cli.md',
+      'cli.md',
+      'guide.md',
+      'profiling.md',
+    ]);
+    for (const p of named) {
+      expect(path.isAbsolute(p)).toBe(true);
+      expect(fs.realpathSync(p)).toBe(
+        fs.realpathSync(path.join(installed, 'docs', path.basename(p))),
+      );
+    }
+  }, 60_000);
 
   it('runs its tasks through the C helper it ships', async () => {
     const { states, log } = await runClient();

@@ -5,9 +5,11 @@ import { buildProgram } from '../../../src/cli/program';
 
 const ROOT = path.resolve(__dirname, '../../..');
 
-/** The user's docs: the README and every page under docs/. */
+/** The user's docs (the README and every page under docs/), the changelog and CONTRIBUTING. */
 const DOCS = [
   'README.md',
+  'CHANGELOG.md',
+  'CONTRIBUTING.md',
   ...readdirSync(path.join(ROOT, 'docs'))
     .filter((f) => f.endsWith('.md'))
     .map((f) => `docs/${f}`),
