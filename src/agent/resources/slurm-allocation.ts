@@ -1,4 +1,4 @@
-import type { SlurmLaunchOptions } from '../../components/executor/launch';
+import type { AgentNode, SrunOptions } from '../../components/executor/launch';
 import type { Allocation, AllocationSite } from './allocation';
 import { serviceHost } from './service-host';
 import { slurmNodes } from './slurm/env';
@@ -66,14 +66,16 @@ export function slurmAllocation(
         warnings.push(choice.warning);
         log.warn('MPI programs started by srun may fail', { warning: choice.warning });
       }
-      const slurm: SlurmLaunchOptions = {
-        srun: 'srun',
-        node,
+      const srun: SrunOptions = {
+        executable: 'srun',
         gpuGres: env.SLURM_JOB_GPUS !== undefined || env.SLURM_GPUS_ON_NODE !== undefined,
       };
-      if (choice.mpi !== undefined) slurm.mpi = choice.mpi;
-      slurm.host = await effects.serviceHost(cfg.addresses.managerOutput);
-      return { options: { slurm }, warnings };
+      if (choice.mpi !== undefined) srun.mpi = choice.mpi;
+      const agentNode: AgentNode = {
+        name: node,
+        host: await effects.serviceHost(cfg.addresses.managerOutput),
+      };
+      return { options: { agentNode, srun }, warnings };
     },
   };
 }

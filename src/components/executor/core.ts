@@ -29,8 +29,8 @@ export interface ExecutorOptions {
   /** Time between SIGTERM and SIGKILL when a task is timed out or canceled. */
   killGraceMs: number;
   /**
-   * How tasks are launched; default `{ mpirun: 'mpirun', asRoot: false }` and no `slurm` (the
-   * agent's wiring sets `slurm` when it runs inside a Slurm allocation: see LaunchOptions).
+   * How tasks are launched; default `{ mpirun: 'mpirun', asRoot: false }`, one machine and no step
+   * launcher (the agent's allocation sets `agentNode` and `srun` where it has them: LaunchOptions).
    */
   launch?: Partial<LaunchOptions>;
   /**
@@ -103,13 +103,7 @@ export class ExecutorCore {
     private readonly clock: Clock,
     private readonly options: ExecutorOptions,
   ) {
-    const { slurm, cpuIds } = options.launch ?? {};
-    this.launchOptions = {
-      mpirun: options.launch?.mpirun ?? 'mpirun',
-      asRoot: options.launch?.asRoot ?? false,
-      ...(slurm === undefined ? {} : { slurm }),
-      ...(cpuIds === undefined ? {} : { cpuIds }),
-    };
+    this.launchOptions = { mpirun: 'mpirun', asRoot: false, ...options.launch };
     this.signaledExitGraceMs = options.signaledExitGraceMs ?? SIGNALED_EXIT_GRACE_MS;
   }
 

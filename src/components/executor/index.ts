@@ -40,7 +40,8 @@ export {
   type LaunchMethodPlugin,
   type LaunchOptions,
   type LaunchResult,
-  type SlurmLaunchOptions,
+  type AgentNode,
+  type SrunOptions,
 } from './launch';
 export { ExecutorShell, type ExecutorShellOptions } from './shell';
 export {

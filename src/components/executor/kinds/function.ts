@@ -29,13 +29,14 @@ export const functionKind: ExecutorKind<FunctionJob> = {
         reason: reason('E_MODE_UNSUPPORTED', 'a function task without its function'),
       };
     }
-    if (launch.slurm !== undefined && slot !== undefined && slot.node !== launch.slurm.node) {
+    const agentNode = launch.agentNode?.name;
+    if (agentNode !== undefined && slot !== undefined && slot.node !== agentNode) {
       return {
         ok: false,
         reason: reason(
           'E_LAUNCH_METHOD',
-          `function tasks run in the workers of the agent's node '${launch.slurm.node}'; this task's slot is on '${slot.node}'`,
-          { node: slot.node, agentNode: launch.slurm.node },
+          `function tasks run in the workers of the agent's node '${agentNode}'; this task's slot is on '${slot.node}'`,
+          { node: slot.node, agentNode },
         ),
       };
     }

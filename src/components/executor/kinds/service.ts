@@ -22,15 +22,15 @@ export const serviceKind: ExecutorKind<ServiceJob> = {
     const s = task.description.service ?? {};
     const process = prepared.job;
     if (typeof s.port === 'number') process.spec.env.PF_PORT = String(s.port);
-    // Outside Slurm the agent's node is this machine: its loopback reaches a service bound to
+    // On one machine the agent's node is this machine: its loopback reaches a service bound to
     // any address. In an allocation: the agent's host name on its node, else the node's name.
     const node = task.slots?.[0]?.node;
-    const slurm = launch.slurm;
+    const agent = launch.agentNode;
     const host =
-      slurm === undefined
+      agent === undefined
         ? '127.0.0.1'
-        : node === undefined || node === slurm.node
-          ? (slurm.host ?? slurm.node)
+        : node === undefined || node === agent.name
+          ? (agent.host ?? agent.name)
           : node;
     const ready: ReadyChecks = s.ready ?? (s.port !== undefined ? { tcp: true } : {});
     const job: ServiceJob = { kind: 'service', process, host, ready };

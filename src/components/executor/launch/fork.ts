@@ -3,10 +3,10 @@ import { launchFailure, type Launch, type LaunchMethodPlugin, type LaunchOptions
 import { gpuList, slotCpus } from './ranks';
 import { STEPS_SCRIPT, executableOf, stepsArgv, taskSteps } from './steps';
 
-/** The slot's node, when the task runs inside Slurm on another node than the agent's. */
+/** The slot's node, when the task runs in an allocation on another node than the agent's. */
 function elsewhere(task: TaskRecord, opts: LaunchOptions): string | undefined {
   const node = task.slots?.[0]?.node;
-  return opts.slurm !== undefined && node !== undefined && node !== opts.slurm.node
+  return opts.agentNode !== undefined && node !== undefined && node !== opts.agentNode.name
     ? node
     : undefined;
 }
@@ -24,16 +24,17 @@ export const fork: LaunchMethodPlugin = {
     if (ranks > 1) {
       return launchFailure(
         'E_LAUNCH_METHOD',
-        `launch 'fork' runs one rank; this task asks ${ranks} ranks: use '${opts.slurm === undefined ? 'mpirun' : 'srun'}'`,
+        `launch 'fork' runs one rank; this task asks ${ranks} ranks: use '${opts.srun === undefined ? 'mpirun' : 'srun'}'`,
         { launch: 'fork', ranks },
       );
     }
     const node = elsewhere(task, opts);
-    if (node !== undefined) {
+    if (node !== undefined && opts.agentNode !== undefined) {
+      const agentNode = opts.agentNode.name;
       return launchFailure(
         'E_LAUNCH_METHOD',
-        `launch 'fork' runs on the agent's node '${opts.slurm!.node}'; this task's slot is on '${node}': use 'srun'`,
-        { launch: 'fork', node, agentNode: opts.slurm!.node },
+        `launch 'fork' runs on the agent's node '${agentNode}'; this task's slot is on '${node}': use '${opts.srun === undefined ? 'mpirun' : 'srun'}'`,
+        { launch: 'fork', node, agentNode },
       );
     }
     const gpus = gpuList(task.slots?.[0]?.gpus);

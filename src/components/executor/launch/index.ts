@@ -7,7 +7,8 @@ export type {
   LaunchMethodPlugin,
   LaunchOptions,
   LaunchResult,
-  SlurmLaunchOptions,
+  AgentNode,
+  SrunOptions,
   Slot,
 } from './method';
 export { MPI_AUTO, checkedMpi, chooseMpi, type MpiChoice, type MpiFacts } from './mpi';

@@ -13,11 +13,16 @@ export interface LaunchOptions {
   /** The agent runs as root: OpenMPI's mpirun refuses that without --allow-run-as-root. */
   asRoot: boolean;
   /**
-   * Set when the agent runs inside a Slurm allocation. Then a task without `launch` is forked
-   * when it has one rank and its slot is on `node`, and started as an srun step otherwise.
-   * Unset: 'srun' fails the task.
+   * Set when the agent's allocation spans nodes (a batch job): the agent's own node, whose slots
+   * may fork. Then a task without `launch` is forked when it has one rank and its slot is on
+   * this node, and started by the allocation's step launcher otherwise. Unset: every slot is on
+   * this machine.
    */
-  slurm?: SlurmLaunchOptions;
+  agentNode?: AgentNode;
+  /**
+   * The allocation's step launcher, srun in a Slurm job (srun.ts). Unset: 'srun' fails the task.
+   */
+  srun?: SrunOptions;
   /**
    * The CPU ids of each node's cores, by node name: core i of a slot on node N is CPU
    * `cpuIds.get(N)[i]`, and each rank is pinned to its slot's CPUs. A node that is missing (the
@@ -26,19 +31,23 @@ export interface LaunchOptions {
   cpuIds?: ReadonlyMap<string, readonly number[]>;
 }
 
-export interface SlurmLaunchOptions {
-  /** The srun to run: a path, or a name looked up in PATH. */
-  srun: string;
+/** The node the agent runs on, in an allocation of several. */
+export interface AgentNode {
   /**
-   * The Slurm name of the node the agent runs on (SLURMD_NODENAME; not os.hostname(), which
-   * can differ): the node name its slots carry for this node.
+   * Its name as the allocation gives it (in Slurm SLURMD_NODENAME, not os.hostname(), which can
+   * differ): the node name its slots carry.
    */
-  node: string;
+  name: string;
   /**
-   * Where other nodes reach a service on the agent's node (its host name, or its address when
-   * that does not resolve): a node's Slurm name need not resolve. Unset: its Slurm name.
+   * Where other nodes reach a service on it (its host name, or its address when that does not
+   * resolve): an allocation's node name need not resolve. Unset: its name.
    */
   host?: string;
+}
+
+export interface SrunOptions {
+  /** The srun to run: a path, or a name looked up in PATH. */
+  executable: string;
   /**
    * The allocation's GPUs are Slurm GRES: a step then asks for its GPUs with --gpus-per-task and
    * keeps the CUDA_VISIBLE_DEVICES Slurm gives it. Default false: Slurm is asked for no GPU and

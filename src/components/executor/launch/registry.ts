@@ -6,7 +6,6 @@ import type {
   LaunchMethodPlugin,
   LaunchOptions,
   LaunchResult,
-  SlurmLaunchOptions,
 } from './method';
 import { mpirun } from './mpirun';
 import { baseEnv } from './ranks';
@@ -23,13 +22,15 @@ export const LAUNCH_METHODS: Readonly<Record<LaunchMethod, LaunchMethodPlugin>> 
 const DEFAULT_ORDER: readonly LaunchMethod[] = ['fork', 'srun', 'mpirun'];
 
 /**
- * The launch method a task gets: its own choice, else, outside Slurm, mpirun for more than one
- * rank and fork for one; inside a Slurm allocation fork for one rank whose slot is on the
- * agent's node (or that has no slot) and srun for the rest.
+ * The launch method a task gets: its own choice, else, on one machine, mpirun for more than one
+ * rank and fork for one; in an allocation with a step launcher, fork for one rank whose slot is
+ * on the agent's node (or that has no slot) and srun for the rest.
  */
-export function launchMethodOf(task: TaskRecord, slurm?: SlurmLaunchOptions): LaunchMethod {
-  const opts: LaunchOptions = { mpirun: 'mpirun', asRoot: false };
-  if (slurm !== undefined) opts.slurm = slurm;
+export function launchMethodOf(
+  task: TaskRecord,
+  allocation: Pick<LaunchOptions, 'agentNode' | 'srun'> = {},
+): LaunchMethod {
+  const opts: LaunchOptions = { mpirun: 'mpirun', asRoot: false, ...allocation };
   return pick(task, task.description.ranks ?? 1, opts);
 }
 

@@ -19,16 +19,16 @@ const SRUN_GRES_RANK_WRAPPERS = rankWrappers(SRUN_RANK, false);
 export const SRUN_GRES_RANK_WRAPPER = SRUN_GRES_RANK_WRAPPERS.plain;
 
 /**
- * A step of the Slurm allocation the agent runs in (LaunchOptions.slurm); docs/launch-methods.md
+ * A step of the Slurm allocation the agent runs in (LaunchOptions.srun); docs/launch-methods.md
  * has the checked facts behind each option.
  */
 export const srun: LaunchMethodPlugin = {
   name: 'srun',
 
-  suits: (_task, _ranks, opts) => opts.slurm !== undefined,
+  suits: (_task, _ranks, opts) => opts.srun !== undefined,
 
   build({ task, ranks, env, opts }) {
-    const slurm = opts.slurm;
+    const slurm = opts.srun;
     if (slurm === undefined) {
       return launchFailure(
         'E_LAUNCH_METHOD',
@@ -96,7 +96,7 @@ export const srun: LaunchMethodPlugin = {
       ok: true,
       launch: {
         method: 'srun',
-        executable: slurm.srun,
+        executable: slurm.executable,
         args,
         env,
         files,

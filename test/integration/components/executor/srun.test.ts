@@ -130,7 +130,7 @@ describeSlurm('ExecutorCore + SpawnerPool + real srun in a Slurm allocation', ()
     beforeEach(async () => {
       h = await ExecutorHarness.start(dir, {
         prefix: 'srun',
-        launch: { slurm: { srun: 'srun', node: agentNode } },
+        launch: { agentNode: { name: agentNode }, srun: { executable: 'srun' } },
         env: batchEnv,
       });
     });

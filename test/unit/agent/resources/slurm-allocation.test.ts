@@ -84,7 +84,8 @@ describe('slurmAllocation', () => {
     const found = await a.launch({ log, timeoutMs: 500 });
     expect(found).toEqual({
       options: {
-        slurm: { srun: 'srun', node: 'c1', gpuGres: false, mpi: 'pmix', host: '10.0.0.7' },
+        agentNode: { name: 'c1', host: '10.0.0.7' },
+        srun: { executable: 'srun', gpuGres: false, mpi: 'pmix' },
       },
       warnings: [],
     });
@@ -103,11 +104,9 @@ describe('slurmAllocation', () => {
       const a = slurmAllocation(site({ resource: 'slurm' }, { ...JOB, ...gpus }), effects);
       const log = recordingLogger();
       const { options } = await a.launch({ log, timeoutMs: 1 });
-      expect(options.slurm).toEqual({
-        srun: 'srun',
-        node: 'c1',
-        gpuGres: true,
-        host: 'c1.example',
+      expect(options).toEqual({
+        agentNode: { name: 'c1', host: 'c1.example' },
+        srun: { executable: 'srun', gpuGres: true },
       });
       expect(calls.probe[0]).not.toHaveProperty('requested');
       expect(log.lines[0]![2]).toMatchObject({ mpi: "(Slurm's default)" });

@@ -130,7 +130,7 @@ describe('ExecutorCore', () => {
 
   it('inside a Slurm allocation forks a rank on its own node and runs the rest under srun', () => {
     const { rec, specs, started } = setup({
-      launch: { slurm: { srun: '/opt/slurm/bin/srun', node: 'n0' } },
+      launch: { agentNode: { name: 'n0' }, srun: { executable: '/opt/slurm/bin/srun' } },
     });
     const here = task('t1');
     const there = task('t2');

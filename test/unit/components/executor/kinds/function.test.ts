@@ -58,7 +58,8 @@ describe('functionKind', () => {
     const r = functionKind.prepare(fnTask(slot('n2', [0])), '/sb/t1', {
       mpirun: 'mpirun',
       asRoot: false,
-      slurm: { node: 'n1', srun: 'srun' },
+      agentNode: { name: 'n1' },
+      srun: { executable: 'srun' },
     });
     expect(r).toMatchObject({ ok: false, reason: { code: 'E_LAUNCH_METHOD' } });
     expect(!r.ok && r.reason.message).toContain("agent's node 'n1'; this task's slot is on 'n2'");

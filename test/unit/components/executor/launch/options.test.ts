@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   launchOptionsFor,
-  type SlurmLaunchOptions,
+  type AgentNode,
+  type SrunOptions,
 } from '../../../../../src/components/executor/launch';
 
 describe('launchOptionsFor', () => {
@@ -16,11 +17,13 @@ describe('launchOptionsFor', () => {
   });
 
   it("takes the allocation's step launcher as it is", () => {
-    const slurm: SlurmLaunchOptions = { srun: 'srun', node: 'n1', gpuGres: true, mpi: 'pmix' };
-    expect(launchOptionsFor({ uid: 1000, allocation: { slurm } })).toEqual({
+    const agentNode: AgentNode = { name: 'n1', host: 'n1.example' };
+    const srun: SrunOptions = { executable: 'srun', gpuGres: true, mpi: 'pmix' };
+    expect(launchOptionsFor({ uid: 1000, allocation: { agentNode, srun } })).toEqual({
       mpirun: 'mpirun',
       asRoot: false,
-      slurm,
+      agentNode,
+      srun,
     });
   });
 

@@ -12,7 +12,11 @@ const CPU_IDS = new Map([
   ['n2', [0, 1, 2, 3]],
 ]);
 const PINNED: BuildLaunchOptions = { ...OPTS, cpuIds: CPU_IDS };
-const SLURM: BuildLaunchOptions = { ...PINNED, slurm: { srun: 'srun', node: 'n1' } };
+const SLURM: BuildLaunchOptions = {
+  ...PINNED,
+  agentNode: { name: 'n1' },
+  srun: { executable: 'srun' },
+};
 
 describe('cpuList', () => {
   it('writes CPU ids as a Linux cpulist, runs as ranges, sorted, once each', () => {
@@ -49,7 +53,8 @@ describe('buildLaunch pins each rank to its slot', () => {
   it("fork unpinned: no cpus and no PF_CPUS, whatever the task's environment says", () => {
     const l = launched(task({ environment: { PF_CPUS: '9' } }, [slot('n3', [0])]), {
       ...PINNED,
-      slurm: { srun: 'srun', node: 'n3' },
+      agentNode: { name: 'n3' },
+      srun: { executable: 'srun' },
     });
     expect(l.cpus).toBeUndefined();
     expect(l.env).not.toHaveProperty('PF_CPUS');

@@ -5,7 +5,7 @@ import { EXECUTOR_KINDS } from '../../../../../src/components/executor/kinds';
 import {
   LAUNCH_METHODS,
   launchMethodOf,
-  type SlurmLaunchOptions,
+  type LaunchOptions,
 } from '../../../../../src/components/executor/launch';
 import { task, slot } from './helpers';
 
@@ -22,7 +22,10 @@ describe('launchMethodOf', () => {
 });
 
 describe('launchMethodOf inside a Slurm allocation', () => {
-  const SLURM: SlurmLaunchOptions = { srun: 'srun', node: 'n1' };
+  const SLURM: Pick<LaunchOptions, 'agentNode' | 'srun'> = {
+    agentNode: { name: 'n1' },
+    srun: { executable: 'srun' },
+  };
 
   it.each([
     ['one rank on the agent node', {}, [slot('n1', [0])], 'fork'],

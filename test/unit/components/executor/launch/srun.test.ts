@@ -8,8 +8,12 @@ import {
 import { OPTS, task, slot, launched, BASE_ENV, launcherOptions } from './helpers';
 
 describe('buildLaunch with srun', () => {
-  const SLURM: BuildLaunchOptions = { ...OPTS, slurm: { srun: '/usr/bin/srun', node: 'n1' } };
-  const GRES: BuildLaunchOptions = { ...SLURM, slurm: { ...SLURM.slurm!, gpuGres: true } };
+  const SLURM: BuildLaunchOptions = {
+    ...OPTS,
+    agentNode: { name: 'n1' },
+    srun: { executable: '/usr/bin/srun' },
+  };
+  const GRES: BuildLaunchOptions = { ...SLURM, srun: { ...SLURM.srun!, gpuGres: true } };
 
   it('runs a step with one hostfile line per rank, in rank order', () => {
     const slots = [slot('n2', [0, 1]), slot('n1', [0, 1]), slot('n2', [2, 3])];
@@ -162,7 +166,7 @@ describe('buildLaunch with srun', () => {
   });
 
   it("adds the pilot's PMI plug-in, unless the task's environment names one", () => {
-    const MPI: BuildLaunchOptions = { ...SLURM, slurm: { ...SLURM.slurm!, mpi: 'pmix' } };
+    const MPI: BuildLaunchOptions = { ...SLURM, srun: { ...SLURM.srun!, mpi: 'pmix' } };
     const slots = [slot('n1', [0]), slot('n2', [0])];
     const l = launched(task({ ranks: 2 }, slots), MPI);
     expect(launcherOptions(l)).toContain('--mpi=pmix');

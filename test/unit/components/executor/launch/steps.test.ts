@@ -55,7 +55,7 @@ describe('preExec and postExec in the launch', () => {
     ]);
     // the same prologue (rank, GPUs, pinning), then the script instead of the exec
     expect(RANK_WRAPPERS.steps).toBe(RANK_WRAPPER.replace(/exec "\$@"$/, STEPS_SCRIPT));
-    const slurm = { ...OPTS, slurm: { srun: 'srun', node: 'n0' } };
+    const slurm = { ...OPTS, agentNode: { name: 'n0' }, srun: { executable: 'srun' } };
     const s = launched({ ...t, description: { ...t.description, launch: 'srun' } }, slurm);
     const wrapper = s.args[s.args.indexOf('/bin/sh') + 2];
     expect(wrapper).toBe(SRUN_RANK_WRAPPER.replace(/exec "\$@"$/, STEPS_SCRIPT));
