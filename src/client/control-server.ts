@@ -1,7 +1,7 @@
 import { chmodSync, lstatSync, rmSync } from 'node:fs';
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import * as path from 'node:path';
-import { coerceError, errorMeta, UsageError, ValidationError } from '../errors';
+import { coerceError, errorMeta, ValidationError } from '../errors';
 import type { ControlRequest } from '../generated';
 import { PRIVATE_FILE } from '../lib/private-files';
 import { parseControlRequest } from '../lib/validate';
@@ -12,6 +12,7 @@ import {
   type ControlError,
   type ControlReply,
 } from './control-protocol';
+import { answers } from './control-liveness';
 import { cancelLive, liveStatus } from './control-status';
 import { explainTask } from './explain';
 import { managersOf } from './managers';
@@ -178,32 +179,6 @@ class ClosingError extends Error {
   constructor() {
     super('the session is closing: its tasks are being canceled already');
   }
-}
-
-/**
- * Refuses to resume the session in `dir` while its client still runs (it answers on its control
- * socket): two clients would then bind the same addresses and write the same store.
- */
-export async function refuseIfLive(dir: string): Promise<void> {
-  const file = path.join(dir, CONTROL_SOCKET);
-  if (lstatSync(file, { throwIfNoEntry: false })?.isSocket() === true && (await answers(file))) {
-    throw new UsageError(
-      `cannot resume ${path.basename(dir)}: its client still runs (it answers on ${file}); ` +
-        'a session is resumed once its client has died',
-    );
-  }
-}
-
-/** Whether something accepts connections on the socket `file` (a refused connect: nobody). */
-function answers(file: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = connect(file);
-    probe.once('connect', () => {
-      probe.destroy();
-      resolve(true);
-    });
-    probe.once('error', () => resolve(false));
-  });
 }
 
 function idOf(input: unknown): { id?: number | string } {

@@ -1,9 +1,8 @@
 import { TASK_STATES, type TaskState } from '../states/task-model';
 import type { CancelResult, RunningTask, SessionState, SessionStatus } from './control-protocol';
 import { explainTask } from './explain';
-import type { Managers } from './managers';
+import type { ManagedTasks, Managers } from './managers';
 import type { ClientRuntime } from './runtime';
-import type { TaskManager } from './task-manager';
 
 /** States before the task's own command runs: a task in one of them is pending. */
 const PENDING: ReadonlySet<TaskState> = new Set(
@@ -78,7 +77,7 @@ export async function cancelLive(
   uids: readonly string[],
 ): Promise<CancelResult> {
   const result: CancelResult = { canceled: [], unknown: [], final: [] };
-  const byManager = new Map<TaskManager, string[]>();
+  const byManager = new Map<ManagedTasks, string[]>();
   for (const uid of new Set(uids)) {
     const task = rt.tasks.get(uid);
     const owner = [...managers.tasks].find((m) => m.get(uid) !== undefined);

@@ -2,8 +2,8 @@ import type { Reason, WaitReason } from '../generated';
 import { requestOf } from '../components/agent-scheduler/request';
 import { dependencyMessage } from '../components/manager-scheduler/wait-reasons';
 import { TASK_MODEL, isFinalTaskState, type TaskState } from '../states/task-model';
-import type { StartEstimate } from './agent-waits';
-import type { ClientRuntime } from './runtime';
+import type { Clock } from '../lib/clock';
+import type { AgentWaits, StartEstimate } from './agent-waits';
 import type { Task } from './task';
 
 export type { WaitReason } from '../generated';
@@ -34,8 +34,20 @@ export interface Explanation {
   reason?: Reason;
 }
 
+/**
+ * What an explanation reads of the session (its runtime is one): its tasks, and the holders it
+ * asks why one waits, the ManagerScheduler through the pipeline and each pilot's agent through
+ * what its links keep of the agent's reports.
+ */
+export interface ExplainSource {
+  readonly tasks: { get(uid: string): Task | undefined };
+  readonly clock: Clock;
+  readonly pipeline: { whyWaiting(uid: string): WaitReason | undefined };
+  readonly links: { readonly waits: Pick<AgentWaits, 'get' | 'estimate'> };
+}
+
 /** The explanation of a task of the session, or undefined for a uid it does not have. */
-export function explainTask(rt: ClientRuntime, uid: string): Explanation | undefined {
+export function explainTask(rt: ExplainSource, uid: string): Explanation | undefined {
   const task = rt.tasks.get(uid);
   if (task === undefined) return undefined;
   const last = task.history.at(-1);
@@ -64,7 +76,7 @@ export function explainTask(rt: ClientRuntime, uid: string): Explanation | undef
  * in AGENT_SCHEDULING (what the agent last reported for tasks asking the same), else, in an
  * X_PENDING state, in transit to X. A task being staged or run waits for nothing.
  */
-function waitingOf(rt: ClientRuntime, task: Task): WaitReason | undefined {
+function waitingOf(rt: ExplainSource, task: Task): WaitReason | undefined {
   const now = rt.clock.now();
   const held = rt.pipeline.whyWaiting(task.uid);
   if (held !== undefined) return withDependencyStates(rt, held);
@@ -88,7 +100,7 @@ function waitingOf(rt: ClientRuntime, task: Task): WaitReason | undefined {
  * The estimated start of a task waiting at its pilot's agent; a task the ManagerScheduler holds
  * has none yet (the plan is the agent's).
  */
-function estimateOf(rt: ClientRuntime, task: Task): StartEstimate | undefined {
+function estimateOf(rt: ExplainSource, task: Task): StartEstimate | undefined {
   if (task.state !== 'AGENT_SCHEDULING' || task.pilot === undefined) {
     return rt.pipeline.whyWaiting(task.uid) !== undefined ? { none: NOT_AT_AGENT } : undefined;
   }
@@ -100,7 +112,7 @@ function estimateOf(rt: ClientRuntime, task: Task): StartEstimate | undefined {
 const NOT_AT_AGENT = "no estimate until it reaches a pilot's agent, whose plan gives it";
 
 /** The agent's reason for the tasks asking what `task` asks, unless it names an older attempt. */
-function agentReason(rt: ClientRuntime, task: Task, pilot: string): WaitReason | undefined {
+function agentReason(rt: ExplainSource, task: Task, pilot: string): WaitReason | undefined {
   const req = requestOf(task.description);
   if ('error' in req) return undefined;
   const said = rt.links.waits.get(pilot, req.key);
@@ -111,7 +123,7 @@ function agentReason(rt: ClientRuntime, task: Task, pilot: string): WaitReason |
 }
 
 /** The dependencies' states as this client knows them, beside what the scheduler said. */
-function withDependencyStates(rt: ClientRuntime, w: WaitReason): WaitReason {
+function withDependencyStates(rt: ExplainSource, w: WaitReason): WaitReason {
   if (w.dependencies === undefined) return w;
   const dependencies = w.dependencies.map((d) => {
     const state = rt.tasks.get(d.task)?.state;

@@ -57,6 +57,19 @@ export type JournalEntry =
   /** The session was closed (`closed`) or taken up again (`resumed`): the last says which. */
   | { t: 'closed' | 'resumed'; at: number };
 
+/** The public key of every pilot the journal holds (a resumed session admits them first). */
+export function journaledKeys(
+  entries: readonly JournalEntry[],
+): { pilot: string; publicKey: string }[] {
+  return entries.flatMap((e) =>
+    e.t !== 'pilots'
+      ? []
+      : e.pilots.flatMap((p) =>
+          p.link.publicKey !== undefined ? [{ pilot: p.uid, publicKey: p.link.publicKey }] : [],
+        ),
+  );
+}
+
 /**
  * The session's journal, `<session dir>/journal.jsonl`: written synchronously before the
  * notifications it explains reach the store, so whatever the store holds after a crash, the

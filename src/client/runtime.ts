@@ -16,10 +16,10 @@ import type { MongoStore } from '../updater/mongodb/store';
 import { openStore, type SessionStore, type StoreChoice } from '../updater/store-choice';
 import type { UpdateWorker } from '../updater/update-worker';
 import { DeliveredCounters, DeliveryCursor } from './delivered';
-import type { Journal, JournalEntry } from './journal';
+import { journaledKeys, type Journal, type JournalEntry } from './journal';
 import { ManagerPipeline } from './manager-pipeline';
 import { MemoryTrimmer } from './memory-trimmer';
-import type { SessionOptions } from './session';
+import type { SessionOptions } from './session-options';
 import { teeLogger } from './tee-logger';
 import { closeStore, StoreHealth, throughOutage } from './store-health';
 import type { FinalPilotState } from '../states/pilot-model';
@@ -166,7 +166,7 @@ export class ClientRuntime {
     } else this.health.watchReach(store);
     for (const s of [this.journal, this.delivered]) this.health.watch(s);
     // before the control socket is bound: a resumed session's agents reconnect to it at once
-    this.security?.admitJournaled(this.resumed);
+    this.security?.admitJournaled(journaledKeys(this.resumed));
     const at = this.addressing?.controlDown;
     const control = await openSessionControl(this.uid, listenAt, at, this.security, this.log);
     this.bridges.push(control.bridge);

@@ -12,7 +12,7 @@ import {
   writeStoreChoice,
   type StoreChoice,
 } from '../updater/store-choice';
-import { refuseIfLive } from './control-server';
+import { refuseIfLive } from './control-liveness';
 import { Journal, type JournalEntry } from './journal';
 import { rebuildFromDatabase } from './session-mirror';
 

@@ -3,7 +3,6 @@ import * as path from 'node:path';
 import { UsageError } from '../errors';
 import type { Logger } from '../lib/logger';
 import { PRIVATE_FILE } from '../lib/private-files';
-import type { JournalEntry } from './journal';
 import {
   newKeyPair,
   type ClientSecurity,
@@ -67,18 +66,14 @@ export class SessionSecurity {
   }
 
   /**
-   * A resumed session: admits the keys of every pilot its journal holds, before any socket is
-   * bound. Its agents reconnect as soon as the shared control socket is, and ZeroMQ does not
-   * retry a connection the ZAP handler refused: an agent refused in the moment before its
-   * PilotManager re-opened its links would never hear this client again (and be lost).
+   * A resumed session: admits the keys of every pilot its journal holds (`journaledKeys`),
+   * before any socket is bound. Its agents reconnect as soon as the shared control socket is,
+   * and ZeroMQ does not retry a connection the ZAP handler refused: an agent refused in the
+   * moment before its PilotManager re-opened its links would never hear this client again (and
+   * be lost).
    */
-  admitJournaled(entries: readonly JournalEntry[]): void {
-    for (const e of entries) {
-      if (e.t !== 'pilots') continue;
-      for (const p of e.pilots) {
-        if (p.link.publicKey !== undefined) this.admit(p.uid, p.link.publicKey);
-      }
-    }
+  admitJournaled(keys: Iterable<{ pilot: string; publicKey: string }>): void {
+    for (const { pilot, publicKey } of keys) this.admit(pilot, publicKey);
   }
 
   /** Server options of a socket only `pilot`'s agent may connect to. */
