@@ -6,7 +6,7 @@ import {
   CONTROL_SOCKET,
   MAX_SOCKET_PATH_BYTES,
   type ControlReply,
-} from '../client/control-protocol';
+} from '../client/control/protocol';
 
 /** How long a live client has to answer; one that does not (stopped, hung) is not live. */
 export const ANSWER_MS = 10_000;

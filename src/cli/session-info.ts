@@ -5,8 +5,8 @@ import type {
   RunningTask,
   SessionState,
   SessionStatus,
-} from '../client/control-protocol';
-import type { Explanation } from '../client/explain';
+} from '../client/control/protocol';
+import type { Explanation } from '../client/tasks/explain';
 import { readProfile } from '../profile/read';
 import type { Profile, TaskProfile } from '../profile/types';
 import { TASK_STATES, type TaskState } from '../states/task-model';

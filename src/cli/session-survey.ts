@@ -1,6 +1,6 @@
 import { lstatSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
-import type { SessionState, SessionStatus } from '../client/control-protocol';
+import type { SessionState, SessionStatus } from '../client/control/protocol';
 import { readProfile } from '../profile/read';
 import type { TaskState } from '../states/task-model';
 import { ask } from './control-client';

@@ -2,8 +2,8 @@ import { errorMeta } from '../errors';
 import { readProfile } from '../profile/read';
 import type { Profile } from '../profile/types';
 import type { StoreCondition } from '../updater/state-store';
-import { ControlServer } from './control-server';
-import { ClientRuntime, bindRuntime, runtimeOf } from './runtime';
+import { ControlServer } from './control/server';
+import { ClientRuntime, bindRuntime, runtimeOf } from './runtime/runtime';
 import type { SessionOptions } from './session-options';
 
 export type { SessionOptions } from './session-options';

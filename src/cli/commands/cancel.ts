@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { CancelResult } from '../../client/control-protocol';
+import type { CancelResult } from '../../client/control/protocol';
 import { EXIT } from '../args';
 import { ask } from '../control-client';
 import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';

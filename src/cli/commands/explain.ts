@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { Explanation } from '../../client/explain';
+import type { Explanation } from '../../client/tasks/explain';
 import { readProfile } from '../../profile/read';
 import { EXIT } from '../args';
 import { ask } from '../control-client';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
-import type { SessionStatus } from '../../client/control-protocol';
+import type { SessionStatus } from '../../client/control/protocol';
 import { EXIT } from '../args';
 import { ask } from '../control-client';
 import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
