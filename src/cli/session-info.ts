@@ -106,7 +106,7 @@ export async function statusOf(
   dir: string,
   limits: { pending?: number; running?: number } = {},
 ): Promise<SessionStatus> {
-  const reply = await ask<SessionStatus>(dir, { op: 'status', ...limits });
+  const reply = await ask(dir, { op: 'status', ...limits });
   if (reply?.ok === true) return reply.result;
   if (reply?.ok === false) throw new Error(`${dir}: ${reply.error.code}: ${reply.error.message}`);
   return profileStatus(dir, journalLife(dir).state, await readProfile(dir), limits);

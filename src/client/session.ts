@@ -2,6 +2,8 @@ import { errorMeta } from '../errors';
 import { readProfile } from '../profile/read';
 import type { Profile } from '../profile/types';
 import type { StoreCondition } from '../updater/state-store';
+import type { ControlContext } from './control/context';
+import { managersOf } from './control/managers';
 import { ControlServer } from './control/server';
 import { ClientRuntime, bindRuntime, runtimeOf } from './runtime/runtime';
 import type { SessionOptions } from './session-options';
@@ -14,11 +16,16 @@ export type { SessionOptions } from './session-options';
  * pilot it still has and releases every socket.
  */
 /**
- * What a Session keeps out of its public type, as its runtime is: the control socket
- * (`<dir>/control.sock`, for `pilotfish status|cancel|explain`; undefined: it could not listen)
- * and its close under way.
+ * What a Session keeps out of its public type, as its runtime is: what its control handlers use
+ * (`context`), the control socket (`<dir>/control.sock`, for `pilotfish status|cancel|explain`;
+ * undefined: it could not listen) and its close under way.
  */
-const hidden = new WeakMap<Session, { control?: ControlServer; closing?: Promise<void> }>();
+interface Hidden {
+  context: ControlContext;
+  control?: ControlServer;
+  closing?: Promise<void>;
+}
+const hidden = new WeakMap<Session, Hidden>();
 
 export class Session {
   private constructor(
@@ -33,8 +40,16 @@ export class Session {
     const session = new Session(runtime.uid, runtime.dir);
     bindRuntime(session, runtime);
     if (options.resume !== undefined) mark(runtime, 'resumed');
-    const control = await ControlServer.listen(runtime);
-    hidden.set(session, control === undefined ? {} : { control });
+    const h: Hidden = {
+      context: {
+        runtime,
+        managers: managersOf(runtime),
+        closing: () => h.closing !== undefined,
+      },
+    };
+    hidden.set(session, h);
+    const control = await ControlServer.listen(h.context);
+    if (control !== undefined) h.control = control;
     return session;
   }
 
@@ -87,17 +102,30 @@ export class Session {
    * no server answered: a StoreUnreachableError with `lost`).
    */
   close(): Promise<void> {
-    const h = hidden.get(this) ?? {};
+    const h = hiddenOf(this);
     if (h.closing !== undefined) return h.closing.catch(() => undefined); // told once
+    // from now on the control handlers say `closing` and refuse `cancel`
     h.closing = end(runtimeOf(this), h.control);
-    hidden.set(this, h);
     return h.closing;
   }
 }
 
+/**
+ * What the session's control handlers use (control/handlers.ts): for a server on a transport
+ * other than its Unix socket (an HTTP API), which calls the same table through dispatchControl.
+ */
+export function controlContextOf(session: Session): ControlContext {
+  return hiddenOf(session).context;
+}
+
+function hiddenOf(session: Session): Hidden {
+  const h = hidden.get(session);
+  if (h === undefined) throw new Error('expected a Session from Session.open()');
+  return h;
+}
+
 async function end(rt: ClientRuntime, control: ControlServer | undefined): Promise<void> {
   // answers `status` while it closes; gone, and the close in the journal, once closed
-  control?.setClosing();
   try {
     await rt.close();
   } finally {

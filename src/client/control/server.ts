@@ -1,22 +1,17 @@
 import { chmodSync, lstatSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import * as path from 'node:path';
-import { coerceError, errorMeta, ValidationError } from '../../errors';
-import type { ControlRequest } from '../../generated';
+import { errorMeta } from '../../errors';
 import { PRIVATE_FILE } from '../../lib/private-files';
-import { parseControlRequest } from '../../lib/validate';
+import type { ControlContext } from './context';
+import { dispatchControl } from './dispatch';
+import { answers } from './liveness';
 import {
   CONTROL_SOCKET,
   MAX_REQUEST_BYTES,
   MAX_SOCKET_PATH_BYTES,
-  type ControlError,
   type ControlReply,
 } from './protocol';
-import { answers } from './liveness';
-import { cancelLive, liveStatus } from './status';
-import { explainTask } from '../tasks/explain';
-import { managersOf } from './managers';
-import type { ClientRuntime } from '../runtime/runtime';
 
 /** Connections served at once: `pilotfish` commands are short; more wait in the backlog. */
 const MAX_CONNECTIONS = 32;
@@ -24,16 +19,16 @@ const MAX_CONNECTIONS = 32;
 const MAX_PENDING = 16;
 
 /**
- * The session's control socket (see control-protocol.ts): answers `status`, `explain` and
- * `cancel` for the commands of `pilotfish`. A bad request gets an error reply naming what is
- * wrong; nothing a peer sends can throw into the session.
+ * The session's control socket (see protocol.ts), for the commands of `pilotfish`: the framing
+ * only (a JSON request per line, a line's size, replies in request order, a peer that does not
+ * read), each request answered by the handler table through dispatchControl. A bad request gets
+ * an error reply naming what is wrong; nothing a peer sends can throw into the session.
  */
 export class ControlServer {
-  private closing = false;
   private readonly sockets = new Set<Socket>();
 
   private constructor(
-    private readonly rt: ClientRuntime,
+    private readonly ctx: ControlContext,
     private readonly server: Server,
     readonly file: string,
   ) {}
@@ -42,7 +37,8 @@ export class ControlServer {
    * Listens at `<dir>/control.sock`, replacing a socket a crashed client left. Undefined (and
    * a warning in the log) when it cannot: the session goes on without one.
    */
-  static async listen(rt: ClientRuntime): Promise<ControlServer | undefined> {
+  static async listen(ctx: ControlContext): Promise<ControlServer | undefined> {
+    const rt = ctx.runtime;
     const file = path.join(rt.dir, CONTROL_SOCKET);
     if (Buffer.byteLength(file) > MAX_SOCKET_PATH_BYTES) {
       rt.log.warn('no control socket: its path is too long for a Unix socket', { file });
@@ -68,7 +64,7 @@ export class ControlServer {
       });
       // the session directory (0700) already keeps others out; the socket's mode says so too
       chmodSync(file, PRIVATE_FILE);
-      const control = new ControlServer(rt, server, file);
+      const control = new ControlServer(ctx, server, file);
       server.on('connection', (s) => control.serve(s));
       server.on('error', (e) => rt.log.warn('control socket error', errorMeta(e)));
       return control;
@@ -78,14 +74,8 @@ export class ControlServer {
     }
   }
 
-  /** The session is closing: `status` says so and `cancel` is refused from now on. */
-  setClosing(): void {
-    this.closing = true;
-  }
-
   /** Stops listening, ends every connection and removes the socket file. */
   async close(): Promise<void> {
-    this.closing = true;
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     rmSync(this.file, { force: true });
@@ -132,58 +122,16 @@ export class ControlServer {
   }
 
   /** The reply to one request line; never rejects. */
-  private async answer(line: string): Promise<ControlReply> {
+  private answer(line: string): Promise<ControlReply> {
     let input: unknown;
     try {
       input = JSON.parse(line);
     } catch (e) {
-      return { ok: false, error: { code: 'E_BAD_JSON', message: (e as Error).message } };
+      const error = { code: 'E_BAD_JSON', message: (e as Error).message };
+      return Promise.resolve({ ok: false, error });
     }
-    const id = idOf(input);
-    try {
-      const result = await this.run(parseControlRequest(input));
-      return { ...id, ok: true, result };
-    } catch (e) {
-      const err = coerceError(e);
-      const error: ControlError = {
-        code: (err as { code?: unknown }).code?.toString() ?? 'E_INTERNAL',
-        message: err.message,
-        ...(err instanceof ValidationError ? { issues: err.issues } : {}),
-      };
-      if (!(err instanceof ValidationError)) {
-        this.rt.log.warn('control request failed', errorMeta(err));
-      }
-      return { ...id, ok: false, error };
-    }
+    return dispatchControl(this.ctx, input);
   }
-
-  private async run(req: ControlRequest): Promise<unknown> {
-    const managers = managersOf(this.rt);
-    switch (req.op) {
-      case 'status':
-        return liveStatus(this.rt, managers, this.closing ? 'closing' : 'live', {
-          ...(req.pending !== undefined ? { pending: req.pending } : {}),
-          ...(req.running !== undefined ? { running: req.running } : {}),
-        });
-      case 'explain':
-        return explainTask(this.rt, req.uid) ?? null;
-      case 'cancel':
-        if (this.closing) throw new ClosingError();
-        return cancelLive(this.rt, managers, req.uids);
-    }
-  }
-}
-
-class ClosingError extends Error {
-  readonly code = 'E_CLOSING';
-  constructor() {
-    super('the session is closing: its tasks are being canceled already');
-  }
-}
-
-function idOf(input: unknown): { id?: number | string } {
-  const id = (input as { id?: unknown } | null)?.id;
-  return typeof id === 'number' || typeof id === 'string' ? { id } : {};
 }
 
 function write(socket: Socket, reply: ControlReply): void {

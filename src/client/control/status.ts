@@ -1,8 +1,8 @@
 import { TASK_STATES, type TaskState } from '../../states/task-model';
-import type { CancelResult, RunningTask, SessionState, SessionStatus } from './protocol';
 import { explainTask } from '../tasks/explain';
+import type { ControlRuntime } from './context';
 import type { ManagedTasks, Managers } from './managers';
-import type { ClientRuntime } from '../runtime/runtime';
+import type { CancelResult, RunningTask, SessionState, SessionStatus } from './protocol';
 
 /** States before the task's own command runs: a task in one of them is pending. */
 const PENDING: ReadonlySet<TaskState> = new Set(
@@ -14,7 +14,7 @@ const PENDING: ReadonlySet<TaskState> = new Set(
  * pending ones met are the oldest; only those shown are explained.
  */
 export function liveStatus(
-  rt: ClientRuntime,
+  rt: ControlRuntime,
   managers: Managers,
   state: SessionState,
   limits: { pending?: number; running?: number } = {},
@@ -72,7 +72,7 @@ export function liveStatus(
  * session does not have, or whose task already ended, are reported and left alone.
  */
 export async function cancelLive(
-  rt: ClientRuntime,
+  rt: ControlRuntime,
   managers: Managers,
   uids: readonly string[],
 ): Promise<CancelResult> {

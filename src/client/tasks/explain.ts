@@ -1,38 +1,13 @@
-import type { Reason, WaitReason } from '../../generated';
+import type { Explanation, WaitReason } from '../../generated';
 import { requestOf } from '../../components/agent-scheduler/request';
 import { dependencyMessage } from '../../components/manager-scheduler/wait-reasons';
-import { TASK_MODEL, isFinalTaskState, type TaskState } from '../../states/task-model';
+import { TASK_MODEL, isFinalTaskState } from '../../states/task-model';
 import type { Clock } from '../../lib/clock';
 import type { AgentWaits, StartEstimate } from '../pilots/agent-waits';
 import type { Task } from '../task';
 
-export type { WaitReason } from '../../generated';
-
-/**
- * Why a task is where it is: its state and, while it waits, what it waits for; once ended, how.
- * `tmgr.explain(uid)`, `pilotfish explain` and `pilotfish status` show it.
- */
-export interface Explanation {
-  uid: string;
-  name?: string;
-  state: TaskState;
-  attempt: number;
-  /** The pilot it is bound to, once bound. */
-  pilot?: string;
-  /** Since when it is in `state` (epoch ms), where known. */
-  since?: number;
-  /** While it waits: what for, as its present owner reports it (see docs/scheduling.md). */
-  waiting?: WaitReason;
-  /**
-   * While it waits at a pilot's agent: when it is expected to start (epoch ms), from the agent's
-   * plan (running tasks end at their walltimeS, else timeoutS; docs/scheduling.md).
-   */
-  estimatedStart?: number;
-  /** While it waits with no estimated start: why there is none. */
-  noEstimate?: string;
-  /** Once it ended other than DONE: why. */
-  reason?: Reason;
-}
+/** Why a task is where it is (schemas/control-reply.schema.json, `definitions/Explanation`). */
+export type { Explanation, WaitReason } from '../../generated';
 
 /**
  * What an explanation reads of the session (its runtime is one): its tasks, and the holders it

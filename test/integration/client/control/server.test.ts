@@ -3,12 +3,12 @@ import { createServer, type Server } from 'node:net';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { ControlServer } from '../../../../src/client/control/server';
-import type { ClientRuntime } from '../../../../src/client/runtime/runtime';
+import type { ControlContext, ControlRuntime } from '../../../../src/client/control/context';
 import type { Logger } from '../../../../src/lib/logger';
 import { tempDirs } from '../../../support/temp-dirs';
 
-/** What listen() uses of a runtime: its directory and its log (warnings recorded). */
-function runtimeIn(dir: string): { rt: ClientRuntime; warned: string[] } {
+/** What listen() uses of a context: its runtime's directory and log (warnings recorded). */
+function runtimeIn(dir: string): { rt: ControlContext; warned: string[] } {
   const warned: string[] = [];
   const log: Logger = {
     debug: () => undefined,
@@ -17,7 +17,11 @@ function runtimeIn(dir: string): { rt: ClientRuntime; warned: string[] } {
     error: () => undefined,
     child: () => log,
   };
-  return { rt: { dir, log } as unknown as ClientRuntime, warned };
+  const runtime = { dir, log } as unknown as ControlRuntime;
+  return {
+    rt: { runtime, managers: { pilots: new Set(), tasks: new Set() }, closing: () => false },
+    warned,
+  };
 }
 
 describe('ControlServer.listen', () => {
