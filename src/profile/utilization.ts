@@ -3,7 +3,6 @@ import {
   pilotReport,
   BUCKETS,
   type Account,
-  type PilotUtilization,
   type UtilizationReport,
 } from './account';
 import { accountPilot } from './pilot-account';
