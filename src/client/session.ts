@@ -11,11 +11,6 @@ import type { SessionOptions } from './session-options';
 export type { SessionOptions } from './session-options';
 
 /**
- * A pilotfish session: its directory holds the state store, the journal and the logs; its
- * pilots and tasks are submitted through PilotManager and TaskManager. Closing it ends every
- * pilot it still has and releases every socket.
- */
-/**
  * What a Session keeps out of its public type, as its runtime is: what its control handlers use
  * (`context`), the control socket (`<dir>/control.sock`, for `pilotfish status|cancel|explain`;
  * undefined: it could not listen) and its close under way.
@@ -27,6 +22,11 @@ interface Hidden {
 }
 const hidden = new WeakMap<Session, Hidden>();
 
+/**
+ * A pilotfish session: its directory holds the state store, the journal and the logs; its
+ * pilots and tasks are submitted through PilotManager and TaskManager. Closing it ends every
+ * pilot it still has and releases every socket.
+ */
 export class Session {
   private constructor(
     /** The session's id (`Session.open({ resume: uid })` takes it back after a crash). */
