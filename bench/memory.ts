@@ -5,7 +5,7 @@
  *   pilot with every core, waited until every one is final (and DONE); the growth of this
  *   process's resident set from before `Session.open` to then, at rest (a full GC, then
  *   `rest_ms` idle, past the session's quiet time after which it gives memory back:
- *   src/client/memory-trimmer.ts), in MiB, scaled to 100,000 tasks.
+ *   src/client/runtime/memory-trimmer.ts), in MiB, scaled to 100,000 tasks.
  *   The client keeps every Task object referenced, as a user script holding the list would.
  *   Tasks go in waves of 10,000, each waited final before the next: submitted all at once,
  *   the agent's input stager opens a sandbox file for every task at the same time and fails

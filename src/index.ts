@@ -3,8 +3,8 @@ export { Session, type SessionOptions } from './client/session';
 export { PilotManager, type PilotManagerOptions } from './client/pilot-manager';
 export { TaskManager } from './client/task-manager';
 export { Task, type StateInfo, type TaskHistoryEntry } from './client/task';
-export type { TransferProgress } from './client/transfer-progress';
-export type { Explanation, WaitReason } from './client/explain';
+export type { TransferProgress } from './client/files/transfer-progress';
+export type { Explanation, WaitReason } from './client/tasks/explain';
 export { Pilot } from './client/pilot';
 export type { TaskDescription, PilotDescription, Reason } from './generated';
 export type { Logger } from './lib/logger';
@@ -31,7 +31,7 @@ export {
   OutputUnavailableError,
   type ValidationIssue,
 } from './errors';
-export type { TailOptions, OutputStream } from './client/task-output';
+export type { TailOptions, OutputStream } from './client/tasks/output';
 export {
   StoreUnreachableError,
   StoreUnwritableError,

@@ -1,6 +1,6 @@
 /*
  * pf-memory: a Node-API addon with which the client gives memory back once it is at rest
- * (src/client/memory-trimmer.ts).
+ * (src/client/runtime/memory-trimmer.ts).
  *
  * Why (docs/performance.md, "Client memory"): after running 100,000 tasks the client held
  * - ~60 MB of free glibc heap: ZeroMQ's I/O thread allocates received messages in its own

@@ -6,7 +6,7 @@ import { PRIVATE_FILE } from '../lib/private-files';
 import { parseWorkload } from '../lib/validate';
 import { PilotManager } from '../client/pilot-manager';
 import { Session } from '../client/session';
-import { runtimeOf } from '../client/runtime';
+import { runtimeOf } from '../client/runtime/runtime';
 import type { Task } from '../client/task';
 import { TaskManager } from '../client/task-manager';
 import { type RunSummary, summarize } from './summary';

@@ -5,8 +5,8 @@ import type {
   RunningTask,
   SessionState,
   SessionStatus,
-} from '../client/control-protocol';
-import type { Explanation } from '../client/explain';
+} from '../client/control/protocol';
+import type { Explanation } from '../client/tasks/explain';
 import { readProfile } from '../profile/read';
 import type { Profile, TaskProfile } from '../profile/types';
 import { TASK_STATES, type TaskState } from '../states/task-model';
@@ -106,7 +106,7 @@ export async function statusOf(
   dir: string,
   limits: { pending?: number; running?: number } = {},
 ): Promise<SessionStatus> {
-  const reply = await ask<SessionStatus>(dir, { op: 'status', ...limits });
+  const reply = await ask(dir, { op: 'status', ...limits });
   if (reply?.ok === true) return reply.result;
   if (reply?.ok === false) throw new Error(`${dir}: ${reply.error.code}: ${reply.error.message}`);
   return profileStatus(dir, journalLife(dir).state, await readProfile(dir), limits);

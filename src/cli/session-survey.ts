@@ -1,6 +1,6 @@
 import { lstatSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
-import type { SessionState, SessionStatus } from '../client/control-protocol';
+import type { SessionState } from '../client/control/protocol';
 import { readProfile } from '../profile/read';
 import type { TaskState } from '../states/task-model';
 import { ask } from './control-client';
@@ -31,11 +31,7 @@ export async function surveySession(dir: string): Promise<SessionSummary> {
     ...(life.started !== undefined ? { started: life.started } : {}),
     ...(life.closed !== undefined ? { closed: life.closed } : {}),
   };
-  const reply = await ask<SessionStatus>(
-    dir,
-    { op: 'status', pending: 0, running: 0 },
-    SURVEY_ANSWER_MS,
-  );
+  const reply = await ask(dir, { op: 'status', pending: 0, running: 0 }, SURVEY_ANSWER_MS);
   if (reply?.ok === true) {
     const st = reply.result;
     return {

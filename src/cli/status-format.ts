@@ -1,5 +1,5 @@
-import type { SessionStatus } from '../client/control-protocol';
-import type { Explanation } from '../client/explain';
+import type { SessionStatus } from '../client/control/protocol';
+import type { Explanation } from '../client/tasks/explain';
 import { TASK_STATES } from '../states/task-model';
 
 /** `3.2 s`, `4 min`, `2.5 h`, `3 d`: an age or a duration for people. */

@@ -1,6 +1,6 @@
 import { watch } from 'node:fs';
 import type { Notification, TaskDescription } from '../generated';
-import type { OutputSource, TaskView } from '../client/task-output';
+import type { OutputSource, TaskView } from '../client/tasks/output';
 import { readNotifications, readSessionFacts } from '../profile/read';
 import { isFinalTaskState, type TaskState } from '../states/task-model';
 

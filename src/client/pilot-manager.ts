@@ -14,18 +14,18 @@ import { StateTracker } from '../states/state-tracker';
 import { COMPONENTS } from '../states/task-model';
 import type { PilotRecord } from '../components/pilot-launcher/pilot-record';
 import { PilotLauncherShell } from '../components/pilot-launcher/shell';
-import { Listeners } from './listeners';
-import { managersOf } from './managers';
+import { Listeners } from './calls/listeners';
+import { managersOf } from './control/managers';
 import { Pilot } from './pilot';
-import type { DeliveryCursor } from './delivered';
-import type { ClientRuntime } from './runtime';
-import type { PilotLink } from './pilot-links';
-import { runtimeOf } from './runtime';
+import type { DeliveryCursor } from './resume/delivered';
+import type { ClientRuntime } from './runtime/runtime';
+import type { PilotLink } from './pilots/links';
+import { runtimeOf } from './runtime/runtime';
 import type { Session } from './session';
 import type { StateInfo } from './task';
-import { Waiters } from './waiters';
-import { validateAll } from './validate-all';
-import { checkSelection } from './selection';
+import { Waiters } from './calls/waiters';
+import { validateAll } from './calls/validate-all';
+import { checkSelection } from './calls/selection';
 
 export interface PilotManagerOptions {
   /** How long a pilot's agent may take to shut down before it is killed (default 10 s). */

@@ -1,66 +1,32 @@
 import { errorMeta } from '../errors';
-import type { Logger } from '../lib/logger';
 import { readProfile } from '../profile/read';
 import type { Profile } from '../profile/types';
 import type { StoreCondition } from '../updater/state-store';
-import { ControlServer } from './control-server';
-import { ClientRuntime, bindRuntime, runtimeOf } from './runtime';
+import type { ControlContext } from './control/context';
+import { managersOf } from './control/managers';
+import { ControlServer } from './control/server';
+import { ClientRuntime, bindRuntime, runtimeOf } from './runtime/runtime';
+import type { SessionOptions } from './session-options';
 
-export interface SessionOptions {
-  /**
-   * State store: 'embedded' (default) keeps an append-only file in the session directory; a
-   * MongoDB URI (`mongodb://[user:password@]host[:port][,…]/[database][?options]`, database
-   * `pilotfish` by default) keeps the session's notifications in that database, written there
-   * by the agents' UpdateWorkers directly (docs/state-store.md says when to choose it and what
-   * the agents' nodes must reach). Open fails with a StoreUnreachableError naming the hosts
-   * when no server answers within `serverSelectionTimeoutMS` (10 s unless the URI says).
-   * A resumed session uses the store it was opened with, unless this names another URI.
-   */
-  store?: string;
-  /** Parent directory of session directories (default: ./.pilotfish in the working dir). */
-  dir?: string;
-  /** The new session's uid and directory name (default: pf.YYYYMMDD.HHMMSS.xxxxxx, UTC). */
-  uid?: string;
-  /**
-   * Uid of a session in `dir` whose client died: its store and journal are reopened, its
-   * addresses bound again (its agents reconnect on their own), its pilots and tasks adopted by
-   * managers created in the same order as before, and callbacks already delivered are not
-   * delivered again. Callbacks start with `replay()` (or the first wait), once they are set.
-   * A session whose client still runs (it answers on its control socket) is refused.
-   * A MongoDB session whose directory is not in `dir` (another machine) is resumed from its
-   * database, given its URI as `store`: the directory is made again from it.
-   */
-  resume?: string;
-  /** UpdateWorkers of the client side (default 1; agents have their own). */
-  updateWorkers?: number;
-  /** The lowest level written to client.log in the session directory (default 'info'). */
-  logLevel?: 'error' | 'warn' | 'info' | 'debug';
-  /**
-   * IP address (or interface) the session listens on for its agents (default 127.0.0.1).
-   * Batch pilots on other hosts need an address their compute nodes can reach.
-   */
-  bindHost?: string;
-  /**
-   * Every port a session listens on is authenticated and encrypted (CurveZMQ; each pilot holds
-   * keys of its own). `'trusted-network'` turns that off, for a network where every host and
-   * user is trusted: anyone who reaches the ports can then run commands as you.
-   */
-  insecure?: 'trusted-network';
-  /** Also log here (the session always logs to client.log in its directory). */
-  logger?: Logger;
+export type { SessionOptions } from './session-options';
+
+/**
+ * What a Session keeps out of its public type, as its runtime is: what its control handlers use
+ * (`context`), the control socket (`<dir>/control.sock`, for `pilotfish status|cancel|explain`;
+ * undefined: it could not listen) and its close under way.
+ */
+interface Hidden {
+  context: ControlContext;
+  control?: ControlServer;
+  closing?: Promise<void>;
 }
+const hidden = new WeakMap<Session, Hidden>();
+
 /**
  * A pilotfish session: its directory holds the state store, the journal and the logs; its
  * pilots and tasks are submitted through PilotManager and TaskManager. Closing it ends every
  * pilot it still has and releases every socket.
  */
-/**
- * What a Session keeps out of its public type, as its runtime is: the control socket
- * (`<dir>/control.sock`, for `pilotfish status|cancel|explain`; undefined: it could not listen)
- * and its close under way.
- */
-const hidden = new WeakMap<Session, { control?: ControlServer; closing?: Promise<void> }>();
-
 export class Session {
   private constructor(
     /** The session's id (`Session.open({ resume: uid })` takes it back after a crash). */
@@ -74,8 +40,16 @@ export class Session {
     const session = new Session(runtime.uid, runtime.dir);
     bindRuntime(session, runtime);
     if (options.resume !== undefined) mark(runtime, 'resumed');
-    const control = await ControlServer.listen(runtime);
-    hidden.set(session, control === undefined ? {} : { control });
+    const h: Hidden = {
+      context: {
+        runtime,
+        managers: managersOf(runtime),
+        closing: () => h.closing !== undefined,
+      },
+    };
+    hidden.set(session, h);
+    const control = await ControlServer.listen(h.context);
+    if (control !== undefined) h.control = control;
     return session;
   }
 
@@ -128,17 +102,30 @@ export class Session {
    * no server answered: a StoreUnreachableError with `lost`).
    */
   close(): Promise<void> {
-    const h = hidden.get(this) ?? {};
+    const h = hiddenOf(this);
     if (h.closing !== undefined) return h.closing.catch(() => undefined); // told once
+    // from now on the control handlers say `closing` and refuse `cancel`
     h.closing = end(runtimeOf(this), h.control);
-    hidden.set(this, h);
     return h.closing;
   }
 }
 
+/**
+ * What the session's control handlers use (control/handlers.ts): for a server on a transport
+ * other than its Unix socket (an HTTP API), which calls the same table through dispatchControl.
+ */
+export function controlContextOf(session: Session): ControlContext {
+  return hiddenOf(session).context;
+}
+
+function hiddenOf(session: Session): Hidden {
+  const h = hidden.get(session);
+  if (h === undefined) throw new Error('expected a Session from Session.open()');
+  return h;
+}
+
 async function end(rt: ClientRuntime, control: ControlServer | undefined): Promise<void> {
   // answers `status` while it closes; gone, and the close in the journal, once closed
-  control?.setClosing();
   try {
     await rt.close();
   } finally {

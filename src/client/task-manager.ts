@@ -17,16 +17,16 @@ import {
   type TaskState,
 } from '../states/task-model';
 import { born, taskNotification, transition } from '../components/shared/transition';
-import { explainTask, type Explanation } from './explain';
-import { Listeners } from './listeners';
-import { managersOf } from './managers';
+import { explainTask, type Explanation } from './tasks/explain';
+import { Listeners } from './calls/listeners';
+import { managersOf } from './control/managers';
 import type { Pilot } from './pilot';
-import type { DeliveryCursor } from './delivered';
-import type { ClientRuntime } from './runtime';
-import { runtimeOf } from './runtime';
+import type { DeliveryCursor } from './resume/delivered';
+import type { ClientRuntime } from './runtime/runtime';
+import { runtimeOf } from './runtime/runtime';
 import type { Session } from './session';
 import { Task, type StateInfo } from './task';
-import type { TransferListener, TransferProgress } from './transfer-progress';
+import type { TransferListener, TransferProgress } from './files/transfer-progress';
 import {
   HANDED_BACK,
   handBackOf,
@@ -35,12 +35,12 @@ import {
   planPickUp,
   recordOf,
   restartAttempt,
-} from './task-resume';
-import { validateAll } from './validate-all';
-import { Waiters } from './waiters';
-import { checkSelection } from './selection';
-import { checkDependencies } from './check-dependencies';
-import { pilotSandboxIn, placeInPilotSandbox, tailTask, type TailOptions } from './task-output';
+} from './resume/task-pick-up';
+import { validateAll } from './calls/validate-all';
+import { Waiters } from './calls/waiters';
+import { checkSelection } from './calls/selection';
+import { checkDependencies } from './tasks/dependencies';
+import { pilotSandboxIn, placeInPilotSandbox, tailTask, type TailOptions } from './tasks/output';
 
 /**
  * Submits tasks to the session's pilots and follows them: every state reaches `onState`

@@ -4,6 +4,7 @@ import { issuesText, ValidationError, type ValidationIssue } from '../errors';
 import type {
   AgentConfig,
   ControlMessage,
+  ControlReply,
   ControlRequest,
   FileReply,
   FileRequest,
@@ -21,6 +22,7 @@ import type {
 } from '../generated';
 import agentConfig from '../../schemas/agent-config.schema.json';
 import controlMessage from '../../schemas/control-message.schema.json';
+import controlReply from '../../schemas/control-reply.schema.json';
 import controlRequest from '../../schemas/control-request.schema.json';
 import fileReply from '../../schemas/file-reply.schema.json';
 import fileRequest from '../../schemas/file-request.schema.json';
@@ -81,6 +83,7 @@ ajv.addSchema([
   waitReason,
   controlMessage,
   controlRequest,
+  controlReply,
   fileRequest,
   fileReply,
   agentConfig,
@@ -271,6 +274,31 @@ export const parseStoreRequest = parser<StoreRequest>('StoreRequest', storeReque
 export const parseStoreReply = parser<StoreReply>('StoreReply', storeReply);
 export const parseControlMessage = parser<ControlMessage>('ControlMessage', controlMessage);
 export const parseControlRequest = parser<ControlRequest>('ControlRequest', controlRequest);
+const parseControlEnvelope = parser<ControlReply>('ControlReply', controlReply);
+const controlResults = new Map<string, ValidateFunction>();
+
+/**
+ * A reply read off a session's control socket, to a request of `op`: the envelope checked
+ * against schemas/control-reply.schema.json, and its `result` against `definitions/<op>`.
+ */
+export function parseControlReply(op: ControlRequest['op'], input: unknown): ControlReply {
+  const reply = parseControlEnvelope(input);
+  if (!reply.ok) return reply;
+  let validate = controlResults.get(op);
+  if (validate === undefined) {
+    validate = ajv.getSchema(`${controlReply.$id}#/definitions/${op}`);
+    if (validate === undefined) {
+      throw new Error(`control-reply.schema.json has no definitions/${op}`);
+    }
+    controlResults.set(op, validate);
+  }
+  if (validate(reply.result)) return reply;
+  const issues = narrowOneOf(validate.errors ?? []).map((i) => ({
+    path: `/result${i.path === '/' ? '' : i.path}`,
+    message: i.message,
+  }));
+  throw new ValidationError(`invalid ControlReply to '${op}': ${issuesText(issues)}`, issues);
+}
 export const parseAgentConfig = parser<AgentConfig>('AgentConfig', agentConfig);
 export const parseWorkload = parser<Workload>('Workload', workload);
 export const parseSessionOptions = parser<SessionOptionsInput>('SessionOptions', sessionOptions);

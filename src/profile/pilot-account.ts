@@ -4,7 +4,7 @@ import { collectHolds, countHolds, holdsBytes, type Holds } from './pilot-holds'
 import { pilotSlots, type PilotSlots } from './pilot-slots';
 import { orderByTime, sortScratch, sortScratchBytes, type SortScratch } from './time-order';
 import type { PilotProfile, Profile } from './types';
-import { emptyAccount, pilotReport, type Account, type PilotUtilization } from './utilization';
+import { emptyAccount, pilotReport, type Account, type PilotUtilization } from './account';
 
 /** Bucket indices of the accumulators (ms x slots), in the order of HoldTimes' phases first. */
 const SCHEDULING = 0;

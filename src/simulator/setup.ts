@@ -1,7 +1,7 @@
 import * as os from 'node:os';
 import type { PilotDescription, TaskDescription, Workload } from '../generated';
 import type { NodeResources } from '../components/agent-scheduler/node-state';
-import { checkDependencies } from '../client/check-dependencies';
+import { checkDependencies } from '../client/tasks/dependencies';
 import { UsageError } from '../errors';
 import { nvidiaGpus } from '../lib/gpus';
 import { mulberry32 } from '../lib/prng';

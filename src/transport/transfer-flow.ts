@@ -1,7 +1,7 @@
 /**
  * Pure decisions of the file channel (the `transfer` staging action): which chunk to ask for
  * next, whether the server takes a chunk, when to tell about progress. No I/O and no clock: the
- * shells (client/file-server.ts, agent/file-channel.ts) pass the time in.
+ * shells (client/files/server.ts, agent/file-channel.ts) pass the time in.
  */
 
 /** Bytes per chunk: big enough that a chunk's round trip is not the bottleneck. */

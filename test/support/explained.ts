@@ -1,5 +1,5 @@
-import type { Explanation } from '../../src/client/explain';
-import { runtimeOf } from '../../src/client/runtime';
+import type { Explanation } from '../../src/client/tasks/explain';
+import { runtimeOf } from '../../src/client/runtime/runtime';
 import { deferred, withTimeout } from '../../src/lib/deferred';
 import type { Fixture } from './session-fixture';
 

@@ -3,8 +3,8 @@
 // accepts WRITE for task 't' of pilot 'p' of session 's', prints one JSON line
 // {address, curve} (what an agent needs), and closes on SIGTERM.
 'use strict';
-const { FileServer } = require('../../dist/src/client/file-server');
-const { SessionSecurity } = require('../../dist/src/client/session-security');
+const { FileServer } = require('../../dist/src/client/files/server');
+const { SessionSecurity } = require('../../dist/src/client/pilots/session-security');
 const { silentLogger } = require('../../dist/src/lib/logger');
 
 const [dir, read, write] = process.argv.slice(2);

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import type { CancelResult } from '../../client/control-protocol';
 import { EXIT } from '../args';
 import { ask } from '../control-client';
 import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
@@ -34,7 +33,7 @@ export function registerCancel(program: Command, done: (code: number) => void): 
 }
 
 async function cancel(dir: string, uids: string[], opts: { json?: boolean }): Promise<number> {
-  const reply = await ask<CancelResult>(dir, { op: 'cancel', uids: uids as [string, ...string[]] });
+  const reply = await ask(dir, { op: 'cancel', uids: uids as [string, ...string[]] });
   if (reply === undefined) {
     process.stderr.write(`pilotfish: session ${dir} is not live: nothing to cancel\n`);
     return EXIT.notLive;

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { Explanation } from '../../client/explain';
+import type { Explanation } from '../../client/tasks/explain';
 import { readProfile } from '../../profile/read';
 import { EXIT } from '../args';
 import { ask } from '../control-client';
@@ -38,7 +38,7 @@ export function registerExplain(program: Command, done: (code: number) => void):
 
 async function explain(dir: string, uid: string, opts: { json?: boolean }): Promise<number> {
   let e: Explanation | undefined;
-  const reply = await ask<Explanation | null>(dir, { op: 'explain', uid });
+  const reply = await ask(dir, { op: 'explain', uid });
   if (reply?.ok === false) {
     process.stderr.write(`pilotfish: ${reply.error.code}: ${reply.error.message}\n`);
     return EXIT.failed;

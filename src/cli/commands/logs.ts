@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { chmodSync, copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
-import type { TaskView } from '../../client/task-output';
+import type { TaskView } from '../../client/tasks/output';
 import { UsageError } from '../../errors';
 import { FileLines } from '../../lib/file-lines';
 import { PRIVATE_DIR, PRIVATE_FILE } from '../../lib/private-files';

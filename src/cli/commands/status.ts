@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
-import type { SessionStatus } from '../../client/control-protocol';
 import { EXIT, docPath } from '../args';
 import { ask } from '../control-client';
 import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
@@ -58,7 +57,7 @@ async function status(dir: string, opts: StatusOptions): Promise<number> {
   const tty = process.stdout.isTTY && opts.json !== true;
   let last = '';
   for (;;) {
-    const reply = await ask<SessionStatus>(dir, { op: 'status', ...limits });
+    const reply = await ask(dir, { op: 'status', ...limits });
     // not live (any more): the store's last word, then done
     const st = reply?.ok === true ? reply.result : await statusOf(dir, limits);
     if (tty) {

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { once } from 'node:events';
 import * as path from 'node:path';
 import { OutputUnavailableError, UsageError } from '../../errors';
-import { tailOutput } from '../../client/task-output';
+import { tailOutput } from '../../client/tasks/output';
 import { EXIT, docPath } from '../args';
 import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
 import { storeOutputSource } from '../store-source';

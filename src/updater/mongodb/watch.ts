@@ -6,11 +6,26 @@
 import type { ChangeStream } from 'mongodb';
 import { coerceError, errorMeta } from '../../errors';
 import { deferred, type Deferred } from '../../lib/deferred';
+import type { Logger } from '../../lib/logger';
+import type { Notification } from '../../generated';
 import type { WatchBulk } from '../state-store';
-import { backoffMs, contiguousRun } from './plan';
-import type { MongoStore } from './store';
+import { backoffMs, contiguousRun, type SlotDoc } from './plan';
 
 const DONE: IteratorResult<WatchBulk> = { done: true, value: undefined };
+
+/**
+ * What a watch reads of its store (a MongoStore, which makes its watches): the session's slots
+ * from a seq on, their notifications, the filling of an abandoned slot and the change stream.
+ */
+export interface WatchedStore {
+  readonly isClosing: boolean;
+  readonly log: Logger;
+  readonly opts: { readonly pollMs: number; readonly gapGraceMs: number };
+  changes(): ChangeStream | undefined;
+  readFrom(from: number): Promise<SlotDoc[]>;
+  readBack(docs: readonly SlotDoc[]): Notification[];
+  fillGaps(seqs: number[]): Promise<void>;
+}
 
 /**
  * One watch: a hand-written iterator, so return() ends it even while it waits. `through` is
@@ -32,7 +47,7 @@ export class MongoWatch implements AsyncIterableIterator<WatchBulk> {
   private progressListener: (() => void) | undefined;
 
   constructor(
-    private readonly store: MongoStore,
+    private readonly store: WatchedStore,
     private readonly fromCursor: number,
     private readonly onEnd: () => void,
   ) {

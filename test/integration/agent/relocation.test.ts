@@ -5,9 +5,12 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { FileChannel } from '../../../src/agent/file-channel';
 import type { AgentAddresses } from '../../../src/agent/relocation/effects';
 import { moveConnections, RelocationShell } from '../../../src/agent/relocation/shell';
-import { FileServer } from '../../../src/client/file-server';
-import { SessionSecurity } from '../../../src/client/session-security';
-import { openSessionControl, type SessionControl } from '../../../src/client/session-control';
+import { FileServer } from '../../../src/client/files/server';
+import { SessionSecurity } from '../../../src/client/pilots/session-security';
+import {
+  openSessionControl,
+  type SessionControl,
+} from '../../../src/client/pilots/session-control';
 import { QueueSet } from '../../../src/components/shared/queue-set';
 import type { ControlMessage } from '../../../src/generated';
 import { withTimeout } from '../../../src/lib/deferred';

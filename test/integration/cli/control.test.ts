@@ -9,8 +9,8 @@ import type {
   CancelResult,
   ControlReply,
   SessionStatus,
-} from '../../../src/client/control-protocol';
-import type { Explanation } from '../../../src/client/explain';
+} from '../../../src/client/control/protocol';
+import type { Explanation } from '../../../src/client/tasks/explain';
 import { Session } from '../../../src/client/session';
 import { withTimeout } from '../../../src/lib/deferred';
 import { CLI, runCli } from '../../support/cli';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { runtimeOf } from '../../../src/client/runtime';
+import { runtimeOf } from '../../../src/client/runtime/runtime';
 import type { AgentConfig, TaskDescription, WaitReason } from '../../../src/generated';
 import { UsageError } from '../../../src/errors';
 import { silentLogger } from '../../../src/lib/logger';

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { OutputUnavailableError } from '../../../src/errors';
-import { tailOutput, type OutputSource, type TaskView } from '../../../src/client/task-output';
+import { tailOutput, type OutputSource, type TaskView } from '../../../src/client/tasks/output';
 import { withTimeout } from '../../../src/lib/deferred';
 import { STREAM_MAGIC, encodeFrame, type FrameKind } from '../../../src/lib/output-frames';
 import { collect } from '../../support/tail-check';

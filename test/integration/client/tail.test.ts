@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { OutputUnavailableError } from '../../../src/errors';
 import type { TaskDescription } from '../../../src/generated';
-import { tailOutput } from '../../../src/client/task-output';
+import { tailOutput } from '../../../src/client/tasks/output';
 import { withTimeout } from '../../../src/lib/deferred';
 import { STREAM_MAGIC, encodeFrame, type FrameKind } from '../../../src/lib/output-frames';
 import { fixtures } from '../../support/session-fixture';

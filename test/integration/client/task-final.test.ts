@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { runtimeOf } from '../../../src/client/runtime';
+import { runtimeOf } from '../../../src/client/runtime/runtime';
 import type { TaskFinal } from '../../../src/states/task-final';
 import { isFinalTaskState, type TaskState } from '../../../src/states/task-model';
 import { fixtures } from '../../support/session-fixture';

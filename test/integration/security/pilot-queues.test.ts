@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import * as zmq from 'zeromq';
 import { PilotManager } from '../../../src/client/pilot-manager';
-import { runtimeOf } from '../../../src/client/runtime';
+import { runtimeOf } from '../../../src/client/runtime/runtime';
 import { Session } from '../../../src/client/session';
 import { TaskManager } from '../../../src/client/task-manager';
 import type { AgentConfig } from '../../../src/generated';

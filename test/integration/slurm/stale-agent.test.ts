@@ -1,6 +1,6 @@
 import { expect, it } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
-import { runtimeOf } from '../../../src/client/runtime';
+import { runtimeOf } from '../../../src/client/runtime/runtime';
 import { TimeoutError } from '../../../src/errors';
 import { agentTrace } from '../../support/client-child';
 import { pidWritten } from '../../support/pid-file';

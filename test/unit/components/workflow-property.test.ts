@@ -33,7 +33,7 @@ import {
  * Issue #14's property: random DAGs with random outcomes and retries; every task ends in
  * exactly the state its dependencies and retries imply, and none waits forever. The client's
  * real cores (ManagerScheduler, ManagerInputStager, ManagerOutputStager) are wired as
- * src/client/manager-pipeline.ts wires them, with a simulated store and simulated agents on one
+ * src/client/pipeline/manager-pipeline.ts wires them, with a simulated store and simulated agents on one
  * or two pilots, and every hand-over between them happens in a random interleaving.
  */
 

@@ -5,9 +5,10 @@ import { describe, expect, it } from '@jest/globals';
 const ROOT = path.resolve(__dirname, '../../..');
 
 /**
- * The schemas users write (descriptions, options, workload files) and the one launchers write
- * for agents: editors show a field's `description` on hover, and src/generated carries it as a
- * doc comment, so none may be missing.
+ * The schemas users write (descriptions, options, workload files), the one launchers write for
+ * agents and the control protocol's (what a client of the control socket, or of an HTTP API over
+ * the same handlers, sends and reads): editors show a field's `description` on hover, and
+ * src/generated carries it as a doc comment, so none may be missing.
  */
 const USER_SCHEMAS = [
   'task-description',
@@ -17,6 +18,8 @@ const USER_SCHEMAS = [
   'session-options',
   'agent-config',
   'wait-reason',
+  'control-request',
+  'control-reply',
 ];
 
 type Node = Record<string, unknown>;

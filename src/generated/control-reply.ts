@@ -1,0 +1,236 @@
+/* Generated from schemas/control-reply.schema.json by scripts/gen-types.js: do not edit. */
+import type { PilotState } from './pilot-state';
+import type { Reason } from './reason';
+import type { TaskState } from './task-state';
+import type { WaitReason } from './wait-reason';
+
+/**
+ * A reply on a session's control socket (<session dir>/control.sock): one JSON object per line, one for each request line, in the order of the requests (docs/cli.md). With `ok` true, `result` holds what the request's op answers (`definitions/<op>`); with `ok` false, `error` says why there is none.
+ */
+export type ControlReply =
+  | {
+      /**
+       * The request's `id`, echoed (absent where the request had none).
+       */
+      id?: number | string;
+      /**
+       * Carried out: `result` holds the answer.
+       */
+      ok: true;
+      /**
+       * What the request's op answers: `definitions/status`, `definitions/explain` or `definitions/cancel`.
+       */
+      result: SessionStatus | ExplainResult | CancelResult;
+    }
+  | {
+      /**
+       * The request's `id`, echoed (absent where the request had none, or was not JSON).
+       */
+      id?: number | string;
+      /**
+       * Not carried out: `error` says why.
+       */
+      ok: false;
+      /**
+       * Why the request was not carried out.
+       */
+      error: ControlError;
+    };
+/**
+ * How a session stands: live (its client answers), closing (its client is closing it), ended (closed), crashed (its client died without closing it).
+ */
+export type SessionState = 'live' | 'closing' | 'ended' | 'crashed';
+/**
+ * What `explain` answers: the task's explanation, or null where the session has no task of that uid.
+ */
+export type ExplainResult = Explanation | null;
+
+/**
+ * What `status` answers, and what `pilotfish status --json` prints (of a live session, or read from the store of an ended one).
+ */
+export interface SessionStatus {
+  /**
+   * The session's uid.
+   */
+  session: string;
+  /**
+   * The session's directory.
+   */
+  dir: string;
+  /**
+   * How the session stands.
+   */
+  state: SessionState;
+  /**
+   * The client's process, while it is live.
+   */
+  pid?: number;
+  /**
+   * The session's pilots, by PilotManager, in the order they were submitted.
+   */
+  pilots: PilotStatus[];
+  /**
+   * Tasks per state (states with none left out).
+   */
+  counts: Partial<Record<TaskState, number>>;
+  /**
+   * Tasks in all.
+   */
+  total: number;
+  /**
+   * Tasks executing now: the first ones by submission, `runningTotal` in all.
+   */
+  running: RunningTask[];
+  /**
+   * Tasks executing now, in all.
+   */
+  runningTotal: number;
+  /**
+   * The oldest tasks not yet executing, with what they wait for; `pendingTotal` in all.
+   */
+  pending: Explanation[];
+  /**
+   * Tasks not yet executing, in all.
+   */
+  pendingTotal: number;
+}
+/**
+ * A pilot of the session now.
+ */
+export interface PilotStatus {
+  /**
+   * The pilot's uid.
+   */
+  uid: string;
+  /**
+   * The pilot's state.
+   */
+  state: PilotState;
+  /**
+   * Where it runs: its description's `resource`.
+   */
+  resource: string;
+  /**
+   * The cores it holds (what was asked, then what its agent reported).
+   */
+  cores: number;
+  /**
+   * The GPUs it holds (what was asked, then what its agent reported).
+   */
+  gpus: number;
+  /**
+   * Once it ended other than DONE: why.
+   */
+  reason?: Reason;
+}
+/**
+ * A task executing now.
+ */
+export interface RunningTask {
+  /**
+   * The task's uid.
+   */
+  uid: string;
+  /**
+   * The task's name, where its description gives one.
+   */
+  name?: string;
+  /**
+   * The pilot it runs on.
+   */
+  pilot?: string;
+  /**
+   * When it started executing (epoch ms), where known.
+   */
+  since?: number;
+}
+/**
+ * Why a task is where it is: its state and, while it waits, what it waits for; once ended, how. `tmgr.explain(uid)`, `pilotfish explain` and `pilotfish status` show it.
+ */
+export interface Explanation {
+  /**
+   * The task's uid.
+   */
+  uid: string;
+  /**
+   * The task's name, where its description gives one.
+   */
+  name?: string;
+  /**
+   * The task's state, as delivered.
+   */
+  state: TaskState;
+  /**
+   * The task's attempt: 1 for the first, one more for each retry.
+   */
+  attempt: number;
+  /**
+   * The pilot it is bound to, once bound.
+   */
+  pilot?: string;
+  /**
+   * Since when it is in `state` (epoch ms), where known.
+   */
+  since?: number;
+  /**
+   * While it waits: what for, as its present holder reports it (docs/scheduling.md).
+   */
+  waiting?: WaitReason;
+  /**
+   * While it waits at a pilot's agent: when it is expected to start (epoch ms), from the agent's plan (running tasks end at their walltimeS, else timeoutS; docs/scheduling.md).
+   */
+  estimatedStart?: number;
+  /**
+   * While it waits with no estimated start: why there is none.
+   */
+  noEstimate?: string;
+  /**
+   * Once it ended other than DONE: why.
+   */
+  reason?: Reason;
+}
+/**
+ * What `cancel` answers: each uid asked, in one of three lists.
+ */
+export interface CancelResult {
+  /**
+   * Canceled now: they end CANCELED, or in the final state they reach first.
+   */
+  canceled: string[];
+  /**
+   * No task of the session has this uid.
+   */
+  unknown: string[];
+  /**
+   * Already in a final state: left as they are.
+   */
+  final: string[];
+}
+/**
+ * Why a request was not carried out.
+ */
+export interface ControlError {
+  /**
+   * E_VALIDATION (the request does not match schemas/control-request.schema.json: see `issues`), E_BAD_JSON (the line is not JSON), E_TOO_LARGE (the line is longer than 4 MiB; the connection is ended), E_CLOSING (the session is closing: `cancel` is refused), E_INTERNAL (the handler failed), or the code of the error the handler met.
+   */
+  code: string;
+  /**
+   * What went wrong, for people.
+   */
+  message: string;
+  /**
+   * With E_VALIDATION: each thing wrong in the request.
+   *
+   * Items: One thing wrong in the request.
+   */
+  issues?: {
+    /**
+     * Where in the request (a JSON pointer; / for the whole).
+     */
+    path: string;
+    /**
+     * What is wrong there.
+     */
+    message: string;
+  }[];
+}
