@@ -79,10 +79,22 @@ export class SegmentWriter {
    * next segment if the record would take it past segmentBytes. On a throw the tail is as it
    * was (or marked torn, to be cut back before the next write).
    */
-  async write(record: Buffer): Promise<void> {
-    await this.cutTorn();
+  write(record: Buffer): Promise<void> {
     const tail = this.tail;
-    if (tail.bytes > 0 && tail.bytes + record.length > this.segmentBytes) await this.roll(true);
+    if (!tail.torn && !this.full(record)) return this.writeDurably(record);
+    return this.cutRollWrite(record);
+  }
+
+  /** Whether `record` would take the tail past segmentBytes (a record always fits an empty one). */
+  private full(record: Buffer): boolean {
+    const bytes = this.tail.bytes;
+    return bytes > 0 && bytes + record.length > this.segmentBytes;
+  }
+
+  /** write(), the slow way: a torn write to cut first, or a roll. */
+  private async cutRollWrite(record: Buffer): Promise<void> {
+    await this.cutTorn();
+    if (this.full(record)) await this.roll(true);
     await this.writeDurably(record);
   }
 
