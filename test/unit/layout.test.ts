@@ -100,28 +100,12 @@ describe('layers', () => {
 });
 
 describe('file size', () => {
-  /** `- \`src/path.ts\`: why` lines of "Files over 450 lines, and why". */
-  const excused = new Set(
-    [...section('Files over 450 lines, and why').matchAll(/^- `([^`]+)`: \S/gm)].map((m) => m[1]!),
-  );
   const lines = (f: string): number => readFileSync(f, 'utf8').split('\n').length - 1;
 
-  it(`keeps files of src/ at ${MAX_LINES} lines or less, or says why in the design doc`, () => {
+  it(`keeps files of src/ at ${MAX_LINES} lines or less`, () => {
     const long = files
       .filter((f) => layerOf(f) !== 'generated' && lines(f) > MAX_LINES)
-      .map((f) => `${rel(f)} (${lines(f)} lines)`)
-      .filter((f) => !excused.has(f.split(' ')[0]!));
+      .map((f) => `${rel(f)} (${lines(f)} lines)`);
     expect(long).toEqual([]);
-  });
-
-  it('lists only files that exist and are still long', () => {
-    const stale = [...excused].filter((f) => {
-      try {
-        return lines(path.join(ROOT, f)) <= MAX_LINES;
-      } catch {
-        return true;
-      }
-    });
-    expect(stale).toEqual([]);
   });
 });

@@ -1,3 +1,5 @@
+import type { TaskRecord } from '../../generated';
+import type { Request } from './request';
 import type { Hold } from './slots';
 
 /** Tasks of a shape must end this fast (a moving average of their holds) to be followed. */
@@ -28,6 +30,23 @@ interface Chain {
 interface Pace {
   avgMs: number;
   samples: number;
+}
+
+/**
+ * Whether a task (asking `r`) may be followed, or follow: one process of an executable forked on
+ * the agent's node, with no tag that ties it to others.
+ */
+export function followable(task: TaskRecord, r: Request): boolean {
+  const d = task.description;
+  return (
+    r.ranks === 1 &&
+    !r.lane &&
+    !r.home &&
+    r.colocate === undefined &&
+    r.exclusive === undefined &&
+    (d.mode ?? 'executable') === 'executable' &&
+    (d.launch ?? 'fork') === 'fork'
+  );
 }
 
 /**

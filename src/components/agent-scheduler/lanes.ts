@@ -16,12 +16,6 @@ import type { NodeState } from './node-state';
  * more calls, so its lanes drain and that task gets its cores (no starvation of other tasks).
  */
 
-/** A lane: its calls, and whether it takes more (it was full and is not half empty yet). */
-export interface Lane {
-  calls: number;
-  full: boolean;
-}
-
 /** The core of the lane that takes calls with the fewest calls, if any. */
 export function laneWithRoom(n: NodeState): number | undefined {
   let best: number | undefined;

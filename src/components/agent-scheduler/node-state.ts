@@ -1,8 +1,16 @@
 import { LANE_DEPTH } from '../shared/lane-calls';
-import type { Lane } from './lanes';
 
 /** GPU capacity is counted in thousandths, so shares add up exactly (0.25 + 0.75 = 1). */
 export const GPU_UNIT = 1000;
+
+/**
+ * A function call lane (lanes.ts): its calls, and whether it takes more (it was full and is not
+ * half empty yet).
+ */
+export interface Lane {
+  calls: number;
+  full: boolean;
+}
 
 /** What a pilot's agent holds on one node. */
 export interface NodeResources {

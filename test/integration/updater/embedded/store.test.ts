@@ -178,9 +178,9 @@ describe('EmbeddedStore', () => {
     const store = await open(tempDir());
     const notes = makeNotes(30);
     await expect(store.append(notes.slice(0, 10))).resolves.toBe(10);
-    // the store's writer fails its writes, as a disk gone bad would
+    // the store's writer (its SegmentWriter's) fails its writes, as a disk gone bad would
     type Writable = { write: (...args: unknown[]) => Promise<unknown> };
-    const writer = (store as unknown as { writer: Writable }).writer;
+    const writer = (store as unknown as { segments: { writer: Writable } }).segments.writer;
     const write = writer.write.bind(writer);
     writer.write = () => Promise.reject(Object.assign(new Error('disk full'), { code: 'EIO' }));
     const failed = deferred<StoreUnwritableError | undefined>();

@@ -1035,13 +1035,16 @@ interface Reservation {
   colocate: string | undefined;
 }
 
-/** The reservation as the core holds it (white box: the public API shows only `reservedFor`). */
+/**
+ * The reservation as the core's Placement holds it (white box: the public API shows only
+ * `reservedFor`).
+ */
 function peekReservation(
   core: AgentSchedulerCore,
   asks: Map<string, Ask>,
 ): Reservation | undefined {
-  const r = (core as unknown as { reservation?: { uid: string; nodes: { name: string }[] } })
-    .reservation;
+  type Held = { uid: string; nodes: { name: string }[] };
+  const r = (core as unknown as { placement: { reservation?: Held } }).placement.reservation;
   if (r === undefined) return undefined;
   const nodes = new Set(r.nodes.map((n) => n.name));
   return { uid: r.uid, nodes, colocate: asks.get(r.uid)?.colocate };
