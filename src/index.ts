@@ -2,11 +2,11 @@
 export { Session, type SessionOptions } from './client/session';
 export { PilotManager, type PilotManagerOptions } from './client/pilot-manager';
 export { TaskManager } from './client/task-manager';
-export { Task, type StateInfo, type TaskHistoryEntry } from './client/task';
-export type { TransferProgress } from './client/files/transfer-progress';
+export { Task, type StateInfo, type TaskHistoryEntry, type OutputMode } from './client/task';
+export type { TransferProgress, TransferListener } from './client/files/transfer-progress';
 export type { Explanation, WaitReason } from './client/tasks/explain';
 export { Pilot } from './client/pilot';
-export type { TaskDescription, PilotDescription, Reason } from './generated';
+export type { TaskDescription, PilotDescription, Reason, StagingDirective } from './generated';
 export type { Logger } from './lib/logger';
 export {
   TASK_STATES,
@@ -36,6 +36,8 @@ export {
   StoreUnreachableError,
   StoreUnwritableError,
   type StoreCondition,
+  type StoreUnreachable,
+  type StoreUnwritable,
 } from './updater/state-store';
 export { readProfile } from './profile/read';
 export {

@@ -206,7 +206,10 @@ export class Task {
     );
   }
 
-  /** Sets the sandbox; `dirs` shares one copy of each pilot's directory among its tasks. */
+  /**
+   * Sets the sandbox; `dirs` shares one copy of each pilot's directory among its tasks.
+   * @internal
+   */
   setSandbox(path: string, dirs: Interner): void {
     const dir = path.slice(0, -this.uid.length - 1);
     if (path.length > this.uid.length && path === `${dir}/${this.uid}`) {
@@ -227,7 +230,10 @@ export class Task {
     return this.served?.attempt === this.attempt ? this.served.endpoint : undefined;
   }
 
-  /** The TaskManager calls this when an attempt of the service reports ready. */
+  /**
+   * The TaskManager calls this when an attempt of the service reports ready.
+   * @internal
+   */
   setReady(attempt: number, endpoint: string): void {
     if (this.served === undefined || this.served.attempt <= attempt) {
       this.served = { attempt, endpoint: ownCopy(endpoint) };
@@ -254,7 +260,10 @@ export class Task {
     return out;
   }
 
-  /** Appends a delivered state (the TaskManager calls this as it delivers). */
+  /**
+   * Appends a delivered state (the TaskManager calls this as it delivers).
+   * @internal
+   */
   record(state: TaskState, attempt: number, inferred: boolean, ts: number | undefined): void {
     const index = STATE_CODE.get(state);
     if (index === undefined) throw new RangeError(`not a task state: ${state}`);

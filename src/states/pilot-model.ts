@@ -1,5 +1,5 @@
 import type { PilotState } from '../generated';
-import { FINALS, FINAL_STATES, isFinalState, linearModel, type FinalState } from './model';
+import { FINALS, FINAL_STATES, isFinalState, linearModel } from './model';
 
 export type { PilotState } from '../generated';
 import { COMPONENTS } from './task-model';
@@ -15,7 +15,8 @@ export const PILOT_STATES = [
   'CANCELED',
 ] as const satisfies readonly PilotState[];
 export const FINAL_PILOT_STATES = FINAL_STATES satisfies readonly PilotState[];
-export type FinalPilotState = FinalState;
+/** DONE, FAILED or CANCELED: a pilot's last word. */
+export type FinalPilotState = (typeof FINAL_PILOT_STATES)[number];
 
 /** True for DONE, FAILED and CANCELED. */
 export function isFinalPilotState(state: PilotState): state is FinalPilotState {

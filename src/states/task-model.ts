@@ -1,5 +1,5 @@
 import type { TaskState } from '../generated';
-import { FINALS, FINAL_STATES, isFinalState, linearModel, type FinalState } from './model';
+import { FINALS, FINAL_STATES, isFinalState, linearModel } from './model';
 
 export type { TaskState } from '../generated';
 
@@ -24,7 +24,8 @@ export const TASK_STATES = [
   'CANCELED',
 ] as const satisfies readonly TaskState[];
 export const FINAL_TASK_STATES = FINAL_STATES satisfies readonly TaskState[];
-export type FinalTaskState = FinalState;
+/** DONE, FAILED or CANCELED: a task's last word. */
+export type FinalTaskState = (typeof FINAL_TASK_STATES)[number];
 /** How a component ends the tasks it holds when it cannot finish them (shutdown, lost pilot). */
 export type AbortedTaskState = Exclude<FinalTaskState, 'DONE'>;
 

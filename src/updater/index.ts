@@ -4,8 +4,8 @@ export {
   StoreUnreachableError,
   StoreUnwritableError,
   type StoreCondition,
-  type Unreachable,
-  type Unwritable,
+  type StoreUnreachable,
+  type StoreUnwritable,
 } from './state-store';
 export { EmbeddedStore, type RecoveryReport } from './embedded/store';
 export { StoreServer, type StoreServerOptions } from './embedded/store-server';

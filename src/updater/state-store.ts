@@ -38,7 +38,7 @@ export class StoreError extends PilotfishError {
 }
 
 /** What a StoreUnwritableError reports. */
-export interface Unwritable {
+export interface StoreUnwritable {
   /** The errno of the failed call: ENOSPC, EDQUOT, EIO, ... */
   errno: string;
   /** The file that could not be written. */
@@ -65,7 +65,7 @@ export class StoreUnwritableError extends PilotfishError {
   readonly held: number;
   readonly lost: number;
 
-  constructor(u: Unwritable, options?: ErrorOptions) {
+  constructor(u: StoreUnwritable, options?: ErrorOptions) {
     const lost = u.lost ?? 0;
     const why = errnoMessage(u.errno);
     super(
@@ -86,7 +86,7 @@ export class StoreUnwritableError extends PilotfishError {
 }
 
 /** What a StoreUnreachableError reports. */
-export interface Unreachable {
+export interface StoreUnreachable {
   /** The servers the store's URI names (host:port), never its credentials. */
   hosts: string[];
   /** The driver's words for the failure ('connect ECONNREFUSED 127.0.0.1:27017'). */
@@ -110,7 +110,7 @@ export class StoreUnreachableError extends PilotfishError {
   readonly since: number;
   readonly lost: number;
 
-  constructor(u: Unreachable, options?: ErrorOptions) {
+  constructor(u: StoreUnreachable, options?: ErrorOptions) {
     const lost = u.lost ?? 0;
     super(
       `cannot reach MongoDB at ${u.hosts.join(',')}: ${u.reason}` +
