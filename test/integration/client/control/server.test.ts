@@ -4,23 +4,16 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { ControlServer } from '../../../../src/client/control/server';
 import type { ControlContext, ControlRuntime } from '../../../../src/client/control/context';
-import type { Logger } from '../../../../src/lib/logger';
+import { linesLogger } from '../../../support/lines-logger';
 import { tempDirs } from '../../../support/temp-dirs';
 
 /** What listen() uses of a context: its runtime's directory and log (warnings recorded). */
-function runtimeIn(dir: string): { rt: ControlContext; warned: string[] } {
-  const warned: string[] = [];
-  const log: Logger = {
-    debug: () => undefined,
-    info: () => undefined,
-    warn: (m: string) => void warned.push(m),
-    error: () => undefined,
-    child: () => log,
-  };
+function runtimeIn(dir: string): { rt: ControlContext; warned: () => string[] } {
+  const log = linesLogger();
   const runtime = { dir, log } as unknown as ControlRuntime;
   return {
     rt: { runtime, managers: { pilots: new Set(), tasks: new Set() }, closing: () => false },
-    warned,
+    warned: () => log.warned(),
   };
 }
 
@@ -38,7 +31,7 @@ describe('ControlServer.listen', () => {
     await new Promise<void>((r) => holder.listen(path.join(dir, 'control.sock'), r));
     const { rt, warned } = runtimeIn(dir);
     expect(await ControlServer.listen(rt)).toBeUndefined();
-    expect(warned).toEqual(['no control socket: another client of this session holds it']);
+    expect(warned()).toEqual(['no control socket: another client of this session holds it']);
     expect(holder.listening).toBe(true);
   });
 
@@ -47,7 +40,7 @@ describe('ControlServer.listen', () => {
     mkdirSync(dir);
     const { rt, warned } = runtimeIn(dir);
     expect(await ControlServer.listen(rt)).toBeUndefined();
-    expect(warned).toEqual(['no control socket: its path is too long for a Unix socket']);
+    expect(warned()).toEqual(['no control socket: its path is too long for a Unix socket']);
   });
 
   it('listens, and removes its socket at close', async () => {
@@ -58,6 +51,6 @@ describe('ControlServer.listen', () => {
     expect(existsSync(control!.file)).toBe(true);
     await control!.close();
     expect(existsSync(control!.file)).toBe(false);
-    expect(warned).toEqual([]);
+    expect(warned()).toEqual([]);
   });
 });

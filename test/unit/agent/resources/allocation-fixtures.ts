@@ -1,6 +1,5 @@
 import type { AgentConfig } from '../../../../src/generated';
 import type { AllocationSite } from '../../../../src/agent/resources/allocation';
-import type { Logger } from '../../../../src/lib/logger';
 
 /** A valid agent config; `over` replaces its fields. */
 export function agentConfig(over: Partial<AgentConfig> = {}): AgentConfig {
@@ -25,23 +24,4 @@ export function agentConfig(over: Partial<AgentConfig> = {}): AgentConfig {
 /** Where an agent runs, recorded: host `box` with 8 GiB, the environment given. */
 export function site(over: Partial<AgentConfig> = {}, env: NodeJS.ProcessEnv = {}): AllocationSite {
   return { cfg: agentConfig(over), env, hostname: 'box', memMb: 8192 };
-}
-
-/** A logger that records what it is told, by level. */
-export function recordingLogger(): Logger & { lines: [string, string, unknown][] } {
-  const lines: [string, string, unknown][] = [];
-  const at =
-    (level: string) =>
-    (message: string, meta?: Record<string, unknown>): void => {
-      lines.push([level, message, meta]);
-    };
-  const log = {
-    lines,
-    error: at('error'),
-    warn: at('warn'),
-    info: at('info'),
-    debug: at('debug'),
-    child: () => log,
-  };
-  return log;
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { localAllocation } from '../../../../src/agent/resources/local-allocation';
-import { recordingLogger, site } from './allocation-fixtures';
+import { linesLogger } from '../../../support/lines-logger';
+import { site } from './allocation-fixtures';
 
 describe('localAllocation', () => {
   it("is one node named by the host, with the config's cores and GPUs and the machine's memory", () => {
@@ -24,7 +25,7 @@ describe('localAllocation', () => {
     const a = localAllocation(site());
     const warned: string[] = [];
     await expect(a.jobEnd((m) => warned.push(m))).resolves.toBeUndefined();
-    const log = recordingLogger();
+    const log = linesLogger();
     await expect(a.launch({ log, timeoutMs: 1 })).resolves.toEqual({ options: {}, warnings: [] });
     expect(warned).toEqual([]);
     expect(log.lines).toEqual([]);

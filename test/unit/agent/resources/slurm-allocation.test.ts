@@ -5,7 +5,8 @@ import {
 } from '../../../../src/agent/resources/slurm-allocation';
 import type { MpiProbeOptions } from '../../../../src/agent/resources/slurm/mpi-probe';
 import { ValidationError } from '../../../../src/errors';
-import { recordingLogger, site } from './allocation-fixtures';
+import { linesLogger } from '../../../support/lines-logger';
+import { site } from './allocation-fixtures';
 
 /** A 2-node job as its batch step sees it (recorded on the test cluster, trimmed). */
 const JOB = {
@@ -80,7 +81,7 @@ describe('slurmAllocation', () => {
     const { effects, calls } = fakes({ mpi: 'pmix', host: '10.0.0.7' });
     const cfg = { resource: 'slurm' as const, mpi: 'auto' };
     const a = slurmAllocation(site(cfg, JOB), effects);
-    const log = recordingLogger();
+    const log = linesLogger();
     const found = await a.launch({ log, timeoutMs: 500 });
     expect(found).toEqual({
       options: {
@@ -102,7 +103,7 @@ describe('slurmAllocation', () => {
     for (const gpus of [{ SLURM_JOB_GPUS: '0,1' }, { SLURM_GPUS_ON_NODE: '2' }]) {
       const { effects, calls } = fakes();
       const a = slurmAllocation(site({ resource: 'slurm' }, { ...JOB, ...gpus }), effects);
-      const log = recordingLogger();
+      const log = linesLogger();
       const { options } = await a.launch({ log, timeoutMs: 1 });
       expect(options).toEqual({
         agentNode: { name: 'c1', host: 'c1.example' },
@@ -116,7 +117,7 @@ describe('slurmAllocation', () => {
   it("says the probe's warning once, logged and returned", async () => {
     const warning = 'MPI programs started by srun will fail';
     const a = slurmAllocation(site({ resource: 'slurm' }, JOB), fakes({ warning }).effects);
-    const log = recordingLogger();
+    const log = linesLogger();
     const found = await a.launch({ log, timeoutMs: 1 });
     expect(found.warnings).toEqual([warning]);
     expect(log.lines.filter(([level]) => level === 'warn')).toEqual([

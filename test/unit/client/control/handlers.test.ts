@@ -18,11 +18,11 @@ import { Pilot } from '../../../../src/client/pilot';
 import { Task } from '../../../../src/client/task';
 import { TaskRegistry } from '../../../../src/client/tasks/registry';
 import type { WaitReason } from '../../../../src/generated';
-import type { Logger } from '../../../../src/lib/logger';
 import { parseControlReply } from '../../../../src/lib/validate';
 import controlReply from '../../../../schemas/control-reply.schema.json';
 import controlRequest from '../../../../schemas/control-request.schema.json';
 import { FakeClock } from '../../../support/fake-clock';
+import { linesLogger } from '../../../support/lines-logger';
 
 const HELD: WaitReason = {
   kind: 'pilot',
@@ -61,14 +61,7 @@ function session(opts: { closing?: boolean; cancel?: () => Promise<void> } = {})
     pilots: new Set([{ get: (u) => (u === pilot.uid ? pilot : undefined), list: () => [pilot] }]),
     tasks: new Set([tmgr]),
   };
-  const warned: string[] = [];
-  const log: Logger = {
-    debug: () => undefined,
-    info: () => undefined,
-    warn: (m: string) => void warned.push(m),
-    error: () => undefined,
-    child: () => log,
-  };
+  const log = linesLogger();
   const runtime: ControlRuntime = {
     uid: 'pf.test',
     dir: '/sessions/pf.test',
@@ -79,7 +72,7 @@ function session(opts: { closing?: boolean; cancel?: () => Promise<void> } = {})
     links: { waits: { get: () => undefined, estimate: () => undefined } },
   };
   const ctx: ControlContext = { runtime, managers, closing: () => opts.closing === true };
-  return { ctx, canceled, warned };
+  return { ctx, canceled, warned: log.warned };
 }
 
 const EXPLAINED_B = {
@@ -157,7 +150,7 @@ describe('the control handler table', () => {
       });
       expect(parseControlReply(op, reply)).toBe(reply);
       expect(canceled).toEqual(c.canceled ?? []);
-      expect(warned).toEqual([]);
+      expect(warned()).toEqual([]);
     });
 
     it("is described by schemas a server on another transport can register ($ref's)", async () => {
@@ -209,7 +202,7 @@ describe('dispatchControl', () => {
         issues: [{ path: '/uids/0', message: 'must be string' }],
       },
     });
-    expect(warned).toEqual([]);
+    expect(warned()).toEqual([]);
   });
 
   it.each([
@@ -232,7 +225,7 @@ describe('dispatchControl', () => {
       ok: false,
       error: { code: 'E_STORE_UNWRITABLE', message: 'the store cannot write' },
     });
-    expect(a.warned).toEqual(['control request failed']);
+    expect(a.warned()).toEqual(['control request failed']);
     const b = await ask(
       { op: 'cancel', uids: ['b'] },
       { cancel: () => Promise.reject(new Error('x')) },
