@@ -170,6 +170,11 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
     meaning: "no free port could be found for a service task's port 'auto'",
     emitters: ['Executor'],
   },
+  E_SERVICE_UNHEALTHY: {
+    meaning:
+      'the ready service task missed its liveness probes (the probe and how many in a row are given) and was killed; it is retried if it has retries left',
+    emitters: ['Executor'],
+  },
   E_SIGNALED: {
     meaning: 'the task was killed by a signal',
     emitters: ['ManagerOutputStager'],
