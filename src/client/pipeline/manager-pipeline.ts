@@ -200,6 +200,13 @@ export class ManagerPipeline {
     });
     this.fence(pilot, uids);
     this.inputShell.returned(uids.map((uid) => ({ uid, pilot })));
+    // given back because a service they were let go by stopped serving: it is not ready now
+    const dead = (why.code === 'E_DEPENDENCY' ? why.detail : undefined) as
+      | { dependency?: unknown; attempt?: unknown }
+      | undefined;
+    if (typeof dead?.dependency === 'string' && typeof dead.attempt === 'number') {
+      this.scheduler.onServiceGone(dead.dependency, dead.attempt);
+    }
     this.scheduler.onReturned(uids.map((uid) => ({ uid })));
     this.notify(plan.notes);
     this.retry(plan.retry);

@@ -80,11 +80,13 @@ describe('service liveness and dependents of a dead service', () => {
       blocker(dir),
     ]);
     const first = await fx.tmgr.waitReady('web', { timeoutMs: 30_000 });
+    // let go with the endpoint while it serves; they wait for a core behind the blocker
+    const scheduled = Promise.all(['w1', 'w2'].map((u) => reaches(fx.tmgr, u, 'AGENT_SCHEDULING')));
+    const waiting = await fx.tmgr.submitTasks([dependent('w1', dir), dependent('w2', dir)]);
+    await scheduled;
     const retried = reaches(fx.tmgr, 'web', 'TMGR_SCHEDULING_PENDING', 2);
     const stopped = pidOf(dir, 1);
     process.kill(stopped, 'SIGSTOP');
-    // handed the old endpoint while the service is not yet found out; they wait behind the blocker
-    const waiting = await fx.tmgr.submitTasks([dependent('w1', dir), dependent('w2', dir)]);
     await retried;
     await waitForExit(stopped, 10_000);
     const second = await fx.tmgr.waitReady('web', { timeoutMs: 30_000 });
@@ -94,6 +96,8 @@ describe('service liveness and dependents of a dead service', () => {
     const [after] = await fx.tmgr.submitTasks([dependent('a1', dir)]);
     fs.writeFileSync(path.join(dir, 'go'), '');
     await fx.tmgr.waitTasks({ uids: ['w1', 'w2', 'a1'], timeoutMs: 30_000 });
+    // the waiting ones went back to wait for the new attempt: each started once, as attempt 2
+    expect(waiting.map((t) => t.attempt)).toEqual([2, 2]);
     for (const t of [...waiting, after!]) {
       expect([t.state, t.stdout?.trim()]).toEqual(['DONE', second]);
     }
