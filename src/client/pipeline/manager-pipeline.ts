@@ -182,9 +182,9 @@ export class ManagerPipeline {
   }
 
   /**
-   * A live pilot's agent gave back tasks it can no longer start before its drain point: their
-   * room there is free, what it says of those attempts is refused from now on, and each starts
-   * again as a new attempt (returnPlan) on a pilot with time left.
+   * A live pilot's agent gave back tasks it can no longer start before its drain point (or
+   * that a service let go which stopped serving): their room there is free, what it says of
+   * those attempts is refused from now on, and each starts again as a new attempt (returnPlan).
    */
   takeBack(pilot: string, given: readonly { uid: string; attempt: number }[], why: Reason): void {
     const now = this.clock.now();
@@ -194,9 +194,10 @@ export class ManagerPipeline {
     this.refusedCount += plan.refused;
     if (plan.retry.length === 0) return;
     const uids = plan.retry.map((t) => t.uid);
-    this.log.info('tasks given back by a draining pilot start elsewhere', {
+    this.log.info('tasks given back by a pilot start again', {
       pilot,
       count: uids.length,
+      code: why.code,
     });
     this.fence(pilot, uids);
     this.inputShell.returned(uids.map((uid) => ({ uid, pilot })));

@@ -82,7 +82,9 @@ describe('AgentSchedulerCore: tasks a dead service let go', () => {
   });
 
   it('withdraws nothing for a service that was never ready, or ended DONE after a cancel', () => {
-    expect(releasedOf(endedService(1, { endpoint: undefined }))).toEqual({ uid: 'web' });
+    const neverReady = endedService(1);
+    delete neverReady.endpoint;
+    expect(releasedOf(neverReady)).toEqual({ uid: 'web' });
     expect(releasedOf(endedService(1, { stopped: true })).service).toEqual({
       attempt: 1,
       retry: false,
