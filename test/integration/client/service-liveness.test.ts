@@ -25,6 +25,9 @@ describe('service liveness and dependents of a dead service', () => {
       const http = require('node:http');
       const pidFile = require('node:path').join(${JSON.stringify(dir)}, 'pid.' + process.env.PF_TASK_ATTEMPT);
       require('node:fs').writeFileSync(pidFile, String(process.pid));
+      // a child of its own, which must die with it (its whole tree is killed)
+      const child = require('node:child_process').spawn('sleep', ['300'], { stdio: 'ignore' });
+      require('node:fs').writeFileSync(pidFile + '.child', String(child.pid));
       http.createServer((req, res) => res.end('ok')).listen(Number(process.env.PF_PORT));
       `,
     );
@@ -131,6 +134,7 @@ describe('service liveness and dependents of a dead service', () => {
     expect(web!.reason?.message).toContain('HTTP 2xx from GET /');
     expect(web!.reason?.message).toContain('3 probes in a row');
     await waitForExit(pid, 10_000);
+    await waitForExit(Number(fs.readFileSync(path.join(dir, 'pid.1.child'), 'utf8')), 10_000);
   }, 60_000);
 
   it('cancels the waiting dependents of a ready service killed with kill -9 (E_DEPENDENCY); none starts', async () => {
