@@ -288,6 +288,8 @@ export class Agent {
         case 'cancel_tasks':
           for (const c of [input, scheduler, executor, output]) c.onCancel(msg.uids);
           return;
+        case 'service_gone': // a service, maybe on another pilot, let go tasks that wait here
+          return scheduler.onServiceGone(msg.uid, { attempt: msg.attempt, retry: msg.retry });
         case 'heartbeat':
           return heard();
         case 'client_resumed':

@@ -19,6 +19,7 @@ import { ManagerOutputStagerShell } from '../../components/manager-output-stager
 import { ManagerSchedulerCore, type PilotCapacity } from '../../components/manager-scheduler/core';
 import { ManagerSchedulerShell } from '../../components/manager-scheduler/shell';
 import { QueueSet } from '../../components/shared/queue-set';
+import { serviceEnd, type ServiceEnd } from '../../components/shared/service-ends';
 import type { Intake } from '../../components/shared/shell';
 import type { ServerSecurity } from '../../transport/curve';
 import type { LocalQueue } from '../../transport/local-queue';
@@ -44,6 +45,11 @@ export interface PipelineTasks {
  */
 export class ManagerPipeline {
   private readonly queues = new QueueSet();
+  /**
+   * A ready service's attempt came back from its pilot (it stopped serving): every agent is
+   * told (runtime.ts), so that what it let go does not start with its endpoint anywhere.
+   */
+  serviceGone: (uid: string, end: ServiceEnd) => void = () => {};
   private scheduler!: ManagerSchedulerCore;
   private inputStager!: ManagerInputStagerCore;
   private inputShell!: ManagerInputStagerShell;
@@ -113,6 +119,10 @@ export class ManagerPipeline {
         if (this.awaiting.size > 0) for (const t of ts) this.awaiting.delete(t.uid);
         for (const t of ts) if (t.sandbox !== undefined) this.staging.ranIn(t.uid, t.sandbox);
         this.inputShell.returned(ts);
+        for (const t of ts) {
+          const end = serviceEnd(t);
+          if (end !== undefined) this.serviceGone(t.uid, end);
+        }
         // their ends first: the dependents they release may take the room they leave
         this.outputStager.onTasks(ts);
         this.scheduler.onReturned(ts);
@@ -203,8 +213,7 @@ export class ManagerPipeline {
     this.inputShell.returned(uids.map((uid) => ({ uid, pilot })));
     // given back because a service they were let go by stopped serving: it is not ready now
     const dead = (why.code === 'E_DEPENDENCY' ? why.detail : undefined) as
-      | { dependency?: unknown; attempt?: unknown }
-      | undefined;
+      { dependency?: unknown; attempt?: unknown } | undefined;
     if (typeof dead?.dependency === 'string' && typeof dead.attempt === 'number') {
       this.scheduler.onServiceGone(dead.dependency, dead.attempt);
     }

@@ -7,6 +7,7 @@ import { CancelSet, reason } from '../shared/reasons';
 import { checkArrivals, transition } from '../shared/transition';
 import { Backfill } from './backfill';
 import { ShapeBlocking } from './blocking';
+import type { ServiceEnd } from '../shared/service-ends';
 import { DeadServices, type Released } from './dead-services';
 import { DrainPoint } from './drain-point';
 import type { AgentSchedulerEffects } from './effects';
@@ -155,6 +156,18 @@ export class AgentSchedulerCore {
         this.blocking.unblockFor(n);
       }
     }
+    this.schedule(now, notes);
+  }
+
+  /**
+   * A service's ready attempt stopped serving, as the client heard it (it may have run on
+   * another pilot): what it let go that waits here is withdrawn.
+   */
+  onServiceGone(uid: string, end: ServiceEnd): void {
+    const now = this.clock.now();
+    const notes: Notification[] = [];
+    this.dead.record(uid, end);
+    this.withdrawAll(now, notes);
     this.schedule(now, notes);
   }
 

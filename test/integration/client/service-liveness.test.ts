@@ -168,4 +168,37 @@ describe('service liveness and dependents of a dead service', () => {
     await fx.tmgr.waitTasks({ uids: ['blocker'], timeoutMs: 30_000 });
     expect(fs.readdirSync(dir).filter((f) => f.startsWith('ran.'))).toEqual([]);
   }, 60_000);
+
+  it('cancels the dependents waiting on another pilot too (service_gone reaches every agent)', async () => {
+    const dir = temp.make();
+    const fx = await fixture.open({ cores: 1 });
+    const [other] = await fx.pmgr.submitPilots([{ resource: 'local', cores: 1, runtimeMin: 5 }]);
+    fx.tmgr.addPilots([other!]);
+    const [web] = await fx.tmgr.submitTasks([
+      {
+        uid: 'web',
+        name: 'web',
+        mode: 'service',
+        executable: process.execPath,
+        arguments: [server(dir)],
+        service: { port: 'auto' },
+        pilot: fx.pilot.uid,
+      },
+      { ...blocker(dir), pilot: other!.uid },
+    ]);
+    await fx.tmgr.waitReady('web', { timeoutMs: 30_000 });
+    const uids = ['o1', 'o2', 'o3'];
+    const scheduled = Promise.all(uids.map((u) => reaches(fx.tmgr, u, 'AGENT_SCHEDULING')));
+    const deps = await fx.tmgr.submitTasks(
+      uids.map((u) => ({ ...dependent(u, dir), pilot: other!.uid })),
+    );
+    await scheduled;
+    process.kill(pidOf(dir, 1), 'SIGKILL');
+    await fx.tmgr.waitTasks({ uids: ['web', ...uids], timeoutMs: 30_000 });
+    expect(web!.state).toBe('FAILED');
+    for (const d of deps) expect([d.state, d.reason?.code]).toEqual(['CANCELED', 'E_DEPENDENCY']);
+    fs.writeFileSync(path.join(dir, 'go'), '');
+    await fx.tmgr.waitTasks({ uids: ['blocker'], timeoutMs: 30_000 });
+    expect(fs.readdirSync(dir).filter((f) => f.startsWith('ran.'))).toEqual([]);
+  }, 60_000);
 });

@@ -81,6 +81,17 @@ describe('AgentSchedulerCore: tasks a dead service let go', () => {
     s.expectNoMore();
   });
 
+  it('withdraws what waits here when told of a service that ran elsewhere (service_gone)', () => {
+    const s = setup();
+    s.core.onTasks([pending('b1'), pending('b2')]);
+    s.core.onTasks([dependent('d1'), pending('mine', { readyOf: { web: 2 } })]);
+    s.rec.take();
+    s.core.onServiceGone('web', { attempt: 1, retry: false });
+    expect(s.rec.take()).toEqual(['notify d1 CANCELED']);
+    s.core.onServiceGone('web', { attempt: 1, retry: false }); // told twice: nothing more
+    s.expectNoMore();
+  });
+
   it('withdraws nothing for a service that was never ready, or ended DONE after a cancel', () => {
     const neverReady = endedService(1);
     delete neverReady.endpoint;
