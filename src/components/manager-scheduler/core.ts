@@ -148,8 +148,9 @@ export class ManagerSchedulerCore {
   onReturned(tasks: readonly (Pick<TaskRecord, 'uid'> & Partial<TaskRecord>)[]): void {
     const now = this.clock.now();
     for (const t of tasks) {
-      if (t.endpoint !== undefined && t.attempt !== undefined)
-        {this.serviceGone(t.uid, t.attempt, now);}
+      if (t.endpoint !== undefined && t.attempt !== undefined) {
+        this.serviceGone(t.uid, t.attempt, now);
+      }
       this.release(t.uid);
     }
     this.place(now);
