@@ -26,6 +26,7 @@ import { launchSetup } from './resources/launch-setup';
 import { readAllocation } from './resources/registry';
 import { AgentTaskQueues } from './task-queues';
 import { RelocationShell } from './relocation/shell';
+import { releasedOf, type Released } from '../components/agent-scheduler/dead-services';
 import type { NodeResources } from '../components/agent-scheduler/node-state';
 import type { ShapeWait } from '../components/agent-scheduler/wait-reports';
 
@@ -156,7 +157,7 @@ export class Agent {
     const toScheduler = hops.into(C.agentScheduler);
     const toExecutor = hops.into(C.executor);
     const toOutput = hops.into(C.agentOutputStager);
-    const toUnschedule = this.queues.local<{ uid: string }>('unschedule', queueLog);
+    const toUnschedule = this.queues.local<Released>('unschedule', queueLog);
     const toClient = this.queues
       .sender(cfg.addresses.managerOutput, cfg.curve)
       // held only while other tasks wait or run here: a lone task or call goes back at once
@@ -227,7 +228,7 @@ export class Agent {
       release: (tasks) =>
         sendLogged(
           toUnschedule,
-          tasks.map((t) => ({ uid: t.uid })),
+          tasks.map((t) => releasedOf(t)),
           logExec,
           'release',
         ),
@@ -287,6 +288,8 @@ export class Agent {
         case 'cancel_tasks':
           for (const c of [input, scheduler, executor, output]) c.onCancel(msg.uids);
           return;
+        case 'service_gone': // a service, maybe on another pilot, let go tasks that wait here
+          return scheduler.onServiceGone(msg.uid, { attempt: msg.attempt, retry: msg.retry });
         case 'heartbeat':
           return heard();
         case 'client_resumed':
@@ -398,9 +401,7 @@ export class Agent {
   private publishReturns(tasks: TaskRecord[], reason: Reason): void {
     const control = this.control;
     if (control === undefined) return;
-    this.log.info('tasks given back: too late to start before the drain point', {
-      count: tasks.length,
-    });
+    this.log.info('tasks given back', { count: tasks.length, code: reason.code });
     for (let i = 0; i < tasks.length; i += 1_000) {
       const bulk = tasks.slice(i, i + 1_000).map((t) => ({ uid: t.uid, attempt: t.attempt }));
       control

@@ -12,6 +12,13 @@ export type ControlMessage =
       uids: string[];
     }
   | {
+      type: 'service_gone';
+      session: string;
+      uid: string;
+      attempt: number;
+      retry: boolean;
+    }
+  | {
       type: 'shutdown_agent';
       session: string;
       pilot: string;

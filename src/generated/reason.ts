@@ -43,6 +43,7 @@ export interface Reason {
     | 'E_SERVICE_EXITED'
     | 'E_SERVICE_NOT_READY'
     | 'E_SERVICE_PORT'
+    | 'E_SERVICE_UNHEALTHY'
     | 'E_SIGNALED'
     | 'E_STAGING'
     | 'E_TASK_TIMEOUT'

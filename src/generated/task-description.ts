@@ -64,6 +64,40 @@ export type TaskDescription = {
       http?: string;
     };
     /**
+     * How a ready service is checked to be still alive: a probe every intervalS; after `failures` misses in a row it is killed (its whole process tree) and retried as a new attempt if it has retries left, else FAILED (E_SERVICE_UNHEALTHY). Default, for a service with a port: the HTTP path of `ready.http` if it has one, else a TCP connect, every 10 s, 3 misses. false: none.
+     */
+    liveness?:
+      | false
+      | ((
+          | {
+              tcp: unknown;
+            }
+          | {
+              http: unknown;
+            }
+        ) & {
+          /**
+           * A TCP connection to the endpoint is accepted (a stopped or hung process whose socket still accepts passes: use http to see those).
+           */
+          tcp?: true;
+          /**
+           * The path of an HTTP GET on the endpoint that answers 2xx within timeoutS, e.g. /health.
+           */
+          http?: string;
+          /**
+           * Seconds between the end of one probe and the start of the next.
+           */
+          intervalS?: number;
+          /**
+           * Probes missed in a row that make the service unhealthy.
+           */
+          failures?: number;
+          /**
+           * How long one probe may take before it counts as missed.
+           */
+          timeoutS?: number;
+        });
+    /**
      * How long the service may take to become ready; past it, it is stopped and FAILED (E_SERVICE_NOT_READY) with what it printed.
      */
     startupTimeoutS?: number;

@@ -58,6 +58,12 @@ export interface TaskRecord {
   services?: {
     [k: string]: string;
   };
+  /**
+   * The attempt of each service (by uid) whose ready let this task go (on 'ready'): if that attempt ends before this task starts, the task does not start with its endpoint.
+   */
+  readyOf?: {
+    [k: string]: number;
+  };
   reason?: Reason;
   canceled?: boolean;
   /**

@@ -40,8 +40,8 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
   },
   E_DEPENDENCY: {
     meaning:
-      'a task this one waits for (`after`) ended so that its condition can never hold: the dependency and how it ended are named',
-    emitters: ['ManagerScheduler'],
+      'a task this one waits for (`after`) ended so that its condition can never hold, or a service that let it go stopped serving before it started: the dependency is named',
+    emitters: ['AgentScheduler', 'ManagerScheduler'],
   },
   E_EXEC_FAILED: {
     meaning: 'the executable (or its launcher) could not be started, or its spawner was lost',
@@ -168,6 +168,11 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
   },
   E_SERVICE_PORT: {
     meaning: "no free port could be found for a service task's port 'auto'",
+    emitters: ['Executor'],
+  },
+  E_SERVICE_UNHEALTHY: {
+    meaning:
+      'the ready service task missed its liveness probes (the probe and how many in a row are given) and was killed; it is retried if it has retries left',
     emitters: ['Executor'],
   },
   E_SIGNALED: {

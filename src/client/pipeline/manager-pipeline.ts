@@ -19,6 +19,7 @@ import { ManagerOutputStagerShell } from '../../components/manager-output-stager
 import { ManagerSchedulerCore, type PilotCapacity } from '../../components/manager-scheduler/core';
 import { ManagerSchedulerShell } from '../../components/manager-scheduler/shell';
 import { QueueSet } from '../../components/shared/queue-set';
+import { serviceEnd, type ServiceEnd } from '../../components/shared/service-ends';
 import type { Intake } from '../../components/shared/shell';
 import type { ServerSecurity } from '../../transport/curve';
 import type { LocalQueue } from '../../transport/local-queue';
@@ -44,6 +45,11 @@ export interface PipelineTasks {
  */
 export class ManagerPipeline {
   private readonly queues = new QueueSet();
+  /**
+   * A ready service's attempt came back from its pilot (it stopped serving): every agent is
+   * told (runtime.ts), so that what it let go does not start with its endpoint anywhere.
+   */
+  serviceGone: (uid: string, end: ServiceEnd) => void = () => {};
   private scheduler!: ManagerSchedulerCore;
   private inputStager!: ManagerInputStagerCore;
   private inputShell!: ManagerInputStagerShell;
@@ -113,6 +119,10 @@ export class ManagerPipeline {
         if (this.awaiting.size > 0) for (const t of ts) this.awaiting.delete(t.uid);
         for (const t of ts) if (t.sandbox !== undefined) this.staging.ranIn(t.uid, t.sandbox);
         this.inputShell.returned(ts);
+        for (const t of ts) {
+          const end = serviceEnd(t);
+          if (end !== undefined) this.serviceGone(t.uid, end);
+        }
         // their ends first: the dependents they release may take the room they leave
         this.outputStager.onTasks(ts);
         this.scheduler.onReturned(ts);
@@ -182,9 +192,9 @@ export class ManagerPipeline {
   }
 
   /**
-   * A live pilot's agent gave back tasks it can no longer start before its drain point: their
-   * room there is free, what it says of those attempts is refused from now on, and each starts
-   * again as a new attempt (returnPlan) on a pilot with time left.
+   * A live pilot's agent gave back tasks it can no longer start before its drain point (or
+   * that a service let go which stopped serving): their room there is free, what it says of
+   * those attempts is refused from now on, and each starts again as a new attempt (returnPlan).
    */
   takeBack(pilot: string, given: readonly { uid: string; attempt: number }[], why: Reason): void {
     const now = this.clock.now();
@@ -194,12 +204,19 @@ export class ManagerPipeline {
     this.refusedCount += plan.refused;
     if (plan.retry.length === 0) return;
     const uids = plan.retry.map((t) => t.uid);
-    this.log.info('tasks given back by a draining pilot start elsewhere', {
+    this.log.info('tasks given back by a pilot start again', {
       pilot,
       count: uids.length,
+      code: why.code,
     });
     this.fence(pilot, uids);
     this.inputShell.returned(uids.map((uid) => ({ uid, pilot })));
+    // given back because a service they were let go by stopped serving: it is not ready now
+    const dead = (why.code === 'E_DEPENDENCY' ? why.detail : undefined) as
+      { dependency?: unknown; attempt?: unknown } | undefined;
+    if (typeof dead?.dependency === 'string' && typeof dead.attempt === 'number') {
+      this.scheduler.onServiceGone(dead.dependency, dead.attempt);
+    }
     this.scheduler.onReturned(uids.map((uid) => ({ uid })));
     this.notify(plan.notes);
     this.retry(plan.retry);

@@ -33,6 +33,7 @@ import { clientWorkers } from '../store/update-workers';
 import { TaskRegistry } from '../tasks/registry';
 import { StoreFollower } from '../store/follower';
 import { heartbeats, openSessionControl } from '../pilots/session-control';
+import { toEveryAgent } from '../pipeline/service-gone';
 import { published } from '../../components/shared/transition';
 
 /** How often the session tells its agents it is alive (agents give up after 30 s by default). */
@@ -194,6 +195,7 @@ export class ClientRuntime {
         forget: (pilot, task) => this.links.files.forget(pilot, task),
       },
     );
+    this.pipeline.serviceGone = toEveryAgent(this.control, this.log);
     this.pipeline.start();
     this.links = new PilotLinks({
       session: this.uid,

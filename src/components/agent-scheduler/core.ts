@@ -7,6 +7,8 @@ import { CancelSet, reason } from '../shared/reasons';
 import { checkArrivals, transition } from '../shared/transition';
 import { Backfill } from './backfill';
 import { ShapeBlocking } from './blocking';
+import type { ServiceEnd } from '../shared/service-ends';
+import { DeadServices, type Released } from './dead-services';
 import { DrainPoint } from './drain-point';
 import type { AgentSchedulerEffects } from './effects';
 import { followable, FollowOns } from './follow-ons';
@@ -59,6 +61,8 @@ export class AgentSchedulerCore {
   private lastSeq = -1;
   /** Set when blocked shapes were released, so scheduling goes round once more. */
   private again = false;
+  /** Services whose ready attempt ended here: what they let go does not start (dead-services.ts). */
+  private readonly dead = new DeadServices();
   /** When the pilot drains, and the tasks stranded by it (drain-point.ts). */
   private readonly drainPoint = new DrainPoint();
   /** When each waiting task with walltimeS becomes too late to start here. */
@@ -109,6 +113,7 @@ export class AgentSchedulerCore {
       if (task.seq !== undefined && task.seq > this.lastSeq) this.lastSeq = task.seq;
       if (cancelIfAsked(task, this.canceled, ME, now, notes)) continue;
       notes.push(transition(task, 'AGENT_SCHEDULING', ME, now));
+      if (this.dead.size > 0 && this.withdrawn(task, now, notes)) continue;
       const req = requestOf(task.description);
       const why = 'error' in req ? reason('E_BAD_REQUEST', req.error, ME) : this.fit.neverFits(req);
       if (why !== undefined) {
@@ -122,8 +127,12 @@ export class AgentSchedulerCore {
   }
 
   /** Slots come back from the Executor once a task has left AGENT_EXECUTING: exactly once. */
-  onReleased(released: { uid: string }[]): void {
+  onReleased(released: Released[]): void {
     const now = this.clock.now();
+    const notes: Notification[] = [];
+    for (const r of released) if (r.service !== undefined) this.dead.record(r.uid, r.service);
+    // before their slots are offered: the tasks a service's ready let go wait for no dead endpoint
+    if (released.some((r) => r.service !== undefined)) this.withdrawAll(now, notes);
     for (const { uid } of released) {
       const a = this.allocated.get(uid);
       if (a === undefined) continue;
@@ -147,7 +156,43 @@ export class AgentSchedulerCore {
         this.blocking.unblockFor(n);
       }
     }
-    this.schedule(now, []);
+    this.schedule(now, notes);
+  }
+
+  /**
+   * A service's ready attempt stopped serving, as the client heard it (it may have run on
+   * another pilot): what it let go that waits here is withdrawn.
+   */
+  onServiceGone(uid: string, end: ServiceEnd): void {
+    const now = this.clock.now();
+    const notes: Notification[] = [];
+    this.dead.record(uid, end);
+    this.withdrawAll(now, notes);
+    this.schedule(now, notes);
+  }
+
+  /** Waiting tasks let go by a service attempt that has ended: withdrawn (dead-services.ts). */
+  private withdrawAll(now: number, notes: Notification[]): void {
+    const waiting = [...this.waitingIn.keys()];
+    for (const uid of waiting) {
+      const shape = this.waitingIn.get(uid)!;
+      const i = shape.queue.findIndex((e, k) => k >= shape.head && e.task.uid === uid);
+      if (this.dead.verdictOf(shape.queue[i]!.task) === undefined) continue;
+      this.withdrawn(this.unqueue(shape, i), now, notes);
+    }
+  }
+
+  /** Goes back to the client or ends CANCELED if a dead service's ready let it go; else false. */
+  private withdrawn(task: TaskRecord, now: number, notes: Notification[]): boolean {
+    const v = this.dead.verdictOf(task);
+    if (v === undefined) return false;
+    if (v.to === 'back' && this.effects.returnTasks !== undefined) {
+      this.effects.returnTasks([task], v.why);
+    } else {
+      task.reason = v.why;
+      notes.push(transition(task, 'CANCELED', ME, now, { reason: v.why }));
+    }
+    return true;
   }
 
   /** The pilot drains at `at` (clock ms): a task that declares walltimeS starts only if it can end by then. */

@@ -14,6 +14,7 @@ import type {
   StartedDetail,
 } from './effects';
 import { kindFor, type ExecutorKind } from './kinds';
+import { cancelReason, noSandboxReason } from './reasons';
 import type { LaunchOptions } from './launch';
 
 const EXECUTOR = COMPONENTS.executor;
@@ -264,6 +265,23 @@ export class ExecutorCore {
   }
 
   /**
+   * Ready jobs (services) that stopped answering their liveness probes: killed at once (SIGKILL
+   * reaches a stopped process, SIGTERM would wait for it), with the kind's reason; a retry, if
+   * it has retries left, is the ManagerOutputStager's.
+   */
+  onUnhealthyBulk(events: readonly { uid: string; misses: number }[]): void {
+    for (const e of events) {
+      const h = this.tasks.get(e.uid);
+      const why = h?.ready === true && !h.terminating && h.exit === undefined;
+      const reason = why ? h.kind.readiness?.unhealthy?.(h.task, h.job, e.misses) : undefined;
+      if (reason === undefined) continue;
+      h!.task.reason = reason;
+      h!.terminating = true;
+      this.effects.stop(e.uid, 'kill');
+    }
+  }
+
+  /**
    * Held tasks are killed (CANCELED on exit); unknown uids are canceled when they arrive. A
    * ready service is stopped instead: serving until asked to stop is its whole job, so it goes
    * on to output staging and ends DONE.
@@ -428,16 +446,4 @@ export class ExecutorCore {
     b.notes.push(transition(task, to, EXECUTOR, now, { reason }));
     b.release.push(task);
   }
-}
-
-function cancelReason(when: string): Reason {
-  return { code: 'E_CANCELED', message: `task was canceled ${when}`, component: EXECUTOR };
-}
-
-function noSandboxReason(): Reason {
-  return {
-    code: 'E_NO_SANDBOX',
-    message: 'task reached the Executor without a sandbox directory',
-    component: EXECUTOR,
-  };
 }

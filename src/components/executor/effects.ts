@@ -59,6 +59,17 @@ export interface ServiceJob {
   /** The host of its endpoint: where dependents and probes reach it. */
   host: string;
   ready: ReadyChecks;
+  /** Once ready: how it is probed to be still alive (kinds/service.ts gives the defaults). */
+  liveness?: LivenessChecks;
+}
+
+/** One check (a TCP connect or an HTTP GET answered 2xx), its timing and its patience. */
+export interface LivenessChecks {
+  tcp?: boolean;
+  http?: string;
+  intervalMs: number;
+  failures: number;
+  timeoutMs: number;
 }
 
 /**

@@ -161,6 +161,7 @@ export class ExecutorShell implements ExecutorEffects {
       logger: this.opts.logger,
       spawn: (spec) => this.pool_.spawn(spec),
       ready: (evs) => this.core.onReadyBulk(evs),
+      unhealthy: (evs) => this.core.onUnhealthyBulk(evs),
       failed: (evs) => this.core.onStartFailedBulk(evs),
       exited: (evs) => this.core.onExitedBulk(evs),
     });

@@ -10,7 +10,9 @@ import { DependencyGate, dependenciesOf, type Unmet } from './dependencies';
 import type { ManagerSchedulerEffects } from './effects';
 import { fitsAny, neverFits, PilotRoom, sizeOf, type Holding, type Size } from './pilot-room';
 import { noTimeLeft } from './pilot-time';
+import { noPilotLeft, pilotCanceled, unmetReason } from './end-reasons';
 import { ReadyQueue } from './ready-queue';
+import { takeReleasedBy } from './released-by';
 import { dependencyWait, pilotWait } from './wait-reasons';
 
 const ME = COMPONENTS.managerScheduler;
@@ -75,7 +77,9 @@ export class ManagerSchedulerCore {
     checkArrivals(tasks, 'TMGR_SCHEDULING_PENDING', 'TMGR_SCHEDULING', ME);
     const now = this.clock.now();
     // a service back for another attempt serves nowhere until that one is ready
-    if (this.serving.size > 0) for (const task of tasks) this.serving.delete(task.uid);
+    for (const task of tasks) {
+      if (task.description.mode === 'service') this.serviceGone(task.uid, task.attempt - 1, now);
+    }
     for (const task of tasks) {
       if (cancelIfAsked(task, this.canceled, ME, now, this.notes)) {
         this.cascade(task.uid, 'CANCELED', now);
@@ -83,15 +87,33 @@ export class ManagerSchedulerCore {
       }
       this.move(task, 'TMGR_SCHEDULING', now);
       const after = task.description.after;
-      if (after === undefined || after.length === 0) {
-        this.admit(task, now);
-        continue;
-      }
-      const held = this.gate.hold(task, dependenciesOf(task.description), now);
-      if (held === 'go') this.letGo(task, now);
-      else if (held !== 'wait') this.unmet(task, held, now);
+      if (after === undefined || after.length === 0) this.admit(task, now);
+      else this.hold(task, now);
     }
     this.place(now);
+  }
+
+  /**
+   * A service's attempt (or an earlier one) no longer serves: it is not ready from now on, and
+   * the tasks it let go that are still here wait again (for its next attempt, or its end).
+   */
+  onServiceGone(uid: string, attempt: number): void {
+    const now = this.clock.now();
+    this.serviceGone(uid, attempt, now);
+    this.place(now);
+  }
+
+  private serviceGone(uid: string, attempt: number, now: number): void {
+    const s = this.serving.get(uid);
+    if (s !== undefined && s.attempt <= attempt) this.serving.delete(uid);
+    const { ready, parked, parkedSince } = this;
+    for (const t of takeReleasedBy(uid, attempt, ready, parked, parkedSince)) this.hold(t, now);
+  }
+
+  private hold(task: TaskRecord, now: number): void {
+    const held = this.gate.hold(task, dependenciesOf(task.description), now);
+    if (held === 'go') this.letGo(task, now);
+    else if (held !== 'wait') this.unmet(task, held, now);
   }
 
   /**
@@ -102,7 +124,7 @@ export class ManagerSchedulerCore {
     this.canceled.forget(finals);
     const now = this.clock.now();
     for (const f of finals) {
-      this.serving.delete(f.uid);
+      this.serviceGone(f.uid, f.attempt, now);
       this.release(f.uid);
       this.cascade(f.uid, f.state, now);
     }
@@ -119,10 +141,19 @@ export class ManagerSchedulerCore {
     this.place(now);
   }
 
-  /** Tasks came back from their pilots (handed back): the room they held is free. */
-  onReturned(tasks: readonly { uid: string }[]): void {
-    for (const t of tasks) this.release(t.uid);
-    this.place(this.clock.now());
+  /**
+   * Tasks came back from their pilots (handed back): the room they held is free. A service
+   * that was ready there serves no more (before its room lets its dependents go).
+   */
+  onReturned(tasks: readonly (Pick<TaskRecord, 'uid'> & Partial<TaskRecord>)[]): void {
+    const now = this.clock.now();
+    for (const t of tasks) {
+      if (t.endpoint !== undefined && t.attempt !== undefined) {
+        this.serviceGone(t.uid, t.attempt, now);
+      }
+      this.release(t.uid);
+    }
+    this.place(now);
   }
 
   /**
@@ -257,7 +288,9 @@ export class ManagerSchedulerCore {
     if (task.description.after === undefined) return this.admit(task, now);
     for (const dep of dependenciesOf(task.description)) {
       const s = dep.on === 'ready' ? this.serving.get(dep.task) : undefined;
-      if (s !== undefined) (task.services ??= {})[s.name] = s.endpoint;
+      if (s === undefined) continue;
+      (task.services ??= {})[s.name] = s.endpoint;
+      (task.readyOf ??= {})[dep.task] = s.attempt;
     }
     this.admit(task, now);
   }
@@ -289,7 +322,7 @@ export class ManagerSchedulerCore {
     }
     if (this.pilots.size === 0) {
       if (this.endedAdded.size === 0) return this.ready.add(task, now);
-      return this.end(task, 'FAILED', this.noPilotLeft(), now);
+      return this.end(task, 'FAILED', noPilotLeft(this.endedAdded, this.gone), now);
     }
     const rooms = this.rooms();
     if (!fitsAny(rooms, cores, gpus)) return this.end(task, 'FAILED', neverFits(task, rooms), now);
@@ -371,14 +404,7 @@ export class ManagerSchedulerCore {
   }
 
   private unmet(task: TaskRecord, u: Unmet, now: number): void {
-    const how = u.ended === 'DONE' ? 'ended DONE' : `ended ${u.ended}`;
-    const why = reason(
-      'E_DEPENDENCY',
-      `dependency ${u.dependency.task} ${how}, so its condition '${u.dependency.on}' can never hold`,
-      ME,
-      { dependency: u.dependency.task, on: u.dependency.on, ended: u.ended },
-    );
-    this.end(task, 'CANCELED', why, now);
+    this.end(task, 'CANCELED', unmetReason(u), now);
   }
 
   /** Ends a task this scheduler holds; tasks waiting on it hear of it at once. */
@@ -410,16 +436,6 @@ export class ManagerSchedulerCore {
     else this.notes.push(transition(task, to, ME, now, detail));
   }
 
-  private noPilotLeft(): Reason {
-    const ended = [...this.endedAdded].map((uid) => `${uid} (${this.gone.get(uid)})`);
-    return reason(
-      'E_NO_PILOT',
-      `every pilot the task could go to has ended: ${ended.join(', ')}; add a live pilot to run such tasks`,
-      ME,
-      { pilots: [...this.endedAdded] },
-    );
-  }
-
   private flush(): void {
     const notes = this.notes;
     const out = this.out;
@@ -428,9 +444,4 @@ export class ManagerSchedulerCore {
     if (notes.length > 0) this.effects.notify(notes);
     if (out.length > 0) this.effects.forward(out);
   }
-}
-
-function pilotCanceled(pilot: string): Reason {
-  const why = `pinned pilot '${pilot}' was canceled before the task could run there`;
-  return reason('E_CANCELED', why, ME, { pilot });
 }

@@ -22,6 +22,7 @@ const RETRYABLE: ReadonlySet<ReasonCode> = new Set<ReasonCode>([
   'E_PILOT_ENDED',
   'E_AGENT_SILENT',
   'E_AGENT_DIED',
+  'E_SERVICE_UNHEALTHY',
 ]);
 
 /** Whether an attempt that ended for `why` is retried when the task has retries left. */

@@ -92,6 +92,25 @@ describe('parseTaskDescription', () => {
     ).toBeDefined();
   });
 
+  it("checks a service's liveness: a probe, a port for it, sizes in range", () => {
+    const svc = { mode: 'service' as const, executable: 'srv' };
+    const issues = (service: unknown): string[] =>
+      text(rejection(() => parseTaskDescription({ ...svc, service })).issues);
+    expect(issues({ liveness: { tcp: true } })).toContain(
+      "/service must have required property 'port'",
+    );
+    expect(issues({ port: 'auto', liveness: { intervalS: 1 } })).toContain(
+      "/service/liveness must have required property 'tcp'",
+    );
+    expect(issues({ port: 'auto', liveness: { http: '/h', failures: 0 } })).toContain(
+      '/service/liveness/failures must be >= 1',
+    );
+    expect(issues({ port: 'auto', liveness: true })).toContain('/service/liveness must be object');
+    for (const liveness of [false, { http: '/h', intervalS: 0.5, failures: 2, timeoutS: 1 }]) {
+      expect(parseTaskDescription({ ...svc, service: { port: 80, liveness } })).toBeDefined();
+    }
+  });
+
   it('lists the allowed values of an enum', () => {
     const err = rejection(() => parseTaskDescription({ executable: '/bin/true', mode: 'bogus' }));
     expect(text(err.issues)).toEqual(['/mode must be one of "executable", "function", "service"']);
@@ -249,7 +268,7 @@ describe('parseControlMessage', () => {
   it('lists the known types when type matches none', () => {
     const err = rejection(() => parseControlMessage({ type: 'reboot' }));
     expect(text(err.issues)).toEqual([
-      '/type must be one of "cancel_tasks", "shutdown_agent", "agent_ready", "agent_final", "probe", "heartbeat", "client_resumed", "agent_heartbeat", "agent_waits", "agent_returns"',
+      '/type must be one of "cancel_tasks", "service_gone", "shutdown_agent", "agent_ready", "agent_final", "probe", "heartbeat", "client_resumed", "agent_heartbeat", "agent_waits", "agent_returns"',
     ]);
   });
 

@@ -37,5 +37,7 @@ export interface ExecutorKind<J extends ExecutorJob = ExecutorJob> {
   readiness?: {
     withinS(task: TaskRecord): number;
     notReady(task: TaskRecord, job: J): Reason;
+    /** The reason of a ready job that missed `misses` liveness probes in a row (it is killed). */
+    unhealthy?(task: TaskRecord, job: J, misses: number): Reason;
   };
 }

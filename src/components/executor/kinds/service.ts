@@ -1,6 +1,7 @@
 import type { Reason } from '../../../generated';
 import { COMPONENTS } from '../../../states/task-model';
-import type { ReadyChecks, ServiceJob } from '../effects';
+import type { TaskDescription } from '../../../generated';
+import type { LivenessChecks, ReadyChecks, ServiceJob } from '../effects';
 import type { ExecutorKind } from './kind';
 import { processKind } from './process';
 
@@ -8,6 +9,8 @@ const EXECUTOR = COMPONENTS.executor;
 
 /** startupTimeoutS when the description gives none. */
 export const DEFAULT_STARTUP_TIMEOUT_S = 60;
+/** service.liveness's defaults (docs/services.md). */
+export const LIVENESS_DEFAULTS = { intervalS: 10, failures: 3, timeoutS: 2 } as const;
 
 /**
  * mode 'service': its executable, started as mode 'executable' starts one, with PF_PORT, then
@@ -35,6 +38,8 @@ export const serviceKind: ExecutorKind<ServiceJob> = {
     const ready: ReadyChecks = s.ready ?? (s.port !== undefined ? { tcp: true } : {});
     const job: ServiceJob = { kind: 'service', process, host, ready };
     if (s.port !== undefined) job.port = s.port;
+    const liveness = livenessOf(s);
+    if (liveness !== undefined) job.liveness = liveness;
     return { ok: true, job };
   },
 
@@ -65,8 +70,42 @@ export const serviceKind: ExecutorKind<ServiceJob> = {
         { startupTimeoutS: s, ready: { ...job.ready }, host: job.host },
       );
     },
+    unhealthy(task, job, misses) {
+      const l = job.liveness!;
+      const probe = l.http !== undefined ? `HTTP 2xx from GET ${l.http}` : 'a TCP connection';
+      return reason(
+        'E_SERVICE_UNHEALTHY',
+        `service '${task.description.executable}' stopped answering once ready: ${probe} on ${task.endpoint ?? job.host} missed ${misses} probes in a row (every ${l.intervalMs / 1000} s, ${l.timeoutMs / 1000} s each); it was killed`,
+        { liveness: { ...l }, misses, endpoint: task.endpoint },
+      );
+    },
   },
 };
+
+/**
+ * The liveness checks of a service: as given, else (with a port) the HTTP path it was ready on
+ * or a TCP connect; none without a port or with `liveness: false`.
+ */
+export function livenessOf(s: NonNullable<TaskDescription['service']>): LivenessChecks | undefined {
+  const l = s.liveness;
+  if (l === false || s.port === undefined) return undefined;
+  const d = LIVENESS_DEFAULTS;
+  const check =
+    l !== undefined
+      ? {
+          ...(l.tcp === true ? { tcp: true } : {}),
+          ...(l.http !== undefined ? { http: l.http } : {}),
+        }
+      : s.ready?.http !== undefined
+        ? { http: s.ready.http }
+        : { tcp: true };
+  return {
+    ...check,
+    intervalMs: (l?.intervalS ?? d.intervalS) * 1000,
+    failures: l?.failures ?? d.failures,
+    timeoutMs: (l?.timeoutS ?? d.timeoutS) * 1000,
+  };
+}
 
 /** The checks a service waits for, in words: `a line matching /x/, HTTP 2xx from GET /health`. */
 export function describeChecks(job: ServiceJob): string {

@@ -127,28 +127,45 @@ export class ReadinessProbe {
   }
 }
 
-function tcpAccepts(host: string, port: number): Promise<boolean> {
+/** Whether a TCP connection to host:port is accepted within `timeoutMs`. */
+export function tcpAccepts(
+  host: string,
+  port: number,
+  timeoutMs = ATTEMPT_TIMEOUT_MS,
+): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host, port });
     const done = (ok: boolean): void => {
       socket.destroy();
       resolve(ok);
     };
-    socket.setTimeout(ATTEMPT_TIMEOUT_MS, () => done(false));
+    socket.setTimeout(timeoutMs, () => done(false));
     socket.once('connect', () => done(true));
     socket.once('error', () => done(false));
   });
 }
 
-function httpOk(host: string, port: number, path: string): Promise<boolean> {
+/** Whether a GET of `path` on host:port answers 2xx within `timeoutMs` (a hung server does not). */
+export function httpOk(
+  host: string,
+  port: number,
+  path: string,
+  timeoutMs = ATTEMPT_TIMEOUT_MS,
+): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = http.get({ host, port, path, agent: false, timeout: ATTEMPT_TIMEOUT_MS }, (res) => {
+    const done = (ok: boolean): void => {
+      clearTimeout(timer);
+      resolve(ok);
+    };
+    // the whole request, answer included: a server that accepts and never answers is dead
+    const timer = setTimeout(() => req.destroy(), timeoutMs);
+    const req = http.get({ host, port, path, agent: false, timeout: timeoutMs }, (res) => {
       res.resume();
       const code = res.statusCode ?? 0;
-      resolve(code >= 200 && code < 300);
+      done(code >= 200 && code < 300);
     });
     req.once('timeout', () => req.destroy());
-    req.once('error', () => resolve(false));
+    req.once('error', () => done(false));
   });
 }
 

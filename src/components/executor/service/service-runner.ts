@@ -2,7 +2,8 @@ import { errorMeta } from '../../../errors';
 import type { Clock } from '../../../lib/clock';
 import type { Logger } from '../../../lib/logger';
 import type { ExitedEvent, FailedEvent, ServiceJob, SpawnSpec, StopHow } from '../effects';
-import { freePort, ReadinessProbe } from './service-probe';
+import { LivenessWatch } from './liveness';
+import { freePort, httpOk, ReadinessProbe, tcpAccepts } from './service-probe';
 
 export interface ServiceRunnerOptions {
   clock: Clock;
@@ -10,6 +11,8 @@ export interface ServiceRunnerOptions {
   /** Starts the service's process (the SpawnerPool; its exit comes back as any task's). */
   spawn(spec: SpawnSpec): void;
   ready(events: { uid: string; endpoint: string }[]): void;
+  /** A ready service missed `misses` liveness probes in a row: the core kills it. */
+  unhealthy(events: { uid: string; misses: number }[]): void;
   /** No port could be had (E_SERVICE_PORT), or a service stopped before it was spawned. */
   failed(events: FailedEvent[]): void;
   exited(events: ExitedEvent[]): void;
@@ -21,6 +24,7 @@ interface Service {
   spawned: boolean;
   stoppedBeforeSpawn?: StopHow;
   probe?: ReadinessProbe;
+  liveness?: LivenessWatch;
 }
 
 /**
@@ -65,10 +69,14 @@ export class ServiceRunner {
     if (s === undefined || !s.spawned) return;
     this.services.delete(uid);
     s.probe?.stop();
+    s.liveness?.stop();
   }
 
   close(): void {
-    for (const s of this.services.values()) s.probe?.stop();
+    for (const s of this.services.values()) {
+      s.probe?.stop();
+      s.liveness?.stop();
+    }
     this.services.clear();
   }
 
@@ -94,6 +102,26 @@ export class ServiceRunner {
     s.probe = new ReadinessProbe(job.ready, target, this.opts.clock, () => {
       this.opts.logger.info('service ready', { uid: spec.uid, endpoint });
       this.opts.ready([{ uid: spec.uid, endpoint }]);
+      if (port !== undefined && this.services.get(spec.uid) === s) this.watch(s, port);
+    });
+  }
+
+  /** Probes a ready service until it ends; one that stops answering is reported unhealthy. */
+  private watch(s: Service, port: number): void {
+    const l = s.job.liveness;
+    if (l === undefined) return;
+    const { host } = s.job;
+    const uid = s.job.process.spec.uid;
+    const probe = async (): Promise<boolean> => {
+      const [tcp, http] = await Promise.all([
+        l.tcp === true ? tcpAccepts(host, port, l.timeoutMs) : true,
+        l.http !== undefined ? httpOk(host, port, l.http, l.timeoutMs) : true,
+      ]);
+      return tcp && http;
+    };
+    s.liveness = new LivenessWatch(l, this.opts.clock, probe, (misses) => {
+      this.opts.logger.warn('service unhealthy', { uid, misses });
+      this.opts.unhealthy([{ uid, misses }]);
     });
   }
 }

@@ -75,6 +75,30 @@ describe('ExecutorCore with service tasks', () => {
     rec.expectNoMore();
   });
 
+  it('kills an unhealthy ready service at once (SIGKILL, no grace) with E_SERVICE_UNHEALTHY; not one that is not ready or already stopping', () => {
+    const { rec, core, started } = setup();
+    const t = service('web', { port: 'auto', liveness: { http: '/h', intervalS: 1, failures: 2 } });
+    started(t);
+    core.onUnhealthyBulk([{ uid: 'web', misses: 2 }]); // not ready yet: its startup timeout's
+    rec.expectNoMore();
+    core.onReadyBulk([{ uid: 'web', endpoint: '127.0.0.1:4000' }]);
+    rec.take();
+    core.onUnhealthyBulk([{ uid: 'web', misses: 2 }]);
+    core.onUnhealthyBulk([{ uid: 'web', misses: 3 }]); // killed already
+    expect(rec.take()).toEqual(['stop web kill']);
+    expect(t.reason).toMatchObject({ code: 'E_SERVICE_UNHEALTHY', component: 'Executor' });
+    expect(t.reason!.message).toContain(
+      'HTTP 2xx from GET /h on 127.0.0.1:4000 missed 2 probes in a row (every 1 s, 2 s each)',
+    );
+    core.onExitedBulk([{ uid: 'web', exitCode: null, signal: 'SIGKILL' }]);
+    expect(rec.take()).toEqual([
+      'notify web AGENT_STAGING_OUTPUT_PENDING',
+      'forward web AGENT_STAGING_OUTPUT_PENDING',
+      'release web',
+    ]);
+    expect(t.reason?.code).toBe('E_SERVICE_UNHEALTHY');
+  });
+
   it('stops a service not ready within its startupTimeoutS and fails it, naming what it waited for', () => {
     const { rec, core, clock, started } = setup();
     const t = service('slow', { ready: { pattern: '^up$' }, startupTimeoutS: 2 });

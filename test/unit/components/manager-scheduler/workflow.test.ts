@@ -275,3 +275,60 @@ describe('ManagerSchedulerCore: dependencies', () => {
     rec.expectNoMore();
   });
 });
+
+describe('ManagerSchedulerCore: tasks a service let go that it still queues when the service stops serving', () => {
+  /**
+   * A service `s` on pilot q, ready at old:1, and two dependents let go that wait for their
+   * pilot p to be up (parked here).
+   */
+  function queuedBehindService(retries = 0) {
+    const h = setup();
+    h.core.onPilotAdded({ uid: 'q', cores: 4, gpus: 0, active: true });
+    h.core.onPilotAdded({ uid: 'p', cores: 4, gpus: 0 });
+    const svc = { mode: 'service' as const, executable: 'srv', retries, pilot: 'q' };
+    h.core.onTasks([pending('s', svc)]);
+    h.core.onTasksReady([{ uid: 's', attempt: 1, endpoint: 'old:1', name: 'S' }]);
+    const after = [{ task: 's', on: 'ready' as const }];
+    h.core.onTasks([pending('u1', { after, pilot: 'p' }), pending('u2', { after, pilot: 'p' })]);
+    h.rec.take();
+    return Object.assign(h, { svc });
+  }
+
+  it('ends them CANCELED E_DEPENDENCY when the service ends', () => {
+    const { rec, core, notes } = queuedBehindService();
+    core.onTasksFinal([finalOf('s', 'FAILED')]);
+    expect(rec.take()).toEqual(['notify u1 CANCELED, u2 CANCELED']);
+    expect(notes.at(-1)!.detail?.reason).toMatchObject({
+      code: 'E_DEPENDENCY',
+      message: "dependency s ended FAILED, so its condition 'ready' can never hold",
+    });
+    core.onPilotActive({ uid: 'p', cores: 4, gpus: 0 });
+    rec.expectNoMore();
+  });
+
+  it('holds them for the next attempt of a service back for a retry, which gives them its endpoint', () => {
+    const { rec, core, forwarded, svc } = queuedBehindService(1);
+    // the ended attempt comes back from its pilot (its room is free) before its retry arrives
+    core.onReturned([taskRecord('s', 'TMGR_STAGING_OUTPUT_PENDING', { endpoint: 'old:1' })]);
+    core.onPilotActive({ uid: 'p', cores: 4, gpus: 0 });
+    rec.expectNoMore();
+    core.onTasks([taskRecord('s', 'TMGR_SCHEDULING_PENDING', { attempt: 2, description: svc })]);
+    rec.take();
+    core.onTasksReady([{ uid: 's', attempt: 2, endpoint: 'new:2', name: 'S' }]);
+    expect(forwards(rec.take())).toEqual(['forward u1->p, u2->p']);
+    expect(forwarded.slice(-2).map((t) => [t.services, t.readyOf])).toEqual([
+      [{ S: 'new:2' }, { s: 2 }],
+      [{ S: 'new:2' }, { s: 2 }],
+    ]);
+  });
+
+  it('does not let go with the dead endpoint the tasks a pilot gave back for it (onServiceGone)', () => {
+    const { rec, core } = queuedBehindService(1);
+    core.onServiceGone('s', 1);
+    core.onTasks([pending('back', { after: [{ task: 's', on: 'ready' }], pilot: 'p' })]);
+    core.onPilotActive({ uid: 'p', cores: 4, gpus: 0 });
+    expect(forwards(rec.take())).toEqual([]);
+    core.onTasksReady([{ uid: 's', attempt: 2, endpoint: 'new:2', name: 'S' }]);
+    expect(forwards(rec.take())).toEqual(['forward u1->p, u2->p, back->p']);
+  });
+});

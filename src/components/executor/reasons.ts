@@ -1,0 +1,16 @@
+import type { Reason } from '../../generated';
+import { COMPONENTS } from '../../states/task-model';
+
+const EXECUTOR = COMPONENTS.executor;
+
+export function cancelReason(when: string): Reason {
+  return { code: 'E_CANCELED', message: `task was canceled ${when}`, component: EXECUTOR };
+}
+
+export function noSandboxReason(): Reason {
+  return {
+    code: 'E_NO_SANDBOX',
+    message: 'task reached the Executor without a sandbox directory',
+    component: EXECUTOR,
+  };
+}
