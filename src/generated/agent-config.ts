@@ -70,6 +70,14 @@ export interface AgentConfig {
    */
   taskJson?: boolean;
   /**
+   * The pilot's agent.taskLimits: the limits of tasks that set none.
+   */
+  taskLimits?: {
+    memoryMb?: number;
+    pids?: number;
+    cpus?: boolean;
+  };
+  /**
    * The Python interpreter of Python function workers; default python3.
    */
   python?: string;
