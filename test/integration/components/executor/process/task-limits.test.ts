@@ -68,8 +68,8 @@ describeHere('SpawnerPool task limits', (helper: SpawnerHelper) => {
     pool = undefined;
     await p?.close();
     killAll(seen.splice(0));
-    if (p !== undefined)
-      for (const dir of bases(p).values()) expect(fs.existsSync(dir)).toBe(false);
+    const made = p === undefined ? [] : [...bases(p).values()];
+    for (const dir of made) expect(fs.existsSync(dir)).toBe(false);
   });
 
   async function start(killGraceMs = 200): Promise<SpawnerPool> {
