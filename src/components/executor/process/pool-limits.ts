@@ -41,11 +41,15 @@ export interface PoolLimitsOptions {
   v1Root?: string;
 }
 
-/** One task's cgroups: controller, directory. */
+/** One task's cgroups: controller, directory; `pids`: a cgroup of pids.max alone (reusable). */
 interface Limited {
   dirs: [Controller, string][];
   memoryBytes: number | undefined;
+  pids?: number;
 }
+
+/** Empty pids-only cgroups kept for reuse, per pids.max (the default limit's hot path). */
+const SPARE_MAX = 64;
 
 export class PoolLimits {
   /** Task cgroups of the tasks that run, by uid. */
@@ -55,6 +59,8 @@ export class PoolLimits {
   private retryTimer: NodeJS.Timeout | undefined;
   private serial = 0;
   private warned = false;
+  /** Empty cgroups of pids.max alone, by their pids.max: a task asking only that takes one. */
+  private readonly spare = new Map<number, string[]>();
 
   private constructor(
     /** Per controller, the pool's base cgroup. */
@@ -119,6 +125,11 @@ export class PoolLimits {
   prepare(uid: string, limits: TaskLimits): string[] {
     const asked = controllersOf(limits);
     if (asked.length === 0) return [];
+    const reused = asked.length === 1 ? this.spare.get(limits.pids ?? -1)?.pop() : undefined;
+    if (reused !== undefined) {
+      this.tasks.set(uid, { dirs: [['pids', reused]], memoryBytes: undefined, pids: limits.pids! });
+      return [reused];
+    }
     const task: Limited = { dirs: [], memoryBytes: undefined };
     const n = String((this.serial += 1));
     try {
@@ -143,6 +154,9 @@ export class PoolLimits {
     if (asked.some((c) => !this.bases.has(c))) {
       this.warnOnce('some limits of tasks cannot be set here', { taskId: uid, why: this.why });
     }
+    if (asked.length === 1 && task.dirs.length === 1 && limits.pids !== undefined) {
+      task.pids = limits.pids;
+    }
     if (task.dirs.length > 0) this.tasks.set(uid, task);
     return task.dirs.map(([, d]) => d);
   }
@@ -161,6 +175,7 @@ export class PoolLimits {
         this.log.warn('cannot read the OOM kills of a task', { taskId: uid, ...err(e) });
       }
     }
+    if (task.pids !== undefined && this.keep(task.pids, task.dirs[0]![1])) return undefined;
     this.remove(task.dirs.map(([, d]) => d));
     return kills > 0 ? { kills, limitBytes: task.memoryBytes! } : undefined;
   }
@@ -169,10 +184,9 @@ export class PoolLimits {
   async close(): Promise<void> {
     if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
-    const all = [
-      ...this.pending,
-      ...[...this.tasks.values()].flatMap((t) => t.dirs.map(([, d]) => d)),
-    ];
+    const running = [...this.tasks.values()].flatMap((t) => t.dirs.map(([, d]) => d));
+    const all = [...this.pending, ...running, ...[...this.spare.values()].flat()];
+    this.spare.clear();
     this.tasks.clear();
     this.pending = [];
     const deadline = Date.now() + CLOSE_TIMEOUT_MS;
@@ -187,6 +201,23 @@ export class PoolLimits {
     for (const base of this.bases.values()) {
       if (!rmdirGone(base)) this.log.warn('cannot remove the task limits cgroup', { base });
     }
+  }
+
+  /**
+   * Keeps an empty pids-only cgroup for the next task of the same pids.max: one read instead of
+   * an rmdir now and a mkdir and a write then (~35 us of the agent's CPU per task here).
+   */
+  private keep(pids: number, dir: string): boolean {
+    const spare = this.spare.get(pids) ?? [];
+    if (spare.length >= SPARE_MAX) return false;
+    try {
+      if (readFileSync(path.join(dir, 'pids.current'), 'utf8').trim() !== '0') return false;
+    } catch {
+      return false;
+    }
+    spare.push(dir);
+    this.spare.set(pids, spare);
+    return true;
   }
 
   /** rmdir of each; those that still hold processes are tried again after the leftovers' end. */

@@ -10,6 +10,7 @@ import {
   type Controller,
 } from '../../../../../src/components/executor/process/task-limits';
 import { silentLogger } from '../../../../../src/lib/logger';
+import type { SpawnSpec } from '../../../../../src/components/executor/effects';
 
 const MIB = 1024 * 1024;
 
@@ -161,5 +162,36 @@ describe('PoolLimits on a fake cgroup tree', () => {
     expect(limits.ended('t2')).toBeUndefined(); // no memory limit: no OOM kills to read
     for (const f of fs.readdirSync(req.cgroups![0]!)) fs.rmSync(path.join(req.cgroups![0]!, f));
     await limits.close();
+  });
+
+  it('keeps an empty cgroup of pids.max alone for the next task of the same limit', async () => {
+    const limits = PoolLimits.make({ v1Root: fakeTree(['pids']) }, silentLogger);
+    const spec = (uid: string, pids: number): SpawnSpec => ({
+      uid,
+      executable: '/bin/true',
+      args: [],
+      env: {},
+      cwd: '/',
+      stdoutPath: '/dev/null',
+      stderrPath: '/dev/null',
+      limits: { pids },
+    });
+    const [first] = limits.request(spec('a', 16)).cgroups!;
+    fs.writeFileSync(path.join(first!, 'pids.current'), '0\n'); // empty once its task ended
+    limits.ended('a');
+    expect(limits.request(spec('b', 16)).cgroups).toEqual([first]);
+    expect(limits.request(spec('c', 17)).cgroups).not.toEqual([first]); // another limit
+    fs.writeFileSync(path.join(first!, 'pids.current'), '3\n'); // leftovers still in it
+    limits.ended('b');
+    expect(limits.request(spec('d', 16)).cgroups).not.toEqual([first]);
+    limits.ended('c');
+    limits.ended('d');
+    for (const base of limits.controllers.map(() => path.dirname(first!))) {
+      for (const d of fs.readdirSync(base)) {
+        for (const f of fs.readdirSync(path.join(base, d))) fs.rmSync(path.join(base, d, f));
+      }
+    }
+    await limits.close();
+    expect(fs.existsSync(path.dirname(first!))).toBe(false);
   });
 });
