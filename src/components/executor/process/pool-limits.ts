@@ -102,7 +102,12 @@ export class PoolLimits {
     const memory = bases.get('memory');
     const memsw =
       memory !== undefined && existsSync(path.join(memory, 'memory.memsw.limit_in_bytes'));
-    const why = missing.length === 0 ? undefined : missing.join('; ');
+    const why =
+      own.size === 0
+        ? 'no cgroup v1 hierarchy of memory, pids or cpu holds this process (limits in a cgroup v2 tree are not set yet)'
+        : missing.length === 0
+          ? undefined
+          : missing.join('; ');
     return new PoolLimits(bases, memsw, why, log);
   }
 
