@@ -21,6 +21,7 @@ import { silentLogger } from '../../../../../src/lib/logger';
 import { pidWritten } from '../../../../support/pid-file';
 import {
   Events,
+  RawHelper,
   WAIT_MS,
   describeEachHelper,
   recordingLogger,
@@ -149,6 +150,43 @@ describeHere('SpawnerPool task limits', (helper: SpawnerHelper) => {
     await pidWritten(other.cwd);
     expect(await events.exit(other.uid)).toMatchObject({ exitCode: 0 });
     await allGone(pids.map(Number), WAIT_MS); // its leftovers: SIGTERM, then SIGKILL
+  });
+});
+
+describeHere('a spawner helper given cgroups to start a task in', (helper: SpawnerHelper) => {
+  let h: RawHelper | undefined;
+  let limits: PoolLimits | undefined;
+
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+    await limits?.close();
+    limits = undefined;
+  });
+
+  it('fails the spawn naming the one it cannot enter, back where it was; then starts the next', async () => {
+    h = await RawHelper.start(helper);
+    limits = PoolLimits.make({}, silentLogger);
+    const s = spec('/bin/true');
+    const [dir] = limits.request({ ...s, limits: { pids: 32 } }).cgroups!;
+    const before = fs.readFileSync(`/proc/${h.proc.pid}/cgroup`, 'utf8');
+    h.send({ op: 'spawn', ...s, cgroups: [dir!, '/nonexistent/pf/1'] });
+    expect(await h.of('failed', s.uid)).toEqual({
+      ev: 'failed',
+      uid: s.uid,
+      code: 'ENOENT',
+      message: "cannot enter the task's cgroup '/nonexistent/pf/1': no such file or directory",
+    });
+    expect(fs.readFileSync(`/proc/${h.proc.pid}/cgroup`, 'utf8')).toBe(before);
+    h.send({ op: 'spawn', ...s, uid: 'again', cgroups: ['/x\0y'] });
+    expect(await h.of('failed', 'again')).toMatchObject({
+      code: 'EINVAL',
+      message: 'cgroups[0] contains a NUL byte',
+    });
+    h.send({ op: 'spawn', ...s, uid: 'next', cgroups: [dir!] });
+    expect(await h.of('exited', 'next')).toMatchObject({ exitCode: 0 });
+    expect(fs.readFileSync(`/proc/${h.proc.pid}/cgroup`, 'utf8')).toBe(before);
+    limits.ended(s.uid);
   });
 });
 
