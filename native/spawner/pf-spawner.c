@@ -14,7 +14,7 @@
  *   in (stdin):
  *     {"op":"spawn","uid":S,"executable":S,"args":[S...],"env":{K:S...},"cwd":S,
  *      "stdoutPath":S,"stderrPath":S,"files"?:[{"path":S,"content":S}...],"killScope"?:"process",
- *      "cpus"?:S,"after"?:S}
+ *      "cpus"?:S,"after"?:S,"cgroups"?:[S...]}
  *     the same with "stream":{"attempt":N} (N a whole number in [0, 2^32)) instead of the paths
  *     {"op":"kill","uid":S,"signal":"SIGTERM"|"SIGKILL"|"SIGINT"|"SIGHUP"|"SIGQUIT"|"SIGUSR1"|
  *      "SIGUSR2"|"SIGALRM"}   (a signal other than SIGKILL only tells the task something)
@@ -49,6 +49,10 @@
  *     glibc >= 2.26 (POSIX_SPAWN_SETSID) and Linux (signalfd, /proc; cgroup.kill: Linux 5.14).
  *     With `cpus` (a cpulist, "0-3,8") the helper pins itself around posix_spawn, so the task
  *     starts pinned; a list that cannot be set is said on the task's stderr, the task unpinned.
+ *     With `cgroups` (cgroup v1 directories `<own>/<base>/<task>`, made and limited by the pool:
+ *     the task's memory, pids and cpu limits) the helper moves itself into each around
+ *     posix_spawn and back two levels up, so the task starts inside them; one it cannot enter
+ *     fails the spawn ("cannot enter the task's cgroup 'X': ...").
  *   - kill: sends the signal to every process of the task, tracked as the ready event says
  *     ('cgroup': a cgroup per task, where --cgroup BASE is given and the helper can move into
  *     BASE/<pid>, which `why` explains otherwise; 'proc': the task's process group, every other
@@ -2414,7 +2418,50 @@ static bool refused(const JVal *req, bool streamed) {
   for (const JVal *f = files == NULL ? NULL : files->kid; f != NULL; f = f->next, i++) {
     if (refuse_nul(uid, member(f, "path"), "files.path", i)) return true;
   }
+  const JVal *cgroups = member(req, "cgroups");
+  i = 0;
+  for (const JVal *c = cgroups == NULL ? NULL : cgroups->kid; c != NULL; c = c->next, i++) {
+    if (refuse_nul(uid, c, "cgroups", i)) return true;
+  }
   return false;
+}
+
+/** Writes our pid into `<dir><rel>/cgroup.procs`: the helper moves there. 0 or an errno. */
+static int move_into(const char *dir, const char *rel) {
+  Buf p = {0};
+  buf_str(&p, dir);
+  buf_str(&p, rel);
+  buf_str(&p, "/cgroup.procs");
+  buf_char(&p, '\0');
+  int fd = open(p.p, O_WRONLY | O_CLOEXEC);
+  free(p.p);
+  int e = fd < 0 ? errno : move_self(fd);
+  if (fd >= 0) close(fd);
+  return e;
+}
+
+/** Back out of the first `n` of the cgroup v1 directories `dirs`: two levels up, where it was. */
+static void leave_v1(const JVal *dirs, long n) {
+  for (const JVal *d = dirs == NULL ? NULL : dirs->kid; d != NULL && n > 0; d = d->next, n--) {
+    if (move_into(d->str, "/../..") != 0) die("cannot move back out of a task's cgroup");
+  }
+}
+
+/**
+ * SpawnSpec.cgroups: moves the helper into each cgroup v1 directory (made and limited by the
+ * pool, `<own>/<base>/<task>`), so the task starts inside them. False once the failure is
+ * emitted (and the helper is back where it was).
+ */
+static bool enter_v1(const JVal *uid, const JVal *dirs) {
+  long n = 0;
+  for (const JVal *d = dirs == NULL ? NULL : dirs->kid; d != NULL; d = d->next, n++) {
+    int e = move_into(d->str, "");
+    if (e == 0) continue;
+    leave_v1(dirs, n);
+    fail_path(uid, e, "cannot enter the task's cgroup", d->str, d->len, ": ");
+    return false;
+  }
+  return true;
 }
 
 /**
@@ -2478,6 +2525,15 @@ static Task *do_spawn(const JVal *req) {
   bool cwd_failed = false, process_only = str_is(scope, "process");
   unsigned long serial = ++next_serial;
   int moved = enter_for_spawn(uid, serial, process_only);
+  const JVal *cgroups = member(req, "cgroups");
+  if (moved != -2 && !enter_v1(uid, cgroups)) {
+    if (moved >= 0) {
+      if (move_self(cg_home_procs) != 0) die("cannot move back into the helper's cgroup");
+      close(moved);
+      if (!process_only) cg_remove(serial);
+    }
+    moved = -2; /* its failure is emitted */
+  }
   int e = 0;
   if (moved != -2) {
     /* `cpus` (fork): the helper pins itself around posix_spawn; the child inherits the mask */
@@ -2490,6 +2546,7 @@ static Task *do_spawn(const JVal *req) {
     }
     e = spawn_task(&pid, exe, argv, env, serial, cwd->str, fds[0], fds[1], &cwd_failed);
     if (pinned && sched_setaffinity(0, sizeof home_cpus, &home_cpus) != 0) die("sched_setaffinity");
+    leave_v1(cgroups, cgroups == NULL ? 0 : (long)cgroups->count);
     if (moved >= 0) {
       if (move_self(cg_home_procs) != 0) die("cannot move back into the helper's cgroup");
       close(moved);
@@ -2573,6 +2630,8 @@ static bool valid_spawn(const JVal *m) {
   if (env == NULL || env->type != J_OBJ || !all_strings(env)) return false;
   if (scope != NULL && !str_is(scope, "process")) return false;
   if (member(m, "after") != NULL && !is_str(member(m, "after"))) return false;
+  const JVal *cgroups = member(m, "cgroups");
+  if (cgroups != NULL && (cgroups->type != J_ARR || !all_strings(cgroups))) return false;
   if (files != NULL) {
     if (files->type != J_ARR) return false;
     for (const JVal *f = files->kid; f != NULL; f = f->next) {

@@ -212,7 +212,7 @@ export class Agent {
       logger: logExec,
       clock,
       killGraceMs: cfg.killGraceMs ?? 3_000,
-      launch,
+      launch: cfg.taskLimits === undefined ? launch : { ...launch, taskLimits: cfg.taskLimits },
       streamDir: streamDirOf(cfg.sandbox),
       holdMs: HELPER_HOLD_MS,
       onUnusable: (message) =>
@@ -233,6 +233,11 @@ export class Agent {
           'release',
         ),
     });
+    const limitsWhy = this.executor.pool.limits.why; // said once: in the log and the pilot's info
+    if (limitsWhy !== undefined) {
+      this.log.warn('task limits are not enforced here', { why: limitsWhy });
+      this.warnings.push(`task limits are not enforced on this node: ${limitsWhy}`);
+    }
     const logOut = this.log.child({ component: C.agentOutputStager });
     this.output = new AgentOutputStagerShell(
       { notes, next: toClient, log: logOut, clock },

@@ -70,6 +70,23 @@ export interface AgentConfig {
    */
   taskJson?: boolean;
   /**
+   * The pilot's agent.taskLimits: the limits of tasks that set none.
+   */
+  taskLimits?: {
+    /**
+     * Memory limit in MiB of a task that gives neither limits.memoryMb nor memPerRankMb; default none.
+     */
+    memoryMb?: number;
+    /**
+     * Processes and threads of a task at once; default 4096; 0: no limit.
+     */
+    pids?: number;
+    /**
+     * true: a task may use the CPU time of the cores it holds and no more; default false.
+     */
+    cpus?: boolean;
+  };
+  /**
    * The Python interpreter of Python function workers; default python3.
    */
   python?: string;

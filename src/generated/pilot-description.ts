@@ -74,6 +74,23 @@ export interface PilotDescription {
      */
     taskJson?: boolean;
     /**
+     * Limits each task (mode 'executable' or 'service', launch 'fork') gets in the cgroups of the agent's node unless its own `limits` or memPerRankMb say otherwise; enforced where the machine lets the agent write cgroup v1 controllers, else said once in the pilot's warnings (docs/launch-methods.md, 'Resource limits').
+     */
+    taskLimits?: {
+      /**
+       * Memory limit in MiB of a task that gives neither limits.memoryMb nor memPerRankMb; default none.
+       */
+      memoryMb?: number;
+      /**
+       * Processes and threads a task may have at once (pids.max: 16 or more), so that a fork bomb stays in its task; default 4096; 0: no limit.
+       */
+      pids?: 0 | number;
+      /**
+       * true: a task may use CPU time of as many cores as it holds (coresPerRank x ranks) and no more (a CFS quota); default false (its cores are only scheduled and, where the machine lets the agent, pinned).
+       */
+      cpus?: boolean;
+    };
+    /**
      * The Python interpreter of function workers for tasks of function.language 'python': a path, or a name looked up on the agent's PATH; default 'python3'. It needs the msgpack package (pip install msgpack; Debian: python3-msgpack).
      */
     python?: string;

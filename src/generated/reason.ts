@@ -35,6 +35,7 @@ export interface Reason {
     | 'E_NO_SANDBOX'
     | 'E_NO_SUCH_PILOT'
     | 'E_OUTPUT_LOST'
+    | 'E_OUT_OF_MEMORY'
     | 'E_PILOT_DRAINS'
     | 'E_PILOT_ENDED'
     | 'E_POST_EXEC'

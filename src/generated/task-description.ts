@@ -141,9 +141,26 @@ export type TaskDescription = {
    */
   gpusPerRank?: number;
   /**
-   * Memory per rank in MiB; default 0. The scheduler places a rank only where that much of the node's memory (the pilot's memMb) is not held by other tasks. Not a limit for fork and mpirun; srun passes it to Slurm (--mem-per-cpu), which may enforce it.
+   * Memory per rank in MiB; default 0. The scheduler places a rank only where that much of the node's memory (the pilot's memMb) is not held by other tasks. With launch 'fork' it is also the task's memory limit (memPerRankMb x ranks) unless limits.memoryMb says otherwise, where the machine enforces limits (docs/launch-methods.md, 'Resource limits'); a task past it is killed and ends FAILED with E_OUT_OF_MEMORY. srun passes it to Slurm (--mem-per-cpu), which may enforce it; mpirun does not limit it.
    */
   memPerRankMb?: number;
+  /**
+   * What the task (launch 'fork': its processes on the agent's node) may use, enforced in its cgroups where the machine lets the agent (docs/launch-methods.md, 'Resource limits'; otherwise the pilot's warnings say so). Each unset field falls back to memPerRankMb (memory) and the pilot's agent.taskLimits.
+   */
+  limits?: {
+    /**
+     * Memory (RAM, no swap beyond it) in MiB; default memPerRankMb x ranks when memPerRankMb is set, else agent.taskLimits.memoryMb, else none. Past it the kernel's OOM killer kills a process of the task, which then ends FAILED with E_OUT_OF_MEMORY.
+     */
+    memoryMb?: number;
+    /**
+     * Processes and threads at once (16 or more: the spawner helper is in the task's cgroup while it forks); default agent.taskLimits.pids (4096). A fork past it fails (EAGAIN).
+     */
+    pids?: number;
+    /**
+     * CPU time in cores (a fraction is allowed: 0.5 is half a core), as a CFS quota per 100 ms; default the task's cores (coresPerRank x ranks) when agent.taskLimits.cpus is true, else none.
+     */
+    cpus?: number;
+  };
   /**
    * How ranks start: fork (one rank on the agent's node), mpirun (OpenMPI) or srun (a step of the Slurm allocation the agent runs in). Default: outside Slurm, fork for one rank and mpirun for more; inside a Slurm allocation, fork for one rank on the agent's own node and srun otherwise.
    */

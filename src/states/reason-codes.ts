@@ -133,6 +133,11 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
       "some of the task's streamed output (output 'stream') could not be written to its pilot's stream file (a full disk, a quota): the file and errno are named; what it wrote is incomplete",
     emitters: ['Executor'],
   },
+  E_OUT_OF_MEMORY: {
+    meaning:
+      "the task went past its memory limit (memPerRankMb x ranks, or limits.memoryMb) and the kernel's OOM killer killed it or a process of it: the limit is given; not retried",
+    emitters: ['Executor'],
+  },
   E_PILOT_DRAINS: {
     meaning:
       "the task waited at a pilot until its walltimeS would pass the pilot's drain point: it went back to start on another pilot, without using a retry",

@@ -112,6 +112,8 @@ export interface ExitedEvent {
   t?: number;
   /** What failed in which rank, read by the shell from the job's status files (stepStatus). */
   steps?: StepFailure[];
+  /** The OOM killer killed processes of the task (its memory limit, SpawnSpec.limits). */
+  oom?: { kills: number; limitBytes: number };
   /** A function call that returned (exit code 0): its value. */
   value?: unknown;
   /** A function call that did not (exit code 1): why. */

@@ -1,8 +1,9 @@
 import type { Reason } from '../../../generated';
 import { COMPONENTS } from '../../../states/task-model';
-import type { ProcessJob, SpawnSpec } from '../effects';
+import type { ExitedEvent, ProcessJob, SpawnSpec } from '../effects';
 import { buildLaunch, stepStatusPrefix, stepsReason, taskSteps } from '../launch';
 import type { ExecutorKind } from './kind';
+import { taskLimitsOf } from './limits';
 
 const REASON_BY_ERRNO: Record<string, Reason['code']> = {
   ENOENT: 'E_EXEC_NOT_FOUND',
@@ -32,6 +33,8 @@ export const processKind: ExecutorKind<ProcessJob> = {
     if (l.files.length > 0) spec.files = l.files;
     if (l.killScope !== undefined) spec.killScope = l.killScope;
     if (l.cpus !== undefined) spec.cpus = l.cpus;
+    const limits = taskLimitsOf(task, l.method, launch.taskLimits);
+    if (limits !== undefined) spec.limits = limits;
     // a follow-on start: its helper starts it when the task it follows ends (follow-ons.ts)
     if (task.follows !== undefined && l.method === 'fork') spec.after = task.follows;
     const job: ProcessJob = { kind: 'process', spec, method: l.method };
@@ -42,6 +45,7 @@ export const processKind: ExecutorKind<ProcessJob> = {
   },
 
   exitReason(task, exit) {
+    if (exit.oom !== undefined && exit.exitCode !== 0) return oomReason(exit);
     if (exit.steps !== undefined) return stepsReason(task, exit.steps);
     const lost = exit.output?.lost;
     if (lost === undefined) return undefined;
@@ -79,3 +83,16 @@ export const processKind: ExecutorKind<ProcessJob> = {
     };
   },
 };
+
+/** The OOM killer ended processes of the task: its memory limit was too small for it. */
+function oomReason(exit: ExitedEvent): Reason {
+  const { kills, limitBytes } = exit.oom!;
+  const limitMb = Math.round(limitBytes / (1024 * 1024));
+  const what = kills === 1 ? 'a process' : `${kills} processes`;
+  return {
+    code: 'E_OUT_OF_MEMORY',
+    message: `the task used more than its memory limit of ${limitMb} MiB: the kernel killed ${what} of it (raise memPerRankMb or limits.memoryMb)`,
+    component: COMPONENTS.executor,
+    detail: { limitMb, oomKills: kills, exitCode: exit.exitCode, signal: exit.signal },
+  };
+}

@@ -10,6 +10,7 @@ export type {
   AgentNode,
   SrunOptions,
   Slot,
+  TaskLimitDefaults,
 } from './method';
 export { MPI_AUTO, checkedMpi, chooseMpi, type MpiChoice, type MpiFacts } from './mpi';
 export { MPI_HOSTFILE, RANK_WRAPPER, RANK_WRAPPERS } from './mpirun';

@@ -29,6 +29,15 @@ export interface LaunchOptions {
    * pilot declares more cores there than the machine has) or no map at all: ranks run unpinned.
    */
   cpuIds?: ReadonlyMap<string, readonly number[]>;
+  /** The pilot's agent.taskLimits: the limits of forked tasks that set none (kinds/limits.ts). */
+  taskLimits?: TaskLimitDefaults;
+}
+
+/** The pilot's agent.taskLimits (schemas/pilot-description.schema.json). */
+export interface TaskLimitDefaults {
+  memoryMb?: number;
+  pids?: number;
+  cpus?: boolean;
 }
 
 /** The node the agent runs on, in an allocation of several. */

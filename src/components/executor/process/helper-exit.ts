@@ -2,18 +2,21 @@ import { errnoText } from '../../../lib/errno-text';
 import { cutToLine } from '../../../lib/file-tail';
 import type { ExitedEvent } from '../effects';
 import type { HelperEvent } from './helper/protocol';
+import type { OomKills } from './pool-limits';
 
 /**
  * An exit as the SpawnerPool's handlers get it: a 'stream' spawn's tails decoded, cut as file
- * tails are, and `lost`, the stream file that frames of it were not written to and why (the
- * helper's lost event came before its exit).
+ * tails are, and `lost`, the stream file and, if frames of it were not written there, why (the
+ * helper's lost event came before its exit); `oom`, what the OOM killer did in its cgroup.
  */
 export function exitedOf(
   ev: Extract<HelperEvent, { ev: 'exited' }>,
-  lost?: { file: string; errno: string },
+  lost: { file: string | undefined; errno: string | undefined },
+  oom?: OomKills,
 ): ExitedEvent {
   const { uid, exitCode, signal, t } = ev;
   const exit: ExitedEvent = { uid, exitCode, signal, ...(t === undefined ? {} : { t }) };
+  if (oom !== undefined) exit.oom = oom;
   const { stdoutTail, stderrTail, stdoutBytes, stderrBytes } = ev;
   if (stdoutTail === undefined || stderrTail === undefined) return exit;
   const text = (base64: string, bytes = 0): string => {
@@ -26,7 +29,7 @@ export function exitedOf(
     stdoutBytes: stdoutBytes ?? 0,
     stderrBytes: stderrBytes ?? 0,
   };
-  if (lost !== undefined) {
+  if (lost.errno !== undefined) {
     const why = errnoText(lost.errno, lost.errno);
     exit.output.lost = `cannot write the output stream '${lost.file}': ${why} (${lost.errno})`;
   }

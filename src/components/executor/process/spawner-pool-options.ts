@@ -5,6 +5,7 @@ import type { Logger } from '../../../lib/logger';
 import type { ExitedEvent, FailedEvent, StartedEvent } from '../effects';
 import type { TrackingKind } from './helper/protocol';
 import type { SpawnerHelper } from './spawner-command';
+import type { PoolLimitsOptions } from './pool-limits';
 
 /** Receives helper events in bulks (one call per kind per chunk read from a helper). */
 export interface SpawnerHandlers {
@@ -74,4 +75,6 @@ export interface SpawnerPoolOptions {
    * agent wakes less often. Default 0: every event goes at the end of the helper's loop turn.
    */
   holdMs?: number;
+  /** Where task limits are set (SpawnSpec.limits; pool-limits.ts); default: the machine's. */
+  limits?: PoolLimitsOptions;
 }

@@ -26,9 +26,8 @@
  * their exits carry the tails (ExitedEvent.output). For /bin/true through the C helper that
  * costs ~10-20 us more helper CPU per spawn than outputs to /dev/null (~110 against ~100 us with
  * /proc tracking), where two new files per task cost ~1,000 us on this box's ext4: ~2,100/s
- * against ~700/s (spawn-rate.js --output devnull,files,stream, 2026-11-24).
- *
- * Both speak the line protocol in helper/protocol.ts.
+ * against ~700/s (spawn-rate.js --output devnull,files,stream, 2026-11-24). A task's limits
+ * (SpawnSpec.limits) go into cgroup v1 controllers (pool-limits.ts). Protocol: helper/protocol.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -45,6 +44,7 @@ import type {
   SpawnSpec,
   TrackingKind,
 } from './helper/protocol';
+import { PoolLimits } from './pool-limits';
 import { PoolTracking, type HelperTracking } from './pool-tracking';
 import {
   requestedHelper,
@@ -112,6 +112,7 @@ export class SpawnerPool {
     readonly helper: SpawnerHelper,
     private readonly command: { file: string; args: string[] },
     private readonly track: PoolTracking,
+    readonly limits: PoolLimits, // the task limits this machine lets it set
   ) {
     this.log = opts.logger;
   }
@@ -132,7 +133,8 @@ export class SpawnerPool {
     const command = spawnerCommand(helper);
     const track = PoolTracking.choose(opts, opts.logger);
     if (opts.streamDir !== undefined) mkdirSync(opts.streamDir, { recursive: true, mode: 0o700 });
-    const pool = new SpawnerPool(opts, helper, command, track);
+    const limits = PoolLimits.make(opts.limits ?? {}, opts.logger);
+    const pool = new SpawnerPool(opts, helper, command, track, limits);
     for (let i = 0; i < opts.count; i++) pool.launch(i);
     const ready = Promise.all(pool.helpers.map((h) => h.ready.promise));
     try {
@@ -148,6 +150,7 @@ export class SpawnerPool {
       pids: pool.helpers.map((h) => h.pid),
       tracking: pool.tracking,
       ...(track.base === undefined ? {} : { cgroup: track.base }),
+      limits: limits.controllers,
     });
     return pool;
   }
@@ -183,7 +186,7 @@ export class SpawnerPool {
     h.tasks.set(spec.uid, undefined);
     this.owner.set(spec.uid, h);
     if (spec.killScope === 'process') this.processOnly.add(spec.uid);
-    this.send(h, { op: 'spawn', ...spec });
+    this.send(h, this.limits.request(spec));
   }
 
   /** Signals every process of the task (srun: srun alone); a uid that already exited is ignored. */
@@ -225,7 +228,7 @@ export class SpawnerPool {
       for (const h of this.helpers) if (h.alive) h.proc.kill('SIGKILL');
       await all;
     }
-    await this.track.close();
+    await Promise.all([this.track.close(), this.limits.close()]);
   }
 
   private launch(slot: number): void {
@@ -331,8 +334,9 @@ export class SpawnerPool {
           break;
         case 'exited': {
           const errno = h.lost.get(ev.uid);
+          const oom = this.limits.ended(ev.uid); // read before forget() removes its cgroups
           this.forget(h, ev.uid);
-          exited.push(exitedOf(ev, errno === undefined ? undefined : { file: h.stream!, errno }));
+          exited.push(exitedOf(ev, { file: h.stream, errno }, oom));
           break;
         }
         case 'lost': // before the exit, when the task exited in the turn that lost its frames
@@ -404,6 +408,7 @@ export class SpawnerPool {
   }
 
   private forget(h: Helper, uid: string): void {
+    this.limits.ended(uid);
     h.tasks.delete(uid);
     h.lost.delete(uid);
     if (this.owner.get(uid) === h) {

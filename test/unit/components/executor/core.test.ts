@@ -77,6 +77,7 @@ describe('ExecutorCore', () => {
           CUDA_VISIBLE_DEVICES: '',
         },
         cwd: '/sb/t1',
+        limits: { pids: 4096 }, // the default: a fork bomb stays in its task
         stdoutPath: '/sb/t1/stdout',
         stderrPath: '/sb/t1/stderr',
       },

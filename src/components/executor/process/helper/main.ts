@@ -12,7 +12,8 @@
  * errors excepted; default 0). A spawn `after` a task that runs or is queued here waits behind
  * it and starts when its main process is reaped (start-queue.ts); a kill of it drops it
  * (ECANCELED).
- * `files` ({path, content}[], e.g. mpirun's hostfile) are written before the task starts. Every
+ * `files` ({path, content}[], e.g. mpirun's hostfile) are written before the task starts; it
+ * starts inside the cgroup v1 directories `cgroups` (its limits, set by the pool). Every
  * task gets PF_TASK_MARK in its environment. A kill reaches every process of the task, or, for a
  * spawn with `killScope: 'process'` (srun), the task's process alone; when a task's main process
  * exits, what it left behind gets SIGTERM, then SIGKILL after the grace (tracking.ts).
@@ -42,6 +43,7 @@ import { errnoOf, errnoText } from '../../../../lib/errno-text';
 import {
   CgroupTracking,
   ProcTracking,
+  inCgroups,
   TrackingError,
   type TrackedTask,
   type Tracking,
@@ -201,12 +203,14 @@ function doSpawn(m: SpawnRequest): void {
     // Node cannot set a CPU affinity: a task asking `cpus` runs unpinned, and PF_CPUS says so.
     if (m.cpus !== undefined) env.PF_CPUS = '';
     const child = tracking.start(task, () =>
-      spawn(m.executable, m.args, {
-        cwd: m.cwd,
-        env,
-        detached: true, // own session and process group, so kill reaches the task's children
-        stdio: m.stream === undefined ? ['ignore', fds[0], fds[1]] : ['ignore', 'pipe', 'pipe'],
-      }),
+      inCgroups(m.cgroups ?? [], () =>
+        spawn(m.executable, m.args, {
+          cwd: m.cwd,
+          env,
+          detached: true, // own session and process group, so kill reaches the task's children
+          stdio: m.stream === undefined ? ['ignore', fds[0], fds[1]] : ['ignore', 'pipe', 'pipe'],
+        }),
+      ),
     );
     if (child.pid !== undefined) task.pid = child.pid;
     if (m.stream !== undefined) {

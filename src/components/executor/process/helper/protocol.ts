@@ -2,9 +2,9 @@
  * The line protocol of the spawner helpers (native/spawner/pf-spawner.c and main.ts),
  * which SpawnerPool speaks: newline-delimited JSON, one object per line, both ways (UTF-8).
  *   to a helper:   {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath,files?,killScope?,
- *                   cpus?,after?}
+ *                   cpus?,after?,cgroups?}
  *                  | {"op":"spawn",uid,executable,args,env,cwd,stream:{attempt},files?,killScope?,
- *                   cpus?,after?}
+ *                   cpus?,after?,cgroups?}
  *                  | {"op":"kill",uid,signal:"SIGTERM"|"SIGKILL"}
  *   from a helper: {"ev":"ready",pid,tracking,markPrefix,why?} first, then {"ev":"started",uid,pid,t}
  *                  | {"ev":"exited",uid,exitCode,signal,t,stdoutTail?,stderrTail?,stdoutBytes?,
@@ -107,6 +107,29 @@ interface SpawnBase {
    * at once. A kill of it while it waits fails it (ECANCELED, "canceled before it started").
    */
   after?: string;
+  /**
+   * Resource limits of the task on this node (the pool, not the helper, reads them: it makes the
+   * task's cgroups in the machine's cgroup v1 controllers, writes the limits there and sends
+   * `cgroups` instead; pool-limits.ts).
+   */
+  limits?: TaskLimits;
+  /**
+   * cgroup v1 directories the task starts in, each `<the helper's own cgroup>/<base>/<task>` of
+   * one hierarchy (memory, pids, cpu), made and limited by the pool: the helper moves itself into
+   * each (its cgroup.procs) around the fork, so the task starts inside before it runs anything,
+   * and back into the one two levels up. One that cannot be entered fails the spawn.
+   */
+  cgroups?: string[];
+}
+
+/** What a task may use on its node; unset: no limit. */
+export interface TaskLimits {
+  /** Memory (RAM; no swap beyond it), in bytes. */
+  memoryBytes?: number;
+  /** Processes and threads at once. */
+  pids?: number;
+  /** CPU time, in cores (a fraction is allowed): the CFS quota per 100 ms period. */
+  cpus?: number;
 }
 
 /** Start a process (a task, or one rank of it). */

@@ -23,6 +23,8 @@ export function isSpawnRequest(m: unknown): m is SpawnRequest {
     (s.killScope === undefined || s.killScope === 'process') &&
     (s.cpus === undefined || typeof s.cpus === 'string') &&
     (s.after === undefined || typeof s.after === 'string') &&
+    (s.cgroups === undefined ||
+      (Array.isArray(s.cgroups) && s.cgroups.every((c) => typeof c === 'string'))) &&
     (s.files === undefined ||
       (Array.isArray(s.files) &&
         s.files.every(
@@ -71,5 +73,7 @@ export function nulField(m: SpawnRequest): string | undefined {
   if (m.stdoutPath !== undefined && has(m.stdoutPath)) return 'stdoutPath';
   if (m.stderrPath !== undefined && has(m.stderrPath)) return 'stderrPath';
   const file = (m.files ?? []).findIndex((f) => has(f.path));
-  return file >= 0 ? `files.path[${file}]` : undefined;
+  if (file >= 0) return `files.path[${file}]`;
+  const cgroup = (m.cgroups ?? []).findIndex(has);
+  return cgroup >= 0 ? `cgroups[${cgroup}]` : undefined;
 }

@@ -71,6 +71,37 @@ export interface Tracking {
   leave(): void;
 }
 
+/**
+ * Runs `spawn` with the helper inside the cgroup v1 directories `dirs` (SpawnSpec.cgroups, made
+ * and limited by the pool), so the task starts in them, then moves the helper back two levels
+ * up, where it was (`<own>/<base>/<task>`). Throws TrackingError when one cannot be entered.
+ */
+export function inCgroups(dirs: readonly string[], spawn: () => ChildProcess): ChildProcess {
+  if (dirs.length === 0) return spawn();
+  const pid = String(process.pid);
+  const back = (n: number): void => {
+    for (const dir of dirs.slice(0, n)) {
+      writeFileSync(path.join(dir, '..', '..', 'cgroup.procs'), pid);
+    }
+  };
+  let entered = 0;
+  try {
+    for (const dir of dirs) {
+      writeFileSync(path.join(dir, 'cgroup.procs'), pid);
+      entered += 1;
+    }
+  } catch (e) {
+    back(entered);
+    const dir = dirs[entered]!;
+    throw new TrackingError(errnoOf(e), `cannot enter the task's cgroup '${dir}': ${text(e)}`);
+  }
+  try {
+    return spawn();
+  } finally {
+    back(entered);
+  }
+}
+
 /** How long task ends are gathered into one /proc sweep (proc tracking). */
 export const SWEEP_DELAY_MS = 50;
 
