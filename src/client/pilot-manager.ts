@@ -312,6 +312,8 @@ export class PilotManager {
       ...(agent.output !== undefined ? { output: agent.output } : {}),
       ...(agent.taskJson !== undefined ? { taskJson: agent.taskJson } : {}),
       ...(agent.followOns !== undefined ? { followOns: agent.followOns } : {}),
+      ...(agent.outputCapBytes !== undefined ? { outputCapBytes: agent.outputCapBytes } : {}),
+      ...(agent.outputDiskBytes !== undefined ? { outputDiskBytes: agent.outputDiskBytes } : {}),
       ...(agent.updateWorkers !== undefined ? { updateWorkers: agent.updateWorkers } : {}),
       ...(agent.killGraceMs !== undefined ? { killGraceMs: agent.killGraceMs } : {}),
       ...(agent.clientTimeoutS !== undefined

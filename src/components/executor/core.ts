@@ -203,6 +203,9 @@ export class ExecutorCore {
         // output 'stream': the helper read its tails from the pipes (no files to read them from)
         h.task.stdout = e.output.stdout;
         h.task.stderr = e.output.stderr;
+        if (e.output.dropped !== undefined) h.task.outputDropped = e.output.dropped;
+        // a warning, not a failure: the task's own writes succeeded (into a pipe)
+        if (e.output.lost !== undefined) h.task.outputLost = e.output.lost;
       }
       if (e.signal !== null && !h.terminating && this.signaledExitGraceMs > 0) {
         this.hold(h, e);

@@ -26,6 +26,7 @@ export function exitedOf(
     stdoutBytes: stdoutBytes ?? 0,
     stderrBytes: stderrBytes ?? 0,
   };
+  if (ev.dropped !== undefined && ev.dropped > 0) exit.output.dropped = ev.dropped;
   if (lost !== undefined) {
     const why = errnoText(lost.errno, lost.errno);
     exit.output.lost = `cannot write the output stream '${lost.file}': ${why} (${lost.errno})`;

@@ -53,7 +53,7 @@ import {
   spawnerCommand,
   type SpawnerHelper,
 } from './spawner-command';
-import { DEFAULT_RESPAWN, type SpawnerPoolOptions } from './spawner-pool-options';
+import { DEFAULT_RESPAWN, streamLimitArgs, type SpawnerPoolOptions } from './spawner-pool-options';
 
 export type { RespawnPolicy, SpawnerHandlers, SpawnerPoolOptions } from './spawner-pool-options';
 
@@ -239,7 +239,7 @@ export class SpawnerPool {
       const generation = (this.generations[slot] = (this.generations[slot] ?? -1) + 1);
       stream = path.join(this.opts.streamDir, `spawner.${slot}.${generation}.pfout`);
       this.files.push(stream);
-      args.push('--stream', stream);
+      args.push('--stream', stream, ...streamLimitArgs(this.opts.streamLimits, this.opts.count));
     }
     const proc = spawn(command.file, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     const h: Helper = {

@@ -3,12 +3,12 @@
  * which SpawnerPool speaks: newline-delimited JSON, one object per line, both ways (UTF-8).
  *   to a helper:   {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath,files?,killScope?,
  *                   cpus?,after?}
- *                  | {"op":"spawn",uid,executable,args,env,cwd,stream:{attempt},files?,killScope?,
+ *                  | {"op":"spawn",uid,executable,args,env,cwd,stream:{attempt,capBytes?},files?,killScope?,
  *                   cpus?,after?}
  *                  | {"op":"kill",uid,signal:"SIGTERM"|"SIGKILL"}
  *   from a helper: {"ev":"ready",pid,tracking,markPrefix,why?} first, then {"ev":"started",uid,pid,t}
  *                  | {"ev":"exited",uid,exitCode,signal,t,stdoutTail?,stderrTail?,stdoutBytes?,
- *                   stderrBytes?} | {"ev":"failed",uid,code,message} | {"ev":"error",message}
+ *                   stderrBytes?,dropped?} | {"ev":"failed",uid,code,message} | {"ev":"error",message}
  *                  | {"ev":"lost",uid,attempt,errno}
  * The requests of one synchronous run go out in one write; a helper sends the events of one of
  * its loop turns in one write. `files` are written before the task starts; a spawn with
@@ -76,7 +76,8 @@ export interface FileSpawnSpec extends SpawnBase {
  * (ExitedEvent.output). The pool needs a `streamDir`, else the spawn fails (EINVAL).
  */
 export interface StreamSpawnSpec extends SpawnBase {
-  stream: { attempt: number };
+  /** `capBytes`: its output cap (helper/output-cap.ts), else the helper's --stream-cap-bytes. */
+  stream: { attempt: number; capBytes?: number };
   stdoutPath?: undefined;
   stderrPath?: undefined;
 }
@@ -131,6 +132,8 @@ export interface ExitTails {
   stderrTail: string;
   stdoutBytes: number;
   stderrBytes: number;
+  /** Bytes its output cap dropped by its exit (output-cap.ts); absent when none. */
+  dropped?: number;
 }
 
 /** A line from a helper. */
