@@ -2149,7 +2149,9 @@ static void emit_lost(int e) {
     buf_long(&lost_events, (long)attempt);
     buf_str(&lost_events, ",\"errno\":\"");
     buf_str(&lost_events, name);
-    buf_str(&lost_events, "\"}\n");
+    buf_str(&lost_events, "\",\"file\":");
+    buf_json(&lost_events, stream_current, strlen(stream_current));
+    buf_str(&lost_events, "}\n");
   }
 }
 

@@ -75,7 +75,7 @@ interface Helper {
   tasks: Map<string, number | undefined>;
   /** Its stream file (streamDir), and the errno of each running task whose frames it lost. */
   stream: string | undefined;
-  lost: Map<string, string>;
+  lost: Map<string, { errno: string; file: string }>;
   outbox: string[];
   partial: string;
   alive: boolean;
@@ -330,14 +330,18 @@ export class SpawnerPool {
           );
           break;
         case 'exited': {
-          const errno = h.lost.get(ev.uid);
+          const lost = h.lost.get(ev.uid);
           this.forget(h, ev.uid);
-          exited.push(exitedOf(ev, errno === undefined ? undefined : { file: h.stream!, errno }));
+          exited.push(exitedOf(ev, lost));
           break;
         }
         case 'lost': // before the exit, when the task exited in the turn that lost its frames
-          if (h.tasks.has(ev.uid)) h.lost.set(ev.uid, h.lost.get(ev.uid) ?? ev.errno);
-          else this.log.warn('output of an ended task lost', { pid: h.pid, ...ev });
+          if (h.tasks.has(ev.uid)) {
+            h.lost.set(
+              ev.uid,
+              h.lost.get(ev.uid) ?? { errno: ev.errno, file: ev.file ?? h.stream! },
+            );
+          } else this.log.warn('output of an ended task lost', { pid: h.pid, ...ev });
           break;
         case 'failed':
           this.forget(h, ev.uid);

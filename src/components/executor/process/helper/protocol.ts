@@ -9,7 +9,7 @@
  *   from a helper: {"ev":"ready",pid,tracking,markPrefix,why?} first, then {"ev":"started",uid,pid,t}
  *                  | {"ev":"exited",uid,exitCode,signal,t,stdoutTail?,stderrTail?,stdoutBytes?,
  *                   stderrBytes?,dropped?} | {"ev":"failed",uid,code,message} | {"ev":"error",message}
- *                  | {"ev":"lost",uid,attempt,errno}
+ *                  | {"ev":"lost",uid,attempt,errno,file} (file: the part it wrote)
  * The requests of one synchronous run go out in one write; a helper sends the events of one of
  * its loop turns in one write. `files` are written before the task starts; a spawn with
  * `killScope: 'process'` (srun) is killed alone, others with every process they started, tracked
@@ -149,4 +149,4 @@ export type HelperEvent =
     } & Partial<ExitTails>)
   | { ev: 'failed'; uid: string; code: string; message: string }
   | { ev: 'error'; message: string }
-  | { ev: 'lost'; uid: string; attempt: number; errno: string };
+  | { ev: 'lost'; uid: string; attempt: number; errno: string; file?: string };

@@ -154,6 +154,8 @@ export interface LostOutput {
   uid: string;
   attempt: number;
   errno: string;
+  /** The part the frames were for. */
+  file: string;
 }
 
 /** The helper's stream file, opened for appending (0600), STREAM_MAGIC first when empty. */
@@ -225,7 +227,8 @@ export class StreamFile {
         this.opts.error(`cannot write the output stream '${this.current}': ${errnoText(code, e)}`);
       }
       this.failing = true;
-      return [...owners].map((o) => ({ uid: o.uid, attempt: o.attempt, errno: code }));
+      const file = this.current;
+      return [...owners].map((o) => ({ uid: o.uid, attempt: o.attempt, errno: code, file }));
     }
   }
 
