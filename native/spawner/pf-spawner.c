@@ -7,7 +7,8 @@
  * helper (src/components/executor/process/helper/main.ts) when this binary is not built. Both
  * speak the same protocol and have the same semantics; the integration tests run against both.
  *
- * Usage: pf-spawner [--cgroup BASE] [--kill-grace-ms N] [--stream PATH] [--hold-ms N] (the pool
+ * Usage: pf-spawner [--cgroup BASE] [--kill-grace-ms N] [--stream PATH] [--stream-cap-bytes N]
+ *   [--stream-rotate-bytes N] [--stream-keep-bytes N] [--hold-ms N] (the pool
  * gives them).
  *
  * Protocol: newline-delimited JSON, one object per line, UTF-8.
@@ -759,6 +760,18 @@ static bool u32_value(const JVal *v, uint32_t *out) {
   double d = strtod(text, NULL);
   if (!(d >= 0 && d <= 4294967295.0) || d != (double)(uint32_t)d) return false;
   *out = (uint32_t)d;
+  return true;
+}
+
+/** A JSON number that is a whole number in [1, 2^53] into *out; false otherwise. */
+static bool count_value(const JVal *v, unsigned long long *out) {
+  char text[128];
+  if (v == NULL || v->type != J_NUM || v->len >= sizeof text) return false;
+  memcpy(text, v->str, v->len);
+  text[v->len] = '\0';
+  double d = strtod(text, NULL);
+  if (!(d >= 1 && d <= 9007199254740992.0) || d != (double)(unsigned long long)d) return false;
+  *out = (unsigned long long)d;
   return true;
 }
 
@@ -1752,6 +1765,7 @@ static void flush_kills(void) {
 /* what it left behind (ended by the kill grace) until both reach EOF: then one end frame.   */
 
 #define STREAM_MAGIC "PFSTRM1\n"
+#define STREAM_EXT ".pfout"
 /** u32 size, u8 kind, u32 attempt, u16 uid length (little-endian), then the uid and the data. */
 #define FRAME_HEAD 11
 #define FRAME_DATA_MAX ((size_t)64 << 10)
@@ -1771,12 +1785,29 @@ typedef struct {
   unsigned char tail[TAIL_BYTES];
 } Pipe;
 
+/**
+ * A capped output (src/components/executor/process/helper/output-cap.ts, the same bytes): the
+ * first half of the cap framed as it comes, then only the last half held, as records (u8 kind,
+ * u32 length, data) from `start` in `held`; at the end a marker line per stream that dropped
+ * bytes, then the held records. Dropping from the front moves a record's head forward.
+ */
+typedef struct {
+  unsigned long long head, tail, framed, held_bytes;
+  unsigned long long dropped[2];
+  bool line_ended[2];
+  Buf held;
+  size_t start;
+} Cap;
+#define HELD_HEAD 5
+
 struct Output {
   char *uid;
   size_t ulen;
   uint32_t attempt;
   /** stdout, stderr. */
   Pipe pipes[2];
+  /** NULL: not capped. */
+  Cap *cap;
   /** Its main process exited (and the exit event went out). */
   bool exited;
   /** Every open output, for the end frames at exit. */
@@ -1785,6 +1816,17 @@ struct Output {
 
 static const char *stream_path;
 static int stream_fd = -1, epfd = -1;
+/** --stream-cap-bytes, --stream-rotate-bytes, --stream-keep-bytes (0: none). */
+static unsigned long long stream_cap, stream_rotate, stream_keep;
+/** The part written now (stream_path, then its next parts), its size, and the earlier parts. */
+static char *stream_current;
+static unsigned long long stream_size;
+typedef struct {
+  char *path;
+  unsigned long long size;
+} Part;
+static Part *parts;
+static size_t nparts;
 static Output *outputs;
 /** The frames of this turn. */
 static Buf frames;
@@ -1832,6 +1874,51 @@ static size_t tail_copy(const Pipe *p, unsigned char *dst) {
   return TAIL_BYTES;
 }
 
+static void put_u32(unsigned char *p, uint32_t v);
+static uint32_t get_u32(const unsigned char *p);
+
+/** Holds `n` bytes of stream `k` past the head; drops the oldest held past the tail. */
+static void cap_hold(Cap *c, int k, const unsigned char *s, size_t n) {
+  unsigned char h[HELD_HEAD];
+  h[0] = (unsigned char)k;
+  put_u32(h + 1, (uint32_t)n);
+  buf_add(&c->held, h, HELD_HEAD);
+  buf_add(&c->held, s, n);
+  c->held_bytes += n;
+  while (c->held_bytes > c->tail) {
+    unsigned char *r = (unsigned char *)c->held.p + c->start;
+    int rk = r[0];
+    size_t len = get_u32(r + 1);
+    unsigned long long over = c->held_bytes - c->tail;
+    size_t cut = over < len ? (size_t)over : len;
+    c->dropped[rk] += cut;
+    c->held_bytes -= cut;
+    if (cut == len) {
+      c->start += HELD_HEAD + len;
+    } else { /* the record's head moves over the bytes dropped */
+      c->start += cut;
+      r = (unsigned char *)c->held.p + c->start;
+      r[0] = (unsigned char)rk;
+      put_u32(r + 1, (uint32_t)(len - cut));
+    }
+  }
+  if (c->start > ((size_t)1 << 20) && c->start > c->held.len / 2) {
+    memmove(c->held.p, c->held.p + c->start, c->held.len - c->start);
+    c->held.len -= c->start;
+    c->start = 0;
+  }
+}
+
+/** How many of the `n` bytes read (stream `k`) are framed now; the rest is held. */
+static size_t cap_take(Cap *c, int k, const unsigned char *s, size_t n) {
+  if (c == NULL) return n;
+  size_t now = c->framed >= c->head ? 0 : (size_t)(c->head - c->framed < n ? c->head - c->framed : n);
+  c->framed += now;
+  if (now > 0) c->line_ended[k] = s[now - 1] == '\n';
+  if (now < n) cap_hold(c, k, s + now, n - now);
+  return now;
+}
+
 /**
  * One read of a pipe, straight into a frame: the bytes read, 0 at its end (EOF, or an error
  * that ends it as well), -1 when it is empty now.
@@ -1845,9 +1932,12 @@ static ssize_t pipe_read(Pipe *p) {
   while (n < 0 && errno == EINTR);
   if (n < 0 && errno == EAGAIN) return -1;
   if (n <= 0) return 0;
-  frame_head(p->kind, p->owner, (size_t)n); /* reserved: the data stays where it was read */
-  frames.len += (size_t)n;
   tail_add(p, data, (size_t)n);
+  size_t now = cap_take(p->owner->cap, p->kind == FRAME_STDOUT ? 0 : 1, data, (size_t)n);
+  if (now > 0) {
+    frame_head(p->kind, p->owner, now); /* reserved: the data stays where it was read */
+    frames.len += now;
+  }
   return n;
 }
 
@@ -1885,11 +1975,38 @@ static void output_free(Output *o) {
   if (o->prev != NULL) o->prev->next = o->next;
   else outputs = o->next;
   if (o->next != NULL) o->next->prev = o->prev;
+  if (o->cap != NULL) free(o->cap->held.p);
+  free(o->cap);
   free(o->uid);
   free(o);
 }
 
+/** A capped output's end: the markers of what was dropped, then the held tail, framed. */
+static void cap_release(Output *o) {
+  Cap *c = o->cap;
+  if (c == NULL) return;
+  for (int k = 0; k < 2; k++) {
+    if (c->dropped[k] == 0) continue;
+    char mark[96];
+    int n = snprintf(mark, sizeof mark, "%s[pilotfish: %llu bytes dropped]\n",
+                     c->line_ended[k] ? "" : "\n", c->dropped[k]);
+    frame_head(k == 0 ? FRAME_STDOUT : FRAME_STDERR, o, (size_t)n);
+    buf_add(&frames, mark, (size_t)n);
+  }
+  for (size_t at = c->start; at + HELD_HEAD <= c->held.len;) {
+    const unsigned char *r = (const unsigned char *)c->held.p + at;
+    size_t len = get_u32(r + 1);
+    frame_head(r[0] == 0 ? FRAME_STDOUT : FRAME_STDERR, o, len);
+    buf_add(&frames, c->held.p + at + HELD_HEAD, len);
+    at += HELD_HEAD + len;
+  }
+  free(c->held.p);
+  free(c);
+  o->cap = NULL;
+}
+
 static void output_end(Output *o) {
+  cap_release(o);
   frame_head(FRAME_END, o, 0);
   output_free(o);
 }
@@ -1904,8 +2021,15 @@ static void output_check(Output *o) {
  * fd of the helper close-on-exec) are in the epoll set, and gives the write ends in `wr`, for
  * the task's stdout and stderr; NULL with errno.
  */
-static Output *output_new(const char *uid, size_t ulen, uint32_t attempt, int wr[2]) {
+static Output *output_new(const char *uid, size_t ulen, uint32_t attempt,
+                          unsigned long long cap, int wr[2]) {
   Output *o = xmalloc(sizeof *o);
+  o->cap = NULL;
+  if (cap > 0) {
+    o->cap = xmalloc(sizeof *o->cap);
+    *o->cap = (Cap){.head = (cap + 1) / 2, .line_ended = {true, true}};
+    o->cap->tail = cap - o->cap->head;
+  }
   o->uid = xmalloc(ulen);
   memcpy(o->uid, uid, ulen);
   o->ulen = ulen;
@@ -1991,6 +2115,12 @@ static void buf_tails(Buf *b, const Output *o) {
     buf_str(b, "Bytes\":");
     buf_add(b, num, (size_t)snprintf(num, sizeof num, "%llu", o->pipes[k].bytes));
   }
+  if (o->cap != NULL && o->cap->dropped[0] + o->cap->dropped[1] > 0) {
+    char num[32];
+    buf_str(b, ",\"dropped\":");
+    buf_add(b, num,
+            (size_t)snprintf(num, sizeof num, "%llu", o->cap->dropped[0] + o->cap->dropped[1]));
+  }
 }
 
 static uint32_t get_u32(const unsigned char *p) {
@@ -2023,8 +2153,81 @@ static void emit_lost(int e) {
     buf_long(&lost_events, (long)attempt);
     buf_str(&lost_events, ",\"errno\":\"");
     buf_str(&lost_events, name);
-    buf_str(&lost_events, "\"}\n");
+    buf_str(&lost_events, "\",\"file\":");
+    buf_json(&lost_events, stream_current, strlen(stream_current));
+    buf_str(&lost_events, "}\n");
   }
+}
+
+/**
+ * `file`'s next part, as nextStreamPart (src/lib/output-frames.ts): `X.pfout` → `X-1.pfout`
+ * → `X-2.pfout`.
+ */
+static char *next_part(const char *file) {
+  size_t n = strlen(file), ext = strlen(STREAM_EXT);
+  size_t base = n >= ext && strcmp(file + n - ext, STREAM_EXT) == 0 ? n - ext : n;
+  size_t d = base;
+  while (d > 0 && isdigit((unsigned char)file[d - 1])) d--;
+  unsigned long long part = 0;
+  if (d < base && d > 0 && file[d - 1] == '-') {
+    part = strtoull(file + d, NULL, 10);
+    base = d - 1;
+  }
+  char *next = xmalloc(base + ext + 32);
+  snprintf(next, base + ext + 32, "%.*s-%llu%s", (int)base, file, part + 1, STREAM_EXT);
+  return next;
+}
+
+/** Opens a part for appending (0600), STREAM_MAGIC first when empty: its fd, or -1 (errno). */
+static int part_open(const char *file, unsigned long long *size) {
+  int fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  struct stat st;
+  if (fd < 0) return -1;
+  if (fstat(fd, &st) != 0) goto fail;
+  *size = (unsigned long long)st.st_size;
+  if (st.st_size == 0) {
+    size_t m = strlen(STREAM_MAGIC);
+    if (write(fd, STREAM_MAGIC, m) != (ssize_t)m) goto fail;
+    *size = m;
+  }
+  return fd;
+fail:;
+  int e = errno;
+  close(fd);
+  errno = e;
+  return -1;
+}
+
+/**
+ * Past --stream-rotate-bytes: the next part takes the writes, and the oldest parts go while all
+ * take more than --stream-keep-bytes. A part that cannot be opened: this one goes on.
+ */
+static void stream_rotate_maybe(void) {
+  if (stream_rotate == 0 || stream_size < stream_rotate) return;
+  char *next = next_part(stream_current);
+  unsigned long long size = 0;
+  int fd = part_open(next, &size);
+  if (fd < 0) {
+    free(next);
+    return;
+  }
+  close(stream_fd);
+  parts = xrealloc(parts, (nparts + 1) * sizeof *parts);
+  parts[nparts++] = (Part){.path = stream_current, .size = stream_size};
+  stream_fd = fd;
+  stream_current = next;
+  stream_size = size;
+  unsigned long long total = stream_size;
+  for (size_t i = 0; i < nparts; i++) total += parts[i].size;
+  size_t gone = 0;
+  while (stream_keep > 0 && total > stream_keep && gone < nparts) {
+    total -= parts[gone].size;
+    (void)unlink(parts[gone].path); /* removed by someone else: its room is free all the same */
+    free(parts[gone].path);
+    gone++;
+  }
+  memmove(parts, parts + gone, (nparts - gone) * sizeof *parts);
+  nparts -= gone;
 }
 
 /**
@@ -2045,10 +2248,13 @@ static void flush_frames(void) {
   if (e != 0) {
     struct stat st;
     if (off > 0 && fstat(stream_fd, &st) == 0) (void)!ftruncate(stream_fd, st.st_size - (off_t)off);
-    if (!stream_failing) emit_errno("cannot write the output stream", stream_path, e);
+    if (!stream_failing) emit_errno("cannot write the output stream", stream_current, e);
     emit_lost(e);
+  } else {
+    stream_size += off;
   }
   stream_failing = e != 0;
+  if (e == 0) stream_rotate_maybe();
   frames.len = 0;
   if (frames.cap > ((size_t)4 << 20)) { /* give back the room a busy turn took */
     frames.p = xrealloc(frames.p, (size_t)1 << 20);
@@ -2058,19 +2264,14 @@ static void flush_frames(void) {
 
 /** --stream PATH: opens it for appending (0600), with STREAM_MAGIC first when it is empty. */
 static void stream_open(void) {
-  stream_fd = open(stream_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  struct stat st;
-  if (stream_fd < 0 || fstat(stream_fd, &st) != 0) {
+  stream_fd = part_open(stream_path, &stream_size);
+  if (stream_fd < 0) {
     fprintf(stderr, "pf-spawner: cannot open the output stream '%s': %s\n", stream_path,
             strerror(errno));
     exit(66);
   }
-  size_t n = strlen(STREAM_MAGIC);
-  if (st.st_size == 0 && write(stream_fd, STREAM_MAGIC, n) != (ssize_t)n) {
-    fprintf(stderr, "pf-spawner: cannot write the output stream '%s': %s\n", stream_path,
-            strerror(errno));
-    exit(66);
-  }
+  stream_current = xmalloc(strlen(stream_path) + 1);
+  strcpy(stream_current, stream_path);
   epfd = epoll_create1(EPOLL_CLOEXEC);
   if (epfd < 0) die("epoll_create1");
 }
@@ -2472,7 +2673,9 @@ static bool open_outputs(const JVal *req, const uint32_t *attempt, int fds[2], O
   const JVal *uid = member(req, "uid");
   *o = NULL;
   if (attempt != NULL) {
-    *o = output_new(uid->str, uid->len, *attempt, fds);
+    unsigned long long cap = stream_cap;
+    (void)count_value(member(member(req, "stream"), "capBytes"), &cap);
+    *o = output_new(uid->str, uid->len, *attempt, cap, fds);
     if (*o != NULL) return true;
     int e = errno;
     Buf m = {0};
@@ -2624,6 +2827,11 @@ static bool valid_spawn(const JVal *m) {
   if (stream == NULL ? !is_str(so) || !is_str(se)
                      : stream->type != J_OBJ || !u32_value(member(stream, "attempt"), &attempt) ||
                            so != NULL || se != NULL) {
+    return false;
+  }
+  unsigned long long cap;
+  if (stream != NULL && member(stream, "capBytes") != NULL &&
+      !count_value(member(stream, "capBytes"), &cap)) {
     return false;
   }
   if (args == NULL || args->type != J_ARR || !all_strings(args)) return false;
@@ -2844,6 +3052,15 @@ static void parse_args(int argc, char **argv) {
       continue;
     } else if (strcmp(argv[i], "--stream") == 0 && i + 1 < argc) {
       stream_path = argv[++i];
+    } else if (strcmp(argv[i], "--stream-cap-bytes") == 0 && i + 1 < argc &&
+               (stream_cap = strtoull(argv[++i], &end, 10)) > 0 && *end == '\0') {
+      continue;
+    } else if (strcmp(argv[i], "--stream-rotate-bytes") == 0 && i + 1 < argc &&
+               (stream_rotate = strtoull(argv[++i], &end, 10)) > 0 && *end == '\0') {
+      continue;
+    } else if (strcmp(argv[i], "--stream-keep-bytes") == 0 && i + 1 < argc &&
+               (stream_keep = strtoull(argv[++i], &end, 10)) > 0 && *end == '\0') {
+      continue;
     } else if (strcmp(argv[i], "--hold-ms") == 0 && i + 1 < argc &&
                (hold_ms = strtoll(argv[++i], &end, 10)) >= 0 && *end == '\0') {
       continue;

@@ -10,6 +10,10 @@ import { AgentInputStagerShell } from '../components/agent-input-stager/shell';
 import { AgentOutputStagerShell } from '../components/agent-output-stager/shell';
 import { AgentSchedulerShell } from '../components/agent-scheduler/shell';
 import { ExecutorShell } from '../components/executor/shell';
+import {
+  DEFAULT_OUTPUT_CAP_BYTES,
+  DEFAULT_OUTPUT_DISK_BYTES,
+} from '../components/executor/process/spawner-pool-options';
 import { QueueSet } from '../components/shared/queue-set';
 import { sendLogged } from '../components/shared/shell';
 import { ControlBus } from '../transport/control-bus';
@@ -214,6 +218,10 @@ export class Agent {
       killGraceMs: cfg.killGraceMs ?? 3_000,
       launch: cfg.taskLimits === undefined ? launch : { ...launch, taskLimits: cfg.taskLimits },
       streamDir: streamDirOf(cfg.sandbox),
+      streamLimits: {
+        capBytes: cfg.outputCapBytes ?? DEFAULT_OUTPUT_CAP_BYTES,
+        diskBytes: cfg.outputDiskBytes ?? DEFAULT_OUTPUT_DISK_BYTES,
+      },
       holdMs: HELPER_HOLD_MS,
       onUnusable: (message) =>
         this.lifecycle.core.onShutdownRequested('FAILED', `cannot start tasks: ${message}`),

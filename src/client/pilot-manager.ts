@@ -313,6 +313,8 @@ export class PilotManager {
       ...(agent.taskJson !== undefined ? { taskJson: agent.taskJson } : {}),
       ...(agent.taskLimits !== undefined ? { taskLimits: agent.taskLimits } : {}),
       ...(agent.followOns !== undefined ? { followOns: agent.followOns } : {}),
+      ...(agent.outputCapBytes !== undefined ? { outputCapBytes: agent.outputCapBytes } : {}),
+      ...(agent.outputDiskBytes !== undefined ? { outputDiskBytes: agent.outputDiskBytes } : {}),
       ...(agent.updateWorkers !== undefined ? { updateWorkers: agent.updateWorkers } : {}),
       ...(agent.killGraceMs !== undefined ? { killGraceMs: agent.killGraceMs } : {}),
       ...(agent.clientTimeoutS !== undefined

@@ -32,6 +32,7 @@ import {
   handBackOf,
   keepHandBack,
   keepLateFacts,
+  keepOutputNotes,
   planPickUp,
   recordOf,
   restartAttempt,
@@ -358,6 +359,7 @@ export class TaskManager {
           if (d.signal !== undefined) task.signal = d.signal;
           if (d.stdout !== undefined) task.stdout = ownCopy(d.stdout);
           if (d.stderr !== undefined) task.stderr = ownCopy(d.stderr);
+          keepOutputNotes(task, d);
           if (d.result !== undefined) task.result = d.result;
           if (d.reason !== undefined) task.reason = d.reason;
         }

@@ -169,6 +169,17 @@ export class Task {
   /** A tail of stderr, as `stdout`. */
   stderr?: string;
   /**
+   * Bytes of the latest attempt's stdout and stderr that its output cap (outputCapBytes)
+   * dropped, counted at its exit; its output keeps the first and last parts around a line
+   * `[pilotfish: N bytes dropped]`. Undefined when nothing was dropped.
+   */
+  outputDropped?: number;
+  /**
+   * A warning: some of the latest attempt's streamed output could not be written (a full
+   * disk, a quota), naming the stream file and the error. Its state is its exit's.
+   */
+  outputLost?: string;
+  /**
    * Where its output goes (undefined until known, and for a function call): 'files', `stdout`
    * and `stderr` in its sandbox; 'stream' (the default), framed into its pilot's stream files
    * (`tmgr.tail` reads both). Set from the notification detail that says it (`detail.output`),

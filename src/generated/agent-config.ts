@@ -62,6 +62,14 @@ export interface AgentConfig {
    */
   output?: 'files' | 'stream';
   /**
+   * PilotDescription.agent.outputCapBytes: the output cap of a 'stream' task that sets none; default 67108864.
+   */
+  outputCapBytes?: number;
+  /**
+   * PilotDescription.agent.outputDiskBytes: the most disk the stream files take; default 1073741824.
+   */
+  outputDiskBytes?: number;
+  /**
    * Whether many identical short executables may queue on the slots of running ones, started by their spawner helper as those end (follow-on starts: docs/scheduling.md); default true. false: each task waits in the scheduler for free slots.
    */
   followOns?: boolean;

@@ -66,6 +66,14 @@ export interface PilotDescription {
      */
     output?: 'files' | 'stream';
     /**
+     * The output cap of each task that sets none (TaskDescription.outputCapBytes): the most bytes of one attempt's stdout and stderr kept with output 'stream', its first and last halves. Default 67108864 (64 MiB).
+     */
+    outputCapBytes?: number;
+    /**
+     * The most disk the pilot's stream files (<pilot sandbox>/output/) take: each spawner helper rotates its file to a new part at a quarter of its share (this divided by the helpers) and removes its oldest parts past its share, so the output of tasks that ended long ago goes first. Readers follow the parts. Default 1073741824 (1 GiB).
+     */
+    outputDiskBytes?: number;
+    /**
      * Whether many identical short executables may queue on the slots of running ones, started by their spawner helper as those end (follow-on starts: docs/scheduling.md); default true. false: each task waits in the scheduler for free slots.
      */
     followOns?: boolean;

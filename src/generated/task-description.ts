@@ -125,6 +125,10 @@ export type TaskDescription = {
    */
   output?: 'files' | 'stream';
   /**
+   * The most bytes of its stdout and stderr (together) kept, per attempt, with output 'stream': the first half as it comes, then only the last half (held by its spawner helper until its output ends); what lies between is dropped, in its place a line '[pilotfish: N bytes dropped]' in each stream that lost bytes, and task.outputDropped says how many. Default: the pilot's agent.outputCapBytes (64 MiB). Output 'files' is not capped (docs/output.md).
+   */
+  outputCapBytes?: number;
+  /**
    * true: the task gets a directory of its own, <pilot sandbox>/<task uid>, made before it starts: its default working directory and PF_TASK_SANDBOX. Without it, a task gets one only when it needs one: output 'files', a service, staging directives, preExec or postExec, more than one rank, or launch 'mpirun'; otherwise it runs in the pilot's sandbox, which such tasks share (or in its workdir).
    */
   sandbox?: true;

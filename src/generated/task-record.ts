@@ -41,6 +41,14 @@ export interface TaskRecord {
   stdout?: string;
   stderr?: string;
   /**
+   * Bytes of its stdout and stderr that its output cap (outputCapBytes) dropped, counted at its exit: its output keeps the first and the last part around a line '[pilotfish: N bytes dropped]'. Absent when nothing was dropped.
+   */
+  outputDropped?: number;
+  /**
+   * A warning: some of its streamed output could not be written (a full disk, a quota), naming the stream file and the error. The task's own exit decides its state; only its recorded output is incomplete.
+   */
+  outputLost?: string;
+  /**
    * mode 'function': the function's return value (any value msgpack carries).
    */
   result?: unknown;

@@ -95,3 +95,20 @@ export function decodeFrames(buf: Buffer, start: number): { frames: Frame[]; nex
 function bad(offset: number, what: string): StreamFormatError {
   return new StreamFormatError(`damaged output stream at byte ${offset}: ${what}`);
 }
+
+/**
+ * The stream file a helper writes after `file` once that one reached its rotation size:
+ * `spawner.0.3.pfout` → `spawner.0.3-1.pfout` → `spawner.0.3-2.pfout` (a name's own parts
+ * carry no '-'). A reader that read a part to its end and finds the next one there reads on
+ * in it: the helper writes nothing more to a part once the next exists.
+ */
+export function nextStreamPart(file: string): string {
+  const { base, part } = streamPartOf(file);
+  return `${base}-${part + 1}.pfout`;
+}
+
+/** A stream file's name as its helper's first part's name (less `.pfout`) and its part number. */
+export function streamPartOf(file: string): { base: string; part: number } {
+  const m = /^(.*?)(?:-(\d+))?\.pfout$/.exec(file);
+  return m === null ? { base: file, part: 0 } : { base: m[1]!, part: Number(m[2] ?? 0) };
+}

@@ -1,7 +1,13 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { LazyFile } from './lazy-file';
-import { FRAME_DATA_MAX, StreamFormatError, decodeFrames, type Frame } from './output-frames';
+import {
+  FRAME_DATA_MAX,
+  StreamFormatError,
+  decodeFrames,
+  streamPartOf,
+  type Frame,
+} from './output-frames';
 
 /** Where a pilot's stream files are: `<pilot sandbox>/output/*.pfout` (output 'stream'). */
 export const STREAM_DIR = 'output';
@@ -23,14 +29,24 @@ const MAX_FRAME = 4 + 1 + 4 + 2 + 0xffff + FRAME_DATA_MAX;
 export const STREAM_CHUNK = 256 * 1024;
 if (STREAM_CHUNK < MAX_FRAME) throw new RangeError('STREAM_CHUNK must hold the largest frame');
 
-/** The stream files in `dir` by name (sorted); none when it does not exist (yet). */
+/**
+ * The stream files in `dir` by name, each helper's parts in the order written (a helper's
+ * rotated parts: nextStreamPart); none when it does not exist (yet).
+ */
 export async function listStreamFiles(dir: string): Promise<string[]> {
   try {
-    return (await fsp.readdir(dir)).filter((n) => n.endsWith(STREAM_EXT)).sort();
+    return (await fsp.readdir(dir)).filter((n) => n.endsWith(STREAM_EXT)).sort(byPart);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw e;
   }
+}
+
+function byPart(a: string, b: string): number {
+  const pa = streamPartOf(a);
+  const pb = streamPartOf(b);
+  if (pa.base !== pb.base) return pa.base < pb.base ? -1 : 1;
+  return pa.part - pb.part;
 }
 
 /** A buffer a reader's cursors share (they read one at a time). */

@@ -1,5 +1,7 @@
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { LineSplitter } from './line-splitter';
+import { nextStreamPart } from './output-frames';
 import { StreamCursor, chunkBuffer, listStreamFiles } from './stream-cursor';
 
 /**
@@ -75,7 +77,7 @@ export class StreamLines {
   /** The file to read next: the task's own, else the first scan with unread bytes. */
   private async next(): Promise<StreamCursor | undefined> {
     if (this.ended || this.closed) return undefined;
-    if (this.home !== undefined) return (await this.home.unread()) ? this.home : undefined;
+    if (this.home !== undefined) return this.homeNext();
     const caughtUp = await this.firstUnread();
     if (caughtUp !== undefined) return caughtUp;
     // every known file read to its end: look for files that appeared since
@@ -86,6 +88,21 @@ export class StreamLines {
       added = true;
     }
     return added ? this.firstUnread() : undefined;
+  }
+
+  /**
+   * The task's file while it has unread bytes; once read to its end, its next part if that
+   * exists (its helper rotated: nothing more is written to a part once the next exists, so
+   * one look after seeing the next part finds all it holds).
+   */
+  private async homeNext(): Promise<StreamCursor | undefined> {
+    const home = this.home!;
+    if (await home.unread()) return home;
+    const next = nextStreamPart(home.file);
+    if (!existsSync(next) || (await home.unread())) return (await home.unread()) ? home : undefined;
+    await home.close();
+    this.home = new StreamCursor(next, this.buf);
+    return this.homeNext();
   }
 
   private async firstUnread(): Promise<StreamCursor | undefined> {

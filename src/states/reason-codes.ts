@@ -130,7 +130,7 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
   },
   E_OUTPUT_LOST: {
     meaning:
-      "some of the task's streamed output (output 'stream') could not be written to its pilot's stream file (a full disk, a quota): the file and errno are named; what it wrote is incomplete",
+      'no longer given (kept for older records): streamed output that could not be written (a full disk, a quota) is a warning on the task, `task.outputLost`, and its exit decides its state',
     emitters: ['Executor'],
   },
   E_OUT_OF_MEMORY: {

@@ -95,7 +95,14 @@ export function keepHandBack(task: Task, d: NotificationDetail): void {
   if (d.stdout !== undefined) task.stdout = ownCopy(d.stdout);
   if (d.result !== undefined) task.result = d.result;
   if (d.stderr !== undefined) task.stderr = ownCopy(d.stderr);
+  keepOutputNotes(task, d);
   if (d.reason !== undefined) task.reason = d.reason;
+}
+
+/** What its output cap dropped and what a full disk lost, as its hand-back says. */
+export function keepOutputNotes(task: Task, d: NotificationDetail): void {
+  if (d.outputDropped !== undefined) task.outputDropped = d.outputDropped;
+  if (d.outputLost !== undefined) task.outputLost = d.outputLost;
 }
 
 /**
@@ -124,6 +131,8 @@ export function restartAttempt(task: Task): void {
   delete task.signal;
   delete task.stdout;
   delete task.stderr;
+  delete task.outputDropped;
+  delete task.outputLost;
   delete task.result;
   delete task.reason;
   delete task.pilot;
@@ -147,6 +156,8 @@ export function recordOf(task: Task, state: TaskState, session: string): TaskRec
   if (task.signal !== undefined) rec.signal = task.signal;
   if (task.stdout !== undefined) rec.stdout = task.stdout;
   if (task.stderr !== undefined) rec.stderr = task.stderr;
+  if (task.outputDropped !== undefined) rec.outputDropped = task.outputDropped;
+  if (task.outputLost !== undefined) rec.outputLost = task.outputLost;
   if (task.result !== undefined) rec.result = task.result;
   // why its executor ended it (a timeout): the output stager's final word keeps it
   if (state === HANDED_BACK && task.reason !== undefined) rec.reason = task.reason;

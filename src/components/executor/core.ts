@@ -13,6 +13,7 @@ import type {
   NoticeSignal,
   StartedDetail,
 } from './effects';
+import { takeStreamOutput } from './exit-output';
 import { kindFor, type ExecutorKind } from './kinds';
 import { cancelReason, noSandboxReason } from './reasons';
 import type { LaunchOptions } from './launch';
@@ -200,11 +201,7 @@ export class ExecutorCore {
       const h = this.tasks.get(e.uid);
       if (h === undefined || h.exit !== undefined) continue; // late, unknown, or held already
       if (e.t !== undefined) h.exited = e.t;
-      if (e.output !== undefined) {
-        // output 'stream': the helper read its tails from the pipes (no files to read them from)
-        h.task.stdout = e.output.stdout;
-        h.task.stderr = e.output.stderr;
-      }
+      if (e.output !== undefined) takeStreamOutput(h.task, e.output);
       if (e.signal !== null && !h.terminating && this.signaledExitGraceMs > 0) {
         this.hold(h, e);
         continue;

@@ -128,6 +128,8 @@ export interface ExitedEvent {
     stderr: string;
     stdoutBytes: number;
     stderrBytes: number;
+    /** Bytes its output cap dropped by its exit. */
+    dropped?: number;
     lost?: string;
   };
 }

@@ -19,6 +19,7 @@ import { FunctionRunner } from './functions/function-runner';
 import { ServiceRunner } from './service/service-runner';
 import { readStepFailures } from './process/step-status';
 import { SpawnerPool, type SpawnerHelper, type SpawnerPoolOptions } from './process/spawner-pool';
+import type { StreamLimits } from './process/spawner-pool-options';
 
 export interface ExecutorShellOptions {
   /** Spawner helper processes. */
@@ -35,6 +36,8 @@ export interface ExecutorShellOptions {
   helper?: SpawnerHelper;
   /** Where the spawner helpers append the output of tasks whose output streams. */
   streamDir?: string;
+  /** Its output caps (SpawnerPoolOptions.streamLimits). */
+  streamLimits?: StreamLimits;
   /** SpawnerPoolOptions.holdMs: how long helpers with follow-on starts queued hold events. */
   holdMs?: number;
   /** The runners cannot start tasks any more (spawner helpers keep dying): the pilot should end. */
@@ -96,6 +99,7 @@ export class ExecutorShell implements ExecutorEffects {
     if (opts.spawnerEnv !== undefined) poolOpts.env = opts.spawnerEnv;
     if (opts.helper !== undefined) poolOpts.helper = opts.helper;
     if (opts.streamDir !== undefined) poolOpts.streamDir = opts.streamDir;
+    if (opts.streamLimits !== undefined) poolOpts.streamLimits = opts.streamLimits;
     if (opts.holdMs !== undefined) poolOpts.holdMs = opts.holdMs;
     shell.pool_ = await SpawnerPool.start(poolOpts);
     return shell;

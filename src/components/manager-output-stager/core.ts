@@ -57,6 +57,8 @@ export class ManagerOutputStagerCore {
         stderr: task.stderr ?? '',
       };
       if (task.result !== undefined) detail.result = task.result;
+      if (task.outputDropped !== undefined) detail.outputDropped = task.outputDropped;
+      if (task.outputLost !== undefined) detail.outputLost = task.outputLost;
       if (task.pilot !== undefined) detail.pilot = task.pilot;
       if (task.sandbox !== undefined) detail.sandbox = task.sandbox;
       // the agent's note of it may come after this: a tail read at once must know

@@ -5,7 +5,7 @@ import type { ReasonCode } from '../../states/reason-codes';
 
 /**
  * Ways an attempt can end that another attempt may fix (the task's own failure, a timeout, a
- * lost pilot or spawner, output lost to a full disk). A cancel never retries, nor does what would fail again the same way
+ * lost pilot or spawner). Output lost to a full disk is no failure (task.outputLost). A cancel never retries, nor does what would fail again the same way
  * (a missing executable or file, a task no pilot can hold, a broken dependency).
  */
 const RETRYABLE: ReadonlySet<ReasonCode> = new Set<ReasonCode>([
@@ -16,7 +16,6 @@ const RETRYABLE: ReadonlySet<ReasonCode> = new Set<ReasonCode>([
   'E_PRE_EXEC',
   'E_POST_EXEC',
   'E_EXEC_FAILED',
-  'E_OUTPUT_LOST',
   'E_FUNCTION_THREW',
   'E_WORKER_DIED',
   'E_PILOT_ENDED',

@@ -1,4 +1,4 @@
-import type { Reason } from '../../../generated';
+import type { Reason, TaskRecord } from '../../../generated';
 import { COMPONENTS } from '../../../states/task-model';
 import type { ExitedEvent, ProcessJob, SpawnSpec } from '../effects';
 import { buildLaunch, stepStatusPrefix, stepsReason, taskSteps } from '../launch';
@@ -9,6 +9,12 @@ const REASON_BY_ERRNO: Record<string, Reason['code']> = {
   ENOENT: 'E_EXEC_NOT_FOUND',
   EACCES: 'E_EXEC_PERMISSION',
 };
+
+/** A 'stream' spawn's attempt, and its own output cap (else its helper's, the pilot's). */
+function streamOf(task: TaskRecord): { attempt: number; capBytes?: number } {
+  const cap = task.description.outputCapBytes;
+  return cap === undefined ? { attempt: task.attempt } : { attempt: task.attempt, capBytes: cap };
+}
 
 /** mode 'executable': the task's executable, started by a launch method in a spawner helper. */
 export const processKind: ExecutorKind<ProcessJob> = {
@@ -28,7 +34,7 @@ export const processKind: ExecutorKind<ProcessJob> = {
     // the AgentInputStager chose (services always 'files': their readiness reads the files)
     const spec: SpawnSpec =
       task.output === 'stream'
-        ? { ...base, stream: { attempt: task.attempt } }
+        ? { ...base, stream: streamOf(task) }
         : { ...base, stdoutPath: `${sandbox}/stdout`, stderrPath: `${sandbox}/stderr` };
     if (l.files.length > 0) spec.files = l.files;
     if (l.killScope !== undefined) spec.killScope = l.killScope;
@@ -44,18 +50,11 @@ export const processKind: ExecutorKind<ProcessJob> = {
     return { ok: true, job };
   },
 
+  // output lost to a full disk is a warning on the task (ExecutorCore: task.outputLost), never
+  // its failure: its exit decides, and a task that succeeded is not run again
   exitReason(task, exit) {
     if (exit.oom !== undefined && exit.exitCode !== 0) return oomReason(exit);
-    if (exit.steps !== undefined) return stepsReason(task, exit.steps);
-    const lost = exit.output?.lost;
-    if (lost === undefined) return undefined;
-    // its own write succeeded (a pipe), so only this says that what it wrote is not all there
-    return {
-      code: 'E_OUTPUT_LOST',
-      message: `the task's output was not all written: ${lost}`,
-      component: COMPONENTS.executor,
-      detail: { exitCode: exit.exitCode, signal: exit.signal },
-    };
+    return exit.steps === undefined ? undefined : stepsReason(task, exit.steps);
   },
 
   startFailure(task, job, f, pid): Reason {

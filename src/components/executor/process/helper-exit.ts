@@ -6,12 +6,12 @@ import type { OomKills } from './pool-limits';
 
 /**
  * An exit as the SpawnerPool's handlers get it: a 'stream' spawn's tails decoded, cut as file
- * tails are, and `lost`, the stream file and, if frames of it were not written there, why (the
+ * tails are, and `lost`, the stream file that frames of it were not written to and why (the
  * helper's lost event came before its exit); `oom`, what the OOM killer did in its cgroup.
  */
 export function exitedOf(
   ev: Extract<HelperEvent, { ev: 'exited' }>,
-  lost: { file: string | undefined; errno: string | undefined },
+  lost?: { file: string; errno: string },
   oom?: OomKills,
 ): ExitedEvent {
   const { uid, exitCode, signal, t } = ev;
@@ -29,7 +29,8 @@ export function exitedOf(
     stdoutBytes: stdoutBytes ?? 0,
     stderrBytes: stderrBytes ?? 0,
   };
-  if (lost.errno !== undefined) {
+  if (ev.dropped !== undefined && ev.dropped > 0) exit.output.dropped = ev.dropped;
+  if (lost !== undefined) {
     const why = errnoText(lost.errno, lost.errno);
     exit.output.lost = `cannot write the output stream '${lost.file}': ${why} (${lost.errno})`;
   }

@@ -69,6 +69,8 @@ export interface SpawnerPoolOptions {
    * Unset: helpers start without --stream and fail 'stream' spawns (EINVAL).
    */
   streamDir?: string;
+  /** The output caps of 'stream' spawns (streamLimitArgs); unset: none. */
+  streamLimits?: StreamLimits;
   /**
    * Passed to every helper as --hold-ms: while a helper has a spawn queued (SpawnSpec.after), it
    * sends its started, exited and failed events at most once per holdMs, in one write, so the
@@ -78,3 +80,28 @@ export interface SpawnerPoolOptions {
   /** Where task limits are set (SpawnSpec.limits; pool-limits.ts); default: the machine's. */
   limits?: PoolLimitsOptions;
 }
+
+/** Output 'stream' limits of a pilot (PilotDescription.agent.outputCapBytes, outputDiskBytes). */
+export interface StreamLimits {
+  /** A task's cap when it names none. */
+  capBytes?: number;
+  /** The most all the helpers' stream files take: each its share, rotated at a quarter of it. */
+  diskBytes?: number;
+}
+
+/** A helper's --stream-* arguments, one of `count` helpers sharing `limits`. */
+export function streamLimitArgs(limits: StreamLimits | undefined, count: number): string[] {
+  const args: string[] = [];
+  if (limits?.capBytes !== undefined) args.push('--stream-cap-bytes', String(limits.capBytes));
+  if (limits?.diskBytes !== undefined) {
+    const share = Math.max(1, Math.floor(limits.diskBytes / count));
+    args.push('--stream-rotate-bytes', String(Math.max(1, Math.floor(share / 4))));
+    args.push('--stream-keep-bytes', String(share));
+  }
+  return args;
+}
+
+/** A 'stream' task's output cap when neither it nor its pilot names one: 64 MiB. */
+export const DEFAULT_OUTPUT_CAP_BYTES = 64 * 1024 * 1024;
+/** The most disk a pilot's stream files take when it names none: 1 GiB. */
+export const DEFAULT_OUTPUT_DISK_BYTES = 1024 * 1024 * 1024;

@@ -3,14 +3,10 @@
  * tasks and report their starts and exits, so the big agent process never forks on its hot path
  * (docs/architecture.md, docs/launch-methods.md).
  *
- * Two helpers speak the same protocol with the same semantics:
- *   - 'native': native/spawner/pf-spawner.c, built by `npm run build` (scripts/build-native.sh)
- *     into dist/native/pf-spawner: posix_spawn, SIGCHLD through a signalfd. The default.
- *   - 'node': helper/main.ts, a slim Node process; the fallback when the C binary is not built
- *     (no C compiler), with a warning. It spends ~9x the helper CPU per spawn (~560 us against
- *     ~60 us); through the pool (2 helpers, 4 tasks each in flight) /bin/true ran ~1,100/s with
- *     it and ~1,900/s with the C helper on the shared 2-core dev box (node
- *     native/spawner/spawn-rate.js).
+ * Two helpers speak the same protocol with the same semantics: 'native' (the default,
+ * native/spawner/pf-spawner.c built by `npm run build` into dist/native/pf-spawner: posix_spawn,
+ * SIGCHLD through a signalfd) and 'node' (helper/main.ts, a slim Node process, the fallback
+ * without a C compiler, with a warning; ~9x the helper CPU per spawn: native/spawner/spawn-rate.js).
  * SpawnerPoolOptions.helper, else the PILOTFISH_SPAWNER variable ('native' | 'node'), picks one.
  *
  * A kill reaches every process a task started, and what a task leaves behind when its main
@@ -23,11 +19,9 @@
  *
  * With SpawnerPoolOptions.streamDir, each helper also writes a stream file there, for the
  * tasks spawned with output 'stream' (SpawnSpec.stream): their stdout and stderr framed, and
- * their exits carry the tails (ExitedEvent.output). For /bin/true through the C helper that
- * costs ~10-20 us more helper CPU per spawn than outputs to /dev/null (~110 against ~100 us with
- * /proc tracking), where two new files per task cost ~1,000 us on this box's ext4: ~2,100/s
- * against ~700/s (spawn-rate.js --output devnull,files,stream, 2026-11-24). A task's limits
- * (SpawnSpec.limits) go into cgroup v1 controllers (pool-limits.ts). Protocol: helper/protocol.ts.
+ * their exits carry the tails (ExitedEvent.output); ~10-20 us more helper CPU per spawn, where
+ * two new files per task cost ~1,000 us (spawn-rate.js --output devnull,files,stream, 2026-11-24).
+ * A task's limits (SpawnSpec.limits) go into cgroup v1 controllers (pool-limits.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -53,7 +47,7 @@ import {
   spawnerCommand,
   type SpawnerHelper,
 } from './spawner-command';
-import { DEFAULT_RESPAWN, type SpawnerPoolOptions } from './spawner-pool-options';
+import { DEFAULT_RESPAWN, streamLimitArgs, type SpawnerPoolOptions } from './spawner-pool-options';
 
 export type { RespawnPolicy, SpawnerHandlers, SpawnerPoolOptions } from './spawner-pool-options';
 
@@ -75,7 +69,7 @@ interface Helper {
   tasks: Map<string, number | undefined>;
   /** Its stream file (streamDir), and the errno of each running task whose frames it lost. */
   stream: string | undefined;
-  lost: Map<string, string>;
+  lost: Map<string, { errno: string; file: string }>;
   outbox: string[];
   partial: string;
   alive: boolean;
@@ -242,7 +236,7 @@ export class SpawnerPool {
       const generation = (this.generations[slot] = (this.generations[slot] ?? -1) + 1);
       stream = path.join(this.opts.streamDir, `spawner.${slot}.${generation}.pfout`);
       this.files.push(stream);
-      args.push('--stream', stream);
+      args.push('--stream', stream, ...streamLimitArgs(this.opts.streamLimits, this.opts.count));
     }
     const proc = spawn(command.file, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     const h: Helper = {
@@ -333,15 +327,19 @@ export class SpawnerPool {
           );
           break;
         case 'exited': {
-          const errno = h.lost.get(ev.uid);
+          const lost = h.lost.get(ev.uid);
           const oom = this.limits.ended(ev.uid); // read before forget() removes its cgroups
           this.forget(h, ev.uid);
-          exited.push(exitedOf(ev, { file: h.stream, errno }, oom));
+          exited.push(exitedOf(ev, lost, oom));
           break;
         }
         case 'lost': // before the exit, when the task exited in the turn that lost its frames
-          if (h.tasks.has(ev.uid)) h.lost.set(ev.uid, h.lost.get(ev.uid) ?? ev.errno);
-          else this.log.warn('output of an ended task lost', { pid: h.pid, ...ev });
+          if (h.tasks.has(ev.uid)) {
+            h.lost.set(
+              ev.uid,
+              h.lost.get(ev.uid) ?? { errno: ev.errno, file: ev.file ?? h.stream! },
+            );
+          } else this.log.warn('output of an ended task lost', { pid: h.pid, ...ev });
           break;
         case 'failed':
           this.forget(h, ev.uid);

@@ -273,7 +273,7 @@ describe('ExecutorCore', () => {
     rec.expectNoMore();
   });
 
-  it('fails a streamed task whose output was not all written (E_OUTPUT_LOST), whatever its exit code', () => {
+  it('keeps a streamed task whose output was not all written as its exit says, with a warning of what was lost', () => {
     const { rec, core, started } = setup();
     const t = task('t1');
     t.output = 'stream';
@@ -284,18 +284,18 @@ describe('ExecutorCore', () => {
     core.onExitedBulk([{ uid: 't1', exitCode: 0, signal: null, output }]);
     rec.take();
     expect(t.stdout).toBe('hi\n'); // its tails came with its exit all the same
-    expect(t.reason).toEqual({
-      code: 'E_OUTPUT_LOST',
-      message: `the task's output was not all written: ${lost}`,
-      component: 'Executor',
-      detail: { exitCode: 0, signal: null },
-    });
-    // without `lost`, nothing to say: its exit code decides later
-    const ok = task('t2');
-    started(ok);
+    expect(t.reason).toBeUndefined(); // its exit code decides, later: 0 is DONE, never a retry
+    expect(t.outputLost).toBe(lost);
+    // what a cap dropped is kept too; without either, nothing is said
+    const capped = task('t2');
+    started(capped);
     const { lost: _lost, ...whole } = output;
-    core.onExitedBulk([{ uid: 't2', exitCode: 0, signal: null, output: whole }]);
-    expect(ok.reason).toBeUndefined();
+    core.onExitedBulk([{ uid: 't2', exitCode: 0, signal: null, output: { ...whole, dropped: 7 } }]);
+    expect([capped.reason, capped.outputLost, capped.outputDropped]).toEqual([
+      undefined,
+      undefined,
+      7,
+    ]);
   });
 
   it('names the shell, not the executable, when the shell of a task with preExec cannot start', () => {

@@ -7,7 +7,8 @@
  *
  * Arguments: `--cgroup BASE` (task cgroups under BASE, made by the pool), `--kill-grace-ms N`
  * (between the SIGTERM and the SIGKILL of what a task leaves behind; default 3000),
- * `--stream PATH` (the stream file of 'stream' spawns, stream-output.ts; without it they fail)
+ * `--stream PATH` (the stream file of 'stream' spawns, stream-output.ts; without it they fail;
+ * `--stream-cap-bytes N`, `--stream-rotate-bytes N`, `--stream-keep-bytes N`: its cap, rotation)
  * and `--hold-ms N` (while a spawn is queued, events wait up to N ms from the first one held,
  * errors excepted; default 0). A spawn `after` a task that runs or is queued here waits behind
  * it and starts when its main process is reaped (start-queue.ts); a kill of it drops it
@@ -130,12 +131,24 @@ function writeEvents(): void {
   process.stdout.write(text);
 }
 
+/** A byte count after `--name` (a whole number >= 1), or undefined. */
+function bytesOption(name: string): number | undefined {
+  const n = Number(option(name));
+  return Number.isSafeInteger(n) && n >= 1 ? n : undefined;
+}
+
 /** The stream file (`--stream PATH`); a helper that cannot open it cannot start (exit 66). */
 const stream = ((): StreamFile | undefined => {
   const file = option('stream');
   if (file === undefined) return undefined;
   try {
-    return new StreamFile(file, { schedule, error: (message) => emit({ ev: 'error', message }) });
+    return new StreamFile(file, {
+      schedule,
+      error: (message) => emit({ ev: 'error', message }),
+      capBytes: bytesOption('stream-cap-bytes'),
+      rotateBytes: bytesOption('stream-rotate-bytes'),
+      keepBytes: bytesOption('stream-keep-bytes'),
+    });
   } catch (e) {
     const text = errnoText(errnoOf(e), e);
     process.stderr.write(`spawner-main: cannot open the output stream '${file}': ${text}\n`);
@@ -214,7 +227,7 @@ function doSpawn(m: SpawnRequest): void {
     );
     if (child.pid !== undefined) task.pid = child.pid;
     if (m.stream !== undefined) {
-      out = stream!.task(uid, m.stream.attempt);
+      out = stream!.task(uid, m.stream.attempt, m.stream.capBytes);
       // none after EMFILE or ENFILE: then 'error' comes, and abandons it
       if (child.stdout !== null && child.stderr !== null) out.attach(child.stdout, child.stderr);
     }

@@ -3,13 +3,13 @@
  * which SpawnerPool speaks: newline-delimited JSON, one object per line, both ways (UTF-8).
  *   to a helper:   {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath,files?,killScope?,
  *                   cpus?,after?,cgroups?}
- *                  | {"op":"spawn",uid,executable,args,env,cwd,stream:{attempt},files?,killScope?,
+ *                  | {"op":"spawn",uid,executable,args,env,cwd,stream:{attempt,capBytes?},files?,killScope?,
  *                   cpus?,after?,cgroups?}
  *                  | {"op":"kill",uid,signal:"SIGTERM"|"SIGKILL"}
  *   from a helper: {"ev":"ready",pid,tracking,markPrefix,why?} first, then {"ev":"started",uid,pid,t}
  *                  | {"ev":"exited",uid,exitCode,signal,t,stdoutTail?,stderrTail?,stdoutBytes?,
- *                   stderrBytes?} | {"ev":"failed",uid,code,message} | {"ev":"error",message}
- *                  | {"ev":"lost",uid,attempt,errno}
+ *                   stderrBytes?,dropped?} | {"ev":"failed",uid,code,message} | {"ev":"error",message}
+ *                  | {"ev":"lost",uid,attempt,errno,file} (file: the part it wrote)
  * The requests of one synchronous run go out in one write; a helper sends the events of one of
  * its loop turns in one write. `files` are written before the task starts; a spawn with
  * `killScope: 'process'` (srun) is killed alone, others with every process they started, tracked
@@ -76,7 +76,8 @@ export interface FileSpawnSpec extends SpawnBase {
  * (ExitedEvent.output). The pool needs a `streamDir`, else the spawn fails (EINVAL).
  */
 export interface StreamSpawnSpec extends SpawnBase {
-  stream: { attempt: number };
+  /** `capBytes`: its output cap (helper/output-cap.ts), else the helper's --stream-cap-bytes. */
+  stream: { attempt: number; capBytes?: number };
   stdoutPath?: undefined;
   stderrPath?: undefined;
 }
@@ -154,6 +155,8 @@ export interface ExitTails {
   stderrTail: string;
   stdoutBytes: number;
   stderrBytes: number;
+  /** Bytes its output cap dropped by its exit (output-cap.ts); absent when none. */
+  dropped?: number;
 }
 
 /** A line from a helper. */
@@ -169,4 +172,4 @@ export type HelperEvent =
     } & Partial<ExitTails>)
   | { ev: 'failed'; uid: string; code: string; message: string }
   | { ev: 'error'; message: string }
-  | { ev: 'lost'; uid: string; attempt: number; errno: string };
+  | { ev: 'lost'; uid: string; attempt: number; errno: string; file?: string };

@@ -37,11 +37,15 @@ export function isSpawnRequest(m: unknown): m is SpawnRequest {
   );
 }
 
-/** `{attempt}`, a whole number in [0, 2^32): a frame's u32. */
+/** `{attempt, capBytes?}`: attempt a whole number in [0, 2^32) (a frame's u32), a cap >= 1. */
 function isStream(v: unknown): boolean {
-  const a = (v as { attempt?: unknown } | null)?.attempt;
+  const { attempt: a, capBytes: c } = (v ?? {}) as { attempt?: unknown; capBytes?: unknown };
   return (
-    typeof v === 'object' && Number.isInteger(a) && (a as number) >= 0 && (a as number) < 2 ** 32
+    typeof v === 'object' &&
+    Number.isInteger(a) &&
+    (a as number) >= 0 &&
+    (a as number) < 2 ** 32 &&
+    (c === undefined || (Number.isSafeInteger(c) && (c as number) >= 1))
   );
 }
 

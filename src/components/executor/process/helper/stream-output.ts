@@ -12,7 +12,7 @@
  * Node gives a child's 'pipe' stdio as a socket pair, not a pipe: a task cannot open
  * /dev/stdout (ENXIO), which it can under the C helper.
  */
-import { fstatSync, ftruncateSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { errnoOf, errnoText } from '../../../../lib/errno-text';
 import { TAIL_BYTES } from '../../../../lib/file-tail';
@@ -20,8 +20,10 @@ import {
   FRAME_DATA_MAX,
   STREAM_MAGIC,
   encodeFrame,
+  nextStreamPart,
   type FrameKind,
 } from '../../../../lib/output-frames';
+import { OutputCap } from './output-cap';
 import type { ExitTails } from './protocol';
 
 /** The last TAIL_BYTES bytes read, and how many were read in all. */
@@ -53,12 +55,16 @@ export class TaskOutput {
   private exited = false;
   /** It never ran, or its end frame is written: nothing more is framed. */
   private done = false;
+  private readonly cap: OutputCap | undefined;
 
   constructor(
     private readonly file: StreamFile,
     readonly uid: string,
     readonly attempt: number,
-  ) {}
+    capBytes: number | undefined,
+  ) {
+    this.cap = capBytes === undefined ? undefined : new OutputCap(capBytes);
+  }
 
   /** Frames what the task's stdout and stderr give, from now on. */
   attach(stdout: Readable, stderr: Readable): void {
@@ -85,6 +91,8 @@ export class TaskOutput {
       stdoutBytes: this.tails[0]!.bytes,
       stderrBytes: this.tails[1]!.bytes,
     };
+    const dropped = this.cap?.droppedBytes ?? 0;
+    if (dropped > 0) tails.dropped = dropped;
     this.check();
     return tails;
   }
@@ -98,8 +106,13 @@ export class TaskOutput {
   private data(k: number, chunk: Buffer): void {
     if (this.done) return;
     this.tails[k]!.add(chunk);
-    for (let at = 0; at < chunk.length; at += FRAME_DATA_MAX) {
-      const piece = chunk.subarray(at, at + FRAME_DATA_MAX);
+    const now = this.cap === undefined ? chunk : this.cap.take(k, chunk);
+    if (now !== undefined) this.frame(k, now);
+  }
+
+  private frame(k: number, data: Buffer): void {
+    for (let at = 0; at < data.length; at += FRAME_DATA_MAX) {
+      const piece = data.subarray(at, at + FRAME_DATA_MAX);
       this.file.queue(encodeFrame(KINDS[k]!, this.uid, this.attempt, piece), this);
     }
   }
@@ -116,6 +129,8 @@ export class TaskOutput {
   private end(): void {
     if (this.done) return;
     this.done = true;
+    // a capped output's last part, after the markers of what was dropped
+    for (const p of this.cap?.release() ?? []) this.frame(p.k, p.data);
     this.file.queue(encodeFrame('end', this.uid, this.attempt), this);
     this.file.forget(this);
   }
@@ -126,6 +141,12 @@ export interface StreamFileOptions {
   schedule(): void;
   /** An error event's message. */
   error(message: string): void;
+  /** The cap of a task that names none (--stream-cap-bytes); undefined: none. */
+  capBytes?: number | undefined;
+  /** After a flush that left the file at this size or more, the next part (--stream-rotate-bytes). */
+  rotateBytes?: number | undefined;
+  /** Parts are removed, oldest first, while all of them take more (--stream-keep-bytes). */
+  keepBytes?: number | undefined;
 }
 
 /** Frames of a task attempt that were not written: what a lost event says. */
@@ -133,11 +154,17 @@ export interface LostOutput {
   uid: string;
   attempt: number;
   errno: string;
+  /** The part the frames were for. */
+  file: string;
 }
 
 /** The helper's stream file, opened for appending (0600), STREAM_MAGIC first when empty. */
 export class StreamFile {
-  private readonly fd: number;
+  private fd: number;
+  /** The part written now, its size, and the earlier parts still on disk (oldest first). */
+  private current: string;
+  private size: number;
+  private readonly parts: { file: string; size: number }[] = [];
   private frames: Buffer[] = [];
   /** The outputs whose frames are queued. */
   private owners = new Set<TaskOutput>();
@@ -150,13 +177,13 @@ export class StreamFile {
     readonly path: string,
     private readonly opts: StreamFileOptions,
   ) {
-    this.fd = openSync(path, 'a', 0o600);
-    if (fstatSync(this.fd).size === 0) writeSync(this.fd, STREAM_MAGIC);
+    this.current = path;
+    [this.fd, this.size] = openPart(path);
   }
 
-  /** The output of a task about to start. */
-  task(uid: string, attempt: number): TaskOutput {
-    const out = new TaskOutput(this, uid, attempt);
+  /** The output of a task about to start; `capBytes`: its own cap, else the helper's. */
+  task(uid: string, attempt: number, capBytes?: number): TaskOutput {
+    const out = new TaskOutput(this, uid, attempt, capBytes ?? this.opts.capBytes);
     this.outputs.add(out);
     return out;
   }
@@ -186,6 +213,8 @@ export class StreamFile {
     try {
       while (off < buf.length) off += writeSync(this.fd, buf, off);
       this.failing = false;
+      this.size += buf.length;
+      this.rotate();
       return [];
     } catch (e) {
       try {
@@ -195,10 +224,41 @@ export class StreamFile {
       }
       const code = errnoOf(e);
       if (!this.failing) {
-        this.opts.error(`cannot write the output stream '${this.path}': ${errnoText(code, e)}`);
+        this.opts.error(`cannot write the output stream '${this.current}': ${errnoText(code, e)}`);
       }
       this.failing = true;
-      return [...owners].map((o) => ({ uid: o.uid, attempt: o.attempt, errno: code }));
+      const file = this.current;
+      return [...owners].map((o) => ({ uid: o.uid, attempt: o.attempt, errno: code, file }));
+    }
+  }
+
+  /**
+   * Past rotateBytes: the next part (nextStreamPart) takes the writes, and the oldest parts go
+   * while all take more than keepBytes. A part that cannot be opened: this one goes on.
+   */
+  private rotate(): void {
+    const { rotateBytes, keepBytes } = this.opts;
+    if (rotateBytes === undefined || this.size < rotateBytes) return;
+    const next = nextStreamPart(this.current);
+    let opened: [number, number];
+    try {
+      opened = openPart(next);
+    } catch {
+      return; // a full disk: the next flush tries again
+    }
+    closeSync(this.fd);
+    this.parts.push({ file: this.current, size: this.size });
+    [this.fd, this.size] = opened;
+    this.current = next;
+    let total = this.parts.reduce((n, p) => n + p.size, this.size);
+    while (keepBytes !== undefined && total > keepBytes && this.parts.length > 0) {
+      const old = this.parts.shift()!;
+      total -= old.size;
+      try {
+        unlinkSync(old.file);
+      } catch {
+        // removed by someone else: its room is free all the same
+      }
     }
   }
 
@@ -206,4 +266,12 @@ export class StreamFile {
   finish(): void {
     for (const out of [...this.outputs]) out.finish();
   }
+}
+
+/** Opens a stream file for appending (0600), STREAM_MAGIC first when empty: its fd and size. */
+function openPart(file: string): [number, number] {
+  const fd = openSync(file, 'a', 0o600);
+  let size = fstatSync(fd).size;
+  if (size === 0) size = writeSync(fd, STREAM_MAGIC);
+  return [fd, size];
 }
