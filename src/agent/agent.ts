@@ -211,7 +211,7 @@ export class Agent {
       logger: logExec,
       clock,
       killGraceMs: cfg.killGraceMs ?? 3_000,
-      launch,
+      launch: { ...launch, pilotSandbox: cfg.sandbox },
       streamDir: streamDirOf(cfg.sandbox),
       holdMs: HELPER_HOLD_MS,
       onUnusable: (message) =>

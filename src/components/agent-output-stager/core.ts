@@ -16,6 +16,16 @@ import type { AgentOutputStagerEffects } from './effects';
 const ME = COMPONENTS.agentOutputStager;
 
 /**
+ * The task's own directory, to remove if it stayed empty (nothing of its output is there, and
+ * it has no output directives that stage from it); undefined: keep what it has.
+ */
+export function removableSandbox(task: TaskRecord, pilotSandbox: string): string | undefined {
+  const own = task.sandbox !== undefined && task.sandbox !== pilotSandbox;
+  if (!own || task.description.sandbox === true) return undefined;
+  return (task.description.outputStaging?.length ?? 0) === 0 ? task.sandbox : undefined;
+}
+
+/**
  * Owns AGENT_STAGING_OUTPUT: collects stdout/stderr tails, has the output directives of every
  * task that ran performed (whatever its exit code), and hands the task back to the client. A
  * directive that fails fails a task that had succeeded, here; a task that had failed keeps its
@@ -80,6 +90,8 @@ export class AgentOutputStagerCore {
     if (notes.length > 0) this.effects.notify(notes);
     if (out.length > 0) this.effects.forward(out);
     if (work.length > 0) this.effects.stageOutput(work);
+    const empty = out.flatMap((t) => removableSandbox(t, this.pilotSandbox) ?? []);
+    if (empty.length > 0) this.effects.removeIfEmpty(empty);
   }
 
   /** A task's tails are in: hand it back, or have its output directives performed first. */

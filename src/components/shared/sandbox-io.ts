@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import type { TaskRecord } from '../../generated';
 import { readTailSync } from '../../lib/file-tail';
 import { PRIVATE_DIR, PRIVATE_FILE } from '../../lib/private-files';
@@ -44,6 +44,22 @@ function makeSandboxSync(
     const err = e as NodeJS.ErrnoException;
     return { uid: task.uid, error: { code: err.code ?? 'EIO', message: err.message } };
   }
+}
+
+/**
+ * Removes each directory that is empty, CHUNK per turn: one rmdir each, which fails (ENOTEMPTY,
+ * ENOENT), and so leaves it, when something is in it or it is gone already.
+ */
+export function removeEmptyDirs(dirs: string[]): void {
+  inChunks(dirs, (chunk) => {
+    for (const d of chunk) {
+      try {
+        rmdirSync(d);
+      } catch {
+        // not empty, or not there: kept as it is
+      }
+    }
+  });
 }
 
 /** Reads the stdout/stderr tails of finished tasks, CHUNK per turn, reporting each chunk. */

@@ -2,6 +2,7 @@ import type { Reason } from '../../../generated';
 import { COMPONENTS } from '../../../states/task-model';
 import type { ProcessJob, SpawnSpec } from '../effects';
 import { buildLaunch, stepStatusPrefix, stepsReason, taskSteps } from '../launch';
+import { workdirOf } from '../../shared/workdir';
 import type { ExecutorKind } from './kind';
 
 const REASON_BY_ERRNO: Record<string, Reason['code']> = {
@@ -22,7 +23,7 @@ export const processKind: ExecutorKind<ProcessJob> = {
       executable: l.executable,
       args: l.args,
       env: l.env,
-      cwd: task.description.workdir ?? sandbox,
+      cwd: workdirOf(task.description, sandbox, launch.pilotSandbox ?? sandbox),
     };
     // the AgentInputStager chose (services always 'files': their readiness reads the files)
     const spec: SpawnSpec =
