@@ -53,7 +53,7 @@ describe('the agent-side component shells, on real files', () => {
     expect(states()).toEqual(['t1 AGENT_STAGING_INPUT', 't1 AGENT_SCHEDULING_PENDING']);
   });
 
-  it('AgentInputStagerShell makes no task.json by default, and no directory for a task whose output streams', async () => {
+  it("AgentInputStagerShell makes no task.json by default, a directory of its own for every task but one in workdir 'pilot'", async () => {
     const dir = tmp();
     const { deps: d, forwarded } = deps();
     const shell = new AgentInputStagerShell(d, dir, undefined, {
@@ -67,13 +67,19 @@ describe('the agent-side component shells, on real files', () => {
         pilot: 'p',
         description: { output: 'files' },
       }),
+      taskIn('AGENT_STAGING_INPUT_PENDING', {
+        uid: 't3',
+        pilot: 'p',
+        description: { workdir: 'pilot' },
+      }),
     ]);
     const tasks = await forwarded;
     expect(tasks.map((t) => [t.uid, t.output, t.sandbox])).toEqual([
-      ['t1', 'stream', dir],
+      ['t1', 'stream', path.join(dir, 't1')],
       ['t2', 'files', path.join(dir, 't2')],
+      ['t3', 'stream', dir],
     ]);
-    expect(readdirSync(dir)).toEqual(['t2']);
+    expect(readdirSync(dir).sort()).toEqual(['t1', 't2']);
     expect(readdirSync(path.join(dir, 't2'))).toEqual([]);
   });
 
@@ -101,5 +107,24 @@ describe('the agent-side component shells, on real files', () => {
       stderr: '',
     });
     expect(states()).toEqual(['t1 AGENT_STAGING_OUTPUT', 't1 TMGR_STAGING_OUTPUT_PENDING']);
+  });
+
+  it("AgentOutputStagerShell removes a task's own directory that stayed empty, and keeps one with files", async () => {
+    const pilot = tmp();
+    for (const uid of ['empty', 'full']) mkdirSync(path.join(pilot, uid));
+    writeFileSync(path.join(pilot, 'full', 'out.txt'), 'x\n');
+    const { deps: d, forwarded } = deps();
+    const shell = new AgentOutputStagerShell(d, pilot);
+    shell.core.onTasks(
+      ['empty', 'full'].map((uid) =>
+        taskIn('AGENT_STAGING_OUTPUT_PENDING', {
+          uid,
+          sandbox: path.join(pilot, uid),
+          output: 'stream',
+        }),
+      ),
+    );
+    await forwarded;
+    expect(readdirSync(pilot)).toEqual(['full']);
   });
 });
