@@ -1,5 +1,8 @@
 import type { TaskDescription } from '../../generated';
 
+/** How a spawner helper's failure to make a task's directory begins (SpawnSpec.mkdir). */
+export const TASK_DIR_FAILURE = 'cannot make the task directory';
+
 /** The `workdir` that names the pilot's sandbox (a name, not a path). */
 export const PILOT_WORKDIR = 'pilot';
 
@@ -19,4 +22,14 @@ export function workdirOf(d: TaskDescription, sandbox: string, pilotSandbox: str
   if (d.workdir === PILOT_WORKDIR) return pilotSandbox;
   if (d.workdir !== undefined) return d.workdir;
   return d.sandbox === false ? pilotSandbox : sandbox;
+}
+
+/**
+ * Whether a task's own directory is made by its spawner helper as it starts it (SpawnSpec.mkdir:
+ * one mkdir where the task starts, none on the agent's loop), not by the AgentInputStager: an
+ * executable or a service with no input directives (they are performed into it first). Function
+ * calls run in warm workers: the stager makes theirs.
+ */
+export function madeAtSpawn(d: TaskDescription): boolean {
+  return d.mode !== 'function' && (d.inputStaging?.length ?? 0) === 0;
 }

@@ -53,13 +53,14 @@ describe('the agent-side component shells, on real files', () => {
     expect(states()).toEqual(['t1 AGENT_STAGING_INPUT', 't1 AGENT_SCHEDULING_PENDING']);
   });
 
-  it("AgentInputStagerShell makes no task.json by default, a directory of its own for every task but one in workdir 'pilot'", async () => {
+  it("AgentInputStagerShell makes no task.json by default, and only the directories no spawner helper makes; none in workdir 'pilot'", async () => {
     const dir = tmp();
     const { deps: d, forwarded } = deps();
     const shell = new AgentInputStagerShell(d, dir, undefined, {
       output: 'stream',
       taskJson: false,
     });
+    const fn = { mode: 'function' as const, function: { module: '/m.js' } };
     shell.core.onTasks([
       taskIn('AGENT_STAGING_INPUT_PENDING', { uid: 't1', pilot: 'p' }),
       taskIn('AGENT_STAGING_INPUT_PENDING', {
@@ -72,15 +73,18 @@ describe('the agent-side component shells, on real files', () => {
         pilot: 'p',
         description: { workdir: 'pilot' },
       }),
+      taskIn('AGENT_STAGING_INPUT_PENDING', { uid: 't4', pilot: 'p', description: fn }),
     ]);
     const tasks = await forwarded;
     expect(tasks.map((t) => [t.uid, t.output, t.sandbox])).toEqual([
       ['t1', 'stream', path.join(dir, 't1')],
       ['t2', 'files', path.join(dir, 't2')],
       ['t3', 'stream', dir],
+      ['t4', undefined, path.join(dir, 't4')],
     ]);
-    expect(readdirSync(dir).sort()).toEqual(['t1', 't2']);
-    expect(readdirSync(path.join(dir, 't2'))).toEqual([]);
+    // t1 and t2 are made by the spawner helpers that start them (SpawnSpec.mkdir)
+    expect(readdirSync(dir)).toEqual(['t4']);
+    expect(readdirSync(path.join(dir, 't4'))).toEqual([]);
   });
 
   it('AgentSchedulerShell hands a task that fits on with its slots', async () => {

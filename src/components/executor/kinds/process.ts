@@ -2,7 +2,7 @@ import type { Reason } from '../../../generated';
 import { COMPONENTS } from '../../../states/task-model';
 import type { ProcessJob, SpawnSpec } from '../effects';
 import { buildLaunch, stepStatusPrefix, stepsReason, taskSteps } from '../launch';
-import { workdirOf } from '../../shared/workdir';
+import { TASK_DIR_FAILURE, workdirOf } from '../../shared/workdir';
 import type { ExecutorKind } from './kind';
 
 const REASON_BY_ERRNO: Record<string, Reason['code']> = {
@@ -30,6 +30,8 @@ export const processKind: ExecutorKind<ProcessJob> = {
       task.output === 'stream'
         ? { ...base, stream: { attempt: task.attempt } }
         : { ...base, stdoutPath: `${sandbox}/stdout`, stderrPath: `${sandbox}/stderr` };
+    // its own directory: its spawner helper makes it, first (workdir.ts madeAtSpawn)
+    if (launch.pilotSandbox !== undefined && sandbox !== launch.pilotSandbox) spec.mkdir = sandbox;
     if (l.files.length > 0) spec.files = l.files;
     if (l.killScope !== undefined) spec.killScope = l.killScope;
     if (l.cpus !== undefined) spec.cpus = l.cpus;
@@ -56,6 +58,15 @@ export const processKind: ExecutorKind<ProcessJob> = {
   },
 
   startFailure(task, job, f, pid): Reason {
+    if (f.message.startsWith(TASK_DIR_FAILURE)) {
+      const message = `cannot create the task sandbox: ${f.message} (${f.code})`;
+      return {
+        code: 'E_STAGING',
+        message,
+        component: COMPONENTS.executor,
+        detail: { errno: f.code },
+      };
+    }
     const exe = task.description.executable;
     const { method } = job;
     const launcher = job.spec.executable;
