@@ -91,7 +91,7 @@ export type TaskDescription = {
    */
   output?: 'files' | 'stream';
   /**
-   * Whether the task has a directory of its own, <pilot sandbox>/<task uid>: its working directory unless `workdir` says otherwise, PF_TASK_SANDBOX, and what task:// and task://<uid>/ name. Default: true for a task without `workdir`; with a `workdir`, only when the task needs one for files pilotfish makes (output 'files', a service, staging directives, preExec or postExec, more than one rank, launch 'mpirun'). false: without a `workdir`, the same as `workdir: 'pilot'`: the task runs in the pilot's sandbox, which such tasks share, and has a directory of its own only when it needs one (else its task:// and PF_TASK_SANDBOX are the pilot's sandbox). The directory is made before the task starts and removed after it when it stayed empty and the task has no output directives.
+   * Whether the task has a directory of its own, <pilot sandbox>/<task uid>: its working directory unless `workdir` says otherwise, PF_TASK_SANDBOX, and what task:// and task://<uid>/ name. Default: true for a task without `workdir`; with a `workdir`, only when the task needs one for files pilotfish makes (output 'files', a service, staging directives, preExec or postExec, more than one rank, launch 'mpirun'). false: without a `workdir`, the same as `workdir: 'pilot'`: the task runs in the pilot's sandbox, which such tasks share, and has a directory of its own only when it needs one (else its task:// and PF_TASK_SANDBOX are the pilot's sandbox). The directory is made as the task starts and removed after it when it stayed empty and the task has no output directives, unless the task says `sandbox: true`.
    */
   sandbox?: boolean;
   /**
