@@ -11,18 +11,19 @@ import {
   type StepFailure,
 } from '../shared/staging-paths';
 import { checkArrivals, transition } from '../shared/transition';
+import { removedWhenEmpty } from '../shared/workdir';
 import type { AgentOutputStagerEffects } from './effects';
 
 const ME = COMPONENTS.agentOutputStager;
 
 /**
- * The task's own directory, to remove if it stayed empty (nothing of its output is there, and
- * it has no output directives that stage from it); undefined: keep what it has.
+ * A function call's own directory, to remove if it stayed empty (workdir.ts removedWhenEmpty);
+ * undefined: keep it. Other tasks' own directories their spawner helpers remove (SpawnSpec.rmdir).
  */
 export function removableSandbox(task: TaskRecord, pilotSandbox: string): string | undefined {
   const own = task.sandbox !== undefined && task.sandbox !== pilotSandbox;
-  if (!own || task.description.sandbox === true) return undefined;
-  return (task.description.outputStaging?.length ?? 0) === 0 ? task.sandbox : undefined;
+  if (!own || task.description.mode !== 'function') return undefined;
+  return removedWhenEmpty(task.description) ? task.sandbox : undefined;
 }
 
 /**

@@ -33,3 +33,13 @@ export function workdirOf(d: TaskDescription, sandbox: string, pilotSandbox: str
 export function madeAtSpawn(d: TaskDescription): boolean {
   return d.mode !== 'function' && (d.inputStaging?.length ?? 0) === 0;
 }
+
+/**
+ * Whether a task's own directory is removed after it when it stayed empty: unless the task has
+ * output directives (they stage from it) or said `sandbox: true` (keep it). Executables' and
+ * services' spawner helpers remove it as the task exits, before they report the exit (so before
+ * any retry comes back to it); function calls' the AgentOutputStager.
+ */
+export function removedWhenEmpty(d: TaskDescription): boolean {
+  return d.sandbox !== true && (d.outputStaging?.length ?? 0) === 0;
+}

@@ -113,7 +113,7 @@ describe('the agent-side component shells, on real files', () => {
     expect(states()).toEqual(['t1 AGENT_STAGING_OUTPUT', 't1 TMGR_STAGING_OUTPUT_PENDING']);
   });
 
-  it("AgentOutputStagerShell removes a task's own directory that stayed empty, and keeps one with files", async () => {
+  it("AgentOutputStagerShell removes a function call's own directory that stayed empty, and keeps one with files", async () => {
     const pilot = tmp();
     for (const uid of ['empty', 'full']) mkdirSync(path.join(pilot, uid));
     writeFileSync(path.join(pilot, 'full', 'out.txt'), 'x\n');
@@ -124,7 +124,7 @@ describe('the agent-side component shells, on real files', () => {
         taskIn('AGENT_STAGING_OUTPUT_PENDING', {
           uid,
           sandbox: path.join(pilot, uid),
-          output: 'stream',
+          description: { mode: 'function', function: { module: '/m.js' } },
         }),
       ),
     );

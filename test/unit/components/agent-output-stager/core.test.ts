@@ -44,20 +44,24 @@ function collected(uid: string, stdout = `out of ${uid}\n`, stderr = '') {
 }
 
 describe('AgentOutputStagerCore', () => {
-  it("asks to remove a task's own directory if empty, never the pilot's, one it asked for, or one output directives stage from", () => {
+  it("asks to remove a function call's own directory if empty, never the pilot's, one it asked for, or one output directives stage from; executables' their helpers remove", () => {
     const { rec, core } = setup();
-    const own = pending('own');
-    const shared = { ...pending('shared'), sandbox: PILOT_SB };
-    const asked = pending('asked');
-    asked.description = { ...asked.description, sandbox: true };
-    core.onTasks([own, shared, asked]);
-    rec.take();
-    core.onCollected([collected('own'), collected('shared'), collected('asked')]);
-    expect(rec.take()).toEqual([
-      'notify own TMGR_STAGING_OUTPUT_PENDING, shared TMGR_STAGING_OUTPUT_PENDING, asked TMGR_STAGING_OUTPUT_PENDING',
-      'forward own, shared, asked',
-      'removeIfEmpty /sb/own',
+    const fn = { mode: 'function' as const, function: { module: '/m.js' } };
+    const call = (uid: string, more: Partial<TaskRecord['description']> = {}) => ({
+      ...pending(uid),
+      description: { ...fn, ...more },
+    });
+    const staged = [{ source: 'task://o', target: '/tmp/o' }];
+    core.onTasks([
+      call('own'),
+      { ...call('shared'), sandbox: PILOT_SB },
+      call('asked', { sandbox: true }),
+      call('stages', { outputStaging: staged }),
+      { ...pending('exe'), output: 'stream' as const },
     ]);
+    const lines = rec.take();
+    expect(lines.at(-1)).toBe('removeIfEmpty /sb/own');
+    expect(lines.filter((l) => l.startsWith('removeIfEmpty'))).toHaveLength(1);
     rec.expectNoMore();
   });
 
@@ -103,11 +107,7 @@ describe('AgentOutputStagerCore', () => {
     core.onTasks([t]);
     rec.take();
     core.onCollected([collected('t1', 'hello\n', 'warning: x\n')]);
-    expect(rec.take()).toEqual([
-      'notify t1 TMGR_STAGING_OUTPUT_PENDING',
-      'forward t1',
-      'removeIfEmpty /sb/t1',
-    ]);
+    expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT_PENDING', 'forward t1']);
     expect(t.state).toBe('TMGR_STAGING_OUTPUT_PENDING');
     expect(t.stdout).toBe('hello\n');
     expect(t.stderr).toBe('warning: x\n');
@@ -127,7 +127,6 @@ describe('AgentOutputStagerCore', () => {
     expect(rec.take()).toEqual([
       'notify t1 TMGR_STAGING_OUTPUT_PENDING, t2 TMGR_STAGING_OUTPUT_PENDING',
       'forward t1, t2',
-      'removeIfEmpty /sb/t1 /sb/t2',
     ]);
     expect(notes.slice(-2).map(facts)).toEqual([
       { exitCode: null, signal: 'SIGTERM', stdout: 'o\n', stderr: 'e\n', reason: why },
@@ -147,14 +146,9 @@ describe('AgentOutputStagerCore', () => {
     expect(rec.take()).toEqual([
       'notify c TMGR_STAGING_OUTPUT_PENDING, a TMGR_STAGING_OUTPUT_PENDING',
       'forward c, a',
-      'removeIfEmpty /sb/c /sb/a',
     ]);
     core.onCollected([collected('b'), collected('nobody')]);
-    expect(rec.take()).toEqual([
-      'notify b TMGR_STAGING_OUTPUT_PENDING',
-      'forward b',
-      'removeIfEmpty /sb/b',
-    ]);
+    expect(rec.take()).toEqual(['notify b TMGR_STAGING_OUTPUT_PENDING', 'forward b']);
     rec.expectNoMore();
   });
 
@@ -181,7 +175,6 @@ describe('AgentOutputStagerCore', () => {
     expect(rec.take()).toEqual([
       'notify t1 CANCELED, t2 TMGR_STAGING_OUTPUT_PENDING',
       'forward t2',
-      'removeIfEmpty /sb/t2',
     ]);
     expect(t.state).toBe('CANCELED');
     expect(t.stdout).toBe('partial\n');
