@@ -14,7 +14,7 @@
  *   in (stdin):
  *     {"op":"spawn","uid":S,"executable":S,"args":[S...],"env":{K:S...},"cwd":S,
  *      "stdoutPath":S,"stderrPath":S,"files"?:[{"path":S,"content":S}...],"killScope"?:"process",
- *      "cpus"?:S,"after"?:S,"mkdir"?:S,"rmdir"?:S}
+ *      "cpus"?:S,"after"?:S,"mkdir"?:S}
  *     the same with "stream":{"attempt":N} (N a whole number in [0, 2^32)) instead of the paths
  *     {"op":"kill","uid":S,"signal":"SIGTERM"|"SIGKILL"|"SIGINT"|"SIGHUP"|"SIGQUIT"|"SIGUSR1"|
  *      "SIGUSR2"|"SIGALRM"}   (a signal other than SIGKILL only tells the task something)
@@ -36,8 +36,7 @@
  *
  * Semantics:
  *   - spawn: makes `mkdir` (the task's own directory, mode 0700, unless it exists; its parent
- *     must; `rmdir` is removed when the main process is reaped, if empty, before its exit
- *     event), writes `files` (O_WRONLY|O_CREAT|O_TRUNC, 0600), opens stdoutPath and stderrPath the
+ *     must), writes `files` (O_WRONLY|O_CREAT|O_TRUNC, 0600), opens stdoutPath and stderrPath the
  *     same way, then starts `executable args` (argv[0] = executable; looked up in PATH, the task's
  *     PATH if its env sets one, when it has no '/'; a file without a #! line runs under /bin/sh,
  *     as execvp does) in `cwd`, stdin /dev/null, with the helper's environment plus `env` plus
@@ -781,8 +780,6 @@ typedef struct Task {
   unsigned long serial;
   /** It runs in the cgroup <home>/<serial>. */
   bool has_cg;
-  /** Removed when its main process is reaped, if empty (the spawn's "rmdir"); else NULL. */
-  char *rmdir;
   /** The spawns that start when its main process is reaped. */
   Followers behind;
   struct Task *next_uid, *next_pid;
@@ -855,7 +852,6 @@ static Task *task_add(const char *uid, size_t n, pid_t pid, bool process_only,
   t->serial = serial;
   t->has_cg = has_cg;
   t->output = output;
-  t->rmdir = NULL;
   size_t i = hash_bytes(uid, n) & (n_buckets - 1), j = hash_pid(pid) & (n_buckets - 1);
   t->next_uid = by_uid[i];
   by_uid[i] = t;
@@ -873,7 +869,6 @@ static void task_remove(Task *t) {
   while (*pp != t) pp = &(*pp)->next_pid;
   *pp = t->next_pid;
   free(t->uid);
-  free(t->rmdir);
   free(t);
   n_tasks--;
 }
@@ -2413,7 +2408,6 @@ static bool refused(const JVal *req, bool streamed) {
   }
   if (refuse_nul(uid, member(req, "cwd"), "cwd", -1) ||
       (member(req, "mkdir") != NULL && refuse_nul(uid, member(req, "mkdir"), "mkdir", -1)) ||
-      (member(req, "rmdir") != NULL && refuse_nul(uid, member(req, "rmdir"), "rmdir", -1)) ||
       (!streamed && (refuse_nul(uid, member(req, "stdoutPath"), "stdoutPath", -1) ||
                      refuse_nul(uid, member(req, "stderrPath"), "stderrPath", -1)))) {
     return true;
@@ -2526,14 +2520,7 @@ static Task *do_spawn(const JVal *req) {
     return NULL;
   }
   emit_started(uid->str, uid->len, pid);
-  Task *t = task_add(uid->str, uid->len, pid, process_only, serial, moved >= 0 && !process_only, o);
-  const JVal *rm = member(req, "rmdir");
-  if (rm != NULL) {
-    t->rmdir = xmalloc(rm->len + 1);
-    memcpy(t->rmdir, rm->str, rm->len);
-    t->rmdir[rm->len] = '\0';
-  }
-  return t;
+  return task_add(uid->str, uid->len, pid, process_only, serial, moved >= 0 && !process_only, o);
 }
 
 /**
@@ -2595,7 +2582,6 @@ static bool valid_spawn(const JVal *m) {
   if (scope != NULL && !str_is(scope, "process")) return false;
   if (member(m, "after") != NULL && !is_str(member(m, "after"))) return false;
   if (member(m, "mkdir") != NULL && !is_str(member(m, "mkdir"))) return false;
-  if (member(m, "rmdir") != NULL && !is_str(member(m, "rmdir"))) return false;
   if (files != NULL) {
     if (files->type != J_ARR) return false;
     for (const JVal *f = files->kid; f != NULL; f = f->next) {
@@ -2730,7 +2716,6 @@ static void reap(void) {
     if (t == NULL) continue;
     Output *o = t->output;
     if (o != NULL) output_exit(o); /* its frames first, then the exit with its tails */
-    if (t->rmdir != NULL) rmdir(t->rmdir); /* if empty, before its exit is told; else kept */
     char tmp[16];
     if (WIFSIGNALED(st)) {
       emit_exited(t->uid, t->ulen, 0, signal_name(WTERMSIG(st), tmp, sizeof tmp), o);

@@ -10,6 +10,7 @@ import {
   type StagingStep,
   type StepFailure,
 } from '../shared/staging-paths';
+import { retriesLeft } from '../shared/retry';
 import { checkArrivals, transition } from '../shared/transition';
 import { removedWhenEmpty } from '../shared/workdir';
 import type { AgentOutputStagerEffects } from './effects';
@@ -17,13 +18,15 @@ import type { AgentOutputStagerEffects } from './effects';
 const ME = COMPONENTS.agentOutputStager;
 
 /**
- * A function call's own directory, to remove if it stayed empty (workdir.ts removedWhenEmpty);
- * undefined: keep it. Other tasks' own directories their spawner helpers remove (SpawnSpec.rmdir).
+ * The task's own directory, to remove if it stayed empty (workdir.ts removedWhenEmpty);
+ * undefined: keep it. Kept too while another attempt may come back to it: one that did not
+ * succeed and has retries left (its removal, in the background, could follow the retry's start).
  */
 export function removableSandbox(task: TaskRecord, pilotSandbox: string): string | undefined {
   const own = task.sandbox !== undefined && task.sandbox !== pilotSandbox;
-  if (!own || task.description.mode !== 'function') return undefined;
-  return removedWhenEmpty(task.description) ? task.sandbox : undefined;
+  if (!own || !removedWhenEmpty(task.description)) return undefined;
+  const succeeded = task.exitCode === 0 && task.signal == null && task.reason === undefined;
+  return succeeded || retriesLeft(task) === 0 ? task.sandbox : undefined;
 }
 
 /**

@@ -36,9 +36,7 @@ export function madeAtSpawn(d: TaskDescription): boolean {
 
 /**
  * Whether a task's own directory is removed after it when it stayed empty: unless the task has
- * output directives (they stage from it) or said `sandbox: true` (keep it). Executables' and
- * services' spawner helpers remove it as the task exits, before they report the exit (so before
- * any retry comes back to it); function calls' the AgentOutputStager.
+ * output directives (they stage from it) or said `sandbox: true` (keep it).
  */
 export function removedWhenEmpty(d: TaskDescription): boolean {
   return d.sandbox !== true && (d.outputStaging?.length ?? 0) === 0;

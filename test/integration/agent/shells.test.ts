@@ -9,6 +9,7 @@ import { AgentSchedulerShell } from '../../../src/components/agent-scheduler/she
 import { systemClock } from '../../../src/lib/clock';
 import { silentLogger } from '../../../src/lib/logger';
 import { LocalQueue } from '../../../src/transport/local-queue';
+import { gone } from '../../support/dir-entries';
 import { taskIn } from '../../support/fixtures';
 
 /** A shell's deps with a LocalQueue as the next component, and what they received. */
@@ -113,7 +114,7 @@ describe('the agent-side component shells, on real files', () => {
     expect(states()).toEqual(['t1 AGENT_STAGING_OUTPUT', 't1 TMGR_STAGING_OUTPUT_PENDING']);
   });
 
-  it("AgentOutputStagerShell removes a function call's own directory that stayed empty, and keeps one with files", async () => {
+  it("AgentOutputStagerShell removes a task's own directory that stayed empty, and keeps one with files", async () => {
     const pilot = tmp();
     for (const uid of ['empty', 'full']) mkdirSync(path.join(pilot, uid));
     writeFileSync(path.join(pilot, 'full', 'out.txt'), 'x\n');
@@ -124,11 +125,12 @@ describe('the agent-side component shells, on real files', () => {
         taskIn('AGENT_STAGING_OUTPUT_PENDING', {
           uid,
           sandbox: path.join(pilot, uid),
-          description: { mode: 'function', function: { module: '/m.js' } },
+          output: 'stream',
         }),
       ),
     );
     await forwarded;
+    await gone([path.join(pilot, 'empty')], 5_000); // in the background
     expect(readdirSync(pilot)).toEqual(['full']);
   });
 });

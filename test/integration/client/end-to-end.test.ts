@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import type { TaskDescription } from '../../../src/generated';
 import { TASK_STATES } from '../../../src/states/task-model';
+import { gone } from '../../support/dir-entries';
 import { fixtures } from '../../support/session-fixture';
 
 const ORDER = TASK_STATES.slice(0, TASK_STATES.indexOf('DONE') + 1);
@@ -72,6 +73,8 @@ describe('a local pilot runs tasks end to end', () => {
       const sandbox = own ? `${pilotSandbox}/env-check` : pilotSandbox;
       expect([t!.sandbox, line2, line3]).toEqual([sandbox, sandbox, sandbox]);
       expect(t!.output).toBe(extra.output ?? 'stream');
+      // an empty one is removed in the background, once the task ended
+      if (!kept) await gone([`${pilotSandbox}/env-check`], 10_000);
       expect(existsSync(`${pilotSandbox}/env-check`)).toBe(kept);
     },
     30_000,

@@ -5,6 +5,7 @@ import type { Task } from '../../../src/client/task';
 import { deferred, withTimeout } from '../../../src/lib/deferred';
 import { EmbeddedStore } from '../../../src/updater/embedded/store';
 import { TASK_STATES, type TaskState } from '../../../src/states/task-model';
+import { gone } from '../../support/dir-entries';
 import { fixtures } from '../../support/session-fixture';
 import { tempDirs } from '../../support/temp-dirs';
 
@@ -59,6 +60,11 @@ describe('function tasks: quiet states, a directory of their own unless they ask
     const store = await EmbeddedStore.open(fx.session.dir);
     const history = await store.history();
     await store.close();
+    // the calls' own directories stayed empty: removed in the background once they ended
+    await gone(
+      tasks.map((t) => path.join(fx.pilot.sandbox, t.uid)),
+      10_000,
+    );
     for (const t of tasks) {
       expect([t.state, t.reason]).toEqual(['DONE', undefined]);
       // a published state may be inferred too, when a later one reached the store first

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { tempDirs } from '../../support/temp-dirs';
+import { gone } from '../../support/dir-entries';
 import { fixtures } from '../../support/session-fixture';
 
 /**
@@ -77,7 +78,7 @@ describe('own working directories by default', () => {
       path.join(fs.realpathSync(fx.pilot.sandbox), t!.uid),
       own,
     ]);
-    expect(fs.existsSync(own)).toBe(false);
+    await gone([own], 10_000); // removed in the background, once it ended
   }, 40_000);
 
   it('sums the out.txt of 40 tasks read by uid through task://<uid>/out.txt', async () => {

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { decodeFrames } from '../../../src/lib/output-frames';
 import { fixtures } from '../../support/session-fixture';
 import { collect, followGatedPrinter } from '../../support/tail-check';
+import { gone } from '../../support/dir-entries';
 import { tempDirs } from '../../support/temp-dirs';
 import { runCli } from '../../support/cli';
 
@@ -48,7 +49,12 @@ describe("output 'stream' on a local pilot", () => {
     expect(fs.readFileSync(path.join(files!.sandbox!, 'stdout'), 'utf8')).toBe('to a file\n');
     expect([own!.state, own!.output, own!.stdout]).toEqual(['DONE', 'stream', 'done\n']);
     expect(fs.readdirSync(own!.sandbox!)).toEqual(['mine.txt']);
-    // the others' stayed empty and were removed: the pilot's sandbox holds only these two
+    // the others' stayed empty and were removed (in the background, once they ended): the
+    // pilot's sandbox holds only these two
+    await gone(
+      [echo!, many!, bad!].map((t) => t.sandbox!),
+      10_000,
+    );
     const taskDirs = fs.readdirSync(pilotDir).filter((f) => f.startsWith('task.'));
     expect(taskDirs.sort()).toEqual([files!.uid, own!.uid].sort());
     // the stream files hold each streamed task's frames, closed by its end frame

@@ -2,7 +2,7 @@ import type { Reason } from '../../../generated';
 import { COMPONENTS } from '../../../states/task-model';
 import type { ProcessJob, SpawnSpec } from '../effects';
 import { buildLaunch, stepStatusPrefix, stepsReason, taskSteps } from '../launch';
-import { TASK_DIR_FAILURE, removedWhenEmpty, workdirOf } from '../../shared/workdir';
+import { TASK_DIR_FAILURE, workdirOf } from '../../shared/workdir';
 import type { ExecutorKind } from './kind';
 
 const REASON_BY_ERRNO: Record<string, Reason['code']> = {
@@ -30,12 +30,8 @@ export const processKind: ExecutorKind<ProcessJob> = {
       task.output === 'stream'
         ? { ...base, stream: { attempt: task.attempt } }
         : { ...base, stdoutPath: `${sandbox}/stdout`, stderrPath: `${sandbox}/stderr` };
-    // its own directory: its spawner helper makes it, first (workdir.ts madeAtSpawn), and
-    // removes it at its exit if it stayed empty (removedWhenEmpty)
-    if (launch.pilotSandbox !== undefined && sandbox !== launch.pilotSandbox) {
-      spec.mkdir = sandbox;
-      if (removedWhenEmpty(task.description)) spec.rmdir = sandbox;
-    }
+    // its own directory: its spawner helper makes it, first (workdir.ts madeAtSpawn)
+    if (launch.pilotSandbox !== undefined && sandbox !== launch.pilotSandbox) spec.mkdir = sandbox;
     if (l.files.length > 0) spec.files = l.files;
     if (l.killScope !== undefined) spec.killScope = l.killScope;
     if (l.cpus !== undefined) spec.cpus = l.cpus;

@@ -51,7 +51,7 @@ import { StreamFile, type TaskOutput } from './stream-output';
 import { StartQueue } from './start-queue';
 import { isKillRequest, isSpawnRequest, nulField } from './requests';
 import { MARK_VAR } from './kill-session';
-import { makeTaskDir, removeTaskDirIfEmpty } from './task-dir';
+import { makeTaskDir } from './task-dir';
 import type { HelperEvent, KillSignal, SpawnRequest } from './protocol';
 
 /** The tasks whose main process runs (or is starting), and those processes' pids. */
@@ -218,7 +218,7 @@ function doSpawn(m: SpawnRequest): void {
       // none after EMFILE or ENFILE: then 'error' comes, and abandons it
       if (child.stdout !== null && child.stderr !== null) out.attach(child.stdout, child.stderr);
     }
-    watch(task, child, m.cwd, out, m.rmdir);
+    watch(task, child, m.cwd, out);
   } catch (e) {
     out?.abandon();
     tracking.ended(task); // removes its cgroup if it got one
@@ -235,14 +235,8 @@ function doSpawn(m: SpawnRequest): void {
   }
 }
 
-/** `out`: a 'stream' task's output; `rmdir`: removed at its exit if empty. */
-function watch(
-  task: TrackedTask,
-  child: ChildProcess,
-  cwd: string,
-  out?: TaskOutput,
-  rmdir?: string,
-): void {
+/** `out`: a 'stream' task's output. */
+function watch(task: TrackedTask, child: ChildProcess, cwd: string, out?: TaskOutput): void {
   const { uid } = task;
   children.set(uid, { child, task });
   if (task.pid !== undefined) mains.add(task.pid);
@@ -269,7 +263,6 @@ function watch(
     children.delete(uid);
     mains.delete(task.pid!);
     tracking.ended(task); // what it left behind: SIGTERM, then SIGKILL after the grace
-    if (rmdir !== undefined) removeTaskDirIfEmpty(rmdir); // before its exit is told
     if (out === undefined) {
       emit({ ev: 'exited', uid, exitCode, signal, t });
       queue.release(uid); // at once: the slots it held never idle

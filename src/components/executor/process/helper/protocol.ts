@@ -2,9 +2,9 @@
  * The line protocol of the spawner helpers (native/spawner/pf-spawner.c and main.ts),
  * which SpawnerPool speaks: newline-delimited JSON, one object per line, both ways (UTF-8).
  *   to a helper:   {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath,files?,killScope?,
- *                   cpus?,after?,mkdir?,rmdir?}
+ *                   cpus?,after?,mkdir?}
  *                  | {"op":"spawn",uid,executable,args,env,cwd,stream:{attempt},files?,killScope?,
- *                   cpus?,after?,mkdir?,rmdir?}
+ *                   cpus?,after?,mkdir?}
  *                  | {"op":"kill",uid,signal:"SIGTERM"|"SIGKILL"}
  *   from a helper: {"ev":"ready",pid,tracking,markPrefix,why?} first, then {"ev":"started",uid,pid,t}
  *                  | {"ev":"exited",uid,exitCode,signal,t,stdoutTail?,stderrTail?,stdoutBytes?,
@@ -13,8 +13,7 @@
  * The requests of one synchronous run go out in one write; a helper sends the events of one of
  * its loop turns in one write. `mkdir` (the task's own directory) is made first, 0700, unless it
  * exists (its parent must; one it cannot make fails the spawn, the message beginning "cannot make
- * the task directory"); then `files` are written before the task starts. `rmdir` is removed
- * when the task's main process has exited, if it is empty, before its exit event. A spawn with
+ * the task directory"); then `files` are written before the task starts; a spawn with
  * `killScope: 'process'` (srun) is killed alone, others with every process they started, tracked
  * as `tracking` says: 'cgroup' (a cgroup per task) or 'proc' (groups, sessions, descendants and
  * PF_TASK_MARK, whose values start with `markPrefix`, found in /proc); `why` says why task
@@ -102,11 +101,6 @@ interface SpawnBase {
    * so the agent need not make it. Its parent must exist.
    */
   mkdir?: string;
-  /**
-   * A directory to remove after the main process exits if it is empty (the task's own, which
-   * nothing stages from), before the exit event: a retry comes after it.
-   */
-  rmdir?: string;
   /** Small files to write before the process starts (e.g. mpirun's hostfile). */
   files?: SpawnFile[];
   /** 'process': kills signal this process alone, not its group and session (srun). */

@@ -24,7 +24,6 @@ export function isSpawnRequest(m: unknown): m is SpawnRequest {
     (s.cpus === undefined || typeof s.cpus === 'string') &&
     (s.after === undefined || typeof s.after === 'string') &&
     (s.mkdir === undefined || typeof s.mkdir === 'string') &&
-    (s.rmdir === undefined || typeof s.rmdir === 'string') &&
     (s.files === undefined ||
       (Array.isArray(s.files) &&
         s.files.every(
@@ -71,7 +70,6 @@ export function nulField(m: SpawnRequest): string | undefined {
   for (const [k, v] of Object.entries(m.env)) if (has(k) || has(v)) return 'env';
   if (has(m.cwd)) return 'cwd';
   if (m.mkdir !== undefined && has(m.mkdir)) return 'mkdir';
-  if (m.rmdir !== undefined && has(m.rmdir)) return 'rmdir';
   if (m.stdoutPath !== undefined && has(m.stdoutPath)) return 'stdoutPath';
   if (m.stderrPath !== undefined && has(m.stderrPath)) return 'stderrPath';
   const file = (m.files ?? []).findIndex((f) => has(f.path));

@@ -1,9 +1,8 @@
 /**
- * A task's own directory, made by its spawner helper at spawn (SpawnSpec.mkdir) and removed at
- * its exit when empty (SpawnSpec.rmdir), so the agent makes and removes none on its loop: one
- * mkdir and one rmdir where the task is started, as pf-spawner.c does.
+ * A task's own directory, made by its spawner helper at spawn (SpawnSpec.mkdir) so the agent
+ * makes none on its loop: one mkdir, where the task is started, as pf-spawner.c does.
  */
-import { mkdirSync, rmdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { errnoOf, errnoText } from '../../../../lib/errno-text';
 
 /** Its owner's alone, as every directory of a session. */
@@ -18,14 +17,5 @@ export function makeTaskDir(dir: string): { code: string; message: string } | un
     const code = errnoOf(e);
     if (code === 'EEXIST') return undefined;
     return { code, message: `cannot make the task directory '${dir}': ${errnoText(code, e)}` };
-  }
-}
-
-/** Removes `dir` if it is empty; one that is not (or is gone) stays as it is. */
-export function removeTaskDirIfEmpty(dir: string): void {
-  try {
-    rmdirSync(dir);
-  } catch {
-    // something is in it, or it is gone: kept as it is
   }
 }

@@ -171,7 +171,6 @@ describeEachHelper('a spawner helper run by SpawnerPool', (helper: SpawnerHelper
       ['the environment', (s: SpawnSpec) => (s.env = { A: 'b\0c' }), 'env'],
       ['the working directory', (s: SpawnSpec) => (s.cwd = `${s.cwd}\0x`), 'cwd'],
       ['the task directory', (s: SpawnSpec) => (s.mkdir = `${s.cwd}\0x`), 'mkdir'],
-      ['the directory to remove', (s: SpawnSpec) => (s.rmdir = `${s.cwd}\0x`), 'rmdir'],
     ])('a NUL byte in %s: EINVAL', async (_what, spoil, field) => {
       const s = spec('/bin/true');
       spoil(s);
@@ -201,41 +200,6 @@ describeEachHelper('a spawner helper run by SpawnerPool', (helper: SpawnerHelper
     const again = { ...s, uid: `${s.uid}.again`, files: [] };
     p.spawn(again);
     expect((await events.exit(again.uid)).exitCode).toBe(0);
-  });
-
-  it('removes the task directory (rmdir) at its exit, before telling it, if empty; keeps one with files', async () => {
-    const p = await start();
-    const base = spec('/bin/true');
-    const dirOf = (name: string): string => path.join(base.cwd, name);
-    const empty: SpawnSpec = {
-      uid: `${base.uid}.empty`,
-      executable: '/bin/true',
-      args: [],
-      env: {},
-      cwd: dirOf('empty'),
-      mkdir: dirOf('empty'),
-      rmdir: dirOf('empty'),
-      stdoutPath: dirOf('e.out'),
-      stderrPath: dirOf('e.err'),
-    };
-    const full: SpawnSpec = {
-      ...empty,
-      uid: `${base.uid}.full`,
-      executable: '/bin/sh',
-      args: ['-c', 'echo x > out.txt'],
-      cwd: dirOf('full'),
-      mkdir: dirOf('full'),
-      rmdir: dirOf('full'),
-      stdoutPath: dirOf('f.out'),
-      stderrPath: dirOf('f.err'),
-    };
-    const files = { ...base, uid: `${base.uid}.files`, rmdir: base.cwd };
-    for (const s of [empty, full, files]) p.spawn(s);
-    for (const s of [empty, full, files]) expect((await events.exit(s.uid)).exitCode).toBe(0);
-    expect(fs.existsSync(dirOf('empty'))).toBe(false);
-    expect(fs.readFileSync(path.join(dirOf('full'), 'out.txt'), 'utf8')).toBe('x\n');
-    const left = ['e.err', 'e.out', 'f.err', 'f.out', 'full', 'stderr', 'stdout'];
-    expect(fs.readdirSync(base.cwd).sort()).toEqual(left);
   });
 
   it('passes arguments and environment values byte for byte: newlines, quotes, unicode', async () => {

@@ -31,33 +31,15 @@ function specOf(task: TaskRecord): ProcessJob['spec'] {
 }
 
 describe('processKind: working directories', () => {
-  it('runs a task in its own directory, which its spawner helper makes (mkdir) and removes if empty (rmdir)', () => {
+  it('runs a task in its own directory, which its spawner helper makes (mkdir)', () => {
     const s = specOf(exeTask('/sb/t1'));
-    expect([s.cwd, s.mkdir, s.rmdir, s.env.PF_TASK_SANDBOX]).toEqual([
-      '/sb/t1',
-      '/sb/t1',
-      '/sb/t1',
-      '/sb/t1',
-    ]);
-  });
-
-  it('keeps the own directory of a task with output directives, or that said sandbox: true', () => {
-    const staged = [{ source: 'task://o', target: '/tmp/o' }];
-    for (const more of [{ outputStaging: staged }, { sandbox: true }]) {
-      const s = specOf(exeTask('/sb/t1', more));
-      expect([s.mkdir, s.rmdir]).toEqual(['/sb/t1', undefined]);
-    }
+    expect([s.cwd, s.mkdir, s.env.PF_TASK_SANDBOX]).toEqual(['/sb/t1', '/sb/t1', '/sb/t1']);
   });
 
   it("runs one in workdir 'pilot' (or sandbox: false) in the pilot's sandbox, making nothing", () => {
     for (const more of [{ workdir: 'pilot' }, { sandbox: false }]) {
       const s = specOf(exeTask(PILOT, more));
-      expect([s.cwd, s.mkdir, s.rmdir, s.env.PF_TASK_SANDBOX]).toEqual([
-        PILOT,
-        undefined,
-        undefined,
-        PILOT,
-      ]);
+      expect([s.cwd, s.mkdir, s.env.PF_TASK_SANDBOX]).toEqual([PILOT, undefined, PILOT]);
     }
   });
 
