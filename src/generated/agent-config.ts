@@ -58,7 +58,7 @@ export interface AgentConfig {
    */
   backfillLimit?: number;
   /**
-   * Where executables' stdout and stderr go unless a task says (TaskDescription.output): 'files' (each task's `stdout` and `stderr` in a sandbox of its own) or 'stream' (framed into a few stream files in <pilot sandbox>/output/, no file or directory per task). Default 'stream' (docs/output.md).
+   * Where executables' stdout and stderr go unless a task says (TaskDescription.output): 'files' (each task's `stdout` and `stderr` in a sandbox of its own) or 'stream' (framed into a few stream files in <pilot sandbox>/output/, no file per task). Default 'stream' (docs/output.md).
    */
   output?: 'files' | 'stream';
   /**
