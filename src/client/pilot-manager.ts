@@ -311,6 +311,7 @@ export class PilotManager {
       ...(agent.backfillLimit !== undefined ? { backfillLimit: agent.backfillLimit } : {}),
       ...(agent.output !== undefined ? { output: agent.output } : {}),
       ...(agent.taskJson !== undefined ? { taskJson: agent.taskJson } : {}),
+      ...(agent.taskDirs !== undefined ? { taskDirs: agent.taskDirs } : {}),
       ...(agent.followOns !== undefined ? { followOns: agent.followOns } : {}),
       ...(agent.updateWorkers !== undefined ? { updateWorkers: agent.updateWorkers } : {}),
       ...(agent.killGraceMs !== undefined ? { killGraceMs: agent.killGraceMs } : {}),

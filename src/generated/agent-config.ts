@@ -66,6 +66,10 @@ export interface AgentConfig {
    */
   followOns?: boolean;
   /**
+   * The pilot's agent.taskDirs: where tasks' own directories go on the agent's node (PilotDescription).
+   */
+  taskDirs?: string;
+  /**
    * Write each task's description as `task.json` in its sandbox (when it has one), for debugging; default false.
    */
   taskJson?: boolean;

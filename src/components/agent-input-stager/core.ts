@@ -77,6 +77,8 @@ export class AgentInputStagerCore {
     private readonly pilotSandbox: string,
     /** The pilot's agent.output: where executables' output goes unless they say. */
     private readonly defaultOutput: OutputMode = DEFAULT_OUTPUT,
+    /** Where tasks' own directories go: the pilot's sandbox, or its agent.taskDirs here. */
+    private readonly taskRoot: string = pilotSandbox,
   ) {}
 
   onTasks(tasks: TaskRecord[]): void {
@@ -89,7 +91,7 @@ export class AgentInputStagerCore {
       notes.push(transition(task, 'AGENT_STAGING_INPUT', ME, now));
       const output = outputOf(task.description, this.defaultOutput);
       if (output !== undefined) task.output = output;
-      task.sandbox = needsOwnSandbox(task) ? `${this.pilotSandbox}/${task.uid}` : this.pilotSandbox;
+      task.sandbox = needsOwnSandbox(task) ? `${this.taskRoot}/${task.uid}` : this.pilotSandbox;
       this.staging.set(task.uid, task);
       work.push(task);
     }

@@ -22,13 +22,14 @@ export class AgentInputStagerShell implements AgentInputStagerEffects {
     private readonly pilotSandbox: string,
     /** The `transfer` action's way to the client; none: such directives fail the task. */
     private readonly transfers?: Transfers,
-    /** The pilot's agent.output and agent.taskJson. */
-    private readonly opts: { output: OutputMode; taskJson: boolean } = {
+    /** The pilot's agent.output and agent.taskJson; taskRoot: where own directories go. */
+    private readonly opts: { output: OutputMode; taskJson: boolean; taskRoot?: string } = {
       output: DEFAULT_OUTPUT,
       taskJson: false,
     },
   ) {
-    this.core = new AgentInputStagerCore(this, deps.clock, pilotSandbox, opts.output);
+    const root = opts.taskRoot ?? pilotSandbox;
+    this.core = new AgentInputStagerCore(this, deps.clock, pilotSandbox, opts.output, root);
   }
 
   notify(notifications: Notification[]): void {

@@ -144,4 +144,34 @@ describe('own working directories by default', () => {
     expect(fs.readFileSync(path.join(t!.sandbox!, 'input.dat'), 'utf8')).toBe('20\n');
     expect(fs.readFileSync(path.join(client, 'results', 'result.dat'), 'utf8')).toBe('21\n');
   }, 40_000);
+
+  it('puts the task directories under agent.taskDirs: task://, staging and removal find them there', async () => {
+    const local = temp.make();
+    const client = temp.make();
+    process.chdir(client);
+    // ($NAME expansion: test/unit/agent/task-dirs.test.ts; jest's process.env is not the agent's)
+    const fx = await fixture.open({ agent: { taskDirs: `${local}/node` } });
+    const root = path.join(local, 'node', fx.session.uid, fx.pilot.uid);
+    const [writer, idle] = await fx.tmgr.submitTasks([
+      { executable: '/bin/sh', arguments: ['-c', 'echo 21 > out.txt; echo "$PF_TASK_SANDBOX"'] },
+      { executable: '/bin/true' },
+    ]);
+    const [reader] = await fx.tmgr.submitTasks([
+      {
+        executable: '/bin/sh',
+        arguments: ['-c', 'echo $(( $(cat in.txt) * 2 )) > doubled.txt'],
+        after: [writer!.uid],
+        inputStaging: [{ source: `task://${writer!.uid}/out.txt`, target: 'in.txt' }],
+        outputStaging: [{ source: 'doubled.txt', target: 'doubled.txt' }],
+      },
+    ]);
+    await fx.tmgr.waitTasks({ timeoutMs: 30_000 });
+    expect([writer!.state, reader!.state, reader!.reason]).toEqual(['DONE', 'DONE', undefined]);
+    expect(writer!.sandbox).toBe(path.join(root, writer!.uid));
+    expect((writer!.stdout ?? '').trim()).toBe(writer!.sandbox);
+    expect(fs.readFileSync(path.join(root, writer!.uid, 'out.txt'), 'utf8')).toBe('21\n');
+    expect(fs.readFileSync(path.join(client, 'doubled.txt'), 'utf8')).toBe('42\n');
+    expect(fs.existsSync(path.join(fx.pilot.sandbox, writer!.uid))).toBe(false);
+    await gone([path.join(root, idle!.uid)], 10_000);
+  }, 40_000);
 });
