@@ -19,9 +19,13 @@
  *
  * The same again in the default output mode in a session opened `insecure: 'trusted-network'`
  * (suffixed `_insecure`), and `encryption_tasks_per_s_ratio` (encrypted over insecure): what
- * CurveZMQ costs, measured side by side. The sessions run in the order stream, files, insecure;
- * PILOTFISH_BENCH_E2E_ORDER (e.g. `insecure,files,stream`) changes it, to tell a mode apart from
- * its place (a later session in the same process runs a little slower).
+ * CurveZMQ costs, measured side by side. And in the default output mode with every task in the
+ * pilot's shared sandbox (`workdir: 'pilot'`, suffixed `_shared`; every other session's tasks
+ * run in a directory of their own, the default), and `own_dir_tasks_per_s_ratio` (own over
+ * shared, first and `_steady` batches): what a directory per task costs. The sessions run in the
+ * order stream, shared, files, insecure; PILOTFISH_BENCH_E2E_ORDER (e.g.
+ * `insecure,files,shared,stream`) changes it, to tell a mode apart from its place (a later
+ * session in the same process runs a little slower).
  *
  * Then, in the same run, after the pilots are gone, the same N `/bin/true` with as many at once
  * as the pilot has cores, by references (bench/references.ts):
@@ -47,7 +51,14 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { PilotManager, Session, TaskManager, readProfile, type Profile } from '../src';
+import {
+  PilotManager,
+  Session,
+  TaskManager,
+  readProfile,
+  type Profile,
+  type TaskDescription,
+} from '../src';
 import { TASK_STATES } from '../src/states/task-model';
 import {
   median,
@@ -69,8 +80,9 @@ export async function run({ quick, emit }: BenchOptions): Promise<void> {
   const n = quick ? 200 : 5_000;
   const results = new Map<Session3, RunResult>();
   for (const which of sessionOrder()) {
-    const output = which === 'insecure' ? DEFAULT_OUTPUT : which;
-    results.set(which, await runPilot(quick, n, emit, { output, suffix: `_${which}` }));
+    const output = which === 'insecure' || which === 'shared' ? DEFAULT_OUTPUT : which;
+    const task = which === 'shared' ? SHARED_WORKDIR : {};
+    results.set(which, await runPilot(quick, n, emit, { output, suffix: `_${which}`, task }));
   }
   const exec = results.get(DEFAULT_OUTPUT)!;
   const plain = results.get('insecure')!;
@@ -82,6 +94,21 @@ export async function run({ quick, emit }: BenchOptions): Promise<void> {
     encrypted: sig(exec.tasksPerS),
     insecure: sig(plain.tasksPerS),
   });
+  const shared = results.get('shared')!;
+  for (const [which, own, other] of [
+    ['', exec.tasksPerS, shared.tasksPerS],
+    ['_steady', exec.steadyPerS, shared.steadyPerS],
+  ] as const) {
+    emit({
+      metric: `own_dir_tasks_per_s_ratio${which}`,
+      value: sig(own / other),
+      unit: 'ratio',
+      output: DEFAULT_OUTPUT,
+      own_dir: sig(own),
+      shared_dir: sig(other),
+      timed: 'tasks in a directory of their own (the default) over tasks in workdir pilot',
+    });
+  }
   await runReferences(
     quick,
     n,
@@ -94,7 +121,11 @@ export async function run({ quick, emit }: BenchOptions): Promise<void> {
 const DEFAULT_OUTPUT: Output = 'stream';
 
 type Output = 'stream' | 'files';
-type Session3 = Output | 'insecure';
+type Session3 = Output | 'insecure' | 'shared';
+
+/** What the `_shared` session's tasks add: the pilot's sandbox as their working directory. */
+const SHARED_WORKDIR: TaskExtra = { workdir: 'pilot' };
+type TaskExtra = Pick<TaskDescription, 'workdir'>;
 interface RunResult {
   tasksPerS: number;
   /** The rate of the second N, on the warm agent. */
@@ -104,11 +135,11 @@ interface RunResult {
 
 /** The sessions in the order they run (PILOTFISH_BENCH_E2E_ORDER). */
 function sessionOrder(): Session3[] {
-  const all: Session3[] = ['stream', 'files', 'insecure'];
+  const all: Session3[] = ['stream', 'shared', 'files', 'insecure'];
   const env = process.env.PILOTFISH_BENCH_E2E_ORDER;
   if (env === undefined || env === '') return all;
   const order = env.split(',').map((x) => x.trim());
-  if (order.length !== 3 || all.some((x) => !order.includes(x))) {
+  if (order.length !== all.length || all.some((x) => !order.includes(x))) {
     throw new Error(
       `PILOTFISH_BENCH_E2E_ORDER must name ${all.join(', ')} once each, not '${env}'`,
     );
@@ -123,7 +154,7 @@ async function runPilot(
   quick: boolean,
   n: number,
   emitAny: (f: Figure) => void,
-  { output, suffix }: { output: Output; suffix: string },
+  { output, suffix, task }: { output: Output; suffix: string; task: TaskExtra },
 ): Promise<RunResult> {
   const insecure = suffix === '_insecure';
   const emit = (f: Figure): void => emitAny({ ...f, metric: `${f.metric}${suffix}`, output });
@@ -156,7 +187,7 @@ async function runPilot(
     const lat: number[] = [];
     for (let i = 0; i < latencies; i++) {
       const t0 = nowNs();
-      const [t] = await tmgr.submitTasks([{ executable: '/bin/true' }]);
+      const [t] = await tmgr.submitTasks([{ executable: '/bin/true', ...task }]);
       await tmgr.waitTasks({ uids: [t!.uid], timeoutMs: 30_000 });
       lat.push(secondsBetween(t0, nowNs()) * 1000);
     }
@@ -166,10 +197,10 @@ async function runPilot(
     emit({ metric: 'task_latency_ms_p99', value: sig(pct(0.99)), unit: 'ms', tasks: lat.length });
 
     // the first N on a fresh agent (its JIT warm-up included), then N more on the warm one
-    const first = await timedBatch(tmgr, n);
+    const first = await timedBatch(tmgr, n, task);
     uids = new Set(first.uids);
     emitBatch(emit, first, pilot.cores, '');
-    const steady = await timedBatch(tmgr, n);
+    const steady = await timedBatch(tmgr, n, task);
     emitBatch(emit, steady, pilot.cores, '_steady');
     return { tasksPerS: first.tasksPerS, steadyPerS: steady.tasksPerS, cores: pilot.cores };
   } finally {
@@ -196,11 +227,11 @@ interface Batch {
 }
 
 /** N `/bin/true` submitted at once, first submit to the last final state; all must end DONE. */
-async function timedBatch(tmgr: TaskManager, n: number): Promise<Batch> {
+async function timedBatch(tmgr: TaskManager, n: number, task: TaskExtra): Promise<Batch> {
   const cpu0 = cpuNow();
   const t0 = nowNs();
   const tasks = await tmgr.submitTasks(
-    Array.from({ length: n }, () => ({ executable: '/bin/true' })),
+    Array.from({ length: n }, () => ({ executable: '/bin/true', ...task })),
   );
   await tmgr.waitTasks({ uids: tasks.map((t) => t.uid), timeoutMs: 600_000 });
   const secs = secondsBetween(t0, nowNs());

@@ -15,7 +15,7 @@
  *   in (stdin):
  *     {"op":"spawn","uid":S,"executable":S,"args":[S...],"env":{K:S...},"cwd":S,
  *      "stdoutPath":S,"stderrPath":S,"files"?:[{"path":S,"content":S}...],"killScope"?:"process",
- *      "cpus"?:S,"after"?:S,"cgroups"?:[S...]}
+ *      "cpus"?:S,"after"?:S,"cgroups"?:[S...],"mkdir"?:S}
  *     the same with "stream":{"attempt":N} (N a whole number in [0, 2^32)) instead of the paths
  *     {"op":"kill","uid":S,"signal":"SIGTERM"|"SIGKILL"|"SIGINT"|"SIGHUP"|"SIGQUIT"|"SIGUSR1"|
  *      "SIGUSR2"|"SIGALRM"}   (a signal other than SIGKILL only tells the task something)
@@ -36,7 +36,8 @@
  * not JSON, or not one of the requests above, gets an error event; the helper carries on.
  *
  * Semantics:
- *   - spawn: writes `files` (O_WRONLY|O_CREAT|O_TRUNC, 0600), opens stdoutPath and stderrPath the
+ *   - spawn: makes `mkdir` (the task's own directory, mode 0700, unless it exists; its parent
+ *     must), writes `files` (O_WRONLY|O_CREAT|O_TRUNC, 0600), opens stdoutPath and stderrPath the
  *     same way, then starts `executable args` (argv[0] = executable; looked up in PATH, the task's
  *     PATH if its env sets one, when it has no '/'; a file without a #! line runs under /bin/sh,
  *     as execvp does) in `cwd`, stdin /dev/null, with the helper's environment plus `env` plus
@@ -2611,6 +2612,7 @@ static bool refused(const JVal *req, bool streamed) {
     }
   }
   if (refuse_nul(uid, member(req, "cwd"), "cwd", -1) ||
+      (member(req, "mkdir") != NULL && refuse_nul(uid, member(req, "mkdir"), "mkdir", -1)) ||
       (!streamed && (refuse_nul(uid, member(req, "stdoutPath"), "stdoutPath", -1) ||
                      refuse_nul(uid, member(req, "stderrPath"), "stderrPath", -1)))) {
     return true;
@@ -2707,6 +2709,12 @@ static Task *do_spawn(const JVal *req) {
   bool streamed = stream_attempt(req, &attempt);
   if (refused(req, streamed)) return NULL;
 
+  const JVal *dir = member(req, "mkdir");
+  if (dir != NULL && mkdir(dir->str, 0700) != 0 && errno != EEXIST) {
+    int e = errno;
+    fail_path(uid, e, "cannot make the task directory", dir->str, dir->len, ": ");
+    return NULL;
+  }
   for (const JVal *f = files == NULL ? NULL : files->kid; f != NULL; f = f->next) {
     const JVal *path = member(f, "path"), *content = member(f, "content");
     int e = write_file(path->str, content->str, content->len);
@@ -2840,6 +2848,7 @@ static bool valid_spawn(const JVal *m) {
   if (member(m, "after") != NULL && !is_str(member(m, "after"))) return false;
   const JVal *cgroups = member(m, "cgroups");
   if (cgroups != NULL && (cgroups->type != J_ARR || !all_strings(cgroups))) return false;
+  if (member(m, "mkdir") != NULL && !is_str(member(m, "mkdir"))) return false;
   if (files != NULL) {
     if (files->type != J_ARR) return false;
     for (const JVal *f = files->kid; f != NULL; f = f->next) {

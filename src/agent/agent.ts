@@ -6,6 +6,7 @@ import { streamDirOf } from '../lib/stream-cursor';
 import type { Logger } from '../lib/logger';
 import { COMPONENTS } from '../states/task-model';
 import { DEFAULT_OUTPUT } from '../components/agent-input-stager/core';
+import { taskDirRoot } from './task-dirs';
 import { AgentInputStagerShell } from '../components/agent-input-stager/shell';
 import { AgentOutputStagerShell } from '../components/agent-output-stager/shell';
 import { AgentSchedulerShell } from '../components/agent-scheduler/shell';
@@ -189,14 +190,17 @@ export class Agent {
 
     const clock = systemClock;
     const logIn = this.log.child({ component: C.agentInputStager });
+    const dirWarnings: string[] = [];
+    const taskRoot = taskDirRoot(cfg, this.nodes.length, process.env, (m) => dirWarnings.push(m));
     this.input = new AgentInputStagerShell(
       { notes, next: toScheduler, log: logIn, clock },
       cfg.sandbox,
       this.files,
-      { output: cfg.output ?? DEFAULT_OUTPUT, taskJson: cfg.taskJson ?? false },
+      { output: cfg.output ?? DEFAULT_OUTPUT, taskJson: cfg.taskJson ?? false, taskRoot },
     );
     const { launch, warnings } = await setup;
-    this.warnings = warnings;
+    this.warnings = [...warnings, ...dirWarnings];
+    for (const w of dirWarnings) this.log.warn('task directories', { warning: w });
     // function tasks run in warm workers on the agent's own node, one per core by default
     const home = this.nodes.find((n) => n.name === allocation.node) ?? this.nodes[0];
     const logSched = this.log.child({ component: C.agentScheduler });
@@ -216,7 +220,11 @@ export class Agent {
       logger: logExec,
       clock,
       killGraceMs: cfg.killGraceMs ?? 3_000,
-      launch: cfg.taskLimits === undefined ? launch : { ...launch, taskLimits: cfg.taskLimits },
+      launch: {
+        ...launch,
+        pilotSandbox: cfg.sandbox,
+        ...(cfg.taskLimits === undefined ? {} : { taskLimits: cfg.taskLimits }),
+      },
       streamDir: streamDirOf(cfg.sandbox),
       streamLimits: {
         capBytes: cfg.outputCapBytes ?? DEFAULT_OUTPUT_CAP_BYTES,

@@ -312,6 +312,7 @@ export class PilotManager {
       ...(agent.output !== undefined ? { output: agent.output } : {}),
       ...(agent.taskJson !== undefined ? { taskJson: agent.taskJson } : {}),
       ...(agent.taskLimits !== undefined ? { taskLimits: agent.taskLimits } : {}),
+      ...(agent.taskDirs !== undefined ? { taskDirs: agent.taskDirs } : {}),
       ...(agent.followOns !== undefined ? { followOns: agent.followOns } : {}),
       ...(agent.outputCapBytes !== undefined ? { outputCapBytes: agent.outputCapBytes } : {}),
       ...(agent.outputDiskBytes !== undefined ? { outputDiskBytes: agent.outputDiskBytes } : {}),

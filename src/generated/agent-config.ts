@@ -58,7 +58,7 @@ export interface AgentConfig {
    */
   backfillLimit?: number;
   /**
-   * Where executables' stdout and stderr go unless a task says (TaskDescription.output): 'files' (each task's `stdout` and `stderr` in a sandbox of its own) or 'stream' (framed into a few stream files in <pilot sandbox>/output/, no file or directory per task). Default 'stream' (docs/output.md).
+   * Where executables' stdout and stderr go unless a task says (TaskDescription.output): 'files' (each task's `stdout` and `stderr` in a sandbox of its own) or 'stream' (framed into a few stream files in <pilot sandbox>/output/, no file per task). Default 'stream' (docs/output.md).
    */
   output?: 'files' | 'stream';
   /**
@@ -73,6 +73,10 @@ export interface AgentConfig {
    * Whether many identical short executables may queue on the slots of running ones, started by their spawner helper as those end (follow-on starts: docs/scheduling.md); default true. false: each task waits in the scheduler for free slots.
    */
   followOns?: boolean;
+  /**
+   * The pilot's agent.taskDirs: where tasks' own directories go on the agent's node (PilotDescription).
+   */
+  taskDirs?: string;
   /**
    * Write each task's description as `task.json` in its sandbox (when it has one), for debugging; default false.
    */

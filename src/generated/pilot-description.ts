@@ -62,7 +62,7 @@ export interface PilotDescription {
      */
     backfillLimit?: number;
     /**
-     * Where executables' stdout and stderr go unless a task says (TaskDescription.output): 'files' (each task's `stdout` and `stderr` in a sandbox of its own) or 'stream' (framed into a few stream files in <pilot sandbox>/output/, no file or directory per task). Default 'stream' (docs/output.md).
+     * Where executables' stdout and stderr go unless a task says (TaskDescription.output): 'files' (each task's `stdout` and `stderr` in a sandbox of its own) or 'stream' (framed into a few stream files in <pilot sandbox>/output/, no file per task). Default 'stream' (docs/output.md).
      */
     output?: 'files' | 'stream';
     /**
@@ -77,6 +77,10 @@ export interface PilotDescription {
      * Whether many identical short executables may queue on the slots of running ones, started by their spawner helper as those end (follow-on starts: docs/scheduling.md); default true. false: each task waits in the scheduler for free slots.
      */
     followOns?: boolean;
+    /**
+     * A directory on the agent's node under which each task's own directory goes instead of the pilot's sandbox: <taskDirs>/<session uid>/<pilot uid>/<task uid>, e.g. '$TMPDIR' or '/local/scratch' (node-local storage: no metadata load on a shared file system). $NAME and ${NAME} are taken from the agent's environment; the result must be absolute. task:// and task://<uid>/, staging and PF_TASK_SANDBOX name it there; the client reads a task's files there only where it sees that directory (the same machine). A pilot of more than one node, or one whose directory cannot be made, keeps its sandbox and says so in its log and its warnings. Default: the pilot's sandbox.
+     */
+    taskDirs?: string;
     /**
      * Write each task's description as `task.json` in its sandbox (when it has one), for debugging; default false.
      */

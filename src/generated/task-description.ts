@@ -117,7 +117,7 @@ export type TaskDescription = {
     [k: string]: string;
   };
   /**
-   * The task's working directory; default its sandbox: <pilot sandbox>/<task uid> when it has one of its own (see `sandbox`), else the pilot's sandbox. Give an absolute path: a relative one is taken from the agent's own working directory.
+   * The task's working directory; default its own directory, <pilot sandbox>/<task uid> (see `sandbox`). 'pilot' (a name, not a path): the pilot's sandbox, shared by every task that asks for it, as RADICAL-Pilot's pilot:// is. Else an absolute path (a relative one is taken from the agent's own working directory). A task with a workdir gets a directory of its own only when it needs one (see `sandbox`).
    */
   workdir?: string;
   /**
@@ -129,9 +129,9 @@ export type TaskDescription = {
    */
   outputCapBytes?: number;
   /**
-   * true: the task gets a directory of its own, <pilot sandbox>/<task uid>, made before it starts: its default working directory and PF_TASK_SANDBOX. Without it, a task gets one only when it needs one: output 'files', a service, staging directives, preExec or postExec, more than one rank, or launch 'mpirun'; otherwise it runs in the pilot's sandbox, which such tasks share (or in its workdir).
+   * Whether the task has a directory of its own, <pilot sandbox>/<task uid>: its working directory unless `workdir` says otherwise, PF_TASK_SANDBOX, and what task:// and task://<uid>/ name. Default: true for a task without `workdir`; with a `workdir`, only when the task needs one for files pilotfish makes (output 'files', a service, staging directives, preExec or postExec, more than one rank, launch 'mpirun'). false: without a `workdir`, the same as `workdir: 'pilot'`: the task runs in the pilot's sandbox, which such tasks share, and has a directory of its own only when it needs one (else its task:// and PF_TASK_SANDBOX are the pilot's sandbox). The directory is made as the task starts and removed after it when it stayed empty and the task has no output directives, unless the task says `sandbox: true`.
    */
-  sandbox?: true;
+  sandbox?: boolean;
   /**
    * Processes (MPI ranks) the task runs, each with coresPerRank cores, gpusPerRank GPUs and memPerRankMb MiB; default 1. More than 1 needs launch 'mpirun' or 'srun' (the default launch picks one); mode 'function' allows only 1.
    */

@@ -12,22 +12,24 @@ import {
   type StepFailure,
 } from '../shared/staging-paths';
 import { checkArrivals, transition } from '../shared/transition';
+import { sharesWorkdir } from '../shared/workdir';
 import { ArrivalOrder, keepsOrder } from './arrival-order';
 import type { AgentInputStagerEffects } from './effects';
 
 const ME = COMPONENTS.agentInputStager;
 
 /**
- * Whether a task gets a sandbox directory of its own: when it asks for one (`sandbox: true`) or
- * needs one for files pilotfish makes there: staging directives name files in it, output
- * 'files' writes `stdout` and `stderr` in it (services always do), preExec/postExec leave
- * their status files, MPI launches their hostfile. Otherwise (a function call, an executable
- * whose output streams) it runs in the pilot's sandbox and no directory or file is made for
- * it: on a parallel file system, four metadata operations per task are what slows everyone.
+ * Whether a task gets a directory of its own, `<pilot sandbox>/<uid>`: every task does unless it
+ * asks for another working directory (`workdir`, 'pilot' among them, or `sandbox: false`), so
+ * a sweep whose tasks all write out.txt loses nothing (RADICAL-Pilot's default too). One that
+ * asks still gets one when it says `sandbox: true` or needs one for files pilotfish makes there:
+ * staging directives name files in it, output 'files' writes `stdout` and `stderr` in it
+ * (services always do), preExec/postExec leave their status files, MPI launches their hostfile.
  */
 export function needsOwnSandbox(task: TaskRecord): boolean {
   const d = task.description;
   if (d.sandbox === true) return true;
+  if (!sharesWorkdir(d)) return true;
   if ((d.inputStaging?.length ?? 0) > 0 || (d.outputStaging?.length ?? 0) > 0) return true;
   if (d.mode === 'function') return false;
   if (task.output !== 'stream') return true;
@@ -75,6 +77,8 @@ export class AgentInputStagerCore {
     private readonly pilotSandbox: string,
     /** The pilot's agent.output: where executables' output goes unless they say. */
     private readonly defaultOutput: OutputMode = DEFAULT_OUTPUT,
+    /** Where tasks' own directories go: the pilot's sandbox, or its agent.taskDirs here. */
+    private readonly taskRoot: string = pilotSandbox,
   ) {}
 
   onTasks(tasks: TaskRecord[]): void {
@@ -87,7 +91,7 @@ export class AgentInputStagerCore {
       notes.push(transition(task, 'AGENT_STAGING_INPUT', ME, now));
       const output = outputOf(task.description, this.defaultOutput);
       if (output !== undefined) task.output = output;
-      task.sandbox = needsOwnSandbox(task) ? `${this.pilotSandbox}/${task.uid}` : this.pilotSandbox;
+      task.sandbox = needsOwnSandbox(task) ? `${this.taskRoot}/${task.uid}` : this.pilotSandbox;
       this.staging.set(task.uid, task);
       work.push(task);
     }

@@ -8,6 +8,7 @@ import type { ShellDeps } from '../shared/shell-deps';
 import { STAGING_CONCURRENCY, stageEach } from '../shared/staging-io';
 import type { StagingStep } from '../shared/staging-paths';
 import type { Transfers } from '../shared/transfers';
+import { madeAtSpawn } from '../shared/workdir';
 import { AgentInputStagerCore, DEFAULT_OUTPUT, type OutputMode } from './core';
 import type { AgentInputStagerEffects } from './effects';
 
@@ -21,13 +22,14 @@ export class AgentInputStagerShell implements AgentInputStagerEffects {
     private readonly pilotSandbox: string,
     /** The `transfer` action's way to the client; none: such directives fail the task. */
     private readonly transfers?: Transfers,
-    /** The pilot's agent.output and agent.taskJson. */
-    private readonly opts: { output: OutputMode; taskJson: boolean } = {
+    /** The pilot's agent.output and agent.taskJson; taskRoot: where own directories go. */
+    private readonly opts: { output: OutputMode; taskJson: boolean; taskRoot?: string } = {
       output: DEFAULT_OUTPUT,
       taskJson: false,
     },
   ) {
-    this.core = new AgentInputStagerCore(this, deps.clock, pilotSandbox, opts.output);
+    const root = opts.taskRoot ?? pilotSandbox;
+    this.core = new AgentInputStagerCore(this, deps.clock, pilotSandbox, opts.output, root);
   }
 
   notify(notifications: Notification[]): void {
@@ -39,8 +41,10 @@ export class AgentInputStagerShell implements AgentInputStagerEffects {
   }
 
   stage(tasks: TaskRecord[]): void {
-    // a task the core gave the pilot's sandbox has nothing to make
-    const shared = (t: TaskRecord): boolean => t.sandbox === this.pilotSandbox;
+    // a task the core gave the pilot's sandbox has nothing to make; one whose spawner helper
+    // makes it as it starts the task neither (unless its task.json goes in first)
+    const atSpawn = (t: TaskRecord): boolean => !this.opts.taskJson && madeAtSpawn(t.description);
+    const shared = (t: TaskRecord): boolean => t.sandbox === this.pilotSandbox || atSpawn(t);
     const made = (results: Parameters<AgentInputStagerCore['onStaged']>[0]): void =>
       this.core.onStaged(results);
     makeSandboxes(tasks, made, shared, this.opts.taskJson);

@@ -10,10 +10,24 @@ import {
   type StagingStep,
   type StepFailure,
 } from '../shared/staging-paths';
+import { retriesLeft } from '../shared/retry';
 import { checkArrivals, transition } from '../shared/transition';
+import { removedWhenEmpty } from '../shared/workdir';
 import type { AgentOutputStagerEffects } from './effects';
 
 const ME = COMPONENTS.agentOutputStager;
+
+/**
+ * The task's own directory, to remove if it stayed empty (workdir.ts removedWhenEmpty);
+ * undefined: keep it. Kept too while another attempt may come back to it: one that did not
+ * succeed and has retries left (its removal, in the background, could follow the retry's start).
+ */
+export function removableSandbox(task: TaskRecord, pilotSandbox: string): string | undefined {
+  const own = task.sandbox !== undefined && task.sandbox !== pilotSandbox;
+  if (!own || !removedWhenEmpty(task.description)) return undefined;
+  const succeeded = task.exitCode === 0 && task.signal == null && task.reason === undefined;
+  return succeeded || retriesLeft(task) === 0 ? task.sandbox : undefined;
+}
 
 /**
  * Owns AGENT_STAGING_OUTPUT: collects stdout/stderr tails, has the output directives of every
@@ -80,6 +94,8 @@ export class AgentOutputStagerCore {
     if (notes.length > 0) this.effects.notify(notes);
     if (out.length > 0) this.effects.forward(out);
     if (work.length > 0) this.effects.stageOutput(work);
+    const empty = out.flatMap((t) => removableSandbox(t, this.pilotSandbox) ?? []);
+    if (empty.length > 0) this.effects.removeIfEmpty(empty);
   }
 
   /** A task's tails are in: hand it back, or have its output directives performed first. */

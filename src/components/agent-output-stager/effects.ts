@@ -10,4 +10,6 @@ export interface AgentOutputStagerEffects extends StageEffects {
    * onOutputStaged, per task as each is done.
    */
   stageOutput(work: { uid: string; steps: StagingStep[] }[]): void;
+  /** Removes each directory, in the background, if it is empty (a task's own); else leaves it. */
+  removeIfEmpty(dirs: string[]): void;
 }

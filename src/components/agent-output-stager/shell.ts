@@ -2,7 +2,7 @@ import { errorMeta } from '../../errors';
 import type { TaskRecord } from '../../generated';
 import { Limiter } from '../../lib/limiter';
 import type { HandBack } from '../../lib/validate';
-import { readTails } from '../shared/sandbox-io';
+import { readTails, removeEmptyDirs } from '../shared/sandbox-io';
 import type { Notification } from '../../states/notification';
 import { sendLogged } from '../shared/shell';
 import type { ShellDeps } from '../shared/shell-deps';
@@ -37,6 +37,10 @@ export class AgentOutputStagerShell implements AgentOutputStagerEffects {
 
   collect(tasks: TaskRecord[]): void {
     readTails(tasks, (results) => this.core.onCollected(results));
+  }
+
+  removeIfEmpty(dirs: string[]): void {
+    removeEmptyDirs(dirs);
   }
 
   stageOutput(work: { uid: string; steps: StagingStep[] }[]): void {

@@ -49,12 +49,36 @@ export function resolveStaging(
   return { staging: { input, output } };
 }
 
+/**
+ * RADICAL-Pilot's defaults for a path without a scheme that is not absolute: an input's source
+ * and an output's target are on the client side (`client://`, from its working directory), an
+ * input's target and an output's source in the task's own directory (`task://`).
+ */
+export function withRelativeDefaults(
+  d: StagingDirective,
+  which: Which,
+  uid: string,
+): StagingDirective {
+  const [clientEnd, taskEnd] =
+    which === 'input' ? (['source', 'target'] as const) : (['target', 'source'] as const);
+  const out = { ...d };
+  if (isRelative(d[clientEnd])) out[clientEnd] = `client://${d[clientEnd]}`;
+  // named by its uid: a first part that is another task's uid still means this task's
+  if (isRelative(d[taskEnd])) out[taskEnd] = `task://${uid}/${d[taskEnd]}`;
+  return out;
+}
+
+function isRelative(p: string): boolean {
+  return !p.startsWith('/') && !/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(p);
+}
+
 function resolveDirective(
   task: TaskRecord,
-  d: StagingDirective,
+  written: StagingDirective,
   which: Which,
   lookup: StagingLookup,
 ): StagingDirective | { error: string } {
+  const d = withRelativeDefaults(written, which, task.uid);
   const action = d.action ?? 'copy';
   if (action === 'transfer') {
     // bytes go between the client and the compute side: each end must be on its side

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmdir, writeFileSync } from 'node:fs';
 import type { TaskRecord } from '../../generated';
 import { readTailSync } from '../../lib/file-tail';
 import { PRIVATE_DIR, PRIVATE_FILE } from '../../lib/private-files';
@@ -44,6 +44,33 @@ function makeSandboxSync(
     const err = e as NodeJS.ErrnoException;
     return { uid: task.uid, error: { code: err.code ?? 'EIO', message: err.message } };
   }
+}
+
+/** Removals in flight at once: libuv's pool has four threads, and staging shares them. */
+const REMOVALS_AT_ONCE = 2;
+const toRemove: string[] = [];
+let removing = 0;
+
+/**
+ * Removes each directory that is empty, in the background: one rmdir each, which fails
+ * (ENOTEMPTY, ENOENT), and so leaves it, when something is in it or it is gone already. Off the
+ * event loop and off the spawner helpers: measured on this VM's ext4 under load, an rmdir took
+ * 0.1 to 2 ms, and done by the helpers before each exit it halved the tasks per second.
+ */
+export function removeEmptyDirs(dirs: string[]): void {
+  toRemove.push(...dirs);
+  while (removing < REMOVALS_AT_ONCE && toRemove.length > 0) removeNext();
+}
+
+function removeNext(): void {
+  const dir = toRemove.shift();
+  if (dir === undefined) return;
+  removing += 1;
+  // an error (not empty, or not there) leaves it as it is
+  rmdir(dir, () => {
+    removing -= 1;
+    removeNext();
+  });
 }
 
 /** Reads the stdout/stderr tails of finished tasks, CHUNK per turn, reporting each chunk. */

@@ -9,6 +9,7 @@ import { AgentSchedulerShell } from '../../../src/components/agent-scheduler/she
 import { systemClock } from '../../../src/lib/clock';
 import { silentLogger } from '../../../src/lib/logger';
 import { LocalQueue } from '../../../src/transport/local-queue';
+import { gone } from '../../support/dir-entries';
 import { taskIn } from '../../support/fixtures';
 
 /** A shell's deps with a LocalQueue as the next component, and what they received. */
@@ -53,13 +54,14 @@ describe('the agent-side component shells, on real files', () => {
     expect(states()).toEqual(['t1 AGENT_STAGING_INPUT', 't1 AGENT_SCHEDULING_PENDING']);
   });
 
-  it('AgentInputStagerShell makes no task.json by default, and no directory for a task whose output streams', async () => {
+  it("AgentInputStagerShell makes no task.json by default, and only the directories no spawner helper makes; none in workdir 'pilot'", async () => {
     const dir = tmp();
     const { deps: d, forwarded } = deps();
     const shell = new AgentInputStagerShell(d, dir, undefined, {
       output: 'stream',
       taskJson: false,
     });
+    const fn = { mode: 'function' as const, function: { module: '/m.js' } };
     shell.core.onTasks([
       taskIn('AGENT_STAGING_INPUT_PENDING', { uid: 't1', pilot: 'p' }),
       taskIn('AGENT_STAGING_INPUT_PENDING', {
@@ -67,14 +69,23 @@ describe('the agent-side component shells, on real files', () => {
         pilot: 'p',
         description: { output: 'files' },
       }),
+      taskIn('AGENT_STAGING_INPUT_PENDING', {
+        uid: 't3',
+        pilot: 'p',
+        description: { workdir: 'pilot' },
+      }),
+      taskIn('AGENT_STAGING_INPUT_PENDING', { uid: 't4', pilot: 'p', description: fn }),
     ]);
     const tasks = await forwarded;
     expect(tasks.map((t) => [t.uid, t.output, t.sandbox])).toEqual([
-      ['t1', 'stream', dir],
+      ['t1', 'stream', path.join(dir, 't1')],
       ['t2', 'files', path.join(dir, 't2')],
+      ['t3', 'stream', dir],
+      ['t4', undefined, path.join(dir, 't4')],
     ]);
-    expect(readdirSync(dir)).toEqual(['t2']);
-    expect(readdirSync(path.join(dir, 't2'))).toEqual([]);
+    // t1 and t2 are made by the spawner helpers that start them (SpawnSpec.mkdir)
+    expect(readdirSync(dir)).toEqual(['t4']);
+    expect(readdirSync(path.join(dir, 't4'))).toEqual([]);
   });
 
   it('AgentSchedulerShell hands a task that fits on with its slots', async () => {
@@ -101,5 +112,25 @@ describe('the agent-side component shells, on real files', () => {
       stderr: '',
     });
     expect(states()).toEqual(['t1 AGENT_STAGING_OUTPUT', 't1 TMGR_STAGING_OUTPUT_PENDING']);
+  });
+
+  it("AgentOutputStagerShell removes a task's own directory that stayed empty, and keeps one with files", async () => {
+    const pilot = tmp();
+    for (const uid of ['empty', 'full']) mkdirSync(path.join(pilot, uid));
+    writeFileSync(path.join(pilot, 'full', 'out.txt'), 'x\n');
+    const { deps: d, forwarded } = deps();
+    const shell = new AgentOutputStagerShell(d, pilot);
+    shell.core.onTasks(
+      ['empty', 'full'].map((uid) =>
+        taskIn('AGENT_STAGING_OUTPUT_PENDING', {
+          uid,
+          sandbox: path.join(pilot, uid),
+          output: 'stream',
+        }),
+      ),
+    );
+    await forwarded;
+    await gone([path.join(pilot, 'empty')], 5_000); // in the background
+    expect(readdirSync(pilot)).toEqual(['full']);
   });
 });

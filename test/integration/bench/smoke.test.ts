@@ -22,7 +22,7 @@ const METRICS: Record<string, string[]> = {
     'simulated_tasks_per_wall_s',
   ],
   e2e: [
-    ...['stream', 'files', 'insecure'].flatMap((s) => [
+    ...['stream', 'shared', 'files', 'insecure'].flatMap((s) => [
       `pilot_startup_ms_${s}`,
       `task_latency_ms_p50_${s}`,
       `task_latency_ms_p99_${s}`,
@@ -33,6 +33,8 @@ const METRICS: Record<string, string[]> = {
       `profile_complete_fraction_${s}`,
     ]),
     'encryption_tasks_per_s_ratio',
+    'own_dir_tasks_per_s_ratio',
+    'own_dir_tasks_per_s_ratio_steady',
     // the C helper, or xargs where there is no C compiler: always there
     'spawn_limit_per_s',
     'exec_vs_spawn_limit_stream',

@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import type { TaskDescription } from '../../../src/generated';
 import { TASK_STATES } from '../../../src/states/task-model';
+import { gone } from '../../support/dir-entries';
 import { fixtures } from '../../support/session-fixture';
 
 const ORDER = TASK_STATES.slice(0, TASK_STATES.indexOf('DONE') + 1);
@@ -38,13 +39,19 @@ describe('a local pilot runs tasks end to end', () => {
     ]);
   }, 40_000);
 
-  it.each<[string, Pick<TaskDescription, 'output' | 'sandbox'>, boolean]>([
-    ['streams (the default): the pilot sandbox, made for no task', {}, false],
-    ["output 'files': a sandbox of its own", { output: 'files' }, true],
-    ['streams, and asks for a sandbox of its own', { sandbox: true }, true],
+  it.each<[string, Pick<TaskDescription, 'output' | 'sandbox' | 'workdir'>, boolean, boolean]>([
+    ['streams (the default): its own, removed after as it stayed empty', {}, true, false],
+    ["output 'files': its own, which keeps them", { output: 'files' }, true, true],
+    ['streams, and asks for its own (kept)', { sandbox: true }, true, true],
+    [
+      "streams in workdir 'pilot': the pilot sandbox, made for no task",
+      { workdir: 'pilot' },
+      false,
+      false,
+    ],
   ])(
     'gives the task its environment and sandbox: %s',
-    async (_what, extra, own) => {
+    async (_what, extra, own, kept) => {
       const fx = await fixture.open();
       const [t] = await fx.tmgr.submitTasks([
         {
@@ -66,7 +73,9 @@ describe('a local pilot runs tasks end to end', () => {
       const sandbox = own ? `${pilotSandbox}/env-check` : pilotSandbox;
       expect([t!.sandbox, line2, line3]).toEqual([sandbox, sandbox, sandbox]);
       expect(t!.output).toBe(extra.output ?? 'stream');
-      expect(existsSync(`${pilotSandbox}/env-check`)).toBe(own);
+      // an empty one is removed in the background, once the task ended
+      if (!kept) await gone([`${pilotSandbox}/env-check`], 10_000);
+      expect(existsSync(`${pilotSandbox}/env-check`)).toBe(kept);
     },
     30_000,
   );

@@ -5,6 +5,7 @@ import type { Task } from '../../../src/client/task';
 import { deferred, withTimeout } from '../../../src/lib/deferred';
 import { EmbeddedStore } from '../../../src/updater/embedded/store';
 import { TASK_STATES, type TaskState } from '../../../src/states/task-model';
+import { gone } from '../../support/dir-entries';
 import { fixtures } from '../../support/session-fixture';
 import { tempDirs } from '../../support/temp-dirs';
 
@@ -14,7 +15,7 @@ const upTo = (s: TaskState): TaskState[] => TASK_STATES.slice(0, TASK_STATES.ind
  * Function tasks publish only the notifications that carry facts (docs/functions.md, "What you
  * see of a call"); the tracker infers the rest. Real agent, workers, store and callbacks.
  */
-describe('function tasks: quiet states and no sandbox of their own', () => {
+describe('function tasks: quiet states, a directory of their own unless they ask for the pilot sandbox', () => {
   const fixture = fixtures();
   const temp = tempDirs('pf-fnq-');
 
@@ -46,9 +47,11 @@ describe('function tasks: quiet states and no sandbox of their own', () => {
     const fx = await fixture.open();
     const seen = record(fx.tmgr);
     const tasks = await fx.tmgr.submitTasks(
-      Array.from({ length: 50 }, () => ({
+      Array.from({ length: 50 }, (_, i) => ({
         mode: 'function' as const,
         function: { module: mod, export: 'where' },
+        // every other one asks for the pilot's sandbox
+        ...(i % 2 === 1 ? { sandbox: false } : {}),
       })),
     );
     await fx.tmgr.waitTasks({ timeoutMs: 60_000 });
@@ -57,6 +60,11 @@ describe('function tasks: quiet states and no sandbox of their own', () => {
     const store = await EmbeddedStore.open(fx.session.dir);
     const history = await store.history();
     await store.close();
+    // the calls' own directories stayed empty: removed in the background once they ended
+    await gone(
+      tasks.map((t) => path.join(fx.pilot.sandbox, t.uid)),
+      10_000,
+    );
     for (const t of tasks) {
       expect([t.state, t.reason]).toEqual(['DONE', undefined]);
       // a published state may be inferred too, when a later one reached the store first
@@ -80,10 +88,12 @@ describe('function tasks: quiet states and no sandbox of their own', () => {
         history.find((n) => n.uid === t.uid && n.state === 'AGENT_STAGING_INPUT_PENDING')?.detail,
       ).toEqual({ pilot: fx.pilot.uid, passed: expect.any(Object) });
       expect(t.pilot).toBe(fx.pilot.uid);
-      // no sandbox of its own: it ran in the pilot's
-      expect(t.sandbox).toBe(fx.pilot.sandbox);
-      expect(t.result).toEqual({ cwd: fx.pilot.sandbox, sandbox: fx.pilot.sandbox });
-      expect(fs.existsSync(path.join(fx.pilot.sandbox, t.uid))).toBe(false);
+      // its own directory (removed after it, as it stayed empty), or, asked, the pilot's
+      const own = path.join(fx.pilot.sandbox, t.uid);
+      const dir = t.description.sandbox === false ? fx.pilot.sandbox : own;
+      expect(t.sandbox).toBe(dir);
+      expect(t.result).toEqual({ cwd: dir, sandbox: dir });
+      expect(fs.existsSync(own)).toBe(false);
     }
   }, 90_000);
 

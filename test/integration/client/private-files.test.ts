@@ -34,7 +34,8 @@ describe('files a session writes', () => {
       const pilotDir = path.join(fx.session.dir, fx.pilot.uid);
       const inPilot = ['agent.log', 'agent.json', 'agent.out', 'agent.err', 'output', files!.uid];
       expect(readdirSync(pilotDir)).toEqual(expect.arrayContaining(inPilot));
-      expect(readdirSync(pilotDir)).not.toContain(streamed!.uid); // it streamed: no directory
+      // it streamed: its own directory holds only the task.json agent.taskJson asked for
+      expect(readdirSync(path.join(pilotDir, streamed!.uid))).toEqual(['task.json']);
       expect(readdirSync(files!.sandbox!).sort()).toEqual(['stderr', 'stdout', 'task.json']);
       const streams = readdirSync(path.join(pilotDir, 'output'));
       expect(streams.length).toBeGreaterThan(0);

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { decodeFrames } from '../../../src/lib/output-frames';
 import { fixtures } from '../../support/session-fixture';
 import { collect, followGatedPrinter } from '../../support/tail-check';
+import { gone } from '../../support/dir-entries';
 import { tempDirs } from '../../support/temp-dirs';
 import { runCli } from '../../support/cli';
 
@@ -11,7 +12,7 @@ describe("output 'stream' on a local pilot", () => {
   const fixture = fixtures();
   const temp = tempDirs('pf-stream-');
 
-  it('by default: gives tails, tail and logs the lines, makes no sandbox unless a task needs one', async () => {
+  it('by default: gives tails, tail and logs the lines, keeps a task directory only when something is in it', async () => {
     const fx = await fixture.open({ cores: 2 });
     const pilotDir = path.join(fx.session.dir, fx.pilot.uid);
     const [echo, many, bad, files, own] = await fx.tmgr.submitTasks([
@@ -29,9 +30,10 @@ describe("output 'stream' on a local pilot", () => {
       },
     ]);
     await fx.tmgr.waitTasks({ timeoutMs: 60_000 });
-    // a task that streams runs in the pilot's sandbox, which is its PF_TASK_SANDBOX
-    expect([echo!.state, echo!.output, echo!.sandbox]).toEqual(['DONE', 'stream', pilotDir]);
-    expect(echo!.stdout).toBe(`in ${pilotDir} as ${pilotDir}\n`);
+    // a task that streams runs in a directory of its own, which is its PF_TASK_SANDBOX
+    const echoDir = path.join(pilotDir, echo!.uid);
+    expect([echo!.state, echo!.output, echo!.sandbox]).toEqual(['DONE', 'stream', echoDir]);
+    expect(echo!.stdout).toBe(`in ${echoDir} as ${echoDir}\n`);
     expect(echo!.stderr).toBe('oops\n');
     // a tail is the last 2,048 bytes at most, cut at a line start; tail() has every line
     expect(many!.stdout!.length).toBeLessThanOrEqual(2048);
@@ -47,7 +49,12 @@ describe("output 'stream' on a local pilot", () => {
     expect(fs.readFileSync(path.join(files!.sandbox!, 'stdout'), 'utf8')).toBe('to a file\n');
     expect([own!.state, own!.output, own!.stdout]).toEqual(['DONE', 'stream', 'done\n']);
     expect(fs.readdirSync(own!.sandbox!)).toEqual(['mine.txt']);
-    // no directory for the others: the pilot's sandbox holds only these two
+    // the others' stayed empty and were removed (in the background, once they ended): the
+    // pilot's sandbox holds only these two
+    await gone(
+      [echo!, many!, bad!].map((t) => t.sandbox!),
+      10_000,
+    );
     const taskDirs = fs.readdirSync(pilotDir).filter((f) => f.startsWith('task.'));
     expect(taskDirs.sort()).toEqual([files!.uid, own!.uid].sort());
     // the stream files hold each streamed task's frames, closed by its end frame
@@ -60,7 +67,7 @@ describe("output 'stream' on a local pilot", () => {
     expect(frames.some((f) => f.uid === files!.uid)).toBe(false);
     // the command reads them too, from the session directory alone
     const out = await runCli(['logs', fx.session.dir, echo!.uid]);
-    expect(out.stdout).toBe(`in ${pilotDir} as ${pilotDir}\n`);
+    expect(out.stdout).toBe(`in ${echoDir} as ${echoDir}\n`);
   }, 90_000);
 
   it("on a pilot whose default is 'files', a task that asks streams: followed as it prints, to its end", async () => {

@@ -2,6 +2,7 @@ import { expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describeSlurm, slurmEnv } from '../../support/slurm';
+import { gone } from '../../support/dir-entries';
 import { fixtures } from '../../support/session-fixture';
 import { collect } from '../../support/tail-check';
 
@@ -41,8 +42,13 @@ describeSlurm("output 'stream' on a 2-node Slurm pilot", () => {
       hosts.add(t.stdout!.split(' ').at(-1)!.trim());
     }
     expect(hosts.size).toBe(2);
-    // nothing new in the pilot's sandbox (no task sandbox, stdout or srun hostfile): the
-    // output went into the stream files its helpers opened when the agent started
+    // nothing left in the pilot's sandbox (no stdout or srun hostfile; each task's own
+    // directory stayed empty and was removed in the background): the output went into the
+    // stream files its helpers opened when the agent started
+    await gone(
+      tasks.map((t) => t.sandbox!),
+      10_000,
+    );
     expect(tree(sandbox).filter((p) => !before.includes(p))).toEqual([]);
     expect(tree(sandbox).filter((p) => p.endsWith('.pfout')).length).toBeGreaterThan(0);
   }, 180_000);

@@ -2,6 +2,7 @@ import type { Reason } from '../../../generated';
 import { COMPONENTS } from '../../../states/task-model';
 import type { FunctionCall, FunctionJob } from '../effects';
 import { baseEnv, gpuList, slotCpus } from '../launch/ranks';
+import { workdirOf } from '../../shared/workdir';
 import type { ExecutorKind } from './kind';
 
 const EXECUTOR = COMPONENTS.executor;
@@ -56,7 +57,7 @@ export const functionKind: ExecutorKind<FunctionJob> = {
     if (f.language === 'python') call.language = 'python';
     if (f.export !== undefined) call.export = f.export;
     if (f.args !== undefined) call.args = f.args;
-    call.cwd = task.description.workdir ?? sandbox;
+    call.cwd = workdirOf(task.description, sandbox, launch.pilotSandbox ?? sandbox);
     return { ok: true, job: { kind: 'function', call } };
   },
 

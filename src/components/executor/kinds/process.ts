@@ -2,6 +2,7 @@ import type { Reason, TaskRecord } from '../../../generated';
 import { COMPONENTS } from '../../../states/task-model';
 import type { ExitedEvent, ProcessJob, SpawnSpec } from '../effects';
 import { buildLaunch, stepStatusPrefix, stepsReason, taskSteps } from '../launch';
+import { TASK_DIR_FAILURE, workdirOf } from '../../shared/workdir';
 import type { ExecutorKind } from './kind';
 import { taskLimitsOf } from './limits';
 
@@ -29,13 +30,15 @@ export const processKind: ExecutorKind<ProcessJob> = {
       executable: l.executable,
       args: l.args,
       env: l.env,
-      cwd: task.description.workdir ?? sandbox,
+      cwd: workdirOf(task.description, sandbox, launch.pilotSandbox ?? sandbox),
     };
     // the AgentInputStager chose (services always 'files': their readiness reads the files)
     const spec: SpawnSpec =
       task.output === 'stream'
         ? { ...base, stream: streamOf(task) }
         : { ...base, stdoutPath: `${sandbox}/stdout`, stderrPath: `${sandbox}/stderr` };
+    // its own directory: its spawner helper makes it, first (workdir.ts madeAtSpawn)
+    if (launch.pilotSandbox !== undefined && sandbox !== launch.pilotSandbox) spec.mkdir = sandbox;
     if (l.files.length > 0) spec.files = l.files;
     if (l.killScope !== undefined) spec.killScope = l.killScope;
     if (l.cpus !== undefined) spec.cpus = l.cpus;
@@ -58,6 +61,15 @@ export const processKind: ExecutorKind<ProcessJob> = {
   },
 
   startFailure(task, job, f, pid): Reason {
+    if (f.message.startsWith(TASK_DIR_FAILURE)) {
+      const message = `cannot create the task sandbox: ${f.message} (${f.code})`;
+      return {
+        code: 'E_STAGING',
+        message,
+        component: COMPONENTS.executor,
+        detail: { errno: f.code },
+      };
+    }
     const exe = task.description.executable;
     const { method } = job;
     const launcher = job.spec.executable;

@@ -29,6 +29,8 @@ export interface LaunchOptions {
    * pilot declares more cores there than the machine has) or no map at all: ranks run unpinned.
    */
   cpuIds?: ReadonlyMap<string, readonly number[]>;
+  /** The pilot's sandbox: the working directory of tasks that ask for it (`workdir: 'pilot'`). */
+  pilotSandbox?: string;
   /** The pilot's agent.taskLimits: the limits of forked tasks that set none (kinds/limits.ts). */
   taskLimits?: TaskLimitDefaults;
 }

@@ -58,17 +58,29 @@ describe('AgentInputStagerCore', () => {
     rec.expectNoMore();
   });
 
-  it("streams an executable's output by default: it runs in the pilot sandbox, and its hand-on says 'stream'", () => {
+  it("streams an executable's output by default, in a directory of its own; 'pilot' shares the pilot's", () => {
     const { rec, notes, core } = setup();
     const t = pending('t1');
-    core.onTasks([t]);
-    expect(rec.take()).toEqual(['notify t1 AGENT_STAGING_INPUT', 'stage t1']);
-    expect([t.output, t.sandbox]).toEqual(['stream', PILOT_SANDBOX]);
-    core.onStaged([{ uid: 't1' }]);
-    expect(rec.take()).toEqual(['notify t1 AGENT_SCHEDULING_PENDING', 'forward t1']);
-    // no sandbox of its own to name: where its output goes is what a reader needs
-    expect(facts(notes.at(-1))).toEqual({ output: 'stream' });
-    expect(published(notes.slice(-1))).toEqual([]); // carried by its next published one
+    const shared = pending('t2');
+    shared.description.workdir = 'pilot';
+    core.onTasks([t, shared]);
+    expect(rec.take()).toEqual([
+      'notify t1 AGENT_STAGING_INPUT, t2 AGENT_STAGING_INPUT',
+      'stage t1, t2',
+    ]);
+    expect([t.output, t.sandbox]).toEqual(['stream', `${PILOT_SANDBOX}/t1`]);
+    expect([shared.output, shared.sandbox]).toEqual(['stream', PILOT_SANDBOX]);
+    core.onStaged([{ uid: 't1' }, { uid: 't2' }]);
+    expect(rec.take()).toEqual([
+      'notify t1 AGENT_SCHEDULING_PENDING, t2 AGENT_SCHEDULING_PENDING',
+      'forward t1, t2',
+    ]);
+    // where its files are and where its output goes; no directory of its own to name for t2
+    expect(notes.slice(-2).map(facts)).toEqual([
+      { sandbox: `${PILOT_SANDBOX}/t1`, output: 'stream' },
+      { output: 'stream' },
+    ]);
+    expect(published(notes.slice(-2))).toEqual([]); // carried by their next published one
     rec.expectNoMore();
   });
 
@@ -88,31 +100,43 @@ describe('AgentInputStagerCore', () => {
     }
   });
 
-  it('gives a function task without staging directives the pilot sandbox, and names none on the hand-on', () => {
+  it('gives a function task a directory of its own, the pilot sandbox when it asks (sandbox: false) and stages nothing', () => {
     const { rec, notes, core } = setup();
     const fn = { mode: 'function' as const, function: { module: '/m.js' } };
-    const t = taskRecord('t1', 'AGENT_STAGING_INPUT_PENDING', { description: fn });
-    const own = taskRecord('t2', 'AGENT_STAGING_INPUT_PENDING', {
-      description: { ...fn, outputStaging: [{ source: 'task:///o', target: '/tmp/o' }] },
+    const shared = taskRecord('t1', 'AGENT_STAGING_INPUT_PENDING', {
+      description: { ...fn, sandbox: false },
     });
-    core.onTasks([t, own]);
+    const own = taskRecord('t2', 'AGENT_STAGING_INPUT_PENDING', {
+      description: {
+        ...fn,
+        sandbox: false,
+        outputStaging: [{ source: 'task:///o', target: '/tmp/o' }],
+      },
+    });
+    const dflt = taskRecord('t3', 'AGENT_STAGING_INPUT_PENDING', { description: fn });
+    core.onTasks([shared, own, dflt]);
     expect(rec.take()).toEqual([
-      'notify t1 AGENT_STAGING_INPUT, t2 AGENT_STAGING_INPUT',
-      'stage t1, t2',
+      'notify t1 AGENT_STAGING_INPUT, t2 AGENT_STAGING_INPUT, t3 AGENT_STAGING_INPUT',
+      'stage t1, t2, t3',
     ]);
-    expect([t.sandbox, own.sandbox]).toEqual([PILOT_SANDBOX, `${PILOT_SANDBOX}/t2`]);
-    core.onStaged([{ uid: 't1' }, { uid: 't2' }]);
+    expect([shared.sandbox, own.sandbox, dflt.sandbox]).toEqual([
+      PILOT_SANDBOX,
+      `${PILOT_SANDBOX}/t2`,
+      `${PILOT_SANDBOX}/t3`,
+    ]);
+    core.onStaged([{ uid: 't1' }, { uid: 't2' }, { uid: 't3' }]);
     expect(rec.take()).toEqual([
-      'notify t1 AGENT_SCHEDULING_PENDING, t2 AGENT_SCHEDULING_PENDING',
-      'forward t1, t2',
+      'notify t1 AGENT_SCHEDULING_PENDING, t2 AGENT_SCHEDULING_PENDING, t3 AGENT_SCHEDULING_PENDING',
+      'forward t1, t2, t3',
     ]);
-    // t2's AGENT_SCHEDULING_PENDING names a sandbox of its own: quiet too, its next published
-    // notification carries where the sandbox is (see onlyWhere in quiet-states.ts)
-    expect(notes.slice(-2).map((n) => n.detail)).toEqual([
+    // a sandbox of its own is named: quiet too, its next published notification carries where
+    // the sandbox is (see onlyWhere in quiet-states.ts)
+    expect(notes.slice(-3).map((n) => n.detail)).toEqual([
       undefined,
       { sandbox: `${PILOT_SANDBOX}/t2` },
+      { sandbox: `${PILOT_SANDBOX}/t3` },
     ]);
-    expect(published(notes.slice(-2))).toEqual([]);
+    expect(published(notes.slice(-3))).toEqual([]);
     rec.expectNoMore();
   });
 
@@ -455,34 +479,44 @@ describe('AgentInputStagerCore', () => {
       expect(outputOf(d, pilotDefault)).toBe(want);
     });
 
+    const pilotWd: D = { ...exe, workdir: 'pilot' };
     it.each<[string, D, OutputMode | undefined, boolean]>([
-      ['a streaming executable', exe, 'stream', false],
-      ["an output 'files' executable", exe, 'files', true],
-      ['a service', svc, 'files', true],
+      ['a streaming executable (by default)', exe, 'stream', true],
+      ['a function call (by default)', fn, undefined, true],
+      ["a streaming executable in workdir 'pilot'", pilotWd, 'stream', false],
+      ['a streaming executable in an absolute workdir', { ...exe, workdir: '/w' }, 'stream', false],
+      ['a streaming executable of sandbox: false', { ...exe, sandbox: false }, 'stream', false],
+      ["an output 'files' executable in workdir 'pilot'", pilotWd, 'files', true],
+      ["a service in workdir 'pilot'", { ...svc, workdir: 'pilot' }, 'files', true],
       [
-        'a streaming executable that asks (sandbox: true)',
-        { ...exe, sandbox: true },
+        "a streaming executable in workdir 'pilot' that asks (sandbox: true)",
+        { ...pilotWd, sandbox: true },
         'stream',
         true,
       ],
       [
-        'a streaming executable with input staging',
-        { ...exe, inputStaging: staged },
+        "a streaming executable in workdir 'pilot' with input staging",
+        { ...pilotWd, inputStaging: staged },
         'stream',
         true,
       ],
       [
-        'a streaming executable with output staging',
-        { ...exe, outputStaging: staged },
+        "a streaming executable in workdir 'pilot' with output staging",
+        { ...pilotWd, outputStaging: staged },
         'stream',
         true,
       ],
-      ['a streaming executable with preExec', { ...exe, preExec: ['true'] }, 'stream', true],
-      ['a streaming executable with postExec', { ...exe, postExec: ['true'] }, 'stream', true],
-      ['a streaming executable of 2 ranks', { ...exe, ranks: 2 }, 'stream', true],
-      ['a streaming executable by mpirun', { ...exe, launch: 'mpirun' }, 'stream', true],
-      ['a function call', fn, undefined, false],
-      ['a function call with staging', { ...fn, inputStaging: staged }, undefined, true],
+      ["one in workdir 'pilot' with preExec", { ...pilotWd, preExec: ['true'] }, 'stream', true],
+      ["one in workdir 'pilot' with postExec", { ...pilotWd, postExec: ['true'] }, 'stream', true],
+      ["one in workdir 'pilot' of 2 ranks", { ...pilotWd, ranks: 2 }, 'stream', true],
+      ["one in workdir 'pilot' by mpirun", { ...pilotWd, launch: 'mpirun' }, 'stream', true],
+      ['a function call of sandbox: false', { ...fn, sandbox: false }, undefined, false],
+      [
+        'a function call of sandbox: false with staging',
+        { ...fn, sandbox: false, inputStaging: staged },
+        undefined,
+        true,
+      ],
     ])('needsOwnSandbox: %s -> %s', (_what, d, output, want) => {
       const t = taskRecord('t1', 'AGENT_STAGING_INPUT', { description: d });
       if (output !== undefined) t.output = output;

@@ -25,6 +25,7 @@ function setup() {
       steps.push(...work);
       h.rec.record(uidsLine('stageOutput', work));
     },
+    removeIfEmpty: (dirs: string[]) => h.rec.record(`removeIfEmpty ${dirs.join(' ')}`),
   });
   return Object.assign(h, { steps, core: new AgentOutputStagerCore(effects, h.clock, PILOT_SB) });
 }
@@ -43,6 +44,27 @@ function collected(uid: string, stdout = `out of ${uid}\n`, stderr = '') {
 }
 
 describe('AgentOutputStagerCore', () => {
+  it("asks to remove a task's own directory if empty, never the pilot's, one it asked for, or one output directives stage from", () => {
+    const { rec, core } = setup();
+    const own = pending('own');
+    const shared = { ...pending('shared'), sandbox: PILOT_SB };
+    const asked = pending('asked');
+    asked.description = { ...asked.description, sandbox: true };
+    // another attempt may come back to the directory of one that failed with retries left
+    const mayRetry = { ...pending('retry'), exitCode: 1, description: { retries: 1 } };
+    const didRetry = { ...pending('spent'), exitCode: 1, retried: 1, description: { retries: 1 } };
+    const ok = { ...pending('ok'), description: { retries: 1 } };
+    core.onTasks([own, shared, asked, mayRetry, didRetry, ok]);
+    rec.take();
+    core.onCollected(['own', 'shared', 'asked', 'retry', 'spent', 'ok'].map((u) => collected(u)));
+    expect(rec.take()).toEqual([
+      'notify own TMGR_STAGING_OUTPUT_PENDING, shared TMGR_STAGING_OUTPUT_PENDING, asked TMGR_STAGING_OUTPUT_PENDING, retry TMGR_STAGING_OUTPUT_PENDING, spent TMGR_STAGING_OUTPUT_PENDING, ok TMGR_STAGING_OUTPUT_PENDING',
+      'forward own, shared, asked, retry, spent, ok',
+      'removeIfEmpty /sb/own /sb/spent /sb/ok',
+    ]);
+    rec.expectNoMore();
+  });
+
   it('takes a task into AGENT_STAGING_OUTPUT and asks for its output to be collected', () => {
     const { rec, noteBase, notes, core } = setup();
     const t = pending('t1');
@@ -64,6 +86,7 @@ describe('AgentOutputStagerCore', () => {
     expect(rec.take()).toEqual([
       'notify t1 AGENT_STAGING_OUTPUT, t1 TMGR_STAGING_OUTPUT_PENDING, t2 AGENT_STAGING_OUTPUT',
       'forward t1',
+      'removeIfEmpty /sb/t1',
       'collect t2',
     ]);
     expect([t.state, t.stdout, t.stderr]).toEqual(['TMGR_STAGING_OUTPUT_PENDING', '', '']);
@@ -84,7 +107,11 @@ describe('AgentOutputStagerCore', () => {
     core.onTasks([t]);
     rec.take();
     core.onCollected([collected('t1', 'hello\n', 'warning: x\n')]);
-    expect(rec.take()).toEqual(['notify t1 TMGR_STAGING_OUTPUT_PENDING', 'forward t1']);
+    expect(rec.take()).toEqual([
+      'notify t1 TMGR_STAGING_OUTPUT_PENDING',
+      'forward t1',
+      'removeIfEmpty /sb/t1',
+    ]);
     expect(t.state).toBe('TMGR_STAGING_OUTPUT_PENDING');
     expect(t.stdout).toBe('hello\n');
     expect(t.stderr).toBe('warning: x\n');
@@ -104,6 +131,7 @@ describe('AgentOutputStagerCore', () => {
     expect(rec.take()).toEqual([
       'notify t1 TMGR_STAGING_OUTPUT_PENDING, t2 TMGR_STAGING_OUTPUT_PENDING',
       'forward t1, t2',
+      'removeIfEmpty /sb/t1 /sb/t2',
     ]);
     expect(notes.slice(-2).map(facts)).toEqual([
       { exitCode: null, signal: 'SIGTERM', stdout: 'o\n', stderr: 'e\n', reason: why },
@@ -123,9 +151,14 @@ describe('AgentOutputStagerCore', () => {
     expect(rec.take()).toEqual([
       'notify c TMGR_STAGING_OUTPUT_PENDING, a TMGR_STAGING_OUTPUT_PENDING',
       'forward c, a',
+      'removeIfEmpty /sb/c /sb/a',
     ]);
     core.onCollected([collected('b'), collected('nobody')]);
-    expect(rec.take()).toEqual(['notify b TMGR_STAGING_OUTPUT_PENDING', 'forward b']);
+    expect(rec.take()).toEqual([
+      'notify b TMGR_STAGING_OUTPUT_PENDING',
+      'forward b',
+      'removeIfEmpty /sb/b',
+    ]);
     rec.expectNoMore();
   });
 
@@ -152,6 +185,7 @@ describe('AgentOutputStagerCore', () => {
     expect(rec.take()).toEqual([
       'notify t1 CANCELED, t2 TMGR_STAGING_OUTPUT_PENDING',
       'forward t2',
+      'removeIfEmpty /sb/t2',
     ]);
     expect(t.state).toBe('CANCELED');
     expect(t.stdout).toBe('partial\n');

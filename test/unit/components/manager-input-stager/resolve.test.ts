@@ -72,18 +72,48 @@ describe('resolveStaging', () => {
     });
   });
 
+  it("takes relative paths as RADICAL-Pilot does: an input's source and an output's target from the client's cwd, the other ends in the task's own directory", () => {
+    expect(
+      resolve(
+        [
+          { source: 'input.dat', target: 'input.dat' },
+          { source: 'd/in', target: 'a/x' },
+        ],
+        [{ source: 'out/r.dat', target: 'results/' }],
+      ),
+    ).toEqual({
+      staging: {
+        input: [
+          copy('/home/u/work/input.dat', 'task://input.dat'),
+          // 'a' is a task of the session: a relative target is still this task's own a/x
+          copy('/home/u/work/d/in', 'task://a/x'),
+        ],
+        output: [copy('task://out/r.dat', '/home/u/work/results/')],
+      },
+    });
+  });
+
+  it('keeps a transfer of relative paths on the sides it needs', () => {
+    const transfer = { action: 'transfer' as const };
+    expect(
+      resolve(
+        [{ source: 'in.dat', target: 'in.dat', ...transfer }],
+        [{ source: 'r.dat', target: 'res/', ...transfer }],
+      ),
+    ).toEqual({
+      staging: {
+        input: [{ ...copy('/home/u/work/in.dat', 'task://in.dat'), ...transfer }],
+        output: [{ ...copy('task://r.dat', '/home/u/work/res/r.dat'), ...transfer }],
+      },
+    });
+  });
+
   it.each<[string, StagingDirective[], StagingDirective[], string]>([
     [
       'a task that has not run',
       [{ source: 'task://b/out.txt', target: 'task://' }],
       [],
       "inputStaging[0]: 'task://b/out.txt': task b has no sandbox yet (it has not run)",
-    ],
-    [
-      'a relative path',
-      [{ source: 'client://x', target: 'task://x' }],
-      [{ source: 'out.txt', target: 'client://x' }],
-      "outputStaging[0]: 'out.txt' is neither absolute nor has a scheme (client://, pilot://, task://, task://<uid>/ or an absolute path)",
     ],
     [
       'an unknown scheme',

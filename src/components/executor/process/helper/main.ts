@@ -54,6 +54,7 @@ import { StreamFile, type TaskOutput } from './stream-output';
 import { StartQueue } from './start-queue';
 import { isKillRequest, isSpawnRequest, nulField } from './requests';
 import { MARK_VAR } from './kill-session';
+import { makeTaskDir } from './task-dir';
 import type { HelperEvent, KillSignal, SpawnRequest } from './protocol';
 
 /** The tasks whose main process runs (or is starting), and those processes' pids. */
@@ -65,6 +66,7 @@ const baseEnv: Record<string, string | undefined> = { ...process.env };
 /** Files the helper writes or truncates: rw-r--r-- (before the umask), as pf-spawner. */
 /** The task's files are its owner's alone (as every file of a session). */
 const FILE_MODE = 0o600;
+
 let stopping = false;
 let left = false;
 let stdoutBroken = false;
@@ -190,6 +192,8 @@ function doSpawn(m: SpawnRequest): void {
     emit({ ev: 'failed', uid, code: 'EINVAL', message: `${nul} contains a NUL byte` });
     return;
   }
+  const unmade = m.mkdir === undefined ? undefined : makeTaskDir(m.mkdir);
+  if (unmade !== undefined) return emit({ ev: 'failed', uid, ...unmade });
   for (const f of m.files ?? []) {
     try {
       writeFileSync(f.path, f.content, { mode: FILE_MODE });

@@ -2,16 +2,18 @@
  * The line protocol of the spawner helpers (native/spawner/pf-spawner.c and main.ts),
  * which SpawnerPool speaks: newline-delimited JSON, one object per line, both ways (UTF-8).
  *   to a helper:   {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath,files?,killScope?,
- *                   cpus?,after?,cgroups?}
+ *                   cpus?,after?,cgroups?,mkdir?}
  *                  | {"op":"spawn",uid,executable,args,env,cwd,stream:{attempt,capBytes?},files?,killScope?,
- *                   cpus?,after?,cgroups?}
+ *                   cpus?,after?,cgroups?,mkdir?}
  *                  | {"op":"kill",uid,signal:"SIGTERM"|"SIGKILL"}
  *   from a helper: {"ev":"ready",pid,tracking,markPrefix,why?} first, then {"ev":"started",uid,pid,t}
  *                  | {"ev":"exited",uid,exitCode,signal,t,stdoutTail?,stderrTail?,stdoutBytes?,
  *                   stderrBytes?,dropped?} | {"ev":"failed",uid,code,message} | {"ev":"error",message}
  *                  | {"ev":"lost",uid,attempt,errno,file} (file: the part it wrote)
  * The requests of one synchronous run go out in one write; a helper sends the events of one of
- * its loop turns in one write. `files` are written before the task starts; a spawn with
+ * its loop turns in one write. `mkdir` (the task's own directory) is made first, 0700, unless it
+ * exists (its parent must; one it cannot make fails the spawn, the message beginning "cannot make
+ * the task directory"); then `files` are written before the task starts; a spawn with
  * `killScope: 'process'` (srun) is killed alone, others with every process they started, tracked
  * as `tracking` says: 'cgroup' (a cgroup per task) or 'proc' (groups, sessions, descendants and
  * PF_TASK_MARK, whose values start with `markPrefix`, found in /proc); `why` says why task
@@ -95,6 +97,11 @@ interface SpawnBase {
   args: string[];
   env: Record<string, string>;
   cwd: string;
+  /**
+   * The task's own directory, made (0700) before `files` and the output files unless it exists:
+   * so the agent need not make it. Its parent must exist.
+   */
+  mkdir?: string;
   /** Small files to write before the process starts (e.g. mpirun's hostfile). */
   files?: SpawnFile[];
   /** 'process': kills signal this process alone, not its group and session (srun). */

@@ -25,6 +25,7 @@ export function isSpawnRequest(m: unknown): m is SpawnRequest {
     (s.after === undefined || typeof s.after === 'string') &&
     (s.cgroups === undefined ||
       (Array.isArray(s.cgroups) && s.cgroups.every((c) => typeof c === 'string'))) &&
+    (s.mkdir === undefined || typeof s.mkdir === 'string') &&
     (s.files === undefined ||
       (Array.isArray(s.files) &&
         s.files.every(
@@ -74,6 +75,7 @@ export function nulField(m: SpawnRequest): string | undefined {
   if (arg >= 0) return `args[${arg}]`;
   for (const [k, v] of Object.entries(m.env)) if (has(k) || has(v)) return 'env';
   if (has(m.cwd)) return 'cwd';
+  if (m.mkdir !== undefined && has(m.mkdir)) return 'mkdir';
   if (m.stdoutPath !== undefined && has(m.stdoutPath)) return 'stdoutPath';
   if (m.stderrPath !== undefined && has(m.stderrPath)) return 'stderrPath';
   const file = (m.files ?? []).findIndex((f) => has(f.path));

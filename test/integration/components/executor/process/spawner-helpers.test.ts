@@ -146,6 +146,18 @@ describeEachHelper('a spawner helper run by SpawnerPool', (helper: SpawnerHelper
       });
     });
 
+    it('a task directory (mkdir) whose parent is missing, named; nothing of the task is made', async () => {
+      const s = spec('/bin/true');
+      s.mkdir = path.join(s.cwd, 'no-dir', 'own');
+      s.cwd = s.mkdir;
+      s.stdoutPath = path.join(s.mkdir, 'stdout');
+      expect(await failureOf(s)).toEqual({
+        code: 'ENOENT',
+        message: `cannot make the task directory '${s.mkdir}': no such file or directory`,
+      });
+      expect(fs.existsSync(path.join(s.mkdir, '..'))).toBe(false);
+    });
+
     it('an argument over the kernel limit (128 KiB): E2BIG', async () => {
       expect(await failureOf(spec('/bin/true', ['x'.repeat(200_000)]))).toEqual({
         code: 'E2BIG',
@@ -158,6 +170,7 @@ describeEachHelper('a spawner helper run by SpawnerPool', (helper: SpawnerHelper
       ['the executable', (s: SpawnSpec) => (s.executable = '/bin/true\0x'), 'executable'],
       ['the environment', (s: SpawnSpec) => (s.env = { A: 'b\0c' }), 'env'],
       ['the working directory', (s: SpawnSpec) => (s.cwd = `${s.cwd}\0x`), 'cwd'],
+      ['the task directory', (s: SpawnSpec) => (s.mkdir = `${s.cwd}\0x`), 'mkdir'],
     ])('a NUL byte in %s: EINVAL', async (_what, spoil, field) => {
       const s = spec('/bin/true');
       spoil(s);
@@ -166,6 +179,27 @@ describeEachHelper('a spawner helper run by SpawnerPool', (helper: SpawnerHelper
         message: `${field} contains a NUL byte`,
       });
     });
+  });
+
+  it('makes the task directory (mkdir) before its files and output, 0700, and takes one that exists', async () => {
+    const p = await start();
+    const base = spec('/bin/sh', ['-c', 'cat hostfile; pwd']);
+    const own = path.join(base.cwd, 'own');
+    const s: SpawnSpec = {
+      ...base,
+      cwd: own,
+      mkdir: own,
+      stdoutPath: path.join(own, 'stdout'),
+      stderrPath: path.join(own, 'stderr'),
+      files: [{ path: path.join(own, 'hostfile'), content: 'n1\n' }],
+    };
+    p.spawn(s);
+    expect((await events.exit(s.uid)).exitCode).toBe(0);
+    expect(fs.readFileSync(s.stdoutPath, 'utf8')).toBe(`n1\n${own}\n`);
+    expect(fs.statSync(own).mode & 0o777).toBe(0o700);
+    const again = { ...s, uid: `${s.uid}.again`, files: [] };
+    p.spawn(again);
+    expect((await events.exit(again.uid)).exitCode).toBe(0);
   });
 
   it('passes arguments and environment values byte for byte: newlines, quotes, unicode', async () => {
