@@ -1,4 +1,5 @@
 import * as os from 'node:os';
+import * as path from 'node:path';
 import type { AgentConfig, Reason, TaskRecord } from '../generated';
 import { coerceError, errorMeta } from '../errors';
 import { systemClock } from '../lib/clock';
@@ -16,6 +17,7 @@ import { ControlBus } from '../transport/control-bus';
 import { BUSY_GAP_MS, MAX_BUSY_GAP_MS } from '../transport/send-gap';
 import { MongoStore } from '../updater/mongodb/store';
 import { UpdateWorker, type UpdateWorkerOptions } from '../updater/update-worker';
+import { AGENT_END_FILE } from '../components/pilot-launcher/launcher';
 import { FirstSight } from './first-sight';
 import type { AgentFinal } from './lifecycle/effects';
 import { AgentLifecycleShell, type AgentParts } from './lifecycle/shell';
@@ -105,9 +107,11 @@ export class Agent {
     this.lifecycle = new AgentLifecycleShell(() => this.parts(), log, systemClock, {
       pilot: cfg.pilot,
       heartbeatTimeoutMs: cfg.heartbeatTimeoutMs ?? CLIENT_TIMEOUT_MS,
+      ...(cfg.clientGraceMs !== undefined ? { clientGraceMs: cfg.clientGraceMs } : {}),
       runtimeMin: cfg.runtimeMin,
       signalBeforeEnd: cfg.signalBeforeEnd,
       storeInClient: cfg.mongodb === undefined,
+      endFile: path.join(cfg.sandbox, AGENT_END_FILE),
     });
     this.done = this.lifecycle.done;
   }

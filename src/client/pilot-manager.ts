@@ -27,6 +27,12 @@ import { Waiters } from './calls/waiters';
 import { validateAll } from './calls/validate-all';
 import { checkSelection } from './calls/selection';
 
+/**
+ * Without `agent.clientGraceS`: how long an agent works on for a silent client (15 min: a
+ * login node's reboot), keeping what it could not deliver for a resume.
+ */
+const DEFAULT_CLIENT_GRACE_S = 900;
+
 export interface PilotManagerOptions {
   /** How long a pilot's agent may take to shut down before it is killed (default 10 s). */
   shutdownGraceMs?: number;
@@ -317,6 +323,7 @@ export class PilotManager {
       ...(agent.clientTimeoutS !== undefined
         ? { heartbeatTimeoutMs: Math.round(agent.clientTimeoutS * 1000) }
         : {}),
+      clientGraceMs: Math.round((agent.clientGraceS ?? DEFAULT_CLIENT_GRACE_S) * 1000),
       ...(agent.logLevel !== undefined ? { logLevel: agent.logLevel } : {}),
       ...this.rt.links.agentConfig(rec.uid),
     };

@@ -82,9 +82,13 @@ export interface AgentConfig {
    */
   killGraceMs?: number;
   /**
-   * Milliseconds without the client's heartbeat after which the agent ends its tasks and exits; 0: never; default 30000 (the pilot's agent.clientTimeoutS).
+   * Milliseconds without the client's heartbeat after which the agent ends its tasks and exits (unless clientGraceMs is longer); 0: never; default 30000 (the pilot's agent.clientTimeoutS).
    */
   heartbeatTimeoutMs?: number;
+  /**
+   * Milliseconds the agent works on without hearing from its client, when longer than heartbeatTimeoutMs (the pilot's agent.clientGraceS; the client always sets it, default 900000); absent: heartbeatTimeoutMs.
+   */
+  clientGraceMs?: number;
   /**
    * The lowest level written to agent.log; default info.
    */

@@ -7,7 +7,13 @@ import { compiledSibling } from '../../lib/dist-path';
 import type { Logger } from '../../lib/logger';
 import { readTail } from '../../lib/file-tail';
 import { nvidiaGpus } from '../../lib/gpus';
-import type { Capacity, LaunchEvents, PilotLauncher } from './launcher';
+import {
+  AGENT_END_FILE,
+  type AgentExit,
+  type Capacity,
+  type LaunchEvents,
+  type PilotLauncher,
+} from './launcher';
 import type { PilotRecord } from './pilot-record';
 import { PRIVATE_FILE, makePrivateDirAsync } from '../../lib/private-files';
 
@@ -80,7 +86,7 @@ export class LocalLauncher implements PilotLauncher {
       clearInterval(timer);
       this.adopted.delete(uid);
       void readTail(`${sandbox}/agent.err`, 1_024).then((stderr) =>
-        this.events.agentExited(uid, { exitCode: null, signal: null, stderr }),
+        this.events.agentExited(uid, { exitCode: null, signal: null, stderr, said: said(sandbox) }),
       );
     };
     const timer = setInterval(check, this.probeMs);
@@ -120,7 +126,12 @@ export class LocalLauncher implements PilotLauncher {
     child.once('exit', (exitCode, signal) => {
       this.children.delete(pilot.uid);
       void readTail(`${pilot.sandbox}/agent.err`, 1_024).then((stderr) =>
-        this.events.agentExited(pilot.uid, { exitCode, signal, stderr }),
+        this.events.agentExited(pilot.uid, {
+          exitCode,
+          signal,
+          stderr,
+          said: said(pilot.sandbox),
+        }),
       );
     });
   }
@@ -147,5 +158,23 @@ function signal(pid: number, sig: NodeJS.Signals | 0): boolean {
     return true;
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Why the agent of `sandbox` ended, as it wrote there (AGENT_END_FILE), or undefined: none
+ * written (it was killed first), or not of the agent's form.
+ */
+function said(sandbox: string): AgentExit['said'] {
+  try {
+    const e = JSON.parse(readFileSync(`${sandbox}/${AGENT_END_FILE}`, 'utf8')) as {
+      final?: unknown;
+      message?: unknown;
+    };
+    const finals: readonly unknown[] = ['DONE', 'FAILED', 'CANCELED'];
+    if (!finals.includes(e.final) || typeof e.message !== 'string') return undefined;
+    return { final: e.final as 'DONE' | 'FAILED' | 'CANCELED', message: e.message.slice(0, 2_000) };
+  } catch {
+    return undefined;
   }
 }

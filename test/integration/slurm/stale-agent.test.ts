@@ -63,7 +63,7 @@ describeSlurm('a stale agent, back after its pilot was declared lost', () => {
         resource: 'slurm',
         nodes: 1,
         runtimeMin: 5,
-        agent: { clientTimeoutS: 3 },
+        agent: { clientTimeoutS: 3, clientGraceS: 3 },
       });
       await fx.pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 60_000 });
       const callbacks: string[] = [];
