@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } f
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { withTimeout } from '../../../src/lib/deferred';
+import { closedGate } from '../../support/flock-gate';
 import { agentPids, killAgents } from '../../support/client-child';
 import { runCli, startCli } from '../../support/cli';
 import { waitForExit } from '../../support/processes';
@@ -28,13 +29,20 @@ function lines(file: string, n: number, timeoutMs = 60_000): Promise<string[]> {
   );
 }
 
-/** A workload of `n` tasks that append their uid to `log`, on one local pilot of 2 cores. */
-function appenders(file: string, log: string, n: number, agent: Record<string, number>): void {
-  const line = `echo "$PF_TASK_ID" >> ${log}; sleep 0.3`;
+/** A workload of `n` tasks that append their uid to `log`, then run `then`, on one local pilot. */
+function appenders(
+  file: string,
+  log: string,
+  n: number,
+  agent: Record<string, number>,
+  then = 'sleep 0.3',
+  cores = 2,
+): void {
+  const line = `echo "$PF_TASK_ID" >> ${log}; ${then}`;
   writeFileSync(
     file,
     JSON.stringify({
-      pilots: [{ resource: 'local', cores: 2, agent }],
+      pilots: [{ resource: 'local', cores, agent }],
       tasks: Array.from({ length: n }, () => ({ executable: '/bin/sh', arguments: ['-c', line] })),
     }),
   );
@@ -75,5 +83,46 @@ describe('pilotfish run killed with SIGKILL and resumed late', () => {
     expect(ran).toHaveLength(40);
     expect(new Set(ran).size).toBe(40);
     for (const pid of agentPids(dir)) await waitForExit(pid, 10_000);
+  }, 90_000);
+
+  it('resumed after its agent was killed: a new pilot of the same description runs the tasks that never ran; the one that was running ends FAILED, not run again', async () => {
+    const dir = root();
+    const [file, log, gate] = [
+      path.join(dir, 'w.json'),
+      path.join(dir, 'ran'),
+      path.join(dir, 'g'),
+    ];
+    const closed = await closedGate(gate);
+    try {
+      appenders(file, log, 8, {}, `flock -s ${gate} true`, 1);
+      const first = startCli(['run', file, '--dir', dir]);
+      const [, uid] = await first.stderrMatch(/session (pf\.\S+) /);
+      await lines(log, 1);
+      // the store knows the first task runs (its client learns it from there)
+      for (let i = 0; ; i++) {
+        const st = await runCli(['status', uid!, '--json', '--dir', dir]);
+        if ((JSON.parse(st.stdout) as { runningTotal: number }).runningTotal === 1) break;
+        expect(i).toBeLessThan(100);
+      }
+      first.proc.kill('SIGKILL');
+      await first.result;
+      const [agent] = agentPids(dir);
+      process.kill(agent!, 'SIGKILL');
+      await waitForExit(agent!, 10_000);
+      await closed.open();
+      const r = await runCli(['run', '--resume', uid!, '--dir', dir]);
+      expect(r.stdout).toMatch(/^ {2}DONE\s+7$/m);
+      expect(r.stdout).toMatch(/^ {2}FAILED\s+1$/m);
+      expect(r.stdout).toMatch(/E_PILOT_ENDED/);
+      const ran = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+      expect(ran).toHaveLength(8);
+      expect(new Set(ran).size).toBe(8);
+      // the replacement's agent, too, ends with the run
+      const pids = agentPids(dir);
+      expect(pids).toHaveLength(2);
+      for (const pid of pids) await waitForExit(pid, 10_000);
+    } finally {
+      closed.remove();
+    }
   }, 90_000);
 });
