@@ -1,5 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { promises as fsp, openSync, closeSync, readFileSync } from 'node:fs';
+import {
+  promises as fsp,
+  openSync,
+  closeSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+} from 'node:fs';
 import * as os from 'node:os';
 import type { AgentConfig, PilotDescription } from '../../generated';
 import { errorMeta } from '../../errors';
@@ -103,16 +110,18 @@ export class LocalLauncher implements PilotLauncher {
 
   private async start(pilot: PilotRecord, cfg: AgentConfig): Promise<void> {
     await makePrivateDirAsync(pilot.sandbox);
-    const cfgFile = `${pilot.sandbox}/agent.json`;
+    const cfgFile = `${pilot.sandbox}/${AGENT_CONFIG}`;
     await fsp.writeFile(cfgFile, JSON.stringify(cfg, null, 2), { mode: PRIVATE_FILE });
     const out = openSync(`${pilot.sandbox}/agent.out`, 'a', PRIVATE_FILE);
     const err = openSync(`${pilot.sandbox}/agent.err`, 'a', PRIVATE_FILE);
     let child: ChildProcess;
     try {
-      // own session: a Ctrl-C or a kill of the client's process group does not reach it
-      child = spawn(process.execPath, [this.agentMain, cfgFile], {
+      // own session: a Ctrl-C or a kill of the client's process group does not reach it; run
+      // in its sandbox, so that its command line (which `ps` shows everyone) names no session
+      child = spawn(process.execPath, [this.agentMain, AGENT_CONFIG], {
         stdio: ['ignore', out, err],
         detached: true,
+        cwd: pilot.sandbox,
       });
     } finally {
       closeSync(out);
@@ -137,15 +146,23 @@ export class LocalLauncher implements PilotLauncher {
   }
 }
 
+/** The agent's bootstrap file in its sandbox, named relative to it on its command line. */
+const AGENT_CONFIG = 'agent.json';
+
 /**
  * Whether `pid` still is the agent of `sandbox`: alive, not a zombie nobody reaps, and not
- * another process that got the pid after the agent's end (its command names agent.json).
+ * another process that got the pid after the agent's end (its command names agent.json and it
+ * runs in `sandbox`; an agent of an older client named the whole path).
  */
 function isAgent(pid: number, sandbox: string): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) return false;
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`${sandbox}/agent.json`);
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    if (args.includes(`${sandbox}/${AGENT_CONFIG}`)) return true;
+    return (
+      args.includes(AGENT_CONFIG) && readlinkSync(`/proc/${pid}/cwd`) === realpathSync(sandbox)
+    );
   } catch {
     return false;
   }
