@@ -26,6 +26,7 @@ import type { StateInfo } from './task';
 import { Waiters } from './calls/waiters';
 import { validateAll } from './calls/validate-all';
 import { checkSelection } from './calls/selection';
+import { ADDRESS_FILE } from './resume/addresses';
 
 /**
  * Without `agent.clientGraceS`: how long an agent works on for a silent client (15 min: a
@@ -375,6 +376,8 @@ export class PilotManager {
         : {}),
       clientGraceMs: Math.round((agent.clientGraceS ?? DEFAULT_CLIENT_GRACE_S) * 1000),
       ...(agent.logLevel !== undefined ? { logLevel: agent.logLevel } : {}),
+      // where a resumed client of an embedded session that moved tells it its addresses
+      addressFile: path.join(this.rt.dir, ADDRESS_FILE),
       ...this.rt.links.agentConfig(rec.uid),
     };
   }

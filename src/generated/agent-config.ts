@@ -86,6 +86,10 @@ export interface AgentConfig {
    */
   heartbeatTimeoutMs?: number;
   /**
+   * An embedded session's addresses.json (in its directory, 0600: only its owner writes it): where a resumed client that could not bind the old ports listens now (schemas/published-addresses.schema.json). Read while the client is silent.
+   */
+  addressFile?: string;
+  /**
    * Milliseconds the agent works on without hearing from its client, when longer than heartbeatTimeoutMs (the pilot's agent.clientGraceS; the client always sets it, default 900000); absent: heartbeatTimeoutMs.
    */
   clientGraceMs?: number;
