@@ -14,6 +14,7 @@ import { compiledSibling } from '../../lib/dist-path';
 import type { Logger } from '../../lib/logger';
 import { readTail } from '../../lib/file-tail';
 import { nvidiaGpus } from '../../lib/gpus';
+import { FINAL_PILOT_STATES, type FinalPilotState } from '../../states/pilot-model';
 import {
   AGENT_END_FILE,
   type AgentExit,
@@ -188,9 +189,9 @@ function said(sandbox: string): AgentExit['said'] {
       final?: unknown;
       message?: unknown;
     };
-    const finals: readonly unknown[] = ['DONE', 'FAILED', 'CANCELED'];
+    const finals: readonly unknown[] = FINAL_PILOT_STATES;
     if (!finals.includes(e.final) || typeof e.message !== 'string') return undefined;
-    return { final: e.final as 'DONE' | 'FAILED' | 'CANCELED', message: e.message.slice(0, 2_000) };
+    return { final: e.final as FinalPilotState, message: e.message.slice(0, 2_000) };
   } catch {
     return undefined;
   }
