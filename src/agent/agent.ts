@@ -1,4 +1,5 @@
 import * as os from 'node:os';
+import * as path from 'node:path';
 import type { AgentConfig, Reason, TaskRecord } from '../generated';
 import { coerceError, errorMeta } from '../errors';
 import { systemClock } from '../lib/clock';
@@ -19,8 +20,11 @@ import { QueueSet } from '../components/shared/queue-set';
 import { sendLogged } from '../components/shared/shell';
 import { ControlBus } from '../transport/control-bus';
 import { BUSY_GAP_MS, MAX_BUSY_GAP_MS } from '../transport/send-gap';
+import { AddressFile } from '../updater/embedded/address-file';
+import { AddressBoard } from '../updater/mongodb/addresses';
 import { MongoStore } from '../updater/mongodb/store';
 import { UpdateWorker, type UpdateWorkerOptions } from '../updater/update-worker';
+import { AGENT_END_FILE } from '../components/pilot-launcher/launcher';
 import { FirstSight } from './first-sight';
 import type { AgentFinal } from './lifecycle/effects';
 import { AgentLifecycleShell, type AgentParts } from './lifecycle/shell';
@@ -111,9 +115,11 @@ export class Agent {
     this.lifecycle = new AgentLifecycleShell(() => this.parts(), log, systemClock, {
       pilot: cfg.pilot,
       heartbeatTimeoutMs: cfg.heartbeatTimeoutMs ?? CLIENT_TIMEOUT_MS,
+      ...(cfg.clientGraceMs !== undefined ? { clientGraceMs: cfg.clientGraceMs } : {}),
       runtimeMin: cfg.runtimeMin,
       signalBeforeEnd: cfg.signalBeforeEnd,
       storeInClient: cfg.mongodb === undefined,
+      endFile: path.join(cfg.sandbox, AGENT_END_FILE),
     });
     this.done = this.lifecycle.done;
   }
@@ -366,21 +372,32 @@ export class Agent {
   }
 
   /**
-   * An agent of a MongoDB session can learn where a resumed client listens, if not where it
-   * did (docs/state-store.md, "Session resume"); an embedded store's agents cannot.
+   * An agent can learn where a resumed client listens, if not where it did (docs/state-store.md,
+   * "Session resume"): a MongoDB session's from its database, an embedded one's from its file.
    */
   private relocationOf(cfg: AgentConfig): RelocationShell | undefined {
-    if (cfg.mongodb === undefined) return undefined;
-    const { store: _store, ...addresses } = cfg.addresses;
+    const { mongodb, addressFile } = cfg;
+    if (mongodb === undefined && addressFile === undefined) return undefined;
+    // a MongoDB session's agents write to the database: no store socket to move
+    const { store, ...rest } = cfg.addresses;
+    const addresses = mongodb === undefined && store !== undefined ? { ...rest, store } : rest;
     return new RelocationShell({
       session: cfg.session,
       pilot: cfg.pilot,
-      mongodb: cfg.mongodb,
+      source: () =>
+        mongodb !== undefined
+          ? AddressBoard.connect(mongodb.uri, mongodb.db)
+          : Promise.resolve(new AddressFile(addressFile!)),
       addresses,
       heartbeatTimeoutMs: cfg.heartbeatTimeoutMs ?? CLIENT_TIMEOUT_MS,
       clock: systemClock,
       log: this.log.child({ component: 'Relocation' }),
-      connections: () => ({ control: this.control, queues: this.queues, files: this.files }),
+      connections: () => ({
+        control: this.control,
+        queues: this.queues,
+        files: this.files,
+        workers: this.workers,
+      }),
       // a client that published addresses is alive: it gets its time to be heard there
       moved: () => this.lifecycle.core.onHeartbeat(),
     });

@@ -160,8 +160,12 @@ async function drive(
     opts.onSession?.(session);
     if (w.tasks.length === 0) return summarize(session.uid, [], seconds());
     // created in this order in both runs: the journal names managers by their order
-    const pmgr = new PilotManager(session);
-    const tmgr = new TaskManager(session);
+    // a resumed run whose pilot's agent is gone (killed, or its grace ended) goes on on a new one
+    const late: { tmgr?: TaskManager } = {};
+    const pmgr = new PilotManager(session, {
+      replaceLost: (_lost, replacement) => late.tmgr?.addPilots([replacement]),
+    });
+    const tmgr = (late.tmgr = new TaskManager(session));
     let tasks: Task[] = [];
     if (resumed) await session.replay();
     if (stopped === undefined) {

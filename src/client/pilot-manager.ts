@@ -26,12 +26,26 @@ import type { StateInfo } from './task';
 import { Waiters } from './calls/waiters';
 import { validateAll } from './calls/validate-all';
 import { checkSelection } from './calls/selection';
+import { ADDRESS_FILE } from './resume/addresses';
+
+/**
+ * Without `agent.clientGraceS`: how long an agent works on for a silent client (15 min: a
+ * login node's reboot), keeping what it could not deliver for a resume.
+ */
+const DEFAULT_CLIENT_GRACE_S = 900;
 
 export interface PilotManagerOptions {
   /** How long a pilot's agent may take to shut down before it is killed (default 10 s). */
   shutdownGraceMs?: number;
   /** Slurm pilots: how often the job is polled when the description says nothing (1000 ms). */
   slurmPollMs?: number;
+  /**
+   * A resumed session: a pilot taken back whose agent is found gone (it died, or its grace
+   * for a silent client ended) is replaced by a new pilot of the same description, handed to
+   * this callback (`pilotfish run` adds it to its TaskManager) before the old one's tasks are
+   * taken over, so the tasks that never ran start on it. Without it they end E_NO_PILOT.
+   */
+  replaceLost?: (lost: Pilot, replacement: Pilot) => void;
 }
 
 /** Submits pilots, follows their states, cancels them; pilots end when the session closes. */
@@ -64,7 +78,10 @@ export class PilotManager {
       notify: (ns) => rt.notify(ns),
       ended: (uid, state, reason) => {
         rt.setPilotCapacity(uid, undefined);
-        rt.emitPilotEnded(uid, state, reason);
+        const replaced = this.replace(uid, state, options.replaceLost);
+        if (replaced === undefined) return rt.emitPilotEnded(uid, state, reason);
+        // the old pilot's tasks are taken over once the new one can have them
+        void replaced.finally(() => rt.emitPilotEnded(uid, state, reason));
       },
       agentConfig: (rec) => this.agentConfig(rec),
       clock: rt.clock,
@@ -163,6 +180,45 @@ export class PilotManager {
     );
   }
 
+  /** Pilots taken back from a previous client, alive when taken: replaced if found gone. */
+  private readonly adoptedLive = new Set<string>();
+
+  /**
+   * A new pilot for an adopted one that failed (its agent gone), given to `hook`; undefined
+   * when there is none to make. A failure to submit it is logged: the old pilot's tasks then
+   * end as without one.
+   */
+  private replace(
+    uid: string,
+    state: PilotState,
+    hook: PilotManagerOptions['replaceLost'],
+  ): Promise<void> | undefined {
+    const lost = this.pilots.get(uid);
+    if (hook === undefined || state !== 'FAILED' || !this.adoptedLive.delete(uid)) return;
+    if (lost === undefined) return;
+    const { uid: _uid, ...description } = lost.description;
+    // a sandbox of the user's own is not shared with the agent that left it
+    if (description.sandbox !== undefined) description.sandbox = `${description.sandbox}.${uid}`;
+    return this.submitPilots([description]).then(
+      ([replacement]) => {
+        this.log.info('pilot replaced', { lost: uid, replacement: replacement!.uid });
+        hook(lost, replacement!);
+      },
+      (e: unknown) => this.log.error('pilot not replaced', { pilot: uid, ...errorMeta(e) }),
+    );
+  }
+
+  /** A generated uid no pilot of the session's journal has (a resumed session's new pilots). */
+  private freshUid(): string {
+    const taken = this.rt.resumed.flatMap((e) =>
+      e.t === 'pilots' ? e.pilots.map((p) => p.uid) : [],
+    );
+    let uid: string;
+    do uid = this.rt.nextPilotUid();
+    while (taken.includes(uid));
+    return uid;
+  }
+
   /** Adopted pilots whose agents have not reported in to this client yet. */
   private readonly unreported = new Set<string>();
 
@@ -181,6 +237,7 @@ export class PilotManager {
       return;
     }
     const startedAt = pilot.history.find((h) => h.state === 'PMGR_ACTIVE')?.ts;
+    this.adoptedLive.add(pilot.uid);
     this.launcher.adopt(rec, trace, startedAt);
   }
 
@@ -193,7 +250,7 @@ export class PilotManager {
     const records: PilotRecord[] = [];
     const notes: Notification[] = [];
     for (const [i, d] of descs.entries()) {
-      const uid = d.uid ?? this.rt.nextPilotUid();
+      const uid = d.uid ?? this.freshUid();
       if (this.pilots.has(uid)) {
         throw new ValidationError(`invalid PilotDescription: uid '${uid}' is already used`, [
           { path: '/uid', message: `must be unique ('${uid}' is already used)` },
@@ -321,7 +378,10 @@ export class PilotManager {
       ...(agent.clientTimeoutS !== undefined
         ? { heartbeatTimeoutMs: Math.round(agent.clientTimeoutS * 1000) }
         : {}),
+      clientGraceMs: Math.round((agent.clientGraceS ?? DEFAULT_CLIENT_GRACE_S) * 1000),
       ...(agent.logLevel !== undefined ? { logLevel: agent.logLevel } : {}),
+      // where a resumed client of an embedded session that moved tells it its addresses
+      addressFile: path.join(this.rt.dir, ADDRESS_FILE),
       ...this.rt.links.agentConfig(rec.uid),
     };
   }

@@ -208,6 +208,8 @@ export class TaskManager {
         for (const t of tasks) this.tasks.set(t.uid, t);
       } else if (e.t === 'pilots-added' && e.mgr === this.name) {
         for (const p of e.pilots) this.pilotsAdded.add(p);
+      } else if (e.t === 'cancel' && e.mgr === this.name) {
+        for (const u of e.uids) this.canceling.add(u);
       }
     }
     this.rt.onReplay(
@@ -235,6 +237,11 @@ export class TaskManager {
       stagedOut: output.length,
     });
     await this.schedule(unsent);
+    // the journal's cancels whose tasks the store does not hold final: the old client's death
+    // may have kept them from the pipeline or the agents
+    const canceled = [...this.canceling].filter((u) => this.tasks.get(u)?.final === false);
+    this.canceling.clear();
+    if (canceled.length > 0) await this.applyCancel(canceled);
   }
 
   get(uid: string): Task | undefined {
@@ -320,9 +327,16 @@ export class TaskManager {
     checkSelection('cancelTasks', { uids }, (u) => this.tasks.has(u), 'a task of this manager');
     const list = (uids ?? [...this.tasks.keys()]).filter((u) => !this.tasks.get(u)?.final);
     if (list.length === 0) return;
-    for (const u of list) this.canceling.add(u);
-    this.rt.pipeline.cancel(list);
-    await this.rt.control.publish({ type: 'cancel_tasks', uids: list });
+    // journaled first: a client killed before the cancel took effect leaves it to its resume
+    this.rt.journal.append({ t: 'cancel', mgr: this.name, uids: list });
+    await this.applyCancel(list);
+  }
+
+  private async applyCancel(uids: string[]): Promise<void> {
+    for (const u of uids) this.canceling.add(u);
+    this.rt.pipeline.cancel(uids);
+    // agents that miss it (not connected yet) get it again when they report in (agent_ready)
+    await this.rt.control.publish({ type: 'cancel_tasks', uids });
   }
 
   private ingest(ns: Notification[]): void {

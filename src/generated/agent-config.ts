@@ -111,9 +111,17 @@ export interface AgentConfig {
    */
   killGraceMs?: number;
   /**
-   * Milliseconds without the client's heartbeat after which the agent ends its tasks and exits; 0: never; default 30000 (the pilot's agent.clientTimeoutS).
+   * Milliseconds without the client's heartbeat after which the agent ends its tasks and exits (unless clientGraceMs is longer); 0: never; default 30000 (the pilot's agent.clientTimeoutS).
    */
   heartbeatTimeoutMs?: number;
+  /**
+   * An embedded session's addresses.json (in its directory, 0600: only its owner writes it): where a resumed client that could not bind the old ports listens now (schemas/published-addresses.schema.json). Read while the client is silent.
+   */
+  addressFile?: string;
+  /**
+   * Milliseconds the agent works on without hearing from its client, when longer than heartbeatTimeoutMs (the pilot's agent.clientGraceS; the client always sets it, default 900000); absent: heartbeatTimeoutMs.
+   */
+  clientGraceMs?: number;
   /**
    * The lowest level written to agent.log; default info.
    */

@@ -115,9 +115,13 @@ export interface PilotDescription {
      */
     killGraceMs?: number;
     /**
-     * How long each side goes on without hearing from the other (default 30 s). The agent keeps working that long without its client: a client that comes back within it (Session.open({ resume })) finds its tasks running; after it the agent ends its tasks and exits. The client fails a pilot whose agent is silent that long (E_AGENT_SILENT) and kills the agent.
+     * How long the client goes on without hearing from the agent (default 30 s): it fails a pilot whose agent is silent that long (E_AGENT_SILENT) and kills the agent. An agent waits for a silent client at least this long too (see clientGraceS).
      */
     clientTimeoutS?: number;
+    /**
+     * How long an agent whose client is silent keeps working and keeps what it could not deliver (default 900 s, long enough for a login node's reboot; never less than clientTimeoutS), counted from the client's last word: a client that comes back within it (Session.open({ resume }), pilotfish run --resume) finds the tasks run and receives their results. After it the agent ends its tasks and exits, with the reason in its sandbox (agent.end.json).
+     */
+    clientGraceS?: number;
     /**
      * The lowest level the agent writes to agent.log (in the pilot's sandbox): error, warn, info or debug; default info.
      */

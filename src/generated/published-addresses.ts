@@ -1,7 +1,7 @@
 /* Generated from schemas/published-addresses.schema.json by scripts/gen-types.js: do not edit. */
 
 /**
- * The `addresses` field of a MongoDB session's document in `sessions` ({_id: <session uid>}): where a resumed client that could not listen where its agents connect listens now. Its agents read it while they hear no client, and move to a higher epoch than the one they use. No field means epoch 0: the addresses in each agent's bootstrap file.
+ * The `addresses` field of a MongoDB session's document in `sessions` ({_id: <session uid>}), or an embedded session's `addresses.json` in its directory (0600): where a resumed client that could not listen where its agents connect listens now. Its agents read it while they hear no client, and move to a higher epoch than the one they use. No field means epoch 0: the addresses in each agent's bootstrap file.
  */
 export interface PublishedAddresses {
   /**
@@ -36,6 +36,10 @@ export interface PublishedAddresses {
      * Its file channel.
      */
     files?: string;
+    /**
+     * Its store socket, where the session's store is embedded (its UpdateWorkers send there); a MongoDB session's agents write to the database.
+     */
+    store?: string;
   }[];
   /**
    * When the client published them (ms since the Unix epoch), for people reading the document.

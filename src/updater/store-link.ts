@@ -5,7 +5,7 @@ import type { Logger } from '../lib/logger';
 import { parseStoreReply } from '../lib/validate';
 import { decode, encode } from '../transport/codec';
 import { clientOptions, type ClientSecurity } from '../transport/curve';
-import { MAX_MESSAGE_BYTES } from '../transport/frames';
+import { MAX_MESSAGE_BYTES, moveConnection } from '../transport/frames';
 import { toTuples } from './notification-codec';
 import type { StateStore } from './state-store';
 
@@ -21,6 +21,8 @@ export interface StoreLink {
   forget(batch: string): void;
   /** Stops; replies that come later are dropped. */
   close(): Promise<void>;
+  /** Connects to the store at `address` instead (a resumed client that listens elsewhere). */
+  move?(address: string): void;
 }
 
 /** A StoreServer over ZeroMQ (a DEALER): the store of another process, or behind CURVE. */
@@ -29,6 +31,7 @@ export class ZmqStoreLink implements StoreLink {
   private readonly frames = new Map<string, Buffer>();
   private sendChain: Promise<void> = Promise.resolve();
   private readonly listening: Promise<void>;
+  private at: string;
 
   constructor(
     address: string,
@@ -42,7 +45,13 @@ export class ZmqStoreLink implements StoreLink {
       ...clientOptions(security),
     });
     this.dealer.connect(address);
+    this.at = address;
     this.listening = this.listen();
+  }
+
+  /** Batches not acknowledged are sent again by the worker's ack timer, to the new store. */
+  move(address: string): void {
+    this.at = moveConnection(this.dealer, this.at, address);
   }
 
   send(request: StoreRequest): void {

@@ -203,6 +203,11 @@ export class UpdateWorker {
    * Stops pulling, sends what it holds, and waits up to ackTimeoutMs for every batch in
    * flight to be acknowledged; what is still unacknowledged then is logged and given up.
    */
+  /** Sends to the store at `address` from now on (an embedded store's resumed client moved). */
+  moveStore(address: string): void {
+    this.link.move?.(address);
+  }
+
   close(ackWaitMs = this.opts.ackTimeoutMs): Promise<void> {
     this.closing ??= this.shutdown(ackWaitMs);
     return this.closing;

@@ -28,7 +28,7 @@ function pidWritten(sandbox) {
   const pmgr = new PilotManager(session);
   const tmgr = new TaskManager(session);
   const [pilot] = await pmgr.submitPilots([
-    { resource: 'local', cores: 1, runtimeMin: 5, agent: { clientTimeoutS: 1 } },
+    { resource: 'local', cores: 1, runtimeMin: 5, agent: { clientTimeoutS: 1, clientGraceS: 1 } },
   ]);
   tmgr.addPilots([pilot]);
   const [task] = await tmgr.submitTasks([

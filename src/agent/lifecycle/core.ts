@@ -46,6 +46,11 @@ export interface AgentLifecycleOptions {
   pilot: string;
   /** The client's silence after which the agent gives up on it (<= 0: never). */
   heartbeatTimeoutMs: number;
+  /**
+   * How long the agent works on for a silent client when longer than heartbeatTimeoutMs (the
+   * pilot's agent.clientGraceS): its tasks run, what it cannot deliver waits for a resume.
+   */
+  clientGraceMs?: number;
   /** The pilot's runtime, counted from when the control bus is ready. */
   runtimeMin: number;
   signalBeforeEnd?: SignalBeforeEnd | undefined;
@@ -55,6 +60,8 @@ export interface AgentLifecycleOptions {
    * hold is still written.
    */
   storeInClient?: boolean;
+  /** Where the shell writes why the agent ends, for a client that comes later (agent.end.json). */
+  endFile?: string;
 }
 
 /**
@@ -96,7 +103,12 @@ export class AgentLifecycleCore {
   onStart(): void {
     if (this.shutdown !== undefined || this.opts.heartbeatTimeoutMs <= 0) return;
     this.lastHeartbeat = this.clock.now();
-    this.watchClient(this.opts.heartbeatTimeoutMs);
+    this.watchClient(this.silenceLimitMs());
+  }
+
+  /** How long the client may be silent: its timeout, or the pilot's longer grace. */
+  private silenceLimitMs(): number {
+    return Math.max(this.opts.heartbeatTimeoutMs, this.opts.clientGraceMs ?? 0);
   }
 
   /** A heartbeat (or any sign of life) from the client. */
@@ -194,15 +206,17 @@ export class AgentLifecycleCore {
   private watchClient(ms: number, recheck = false): void {
     const due = this.clock.now() + ms;
     this.watchdog = this.clock.setTimeout(() => {
-      const timeout = this.opts.heartbeatTimeoutMs;
+      const timeout = this.silenceLimitMs();
       const now = this.clock.now();
       const silent = now - this.lastHeartbeat;
       if (silent < timeout) return this.watchClient(timeout - silent);
       // judged from heartbeats read, not from our own stalled timer
       if (!recheck && now - due > STALL_MS) return this.watchClient(STALL_RECHECK_MS, true);
+      const grace =
+        timeout > this.opts.heartbeatTimeoutMs ? " (the pilot's agent.clientGraceS)" : '';
       this.onShutdownRequested(
         'FAILED',
-        `lost the client: no heartbeat for ${Math.round(silent / 1000)} s`,
+        `lost the client: no heartbeat for ${Math.round(silent / 1000)} s${grace}`,
         this.opts.storeInClient !== false,
       );
     }, ms);

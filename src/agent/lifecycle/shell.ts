@@ -1,6 +1,8 @@
+import { writeFileSync } from 'node:fs';
 import type { Reason } from '../../generated';
 import { errorMeta } from '../../errors';
 import type { Clock } from '../../lib/clock';
+import { PRIVATE_FILE } from '../../lib/private-files';
 import type { Logger } from '../../lib/logger';
 import type { QueueSet } from '../../components/shared/queue-set';
 import type { ControlBus } from '../../transport/control-bus';
@@ -62,6 +64,16 @@ export class AgentLifecycleShell implements AgentLifecycleEffects {
 
   shuttingDown(s: Shutdown): void {
     this.log.info('agent shutting down', { final: s.final, message: s.message });
+    // a client that is away hears no agent_final: it reads this when it comes back
+    const file = this.opts.endFile;
+    try {
+      if (file !== undefined) {
+        const end = { final: s.final, message: s.message, at: Date.now() };
+        writeFileSync(file, JSON.stringify(end) + '\n', { mode: PRIVATE_FILE });
+      }
+    } catch (e) {
+      this.log.warn('the reason of the end not written', { file, ...errorMeta(e) });
+    }
     this.parts().relocation?.stop(); // its connections go as they are
   }
 

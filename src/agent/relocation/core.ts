@@ -32,12 +32,14 @@ export function destination(
 ): AgentAddresses {
   const own = published.pilots.find((p) => p.uid === pilot);
   const files = own?.files ?? current.files;
+  const store = own?.store ?? current.store;
   return {
     controlDown: published.controlDown,
     controlUp: own?.controlUp ?? current.controlUp,
     agentInput: own?.agentInput ?? current.agentInput,
     managerOutput: own?.managerOutput ?? current.managerOutput,
     ...(files !== undefined ? { files } : {}),
+    ...(store !== undefined ? { store } : {}),
   };
 }
 
@@ -47,7 +49,8 @@ function same(a: AgentAddresses, b: AgentAddresses): boolean {
     a.controlUp === b.controlUp &&
     a.agentInput === b.agentInput &&
     a.managerOutput === b.managerOutput &&
-    a.files === b.files
+    a.files === b.files &&
+    a.store === b.store
   );
 }
 

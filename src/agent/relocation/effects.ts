@@ -1,10 +1,12 @@
-/** The client's sockets an agent connects to (its config's `addresses`, less the store's). */
+/** The client's sockets an agent connects to (its config's `addresses`; an embedded store's too). */
 export interface AgentAddresses {
   controlDown: string;
   controlUp: string;
   agentInput: string;
   managerOutput: string;
   files?: string | undefined;
+  /** An embedded session's store socket (a MongoDB session's agents write to the database). */
+  store?: string | undefined;
 }
 
 /** What RelocationCore may ask for; each is fire-and-forget. */

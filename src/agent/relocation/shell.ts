@@ -3,7 +3,7 @@ import type { Clock } from '../../lib/clock';
 import type { Logger } from '../../lib/logger';
 import type { QueueSet } from '../../components/shared/queue-set';
 import type { ControlBus } from '../../transport/control-bus';
-import { AddressBoard } from '../../updater/mongodb/addresses';
+import type { PublishedAddresses } from '../../generated';
 import type { FileChannel } from '../file-channel';
 import { LOOK_EVERY_MS, RelocationCore, silenceBeforeLookingMs } from './core';
 import type { AgentAddresses, RelocationEffects } from './effects';
@@ -13,6 +13,14 @@ export interface AgentConnections {
   control: ControlBus | undefined;
   queues: QueueSet;
   files: FileChannel | undefined;
+  /** The UpdateWorkers, where they send to an embedded store's socket. */
+  workers?: readonly { moveStore(address: string): void }[];
+}
+
+/** Where a silent client's new addresses are read: its database, or its directory's file. */
+export interface AddressSource {
+  read(session: string): Promise<PublishedAddresses | undefined>;
+  close(): Promise<void>;
 }
 
 /**
@@ -29,13 +37,16 @@ export function moveConnections(
   c.queues.move(from.agentInput, to.agentInput);
   c.queues.move(from.managerOutput, to.managerOutput);
   if (to.files !== undefined) c.files?.move(to.files);
+  if (to.store !== undefined && to.store !== from.store) {
+    for (const w of c.workers ?? []) w.moveStore(to.store);
+  }
 }
 
 export interface RelocationDeps {
   session: string;
   pilot: string;
-  /** The session's database (the agent config's `mongodb`). */
-  mongodb: { uri: string; db: string };
+  /** Opens where the addresses are read (the session's database, or its addresses file). */
+  source: () => Promise<AddressSource>;
   /** Where the agent connects at start (its config's addresses). */
   addresses: AgentAddresses;
   heartbeatTimeoutMs: number;
@@ -47,14 +58,15 @@ export interface RelocationDeps {
 }
 
 /**
- * Runs RelocationCore for an agent of a MongoDB session: reads the session's published
- * addresses through a connection of its own to the database, made the first time the client
- * is silent (the session's MongoStore keeps its driver client to itself), and moves the
+ * Runs RelocationCore for an agent: reads the session's published addresses (a MongoDB
+ * session's through a connection of its own to the database, made the first time the client is
+ * silent: the session's MongoStore keeps its driver client to itself; an embedded session's from
+ * the file of its directory), and moves the
  * agent's connections where the core says.
  */
 export class RelocationShell implements RelocationEffects {
   readonly core: RelocationCore;
-  private board: AddressBoard | undefined;
+  private board: AddressSource | undefined;
   private inflight: Promise<void> | undefined;
   /** Failed reads in a row: the first is logged, and the first success after them. */
   private failures = 0;
@@ -108,10 +120,10 @@ export class RelocationShell implements RelocationEffects {
   }
 
   private async readNow(): Promise<void> {
-    const { mongodb, session, log } = this.deps;
+    const { session, log } = this.deps;
     let published;
     try {
-      this.board ??= await AddressBoard.connect(mongodb.uri, mongodb.db);
+      this.board ??= await this.deps.source();
       published = await this.board.read(session);
     } catch (e) {
       // the error names the servers, never the URI

@@ -6,6 +6,8 @@ import { errorMeta, UsageError } from '../../errors';
 import type { PublishedAddresses } from '../../generated';
 import type { Logger } from '../../lib/logger';
 import { AddressBoard } from '../../updater/mongodb/addresses';
+import { AddressFile } from '../../updater/embedded/address-file';
+import * as path from 'node:path';
 import type { StoreChoice } from '../../updater/store-choice';
 import type { Journal, JournalEntry } from './journal';
 import type { PilotLink } from '../pilots/links';
@@ -27,8 +29,8 @@ export class ResumeAddresses {
   private constructor(
     private readonly session: string,
     private readonly recorded: RecordedAddresses,
-    /** The database the agents read, where the session moves (undefined: it does not). */
-    private readonly board: AddressBoard | undefined,
+    /** What the agents read (database, or file), where the session moves (else undefined). */
+    private readonly board: AddressBoard | AddressFile | undefined,
     private readonly log: Logger,
   ) {}
 
@@ -49,7 +51,11 @@ export class ResumeAddresses {
   ): Promise<ResumeAddresses | undefined> {
     if (s.resumed === undefined) return undefined;
     const mongo = s.choice.kind === 'mongodb' ? s.choice : undefined;
-    const board = mongo === undefined ? undefined : await AddressBoard.connect(mongo.uri, mongo.db);
+    // an embedded session's agents read a file of its directory, which only its owner writes
+    const board =
+      mongo === undefined
+        ? new AddressFile(path.join(path.dirname(s.journal.file), ADDRESS_FILE))
+        : await AddressBoard.connect(mongo.uri, mongo.db);
     try {
       const published = await board?.read(s.uid);
       const recorded = recordedAddresses(s.resumed, published);
@@ -75,7 +81,8 @@ export class ResumeAddresses {
         await board?.close();
         return new ResumeAddresses(s.uid, recorded, undefined, log);
       }
-      log.warn('the session moves: its agents are told its new addresses through MongoDB', {
+      log.warn('the session moves: its agents are told its new addresses', {
+        through: mongo === undefined ? ADDRESS_FILE : 'MongoDB',
         why: placement.why,
         epoch: recorded.epoch + 1,
       });
@@ -122,7 +129,12 @@ export class ResumeAddresses {
     const addresses: PublishedAddresses = {
       epoch: this.recorded.epoch + 1,
       controlDown,
-      pilots: [...this.moved].map(([uid, { store: _store, ...ports }]) => ({ uid, ...ports })),
+      // a MongoDB session's agents write to the database, not to a store socket
+      pilots: [...this.moved].map(([uid, { store, ...ports }]) => ({
+        uid,
+        ...ports,
+        ...(store !== undefined && this.board instanceof AddressFile ? { store } : {}),
+      })),
       at: Date.now(),
     };
     try {
@@ -148,6 +160,9 @@ export class ResumeAddresses {
     return this.board?.close() ?? Promise.resolve();
   }
 }
+
+/** An embedded session's published addresses, in its directory (AddressFile). */
+export const ADDRESS_FILE = 'addresses.json';
 
 /** The addresses a pilot's agent connects to. */
 function portsOf(p: PilotLink['ports']): string[] {

@@ -46,6 +46,11 @@ export type JournalEntry =
       nodes?: { name: string; cores: number; gpus: number }[];
     }
   | { t: 'pilots-added'; mgr: string; pilots: string[] }
+  /**
+   * Tasks a manager canceled: a resumed manager cancels again those the store does not hold
+   * final (a task's final state in the store retires its cancel).
+   */
+  | { t: 'cancel'; mgr: string; uids: string[] }
   | { t: 'tasks'; mgr: string; tasks: [uid: string, description: TaskDescription][] }
   /** What `pilotfish run` runs, less its `store` (a MongoDB session keeps its journal there). */
   | { t: 'workload'; workload: Record<string, unknown> }
@@ -78,7 +83,7 @@ export function journaledKeys(
  *
  * When the file cannot be written, what the user asks for (a session, pilots, tasks) is
  * refused: `append` throws a StoreUnwritableError and the call that asked fails whole. What
- * happened without asking (an agent's pid and size, `t: 'agent'`) cannot be refused: it is held
+ * happened without asking (an agent's pid and size, `t: 'agent'`), and a cancel, are not refused: each is held
  * and written, in order, before the next entry or at `retry()`; `unwritable` says so meanwhile.
  */
 export class Journal {
@@ -155,7 +160,8 @@ export class Journal {
   }
 
   append(entry: JournalEntry): void {
-    const held = entry.t === 'agent';
+    // a cancel is not refused either: it ends work, and a full disk must not keep it running
+    const held = entry.t === 'agent' || entry.t === 'cancel';
     if (this.write([...this.held, entry])) return;
     if (!held) throw this.failure!;
     this.held.push(entry);

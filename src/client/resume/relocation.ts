@@ -72,8 +72,9 @@ export interface PlacementFacts {
 
 /**
  * Where a resumed session listens: where its agents connect (`recorded`), or at fresh ports
- * on its bindHost (`fresh`), which only a MongoDB session can tell its agents (they read its
- * database while they hear no client). `refuse` says why neither will do.
+ * on its bindHost (`fresh`), which a MongoDB session tells its agents through its database, an
+ * embedded one (on its own machine) through a file of its directory; they read it while they
+ * hear no client. `refuse` says why neither will do.
  */
 export type Placement =
   { bind: 'recorded' } | { bind: 'fresh'; why: string } | { bind: 'refuse'; message: string };
@@ -87,10 +88,11 @@ export function placementOf(f: PlacementFacts): Placement {
     why = `${u.address} cannot be bound on this machine (${u.code}: ${u.message})`;
   } else return { bind: 'recorded' };
   const cannot = `cannot resume session ${f.session} here: its agents connect to ${f.controlDown}, and ${why}`;
-  if (f.store === 'embedded') {
+  // an embedded session tells its agents through a file of its directory: on this machine
+  if (f.store === 'embedded' && f.elsewhere) {
     return {
       bind: 'refuse',
-      message: `${cannot}; a session whose store is embedded cannot tell its agents new addresses: resume it where it can listen at its own (the machine it ran on, with the same bindHost or none), or keep a session's store in MongoDB to resume it elsewhere`,
+      message: `${cannot}; a session whose store is embedded tells its agents new addresses only on the machine it ran on: resume it there (with the same bindHost or none), or keep a session's store in MongoDB to resume it elsewhere`,
     };
   }
   // fresh ports on 127.0.0.1 would strand agents on other nodes: the user says where

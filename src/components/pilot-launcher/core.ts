@@ -188,7 +188,13 @@ export class PilotLauncherCore {
 
   onAgentExited(
     uid: string,
-    exit: { exitCode: number | null; signal: string | null; stderr: string },
+    exit: {
+      exitCode: number | null;
+      signal: string | null;
+      stderr: string;
+      /** Its last word left in its sandbox: stands where agent_final was not heard. */
+      said?: { final: Final; message: string } | undefined;
+    },
   ): void {
     const h = this.held.get(uid);
     if (h === undefined) return;
@@ -199,8 +205,9 @@ export class PilotLauncherCore {
     }
     // an adopted agent's exit status is unknown (null, null): its last word stands
     const clean = exit.exitCode === 0 || (exit.exitCode === null && exit.signal === null);
-    if (h.agentFinal !== undefined && clean) {
-      const { final, message } = h.agentFinal;
+    const said = h.agentFinal ?? exit.said;
+    if (said !== undefined && clean) {
+      const { final, message } = said;
       return this.finish(
         h,
         final,

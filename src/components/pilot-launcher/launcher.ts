@@ -1,3 +1,4 @@
+import type { FinalPilotState } from '../../states/pilot-model';
 import type { AgentConfig, PilotDescription, Reason } from '../../generated';
 import type { JobEnd } from './core';
 import type { PilotRecord } from './pilot-record';
@@ -23,7 +24,12 @@ export interface AgentExit {
   signal: string | null;
   /** Tail of the agent's stderr. */
   stderr: string;
+  /** What the agent left in its sandbox about its end (agent.end.json), if it did. */
+  said?: { final: FinalPilotState; message: string } | undefined;
 }
+
+/** The file in a pilot's sandbox where its agent writes why it ends (AgentLifecycleShell). */
+export const AGENT_END_FILE = 'agent.end.json';
 
 /**
  * What a launcher reports, each later than the call that caused it (never from inside

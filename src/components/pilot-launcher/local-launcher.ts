@@ -1,5 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { promises as fsp, openSync, closeSync, readFileSync } from 'node:fs';
+import {
+  promises as fsp,
+  openSync,
+  closeSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+} from 'node:fs';
 import * as os from 'node:os';
 import type { AgentConfig, PilotDescription } from '../../generated';
 import { errorMeta } from '../../errors';
@@ -7,7 +14,14 @@ import { compiledSibling } from '../../lib/dist-path';
 import type { Logger } from '../../lib/logger';
 import { readTail } from '../../lib/file-tail';
 import { nvidiaGpus } from '../../lib/gpus';
-import type { Capacity, LaunchEvents, PilotLauncher } from './launcher';
+import { FINAL_PILOT_STATES, type FinalPilotState } from '../../states/pilot-model';
+import {
+  AGENT_END_FILE,
+  type AgentExit,
+  type Capacity,
+  type LaunchEvents,
+  type PilotLauncher,
+} from './launcher';
 import type { PilotRecord } from './pilot-record';
 import { PRIVATE_FILE, makePrivateDirAsync } from '../../lib/private-files';
 
@@ -80,7 +94,7 @@ export class LocalLauncher implements PilotLauncher {
       clearInterval(timer);
       this.adopted.delete(uid);
       void readTail(`${sandbox}/agent.err`, 1_024).then((stderr) =>
-        this.events.agentExited(uid, { exitCode: null, signal: null, stderr }),
+        this.events.agentExited(uid, { exitCode: null, signal: null, stderr, said: said(sandbox) }),
       );
     };
     const timer = setInterval(check, this.probeMs);
@@ -97,16 +111,18 @@ export class LocalLauncher implements PilotLauncher {
 
   private async start(pilot: PilotRecord, cfg: AgentConfig): Promise<void> {
     await makePrivateDirAsync(pilot.sandbox);
-    const cfgFile = `${pilot.sandbox}/agent.json`;
+    const cfgFile = `${pilot.sandbox}/${AGENT_CONFIG}`;
     await fsp.writeFile(cfgFile, JSON.stringify(cfg, null, 2), { mode: PRIVATE_FILE });
     const out = openSync(`${pilot.sandbox}/agent.out`, 'a', PRIVATE_FILE);
     const err = openSync(`${pilot.sandbox}/agent.err`, 'a', PRIVATE_FILE);
     let child: ChildProcess;
     try {
-      // own session: a Ctrl-C or a kill of the client's process group does not reach it
-      child = spawn(process.execPath, [this.agentMain, cfgFile], {
+      // own session: a Ctrl-C or a kill of the client's process group does not reach it; run
+      // in its sandbox, so that its command line (which `ps` shows everyone) names no session
+      child = spawn(process.execPath, [this.agentMain, AGENT_CONFIG], {
         stdio: ['ignore', out, err],
         detached: true,
+        cwd: pilot.sandbox,
       });
     } finally {
       closeSync(out);
@@ -120,21 +136,34 @@ export class LocalLauncher implements PilotLauncher {
     child.once('exit', (exitCode, signal) => {
       this.children.delete(pilot.uid);
       void readTail(`${pilot.sandbox}/agent.err`, 1_024).then((stderr) =>
-        this.events.agentExited(pilot.uid, { exitCode, signal, stderr }),
+        this.events.agentExited(pilot.uid, {
+          exitCode,
+          signal,
+          stderr,
+          said: said(pilot.sandbox),
+        }),
       );
     });
   }
 }
 
+/** The agent's bootstrap file in its sandbox, named relative to it on its command line. */
+const AGENT_CONFIG = 'agent.json';
+
 /**
  * Whether `pid` still is the agent of `sandbox`: alive, not a zombie nobody reaps, and not
- * another process that got the pid after the agent's end (its command names agent.json).
+ * another process that got the pid after the agent's end (its command names agent.json and it
+ * runs in `sandbox`; an agent of an older client named the whole path).
  */
 function isAgent(pid: number, sandbox: string): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) return false;
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`${sandbox}/agent.json`);
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    if (args.includes(`${sandbox}/${AGENT_CONFIG}`)) return true;
+    return (
+      args.includes(AGENT_CONFIG) && readlinkSync(`/proc/${pid}/cwd`) === realpathSync(sandbox)
+    );
   } catch {
     return false;
   }
@@ -147,5 +176,23 @@ function signal(pid: number, sig: NodeJS.Signals | 0): boolean {
     return true;
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Why the agent of `sandbox` ended, as it wrote there (AGENT_END_FILE), or undefined: none
+ * written (it was killed first), or not of the agent's form.
+ */
+function said(sandbox: string): AgentExit['said'] {
+  try {
+    const e = JSON.parse(readFileSync(`${sandbox}/${AGENT_END_FILE}`, 'utf8')) as {
+      final?: unknown;
+      message?: unknown;
+    };
+    const finals: readonly unknown[] = FINAL_PILOT_STATES;
+    if (!finals.includes(e.final) || typeof e.message !== 'string') return undefined;
+    return { final: e.final as FinalPilotState, message: e.message.slice(0, 2_000) };
+  } catch {
+    return undefined;
   }
 }

@@ -163,7 +163,8 @@ export class SlurmLauncher implements PilotLauncher {
     await fsp.writeFile(cfgFile, JSON.stringify(cfg, null, 2), { mode: PRIVATE_FILE });
     const script = renderScript({
       pilot,
-      agentCommand: [process.execPath, this.agentMain, cfgFile],
+      // relative: the job runs in the sandbox, and the command line (ps) names no session
+      agentCommand: [process.execPath, this.agentMain, 'agent.json'],
     });
     await fsp.writeFile(`${pilot.sandbox}/job.sh`, script, { mode: PRIVATE_SCRIPT });
     const r = await this.run('sbatch', ['--parsable', 'job.sh'], pilot.sandbox);

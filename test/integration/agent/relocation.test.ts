@@ -18,6 +18,7 @@ import { silentLogger } from '../../../src/lib/logger';
 import { ControlBus } from '../../../src/transport/control-bus';
 import type { ClientSecurity, KeyPair } from '../../../src/transport/curve';
 import { BoundQueueReceiver, BoundQueueSender } from '../../../src/transport/queue';
+import { AddressBoard } from '../../../src/updater/mongodb/addresses';
 import { FakeClock } from '../../support/fake-clock';
 import { recordingLogger } from '../../support/secrets';
 
@@ -223,7 +224,8 @@ describe('RelocationShell with no MongoDB server answering', () => {
       session: SESSION,
       pilot: PILOT,
       // nothing listens on port 1; the password must show nowhere
-      mongodb: { uri: 'mongodb://u:pw-9Xq@127.0.0.1:1/x?serverSelectionTimeoutMS=200', db: 'x' },
+      source: () =>
+        AddressBoard.connect('mongodb://u:pw-9Xq@127.0.0.1:1/x?serverSelectionTimeoutMS=200', 'x'),
       addresses,
       heartbeatTimeoutMs: 30_000,
       clock,

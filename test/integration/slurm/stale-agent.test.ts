@@ -1,5 +1,5 @@
 import { expect, it } from '@jest/globals';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { runtimeOf } from '../../../src/client/runtime/runtime';
 import { TimeoutError } from '../../../src/errors';
 import { agentTrace } from '../../support/client-child';
@@ -63,7 +63,7 @@ describeSlurm('a stale agent, back after its pilot was declared lost', () => {
         resource: 'slurm',
         nodes: 1,
         runtimeMin: 5,
-        agent: { clientTimeoutS: 3 },
+        agent: { clientTimeoutS: 3, clientGraceS: 3 },
       });
       await fx.pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 60_000 });
       const callbacks: string[] = [];
@@ -98,7 +98,9 @@ describeSlurm('a stale agent, back after its pilot was declared lost', () => {
       const [slurmd] = pidsWith(`slurmd -f `).filter((p) =>
         readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').join(' ').endsWith(`-N ${node} `),
       );
-      const [agent] = pidsWith(`${fx.pilot.sandbox}/agent.json`);
+      const [agent] = pidsWith('agent.json').filter(
+        (p) => readlinkSync(`/proc/${p}/cwd`) === realpathSync(fx.pilot.sandbox),
+      );
       expect([slurmd, agent]).toEqual([expect.any(Number), expect.any(Number)]);
       process.kill(slurmd!, 'SIGSTOP');
       try {

@@ -102,6 +102,30 @@ describe('AgentLifecycleCore: the client heartbeat watchdog', () => {
     expect(core.stopping).toBe(true);
   });
 
+  it("works on past the timeout for the pilot's longer grace, counted from the client's last word, then names it", () => {
+    const { rec, clock, core } = setup({ heartbeatTimeoutMs: 30_000, clientGraceMs: 900_000 });
+    core.onStart();
+    clock.advance(400_000);
+    core.onHeartbeat(); // a client back within the grace: the silence counts afresh
+    clock.advance(899_999);
+    rec.expectNoMore();
+    clock.advance(1);
+    expect(rec.take()[0]).toBe(
+      "shuttingDown FAILED 'lost the client: no heartbeat for 900 s (the pilot's agent.clientGraceS)' storeGone",
+    );
+  });
+
+  it('a grace shorter than the timeout is the timeout', () => {
+    const { rec, clock, core } = setup({ heartbeatTimeoutMs: 600, clientGraceMs: 100 });
+    core.onStart();
+    clock.advance(599);
+    rec.expectNoMore();
+    clock.advance(1);
+    expect(rec.take()[0]).toBe(
+      "shuttingDown FAILED 'lost the client: no heartbeat for 1 s' storeGone",
+    );
+  });
+
   it('counts the silence from the start, before the control bus is ready', () => {
     const { rec, clock, core } = setup({ heartbeatTimeoutMs: 30_000 });
     clock.advance(10_000); // constructed long before start: no silence counted yet

@@ -1,5 +1,13 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -53,26 +61,27 @@ describe('an embedded-store session resumed where it cannot listen at its addres
     return { dir: s.dir, uid: s.uid, parent };
   }
 
-  it('refuses to open while another process holds its control port, saying why; opens once it is free', async () => {
+  it('opens at fresh ports while another process holds its control port, and publishes them in its directory (0600) for its agents', async () => {
     const { dir, uid, parent } = await ended();
     const down = controlDownOf(dir);
     const port = Number(down.split(':').pop());
     const holder = net.createServer();
     await new Promise<void>((r) => holder.listen(port, '127.0.0.1', r));
-    let error: Error;
     try {
-      error = await refusal(Session.open({ dir: parent, resume: uid }));
+      const s = await Session.open({ dir: parent, resume: uid });
+      await s.close();
     } finally {
       await new Promise((r) => holder.close(r));
     }
-    expect(error).toBeInstanceOf(UsageError);
-    expect(error.message).toMatch(
-      new RegExp(
-        `^cannot resume session ${uid} here: its agents connect to ${down}, and ${down} cannot be bound on this machine \\(EADDRINUSE: .*\\); a session whose store is embedded cannot tell its agents new addresses: resume it where it can listen at its own`,
-      ),
-    );
-    const again = await Session.open({ dir: parent, resume: uid });
-    await again.close();
+    const file = path.join(dir, 'addresses.json');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const published = JSON.parse(readFileSync(file, 'utf8')) as {
+      epoch: number;
+      controlDown: string;
+    };
+    expect(published.epoch).toBe(1);
+    expect(published.controlDown).not.toBe(down);
+    expect(journal(dir).filter((e) => e.t === 'addresses')).toMatchObject([{ epoch: 1 }]);
   });
 
   it("refuses to open when its addresses are another machine's (EADDRNOTAVAIL)", async () => {
@@ -93,7 +102,7 @@ describe('an embedded-store session resumed where it cannot listen at its addres
     const error = await refusal(Session.open({ dir: parent, resume: uid, bindHost: '127.0.0.2' }));
     expect(error).toBeInstanceOf(UsageError);
     expect(error.message).toBe(
-      `cannot resume session ${uid} here: its agents connect to ${controlDownOf(dir)}, and it was asked to listen on 127.0.0.2, not on 127.0.0.1; a session whose store is embedded cannot tell its agents new addresses: resume it where it can listen at its own (the machine it ran on, with the same bindHost or none), or keep a session's store in MongoDB to resume it elsewhere`,
+      `cannot resume session ${uid} here: its agents connect to ${controlDownOf(dir)}, and it was asked to listen on 127.0.0.2, not on 127.0.0.1; a session whose store is embedded tells its agents new addresses only on the machine it ran on: resume it there (with the same bindHost or none), or keep a session's store in MongoDB to resume it elsewhere`,
     );
     for (const bindHost of ['127.0.0.1', 'lo', 'localhost']) {
       const s = await Session.open({ dir: parent, resume: uid, bindHost });

@@ -167,7 +167,8 @@ describe('SlurmLauncher against stand-in Slurm commands', () => {
       'scontrol show job -o 42',
     ]);
     expect(readFileSync(path.join(p.sandbox, 'job.sh'), 'utf8')).toMatch(
-      /^#!\/bin\/bash\n#SBATCH --job-name=pf-p1\n[^]*\nexec \S+node\S* \S+\/agent\/main\.js \S+\/p1\/agent\.json\n$/,
+      // run in the sandbox, named relative to it: the command line (ps) names no session
+      /^#!\/bin\/bash\n#SBATCH --job-name=pf-p1\n[^]*\ncd \S+\/p1 \|\| exit 1\nexec \S+node\S* \S+\/agent\/main\.js agent\.json\n$/,
     );
     expect(JSON.parse(readFileSync(path.join(p.sandbox, 'agent.json'), 'utf8'))).toEqual({
       pilot: 'p1',

@@ -744,6 +744,23 @@ describe('PilotLauncherCore', () => {
       expect(s.rec.take()).toEqual(['notify p1 DONE', 'ended p1 DONE']);
     });
 
+    it('one that ended while no client heard it ends with the reason it left in its sandbox', () => {
+      const s = setup();
+      s.core.onAdopt(pilotIn('PMGR_ACTIVE', { uid: 'p1', sandbox: '/s' }), {
+        launched: true,
+        queued: false,
+      });
+      const message = "lost the client: no heartbeat for 900 s (the pilot's agent.clientGraceS)";
+      s.core.onAgentExited('p1', {
+        exitCode: null,
+        signal: null,
+        stderr: '',
+        said: { final: 'FAILED', message },
+      });
+      expect(s.rec.take()).toEqual(['notify p1 FAILED', 'ended p1 FAILED']);
+      expect(s.ended[0]!.reason).toMatchObject({ code: 'E_PILOT_ENDED', message });
+    });
+
     it('one that vanished without a word fails, saying its exit status is unknown', () => {
       const s = setup();
       s.core.onAdopt(pilotIn('PMGR_ACTIVE', { uid: 'p1', sandbox: '/s' }), {
