@@ -23,7 +23,8 @@ import { BUSY_GAP_MS, MAX_BUSY_GAP_MS } from '../transport/send-gap';
 import { AddressFile } from '../updater/embedded/address-file';
 import { AddressBoard } from '../updater/mongodb/addresses';
 import { MongoStore } from '../updater/mongodb/store';
-import { UpdateWorker, type UpdateWorkerOptions } from '../updater/update-worker';
+import { UpdateWorker } from '../updater/update-worker';
+import { agentWorkerOptions } from './worker-options';
 import { AGENT_END_FILE } from '../components/pilot-launcher/launcher';
 import { FirstSight } from './first-sight';
 import type { AgentFinal } from './lifecycle/effects';
@@ -39,15 +40,6 @@ import { releasedOf, type Released } from '../components/agent-scheduler/dead-se
 import type { NodeResources } from '../components/agent-scheduler/node-state';
 import type { ShapeWait } from '../components/agent-scheduler/wait-reports';
 
-/**
- * Least time between two notification batches of one UpdateWorker while tasks keep changing:
- * the store's side of a batch (its receipt, an ack, a write) costs the client about as much
- * as its content, and callbacks may come this much later under load, never a task. Measured
- * with 5,000 `/bin/true` on 2 cores: 20 ms against 5 ms took a quarter off the CPU per task of
- * both the client and the agent.
- */
-const UPDATE_GAP_MS = 20;
-
 /** How long the agent waits for a silent client unless its config says (heartbeatTimeoutMs). */
 const CLIENT_TIMEOUT_MS = 30_000;
 
@@ -56,29 +48,6 @@ const CLIENT_TIMEOUT_MS = 30_000;
  * without the agent, so the agent need not wake for every exit (FOLLOW_COVER_MS covers it).
  */
 const HELPER_HOLD_MS = 3;
-
-/**
- * The options of the agent's UpdateWorker `i` writing to `store`. What waits for a store that
- * is away (a MongoDB outage, a client gone) beyond the workers' memory limit spills into the
- * pilot's sandbox: the agent writes its logs there already.
- */
-export function agentWorkerOptions(
-  cfg: AgentConfig,
-  i: number,
-  store: { store: MongoStore } | { storeAddress: string },
-  log: Logger,
-): UpdateWorkerOptions {
-  return {
-    ...store,
-    session: cfg.session,
-    pilot: cfg.pilot,
-    ...(cfg.curve !== undefined ? { storeSecurity: cfg.curve } : {}),
-    logger: log.child({ component: 'UpdateWorker', worker: i }),
-    name: `${cfg.pilot}.uw${i}`,
-    gapMs: UPDATE_GAP_MS,
-    spill: { dir: cfg.sandbox },
-  };
-}
 
 /**
  * Wiring of one pilot's agent: AgentInputStager -> AgentScheduler -> Executor ->
@@ -205,7 +174,7 @@ export class Agent {
       { output: cfg.output ?? DEFAULT_OUTPUT, taskJson: cfg.taskJson ?? false, taskRoot },
     );
     const { launch, warnings } = await setup;
-    this.warnings = [...warnings, ...dirWarnings];
+    this.warnings.push(...warnings, ...dirWarnings); // after the job end's, if it had one
     for (const w of dirWarnings) this.log.warn('task directories', { warning: w });
     // function tasks run in warm workers on the agent's own node, one per core by default
     const home = this.nodes.find((n) => n.name === allocation.node) ?? this.nodes[0];

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { agentWorkerOptions } from '../../../src/agent/agent';
+import { agentWorkerOptions } from '../../../src/agent/worker-options';
 import type { AgentConfig } from '../../../src/generated';
 import { silentLogger } from '../../../src/lib/logger';
 import { UpdateWorker } from '../../../src/updater/update-worker';
