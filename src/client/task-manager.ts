@@ -131,7 +131,9 @@ export class TaskManager {
    */
   async submitTasks(descriptions: TaskDescription[]): Promise<Task[]> {
     this.rt.assertOpen();
-    const descs = validateAll(descriptions, parseTaskDescription, 'TaskDescription');
+    const descs = validateAll(descriptions, parseTaskDescription, 'TaskDescription', {
+      function: { args: true },
+    });
     const seen = new Set<string>();
     descs.forEach((d, i) => {
       if (d.uid === undefined) return;
