@@ -231,6 +231,13 @@ describe('pilotfish status, explain, cancel, sessions, clean on a live session, 
     const clean = await runCli(['clean', '--crashed', '--json', ...dirArgs()]);
     expect(json<{ removed: unknown[] }>(clean.stdout).removed).toEqual([]);
     expect(existsSync(s.dir)).toBe(true);
+    // named, it is kept too, and said so
+    const named = await runCli(['clean', s.session, '--crashed', ...dirArgs()]);
+    expect([named.code, named.stderr]).toEqual([
+      1,
+      `pilotfish: kept ${s.session}: live: its client answers on its control socket\n`,
+    ]);
+    expect(existsSync(s.dir)).toBe(true);
   }, 120_000);
 
   it('status --watch: a line per change off a terminal, redrawn on one; both end with the session', async () => {
