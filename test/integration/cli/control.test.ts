@@ -307,7 +307,8 @@ describe('pilotfish status, explain, cancel, sessions, clean on a live session, 
       total: 7,
       counts: { DONE: 4, FAILED: 1, CANCELED: 2 },
     });
-    expect(st.pilots).toMatchObject([{ uid: 'pilot.0000', state: 'CANCELED', cores: 2 }]);
+    // the session's close ended its pilot: it served to the end, DONE
+    expect(st.pilots).toMatchObject([{ uid: 'pilot.0000', state: 'DONE', cores: 2 }]);
     const e = await runCli(['explain', s.session, s.bad, '--json', ...dirArgs()]);
     expect(json<Explanation>(e.stdout)).toMatchObject({
       uid: s.bad,
