@@ -145,6 +145,9 @@ export class ManagerSchedulerCore {
     }
     room.cores = up?.cores ?? pilot.cores;
     room.gpus = up?.gpus ?? pilot.gpus;
+    // an active pilot's size is its agent's report (PilotManager sizes it at agent_ready, and
+    // a resumed one from the journal's record of that report)
+    if (up !== undefined || pilot.active === true) room.reported = true;
     if (pilot.active === true || up !== undefined) this.activate(room);
     this.replaceReady(now);
     this.place(now);
@@ -158,6 +161,7 @@ export class ManagerSchedulerCore {
     if (room === undefined) return;
     room.cores = pilot.cores;
     room.gpus = pilot.gpus;
+    room.reported = true;
     const now = this.clock.now();
     if (pilot.drainInMs !== undefined) room.drainsAt = now + pilot.drainInMs;
     this.activate(room);
@@ -279,7 +283,7 @@ export class ManagerSchedulerCore {
             : `pinned pilot '${d.pilot}' is not added to this task manager (pilots: ${known})`;
         return this.end(task, 'FAILED', reason('E_NO_SUCH_PILOT', why, ME), now);
       }
-      if (!pinned.fitsEver(cores, gpus)) {
+      if (!fitsAny([pinned], cores, gpus)) {
         return this.end(task, 'FAILED', neverFits(task, [pinned]), now);
       }
       if (!pinned.active) return this.park(pinned.uid, task, now);
