@@ -36,6 +36,7 @@ import {
   recordOf,
   restartAttempt,
 } from './resume/task-pick-up';
+import { tooLargeIssues } from './calls/task-size';
 import { validateAll } from './calls/validate-all';
 import { Waiters } from './calls/waiters';
 import { checkSelection } from './calls/selection';
@@ -131,9 +132,13 @@ export class TaskManager {
    */
   async submitTasks(descriptions: TaskDescription[]): Promise<Task[]> {
     this.rt.assertOpen();
-    const descs = validateAll(descriptions, parseTaskDescription, 'TaskDescription', {
-      function: { args: true },
-    });
+    const descs = validateAll(
+      descriptions,
+      parseTaskDescription,
+      'TaskDescription',
+      { function: { args: true } },
+      tooLargeIssues,
+    );
     const seen = new Set<string>();
     descs.forEach((d, i) => {
       if (d.uid === undefined) return;

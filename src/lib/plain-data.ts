@@ -50,8 +50,14 @@ function kindOf(v: object): string {
  * sends `{}`. An `undefined` property is left out, as JSON does; `undefined` in an array is
  * refused. One iterative walk, no copy: submit checks every description of a bulk with it.
  */
-export function plainDataIssues(value: unknown, zones?: BinaryZones): ValidationIssue[] {
+export function plainDataIssues(
+  value: unknown,
+  zones?: BinaryZones,
+  /** Adds an upper bound of the value's msgpack size to `bytes` (what a string may take). */
+  size?: { bytes: number },
+): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
+  let bytes = 0;
   const stack: Entry[] = [{ v: value, parent: undefined, key: '', depth: 0, zone: zones }];
   const refuse = (e: Entry, message: string): void => {
     issues.push({ path: pathOf(e), message });
@@ -62,9 +68,13 @@ export function plainDataIssues(value: unknown, zones?: BinaryZones): Validation
     const binary = e.zone === true;
     switch (typeof v) {
       case 'string':
+        bytes += 5 + 3 * v.length; // a UTF-16 unit takes at most 3 bytes of UTF-8
+        continue;
       case 'boolean':
+        bytes += 1;
         continue;
       case 'number':
+        bytes += 9;
         if (!binary && !Number.isFinite(v)) refuse(e, `must be a finite number (${v} is not JSON)`);
         continue;
       case 'undefined':
@@ -79,6 +89,7 @@ export function plainDataIssues(value: unknown, zones?: BinaryZones): Validation
       case 'object':
         break;
     }
+    bytes += 5;
     if (v === null) continue;
     if (e.depth >= MAX_DEPTH) {
       refuse(e, `must nest at most ${MAX_DEPTH} levels (a cycle?)`);
@@ -92,6 +103,7 @@ export function plainDataIssues(value: unknown, zones?: BinaryZones): Validation
       const proto: unknown = Object.getPrototypeOf(obj);
       if (proto !== Object.prototype && proto !== null) {
         if (binary && (obj instanceof Uint8Array || (obj instanceof Date && !isNaN(+obj)))) {
+          bytes += obj instanceof Uint8Array ? obj.length + 5 : 15;
           continue;
         }
         refuse(
@@ -115,6 +127,7 @@ export function plainDataIssues(value: unknown, zones?: BinaryZones): Validation
       const key = keys[i]!;
       const child = record[key];
       if (child === undefined) continue;
+      bytes += 5 + 3 * key.length;
       const zone = binary
         ? true
         : e.zone !== undefined && Object.hasOwn(e.zone, key)
@@ -123,5 +136,6 @@ export function plainDataIssues(value: unknown, zones?: BinaryZones): Validation
       stack.push({ v: child, parent: e, key, depth, zone });
     }
   }
+  if (size !== undefined) size.bytes += bytes;
   return issues;
 }

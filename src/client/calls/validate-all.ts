@@ -12,6 +12,8 @@ export function validateAll<T>(
   parse: (x: unknown) => T,
   what: string,
   zones?: BinaryZones,
+  /** Issues of a valid input whose encoding may be `upperBytes` long (a size limit). */
+  checkSize?: (input: T, upperBytes: number) => ValidationIssue[],
 ): T[] {
   if (!Array.isArray(inputs)) {
     throw new ValidationError(`invalid ${what} list: / must be array`, [
@@ -26,14 +28,19 @@ export function validateAll<T>(
     }
   };
   inputs.forEach((input: unknown, i) => {
-    const notPlain = plainDataIssues(input, zones);
+    const size = { bytes: 0 };
+    const notPlain = plainDataIssues(input, zones, size);
     if (notPlain.length > 0) return add(i, notPlain);
+    let parsed: T;
     try {
-      out.push(parse(input));
+      parsed = parse(input);
     } catch (e) {
       if (!(e instanceof ValidationError)) throw e;
-      add(i, e.issues);
+      return add(i, e.issues);
     }
+    const tooLarge = checkSize?.(parsed, size.bytes) ?? [];
+    if (tooLarge.length > 0) return add(i, tooLarge);
+    out.push(parsed);
   });
   if (issues.length > 0) {
     const text = issuesText(issues);
