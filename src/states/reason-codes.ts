@@ -191,7 +191,7 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
   E_TOO_LARGE: {
     meaning:
       'the task does not fit in one message to its agent (its encoded size and the limit given)',
-    emitters: ['ManagerInputStager'],
+    emitters: ['TaskManager'],
   },
   E_UNSUPPORTED: {
     meaning: "no launcher for the pilot's resource on this machine (PBS, LSF: scripts only)",

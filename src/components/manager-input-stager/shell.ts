@@ -4,13 +4,11 @@ import type { Notification } from '../../states/notification';
 import type { ServerSecurity } from '../../transport/curve';
 import { MAX_MESSAGE_BYTES } from '../../transport/frames';
 import { BoundQueueSender } from '../../transport/queue';
-import { COMPONENTS } from '../../states/task-model';
+import { TASK_RECOVERY_OWNER } from '../../states/task-model';
 import { reason } from '../shared/reasons';
 import { BUSY_GAP_MS, MAX_BUSY_GAP_MS } from '../../transport/send-gap';
 import { sendLogged } from '../shared/shell';
 import type { ManagerInputStagerEffects } from './effects';
-
-const ME = COMPONENTS.managerInputStager;
 
 /** A task given to an agent: which attempt it holds. */
 export interface Given {
@@ -88,7 +86,8 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
   /**
    * A task too large for any message to its agent (over MAX_MESSAGE_BYTES encoded, which submit
    * refuses; one that grew on the way, e.g. by its services' endpoints) was not sent: it ends
-   * FAILED saying its size and the limit, rather than waiting for good.
+   * FAILED saying its size and the limit, rather than waiting for good. Its agent-side holder
+   * never got it, so the TaskManager, owner of last resort, ends it (docs/state-model.md).
    */
   private tooLarge(pilot: string, task: TaskRecord, bytes: number): void {
     const message = `the task is ${bytes} bytes encoded, over the ${MAX_MESSAGE_BYTES} bytes one message to its agent may carry: it was not sent`;
@@ -100,7 +99,10 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
     });
     this.returned([{ uid: task.uid, pilot }]);
     this.fence(pilot, [task.uid]);
-    const why = reason('E_TOO_LARGE', message, ME, { bytes, limit: MAX_MESSAGE_BYTES });
+    const why = reason('E_TOO_LARGE', message, TASK_RECOVERY_OWNER, {
+      bytes,
+      limit: MAX_MESSAGE_BYTES,
+    });
     task.reason = why;
     this.notify([
       {
@@ -109,7 +111,7 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
         attempt: task.attempt,
         state: 'FAILED',
         ts: Date.now(),
-        component: ME,
+        component: TASK_RECOVERY_OWNER,
         detail: { reason: why },
       },
     ]);

@@ -42,7 +42,7 @@ describe('ManagerInputStagerShell, a task too large for any message to its agent
     );
     expect((got as { uid: string }[]).map((t) => t.uid)).toEqual(['small']);
     expect(notes).toEqual([
-      expect.objectContaining({ uid: 'huge', state: 'FAILED', component: 'ManagerInputStager' }),
+      expect.objectContaining({ uid: 'huge', state: 'FAILED', component: 'TaskManager' }),
     ]);
     expect(notes[0]!.detail?.reason).toMatchObject({
       code: 'E_TOO_LARGE',
