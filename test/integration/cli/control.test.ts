@@ -288,9 +288,7 @@ describe('pilotfish status, explain, cancel, sessions, clean on a live session, 
       watch.kill('SIGKILL');
       onTty.kill('SIGKILL');
     }
-    expect(lines.at(-1)).toMatch(
-      / ended tasks=7 DONE=4 FAILED=1 CANCELED=2 \| pilot.0000=DONE$/,
-    );
+    expect(lines.at(-1)).toMatch(/ ended tasks=7 DONE=4 FAILED=1 CANCELED=2 \| pilot.0000=DONE$/);
     expect(new Set(lines.map((l) => l.replace(/^\S+ /, ''))).size).toBe(lines.length);
     const screens = screen.split('\x1b[H\x1b[2J');
     expect(screens.length).toBeGreaterThan(2); // redrawn, each time whole

@@ -72,10 +72,7 @@ async function killAndResume(
     expect(tasks).toHaveLength(n);
     for (const [, states] of tasks) expect(states).toEqual(taskLife);
     // the second client ended the pilot at close: DONE
-    const pilotLife = [
-      ...PILOT_STATES.slice(0, PILOT_STATES.indexOf('PMGR_ACTIVE') + 1),
-      'DONE',
-    ];
+    const pilotLife = [...PILOT_STATES.slice(0, PILOT_STATES.indexOf('PMGR_ACTIVE') + 1), 'DONE'];
     const pilots = [...byEntity].filter(([k]) => k.startsWith('pilot '));
     expect(pilots).toHaveLength(1);
     expect(pilots[0]![1]).toEqual(pilotLife);
