@@ -76,6 +76,22 @@ describe('pilotfish run', () => {
     expect(Number(rate)).toBeLessThan(4);
   }, 60_000);
 
+  it('refuses a task too large for a message to its agent, naming it, instead of never ending: exit 2', async () => {
+    const file = path.join(dir, 'huge.json');
+    const arg = 'x'.repeat(100 * 1024);
+    writeFileSync(
+      file,
+      JSON.stringify({
+        pilots: [{ resource: 'local', cores: 1 }],
+        tasks: [{ executable: '/bin/echo', arguments: Array.from({ length: 700 }, () => arg) }],
+      }),
+    );
+    const r = await run(['run', file, '--dir', dir]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/\/0\/arguments makes the task [\d,]+ bytes encoded/);
+    expect(r.stdout).toBe('');
+  }, 60_000);
+
   it('stops the services of a workload once its other tasks are done: every task DONE, exit 0', async () => {
     const file = path.join(dir, 'svc.json');
     const server = `require('node:http').createServer((q, r) => r.end('ok'))
