@@ -158,7 +158,7 @@ async function drive(
   const seconds = (): number => (Date.now() - t0) / 1000;
   try {
     opts.onSession?.(session);
-    if (w.tasks.length === 0) return summarize(session.uid, [], seconds());
+    if (w.tasks.length === 0) return summarize(session.uid, [], seconds(), {}, t0);
     // created in this order in both runs: the journal names managers by their order
     // a resumed run whose pilot's agent is gone (killed, or its grace ended) goes on on a new one
     const late: { tmgr?: TaskManager } = {};
@@ -188,11 +188,11 @@ async function drive(
     work.catch(() => undefined); // a run that stops leaves it waiting
     try {
       if (stopped === undefined && (await Promise.race([work, stop])) !== 'stop') {
-        return summarize(session.uid, tasks, seconds());
+        return summarize(session.uid, tasks, seconds(), {}, t0);
       }
     } catch (e) {
       if (!(e instanceof TimeoutError)) throw e;
-      return summarize(session.uid, tasks, seconds(), { timeoutS: w.timeoutS });
+      return summarize(session.uid, tasks, seconds(), { timeoutS: w.timeoutS }, t0);
     }
     // stopped: what has not ended is canceled, then the session's close ends the pilots
     await tmgr.cancelTasks();
@@ -200,7 +200,7 @@ async function drive(
     await tmgr.waitTasks({ uids, timeoutMs: CANCEL_WAIT_MS }).catch((e: unknown) => {
       if (!(e instanceof TimeoutError)) throw e;
     });
-    return summarize(session.uid, tasks, seconds(), { interrupted: stopped });
+    return summarize(session.uid, tasks, seconds(), { interrupted: stopped }, t0);
   } finally {
     await session.close();
   }

@@ -410,7 +410,7 @@ export class PilotManager {
     }
   }
 
-  /** At session close: cancel every pilot still alive and wait until each has ended. */
+  /** At session close: end every pilot still alive (DONE if active) and wait for each. */
   private async shutdownAll(): Promise<void> {
     const alive = this.launcher.core.active;
     if (alive.length === 0) return;
@@ -424,7 +424,7 @@ export class PilotManager {
       const off = this.rt.onPilotEnded(check);
       check();
     });
-    this.launcher.core.onCancel(alive);
+    this.launcher.core.onCancel(alive, true);
     await ended;
     this.launcher.close();
     // deliver the pilots' final states before the session stops following the store

@@ -1,5 +1,5 @@
 import type { TaskDescription, TaskRecord } from '../generated';
-import { TaskEndedError, TimeoutError, UsageError, ValidationError, errorMeta } from '../errors';
+import { TaskEndedError, TimeoutError, UsageError, errorMeta } from '../errors';
 import type { Logger } from '../lib/logger';
 import { Interner, ownCopy } from '../lib/strings';
 import { parseTaskDescription } from '../lib/validate';
@@ -37,6 +37,8 @@ import {
   recordOf,
   restartAttempt,
 } from './resume/task-pick-up';
+import { tooLargeIssues } from './calls/task-size';
+import { uniqueUids } from './calls/unique-uids';
 import { validateAll } from './calls/validate-all';
 import { Waiters } from './calls/waiters';
 import { checkSelection } from './calls/selection';
@@ -132,20 +134,14 @@ export class TaskManager {
    */
   async submitTasks(descriptions: TaskDescription[]): Promise<Task[]> {
     this.rt.assertOpen();
-    const descs = validateAll(descriptions, parseTaskDescription, 'TaskDescription');
-    const seen = new Set<string>();
-    descs.forEach((d, i) => {
-      if (d.uid === undefined) return;
-      if (this.rt.tasks.has(d.uid) || seen.has(d.uid)) {
-        throw new ValidationError(`invalid TaskDescription: /${i}/uid '${d.uid}' is already used`, [
-          {
-            path: `/${i}/uid`,
-            message: `must be unique in the session ('${d.uid}' is already used)`,
-          },
-        ]);
-      }
-      seen.add(d.uid);
-    });
+    const descs = validateAll(
+      descriptions,
+      parseTaskDescription,
+      'TaskDescription',
+      { function: { args: true } },
+      tooLargeIssues,
+    );
+    const seen = uniqueUids(descs, (u) => this.rt.tasks.has(u));
     const out = descs.map((d) => new Task(d.uid ?? this.rt.tasks.nextUid((u) => seen.has(u)), d));
     checkDependencies(
       descs,

@@ -48,6 +48,7 @@ export interface Reason {
     | 'E_SIGNALED'
     | 'E_STAGING'
     | 'E_TASK_TIMEOUT'
+    | 'E_TOO_LARGE'
     | 'E_UNSUPPORTED'
     | 'E_WORKER_DIED'
     | 'I_PILOT_DONE';

@@ -198,6 +198,11 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
     meaning: 'the task ran longer than its timeoutS and was killed',
     emitters: ['Executor'],
   },
+  E_TOO_LARGE: {
+    meaning:
+      'the task does not fit in one message to its agent (its encoded size and the limit given)',
+    emitters: ['TaskManager'],
+  },
   E_UNSUPPORTED: {
     meaning: "no launcher for the pilot's resource on this machine (PBS, LSF: scripts only)",
     emitters: ['PilotLauncher'],

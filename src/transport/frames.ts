@@ -9,6 +9,12 @@ import { decode, encode } from './codec';
  */
 export const MAX_MESSAGE_BYTES = 64 * 2 ** 20;
 
+/**
+ * The largest task description a session takes (encoded): a task goes to its agent in one
+ * message, with its record's other fields (1 MiB is left for those).
+ */
+export const MAX_TASK_BYTES = MAX_MESSAGE_BYTES - 2 ** 20;
+
 export type Decoded = { ok: true; value: unknown } | { ok: false; error: Error };
 
 /**

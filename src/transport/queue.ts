@@ -23,6 +23,7 @@ const FLUSH_MS = 2_000;
 /** The producing end of a queue: one PUSH socket, bulks split to fit (see send). */
 export abstract class PushEnd {
   private gap: SendGap | undefined;
+  private oversize: ((item: unknown, bytes: number) => void) | undefined;
 
   protected constructor(protected readonly out: SerialSender) {}
 
@@ -38,6 +39,16 @@ export abstract class PushEnd {
             ...(busy === undefined ? {} : { busy }),
           })
         : undefined;
+    return this;
+  }
+
+  /**
+   * Hands an item of a bulk whose encoding alone is over MAX_MESSAGE_BYTES (no peer would take
+   * it) to `fn` instead of failing the send: the caller ends what it carried, saying why. The
+   * rest of the bulk goes on.
+   */
+  onOversize(fn: (item: unknown, bytes: number) => void): this {
+    this.oversize = fn;
     return this;
   }
 
@@ -75,6 +86,10 @@ export abstract class PushEnd {
 
   private sendFitting(items: unknown[]): Promise<void> {
     const frame = encode(items);
+    if (frame.length > MAX_MESSAGE_BYTES && items.length === 1 && this.oversize !== undefined) {
+      this.oversize(items[0], frame.length);
+      return Promise.resolve();
+    }
     if (frame.length <= MAX_MESSAGE_BYTES || items.length < 2) return this.out.sendFrame(frame);
     const half = Math.ceil(items.length / 2);
     void this.sendFitting(items.slice(0, half)).catch(() => undefined); // the last one reports

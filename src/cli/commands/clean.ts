@@ -7,9 +7,10 @@ import { MongoSessionDocuments } from '../../updater/mongodb/remove';
 import { readStoreChoice } from '../../updater/store-choice';
 import { EXIT } from '../args';
 import { ask } from '../control-client';
-import { DEFAULT_SESSIONS_DIR, listSessionDirs } from '../session-dir';
+import { DEFAULT_SESSIONS_DIR, listSessionDirs, resolveSessionDir } from '../session-dir';
 import { journalLife, liveAgents } from '../session-info';
 import { diskUsage, formatBytes, SURVEY_ANSWER_MS } from '../session-survey';
+import { usageErrors } from '../usage';
 
 const EXIT_STATUS = `
 exit status:
@@ -21,7 +22,9 @@ exit status:
 A live session is never removed, nor (unless --crashed) a crashed one: its client died without
 closing it, and Session.open({ resume }) can still take it up. Even with --crashed, a session
 whose local agents still run (until their client timeout) is kept. A session whose store is
-MongoDB has its documents removed from its database first (--dry-run counts them).`;
+MongoDB has its documents removed from its database first (--dry-run counts them).
+Sessions named are removed on the same terms (and only directories you own); one that is kept
+is said on stderr, with why, and the exit status is 1. An unknown one is wrong usage.`;
 
 interface CleanOptions {
   dir: string;
@@ -55,6 +58,7 @@ type Servers = Map<string, Promise<MongoSessionDocuments>>;
 export function registerClean(program: Command, done: (code: number) => void): void {
   program
     .command('clean')
+    .argument('[session...]', 'only these sessions: their uids, or the paths of their directories')
     .summary('remove the directories of ended sessions')
     .description(
       'Removes the directories of the sessions in --dir that ended (closed by their client) at ' +
@@ -67,10 +71,40 @@ export function registerClean(program: Command, done: (code: number) => void): v
     .option('--dry-run', 'say what would be removed, remove nothing')
     .option('--json', 'print one JSON document: {removed: [...], failed: [...], bytes, dryRun}')
     .addHelpText('after', EXIT_STATUS)
-    .action(async (opts: CleanOptions) => done(await clean(opts)));
+    .action(async (sessions: string[], opts: CleanOptions) =>
+      done(await usageErrors(() => clean(opts, sessions))),
+    );
 }
 
-async function clean(opts: CleanOptions): Promise<number> {
+/** Why the session in `dir` may not go now (said when the user named it), or undefined. */
+async function keptBecause(
+  dir: string,
+  opts: CleanOptions,
+  before: number,
+): Promise<string | undefined> {
+  const owner = statSync(dir).uid;
+  if (owner !== process.getuid?.()) return `owned by uid ${owner}, not you`;
+  // the journal first (cheap), then whether a client answers (a session may be live in a
+  // client whose socket is gone, but a crashed one's journal has no close mark either)
+  const life = journalLife(dir);
+  if (life.state === 'crashed' && opts.crashed !== true) {
+    if (await answers(dir)) return 'live: its client answers on its control socket';
+    return 'crashed: its client died without closing it (it can be resumed; --crashed removes it)';
+  }
+  // a crashed session's last sign of life: its files' last change
+  const ended = life.closed ?? statSync(dir).mtimeMs;
+  if (ended > before) return `ended less than --older-than ${opts.olderThan} days ago`;
+  if (await answers(dir)) return 'live: its client answers on its control socket';
+  // a crashed session's local agents work on until their client timeout: not under them
+  if (life.state === 'crashed' && liveAgents(dir).length > 0) {
+    return 'its local agents still run (until their client timeout)';
+  }
+  return undefined;
+}
+
+async function clean(opts: CleanOptions, sessions: string[] = []): Promise<number> {
+  // the sessions named (a UsageError for one that is not there), else every one in --dir
+  const named = sessions.map((s) => resolveSessionDir(s, opts.dir));
   const before = Date.now() - opts.olderThan * 86_400_000;
   const dryRun = opts.dryRun === true;
   const removed: Removed[] = [];
@@ -82,16 +116,13 @@ async function clean(opts: CleanOptions): Promise<number> {
   };
   const servers: Servers = new Map();
   try {
-    for (const dir of listSessionDirs(opts.dir)) {
-      // the journal first (cheap), then whether a client answers (a session may be live in a
-      // client whose socket is gone, but a crashed one's journal has no close mark either)
+    for (const dir of named.length > 0 ? [...new Set(named)] : listSessionDirs(opts.dir)) {
+      const why = await keptBecause(dir, opts, before);
+      if (why !== undefined) {
+        if (named.length > 0) keep(dir, why);
+        continue;
+      }
       const life = journalLife(dir);
-      if (life.state !== 'ended' && !(life.state === 'crashed' && opts.crashed === true)) continue;
-      // a crashed session's last sign of life: its files' last change
-      const ended = life.closed ?? statSync(dir).mtimeMs;
-      if (ended > before || (await answers(dir))) continue;
-      // a crashed session's local agents work on until their client timeout: not under them
-      if (life.state === 'crashed' && liveAgents(dir).length > 0) continue;
       const bytes = diskUsage(dir);
       // a MongoDB session's documents go first: its directory holds the only record of where
       // they are, so it stays while they cannot be removed

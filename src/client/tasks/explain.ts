@@ -62,6 +62,18 @@ function waitingOf(rt: ExplainSource, task: Task): WaitReason | undefined {
     const message = `with the ${holder} of ${task.pilot}: being placed (no reason reported yet)`;
     return { kind: 'queued', message, component: holder, ts: now };
   }
+  if (atQuietAgent(task)) {
+    // a function call's states at the agent are quiet: it may be there, waiting for a core
+    const where = `at the agent of ${task.pilot} (a function call's states there are not published)`;
+    const agent = agentReason(rt, task, task.pilot!);
+    if (agent !== undefined) {
+      return { ...agent, message: `in AGENT_SCHEDULING ${where}: ${agent.message}` };
+    }
+    const message =
+      `handed to the agent of ${task.pilot}: in transit, being staged or placed ` +
+      "(a function call's states there are not published; it reported no wait for it)";
+    return { kind: 'queued', message, component: holder, ts: now };
+  }
   if (task.state === 'NEW' || task.state === 'TMGR_SCHEDULING') {
     const message = `being handed on by the ${holder} (${task.state})`;
     return { kind: 'queued', message, component: holder, ts: now };
@@ -76,12 +88,24 @@ function waitingOf(rt: ExplainSource, task: Task): WaitReason | undefined {
  * has none yet (the plan is the agent's).
  */
 function estimateOf(rt: ExplainSource, task: Task): StartEstimate | undefined {
-  if (task.state !== 'AGENT_SCHEDULING' || task.pilot === undefined) {
+  if ((task.state !== 'AGENT_SCHEDULING' && !atQuietAgent(task)) || task.pilot === undefined) {
     return rt.pipeline.whyWaiting(task.uid) !== undefined ? { none: NOT_AT_AGENT } : undefined;
   }
   const req = requestOf(task.description);
   if ('error' in req) return undefined;
   return rt.links.waits.estimate(task.pilot, req.key, task.uid, task.attempt);
+}
+
+/**
+ * A function call the client last saw handed to its agent: its states there up to
+ * AGENT_EXECUTING are quiet (QUIET_FUNCTION_STATES), so it may be in the agent's scheduler.
+ */
+function atQuietAgent(task: Task): boolean {
+  return (
+    task.description.mode === 'function' &&
+    task.state === 'AGENT_STAGING_INPUT_PENDING' &&
+    task.pilot !== undefined
+  );
 }
 
 const NOT_AT_AGENT = "no estimate until it reaches a pilot's agent, whose plan gives it";

@@ -2,7 +2,10 @@ import type { TaskRecord } from '../../generated';
 import type { Logger } from '../../lib/logger';
 import type { Notification } from '../../states/notification';
 import type { ServerSecurity } from '../../transport/curve';
+import { MAX_MESSAGE_BYTES } from '../../transport/frames';
 import { BoundQueueSender } from '../../transport/queue';
+import { TASK_RECOVERY_OWNER } from '../../states/task-model';
+import { reason } from '../shared/reasons';
 import { BUSY_GAP_MS, MAX_BUSY_GAP_MS } from '../../transport/send-gap';
 import { sendLogged } from '../shared/shell';
 import type { ManagerInputStagerEffects } from './effects';
@@ -68,14 +71,50 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
    * sent before the agent connects (or, resumed, reconnects) wait for it.
    */
   async addPilot(pilot: string, at?: string, security?: ServerSecurity): Promise<string> {
-    const sender = (await BoundQueueSender.listen(at ?? this.listenAt, security)).spaceBy(
-      BUSY_GAP_MS,
-      MAX_BUSY_GAP_MS,
-      // held only while the agent has others of ours: a lone task or call goes at once
-      (sending) => (this.outstanding.get(pilot)?.size ?? 0) > sending,
-    );
+    const sender = (await BoundQueueSender.listen(at ?? this.listenAt, security))
+      .spaceBy(
+        BUSY_GAP_MS,
+        MAX_BUSY_GAP_MS,
+        // held only while the agent has others of ours: a lone task or call goes at once
+        (sending) => (this.outstanding.get(pilot)?.size ?? 0) > sending,
+      )
+      .onOversize((item, bytes) => this.tooLarge(pilot, item as TaskRecord, bytes));
     this.inputs.set(pilot, sender);
     return sender.address;
+  }
+
+  /**
+   * A task too large for any message to its agent (over MAX_MESSAGE_BYTES encoded, which submit
+   * refuses; one that grew on the way, e.g. by its services' endpoints) was not sent: it ends
+   * FAILED saying its size and the limit, rather than waiting for good. Its agent-side holder
+   * never got it, so the TaskManager, owner of last resort, ends it (docs/state-model.md).
+   */
+  private tooLarge(pilot: string, task: TaskRecord, bytes: number): void {
+    const message = `the task is ${bytes} bytes encoded, over the ${MAX_MESSAGE_BYTES} bytes one message to its agent may carry: it was not sent`;
+    this.log.error('task too large for a message to its agent', {
+      pilot,
+      taskId: task.uid,
+      bytes,
+      limit: MAX_MESSAGE_BYTES,
+    });
+    this.returned([{ uid: task.uid, pilot }]);
+    this.fence(pilot, [task.uid]);
+    const why = reason('E_TOO_LARGE', message, TASK_RECOVERY_OWNER, {
+      bytes,
+      limit: MAX_MESSAGE_BYTES,
+    });
+    task.reason = why;
+    this.notify([
+      {
+        kind: 'task',
+        uid: task.uid,
+        attempt: task.attempt,
+        state: 'FAILED',
+        ts: Date.now(),
+        component: TASK_RECOVERY_OWNER,
+        detail: { reason: why },
+      },
+    ]);
   }
 
   /** A resumed session: tasks its agent holds, and ones sent again because they may be lost. */

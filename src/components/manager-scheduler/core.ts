@@ -9,6 +9,7 @@ import { checkArrivals, shift, transition } from '../shared/transition';
 import { DependencyGate, dependenciesOf, type Unmet } from './dependencies';
 import type { ManagerSchedulerEffects } from './effects';
 import { fitsAny, neverFits, PilotRoom, sizeOf, type Holding, type Size } from './pilot-room';
+import type { PilotCapacity } from './pilot-room';
 import { noTimeLeft } from './pilot-time';
 import { noPilotLeft, pilotCanceled, unmetReason } from './end-reasons';
 import { ReadyQueue } from './ready-queue';
@@ -17,14 +18,7 @@ import { dependencyWait, pilotWait } from './wait-reasons';
 
 const ME = COMPONENTS.managerScheduler;
 
-/** What the scheduler knows of a pilot: enough to tell whether a task can ever fit it. */
-export interface PilotCapacity {
-  uid: string;
-  cores: number;
-  gpus: number;
-  /** Milliseconds from now until it drains, as its agent said (agent_ready). */
-  drainInMs?: number | undefined;
-}
+export type { PilotCapacity } from './pilot-room';
 
 /**
  * Owns TMGR_SCHEDULING. A task first waits for its dependencies (`after`, DependencyGate);
@@ -176,6 +170,9 @@ export class ManagerSchedulerCore {
     }
     room.cores = up?.cores ?? pilot.cores;
     room.gpus = up?.gpus ?? pilot.gpus;
+    // an active pilot's size is its agent's report (PilotManager sizes it at agent_ready, and
+    // a resumed one from the journal's record of that report)
+    if (up !== undefined || pilot.active === true) room.reported = true;
     if (pilot.active === true || up !== undefined) this.activate(room);
     this.replaceReady(now);
     this.place(now);
@@ -189,6 +186,7 @@ export class ManagerSchedulerCore {
     if (room === undefined) return;
     room.cores = pilot.cores;
     room.gpus = pilot.gpus;
+    room.reported = true;
     const now = this.clock.now();
     if (pilot.drainInMs !== undefined) room.drainsAt = now + pilot.drainInMs;
     this.activate(room);
@@ -312,7 +310,7 @@ export class ManagerSchedulerCore {
             : `pinned pilot '${d.pilot}' is not added to this task manager (pilots: ${known})`;
         return this.end(task, 'FAILED', reason('E_NO_SUCH_PILOT', why, ME), now);
       }
-      if (!pinned.fitsEver(cores, gpus)) {
+      if (!fitsAny([pinned], cores, gpus)) {
         return this.end(task, 'FAILED', neverFits(task, [pinned]), now);
       }
       if (!pinned.active) return this.park(pinned.uid, task, now);

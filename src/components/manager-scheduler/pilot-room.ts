@@ -13,6 +13,12 @@ const ME = COMPONENTS.managerScheduler;
  */
 export class PilotRoom {
   active = false;
+  /**
+   * Its size is what its agent reported (agent_ready), not the estimate made before the agent
+   * was up (a batch launcher's guess when sinfo cannot say): only then may a task be failed
+   * for never fitting it.
+   */
+  reported = false;
   /** Cores and GPUs of the tasks given to it and not yet back or ended. */
   heldCores = 0;
   heldGpus = 0;
@@ -108,9 +114,12 @@ export function sizeOf(d: TaskDescription): Size {
   };
 }
 
-/** Whether any of `rooms` could ever hold a task of this size. */
+/**
+ * Whether any of `rooms` could ever hold a task of this size, as far as is known: a room whose
+ * size is only estimated (not `reported`) might, so a task waits for its agent to say.
+ */
 export function fitsAny(rooms: readonly PilotRoom[], cores: number, gpus: number): boolean {
-  for (const p of rooms) if (p.fitsEver(cores, gpus)) return true;
+  for (const p of rooms) if (!p.reported || p.fitsEver(cores, gpus)) return true;
   return false;
 }
 
@@ -126,4 +135,13 @@ export function neverFits(task: TaskRecord, pilots: readonly PilotRoom[]): Reaso
     ME,
     { asked: { ranks, coresPerRank: d.coresPerRank ?? 1, gpusPerRank: d.gpusPerRank ?? 0 } },
   );
+}
+
+/** What the scheduler knows of a pilot: enough to tell whether a task can ever fit it. */
+export interface PilotCapacity {
+  uid: string;
+  cores: number;
+  gpus: number;
+  /** Milliseconds from now until it drains, as its agent said (agent_ready). */
+  drainInMs?: number | undefined;
 }

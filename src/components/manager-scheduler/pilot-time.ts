@@ -20,7 +20,10 @@ export function noTimeLeft(
   // asked of every task at admission: no array nor closure made unless it fails
   let fits = false;
   for (const p of rooms) {
-    if (!p.fitsEver(cores, gpus)) continue;
+    if (!p.fitsEver(cores, gpus)) {
+      if (!p.reported) return undefined; // its size is a guess until its agent reports
+      continue;
+    }
     if (!p.active || p.hasTime(d.walltimeS, now)) return undefined;
     fits = true;
   }

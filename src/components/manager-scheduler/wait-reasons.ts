@@ -30,7 +30,9 @@ export function pilotWait(
   const d = task.description;
   const size = sizeOf(d);
   const usable = rooms.filter(
-    (p) => (d.pilot === undefined || p.uid === d.pilot) && p.fitsEver(size.cores, size.gpus),
+    (p) =>
+      (d.pilot === undefined || p.uid === d.pilot) &&
+      (!p.reported || p.fitsEver(size.cores, size.gpus)),
   );
   if (usable.length === 0) {
     const message =
@@ -55,7 +57,13 @@ export function pilotWait(
     return { ...base, message, pilots: names(usable) };
   }
   if (active.length === 0) {
-    const message = `waiting for a pilot to become active: ${names(usable).join(', ')} not active yet`;
+    // a pilot whose estimated size is too small may have more: its agent says once it is up
+    const guessed = usable.filter((p) => !p.fitsEver(size.cores, size.gpus));
+    const sizes =
+      guessed.length === 0
+        ? ''
+        : ` (the size of ${names(guessed).join(', ')} is known once its agent reports: estimated ${guessed.map((p) => `${p.cores} cores, ${p.gpus} GPUs`).join('; ')})`;
+    const message = `waiting for a pilot to become active: ${names(usable).join(', ')} not active yet${sizes}`;
     return { ...base, message, pilots: names(usable) };
   }
   const timed = active.filter((p) => p.hasTime(d.walltimeS, now));

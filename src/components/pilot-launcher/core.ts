@@ -15,6 +15,8 @@ type Final = FinalPilotState;
 interface Held {
   pilot: PilotRecord;
   cancelRequested: boolean;
+  /** The cancel came from the session's close (a run's end), not from the user. */
+  byClose?: boolean;
   agentFinal?: { final: Final; message: string };
   killTimer?: Timer;
   /** Kills an agent that outlives its runtime limit by more than the grace period. */
@@ -174,7 +176,7 @@ export class PilotLauncherCore {
     if (h === undefined) return this.fence(uid);
     h.lastHeard = this.clock.now();
     if (h.cancelRequested && h.agentFinal === undefined && h.pilot.state === 'PMGR_ACTIVE') {
-      this.effects.shutdownAgent(uid, 'CANCELED', 'pilot canceled by the user');
+      this.effects.shutdownAgent(uid, 'CANCELED', cancelMessage(h));
     }
   }
 
@@ -200,8 +202,12 @@ export class PilotLauncherCore {
     if (h === undefined) return;
     h.killTimer?.cancel();
     h.runtimeTimer?.cancel();
+    if (h.cancelRequested && h.byClose === true && h.pilot.state === 'PMGR_ACTIVE') {
+      // it served until its session no longer needed it: its job is done
+      return this.finish(h, 'DONE', reason('I_PILOT_DONE', "ended by its session's close", ME));
+    }
     if (h.cancelRequested) {
-      return this.finish(h, 'CANCELED', reason('E_CANCELED', 'pilot canceled by the user', ME));
+      return this.finish(h, 'CANCELED', reason('E_CANCELED', cancelMessage(h), ME));
     }
     // an adopted agent's exit status is unknown (null, null): its last word stands
     const clean = exit.exitCode === 0 || (exit.exitCode === null && exit.signal === null);
@@ -267,11 +273,17 @@ export class PilotLauncherCore {
     );
   }
 
-  onCancel(uids: string[]): void {
+  /**
+   * Ends the pilots: a user's cancel ends them CANCELED; the session's close (`byClose`) ends
+   * an active one DONE (it served to the end of its session), one not yet active CANCELED,
+   * saying the session closed. Their agents end the tasks they hold CANCELED either way.
+   */
+  onCancel(uids: string[], byClose = false): void {
     for (const uid of uids) {
       const h = this.held.get(uid);
       if (h === undefined || h.cancelRequested) continue;
       h.cancelRequested = true;
+      if (byClose) h.byClose = true;
       h.drainStarted ??= this.clock.now();
       if (h.queued) {
         this.killQueued(h); // no agent runs yet: remove the job from the queue now
@@ -280,7 +292,7 @@ export class PilotLauncherCore {
       // An agent hears control messages only once it has reported in: until then the
       // shutdown waits for onAgentReady, and the kill timer covers an agent that never does.
       if (h.pilot.state === 'PMGR_ACTIVE') {
-        this.effects.shutdownAgent(uid, 'CANCELED', 'pilot canceled by the user');
+        this.effects.shutdownAgent(uid, 'CANCELED', cancelMessage(h));
       }
       h.killTimer = this.clock.setTimeout(
         () => this.effects.kill(uid),
@@ -414,4 +426,12 @@ export class PilotLauncherCore {
 /** The last three lines of a stderr tail, on one line. */
 function tail(stderr: string): string {
   return stderr.trim().split('\n').slice(-3).join(' | ');
+}
+
+/** Why a pilot being canceled ends: what its agent and its reason say. */
+function cancelMessage(h: Held): string {
+  if (h.byClose !== true) return 'pilot canceled by the user';
+  return h.pilot.state === 'PMGR_ACTIVE'
+    ? 'its session closed'
+    : 'its session closed before the pilot became active';
 }

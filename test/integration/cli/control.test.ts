@@ -231,6 +231,13 @@ describe('pilotfish status, explain, cancel, sessions, clean on a live session, 
     const clean = await runCli(['clean', '--crashed', '--json', ...dirArgs()]);
     expect(json<{ removed: unknown[] }>(clean.stdout).removed).toEqual([]);
     expect(existsSync(s.dir)).toBe(true);
+    // named, it is kept too, and said so
+    const named = await runCli(['clean', s.session, '--crashed', ...dirArgs()]);
+    expect([named.code, named.stderr]).toEqual([
+      1,
+      `pilotfish: kept ${s.session}: live: its client answers on its control socket\n`,
+    ]);
+    expect(existsSync(s.dir)).toBe(true);
   }, 120_000);
 
   it('status --watch: a line per change off a terminal, redrawn on one; both end with the session', async () => {
@@ -281,9 +288,7 @@ describe('pilotfish status, explain, cancel, sessions, clean on a live session, 
       watch.kill('SIGKILL');
       onTty.kill('SIGKILL');
     }
-    expect(lines.at(-1)).toMatch(
-      / ended tasks=7 DONE=4 FAILED=1 CANCELED=2 \| pilot.0000=CANCELED$/,
-    );
+    expect(lines.at(-1)).toMatch(/ ended tasks=7 DONE=4 FAILED=1 CANCELED=2 \| pilot.0000=DONE$/);
     expect(new Set(lines.map((l) => l.replace(/^\S+ /, ''))).size).toBe(lines.length);
     const screens = screen.split('\x1b[H\x1b[2J');
     expect(screens.length).toBeGreaterThan(2); // redrawn, each time whole
@@ -300,7 +305,8 @@ describe('pilotfish status, explain, cancel, sessions, clean on a live session, 
       total: 7,
       counts: { DONE: 4, FAILED: 1, CANCELED: 2 },
     });
-    expect(st.pilots).toMatchObject([{ uid: 'pilot.0000', state: 'CANCELED', cores: 2 }]);
+    // the session's close ended its pilot: it served to the end, DONE
+    expect(st.pilots).toMatchObject([{ uid: 'pilot.0000', state: 'DONE', cores: 2 }]);
     const e = await runCli(['explain', s.session, s.bad, '--json', ...dirArgs()]);
     expect(json<Explanation>(e.stdout)).toMatchObject({
       uid: s.bad,

@@ -28,6 +28,70 @@ describe('pilotfish run', () => {
     expect(r.stdout).toContain('task exited with code 1');
   }, 30_000);
 
+  it('--json lists every task with state, reason, exit code and result; the rate is what the run did', async () => {
+    const mod = path.join(dir, 'sum.js');
+    writeFileSync(mod, 'exports.sum = (a, b) => a + b;\n');
+    const file = path.join(dir, 'listed.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        pilots: [{ resource: 'local', cores: 2 }],
+        tasks: [
+          { uid: 'ok', executable: '/bin/true' },
+          { uid: 'bad', name: 'bad', executable: '/bin/false' },
+          { uid: 'fn', mode: 'function', function: { module: mod, export: 'sum', args: [2, 3] } },
+          { uid: 'slow', executable: '/bin/sleep', arguments: ['1'] },
+        ],
+      }),
+    );
+    const r = await run(['run', file, '--json', '--dir', dir]);
+    expect(r.code).toBe(1);
+    const s = JSON.parse(r.stdout) as {
+      tasks: number;
+      seconds: number;
+      endedInRun: number;
+      tasksPerS: number;
+      taskList: unknown[];
+    };
+    expect(s.taskList).toEqual([
+      { uid: 'ok', state: 'DONE', exitCode: 0, signal: null },
+      {
+        uid: 'bad',
+        name: 'bad',
+        state: 'FAILED',
+        exitCode: 1,
+        signal: null,
+        reason: expect.objectContaining({ code: 'E_EXIT_CODE' }),
+      },
+      expect.objectContaining({ uid: 'fn', state: 'DONE', result: 5 }),
+      { uid: 'slow', state: 'DONE', exitCode: 0, signal: null },
+    ]);
+    // 4 tasks in over a second: a rate below 4 per second, not rounded to 0
+    expect(s.endedInRun).toBe(4);
+    expect(s.seconds).toBeGreaterThan(1);
+    expect(s.tasksPerS).toBeCloseTo(4 / s.seconds, 6);
+    const text = await run(['run', file, '--dir', dir]);
+    const [, rate] = /^session \S+: 4 tasks in [\d.]+ s \(([\d.]+) tasks\/s\)$/m.exec(text.stdout)!;
+    expect(Number(rate)).toBeGreaterThan(0);
+    expect(Number(rate)).toBeLessThan(4);
+  }, 60_000);
+
+  it('refuses a task too large for a message to its agent, naming it, instead of never ending: exit 2', async () => {
+    const file = path.join(dir, 'huge.json');
+    const arg = 'x'.repeat(100 * 1024);
+    writeFileSync(
+      file,
+      JSON.stringify({
+        pilots: [{ resource: 'local', cores: 1 }],
+        tasks: [{ executable: '/bin/echo', arguments: Array.from({ length: 700 }, () => arg) }],
+      }),
+    );
+    const r = await run(['run', file, '--dir', dir]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/\/0\/arguments makes the task [\d,]+ bytes encoded/);
+    expect(r.stdout).toBe('');
+  }, 60_000);
+
   it('stops the services of a workload once its other tasks are done: every task DONE, exit 0', async () => {
     const file = path.join(dir, 'svc.json');
     const server = `require('node:http').createServer((q, r) => r.end('ok'))

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
@@ -67,6 +67,24 @@ describe('tmgr.explain: why a task waits', () => {
       largestFree: { node: os.hostname(), cores: 1, gpus: 0 },
     });
     expect(e.waiting!.message).toContain(`the most free now is node ${os.hostname()} with 1 cores`);
+    await fx.tmgr.cancelTasks();
+  }, 30_000);
+
+  it('a function call waiting for a core says so, not "in transit" (its agent states are quiet)', async () => {
+    const fx = await fixture.open({ cores: 1 });
+    await running(fx, LONG);
+    const mod = path.join(fx.session.dir, 'f.js');
+    writeFileSync(mod, 'exports.f = () => 1;\n');
+    const [t] = await fx.tmgr.submitTasks([
+      { mode: 'function', function: { module: mod, export: 'f' } },
+    ]);
+    const e = await explained(fx, t!.uid, (x) => x.waiting?.component === 'AgentScheduler');
+    // the client was last told of the hand-off; the agent says where the call is, and why
+    expect(e.state).toBe('AGENT_STAGING_INPUT_PENDING');
+    expect(e.waiting).toMatchObject({ kind: 'resources', asks: { ranks: 1, cores: 1 } });
+    expect(e.waiting!.message).toMatch(
+      /^in AGENT_SCHEDULING at the agent of pilot\.\d+ \(a function call's states there are not published\): waiting for 1 rank\(s\) x 1 cores, 0 GPUs, 0 MiB on one node/,
+    );
     await fx.tmgr.cancelTasks();
   }, 30_000);
 

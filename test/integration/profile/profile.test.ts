@@ -48,7 +48,7 @@ describe("a session's profile, read from its store", () => {
     expect(pilot).toMatchObject({
       uid: fx.pilot.uid,
       resource: 'local',
-      final: 'CANCELED',
+      final: 'DONE', // ended by the session's close
       nodes: [{ name: node, cores: 2, gpus: 0 }],
       jobStarted: expect.any(Number),
       drainStarted: expect.any(Number),

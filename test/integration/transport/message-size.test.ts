@@ -80,4 +80,20 @@ describe('messages over MAX_MESSAGE_BYTES', () => {
       TransportError,
     );
   }, 30_000);
+
+  it('hand an item too large alone to onOversize, and the items around it go', async () => {
+    const { bridge, receiver } = await queue();
+    const oversize: [string, number][] = [];
+    const sender = new QueueSender(bridge.endpoints.in).onOversize((item, bytes) =>
+      oversize.push([(item as { uid: string }).uid, bytes]),
+    );
+    closers.push(() => sender.close());
+    const huge = 'x'.repeat(MAX_MESSAGE_BYTES + 1);
+    const bulk = [{ uid: 'a' }, { uid: 'huge', huge }, { uid: 'b' }, { uid: 'c' }];
+    await sender.send(bulk);
+    const got = (await next(receiver, 2)) as { uid: string }[][];
+    expect(got.flat().map((t) => t.uid)).toEqual(['a', 'b', 'c']);
+    expect(oversize).toEqual([['huge', expect.any(Number)]]);
+    expect(oversize[0]![1]).toBeGreaterThan(MAX_MESSAGE_BYTES);
+  }, 30_000);
 });

@@ -71,11 +71,8 @@ async function killAndResume(
     const tasks = [...byEntity].filter(([k]) => k.startsWith('task '));
     expect(tasks).toHaveLength(n);
     for (const [, states] of tasks) expect(states).toEqual(taskLife);
-    // the second client canceled the pilot at close
-    const pilotLife = [
-      ...PILOT_STATES.slice(0, PILOT_STATES.indexOf('PMGR_ACTIVE') + 1),
-      'CANCELED',
-    ];
+    // the second client ended the pilot at close: DONE
+    const pilotLife = [...PILOT_STATES.slice(0, PILOT_STATES.indexOf('PMGR_ACTIVE') + 1), 'DONE'];
     const pilots = [...byEntity].filter(([k]) => k.startsWith('pilot '));
     expect(pilots).toHaveLength(1);
     expect(pilots[0]![1]).toEqual(pilotLife);

@@ -173,6 +173,46 @@ describe('ManagerSchedulerCore', () => {
     rec.expectNoMore();
   });
 
+  it('fails no task on the size estimated before a pilot is up: it waits for what the agent reports', () => {
+    // a 2-node Slurm pilot whose nodes sinfo could not size: 1 core per node is a guess
+    const { rec, core } = setup();
+    core.onPilotAdded({ uid: 'p1', cores: 2, gpus: 0 });
+    const wide = pending('wide', { ranks: 2, coresPerRank: 2 });
+    const pinned = pending('pinned', { ranks: 2, coresPerRank: 2, pilot: 'p1' });
+    const huge = pending('huge', { coresPerRank: 64 });
+    core.onTasks([wide, pinned, huge]);
+    expect(rec.take()).toEqual([
+      'notify wide TMGR_SCHEDULING, pinned TMGR_SCHEDULING, huge TMGR_SCHEDULING',
+    ]);
+    expect(core.whyWaiting('wide')?.message).toBe(
+      'waiting for a pilot to become active: p1 not active yet (the size of p1 is known once its ' +
+        'agent reports: estimated 2 cores, 0 GPUs)',
+    );
+    // the agent is up: 2 nodes of 2 cores; what fits is placed, what never can fails, with the real size
+    core.onPilotActive({ uid: 'p1', cores: 4, gpus: 0 });
+    expect(rec.take()).toEqual([
+      'notify huge FAILED, wide TMGR_STAGING_INPUT_PENDING, pinned TMGR_STAGING_INPUT_PENDING',
+      'forward wide->p1, pinned->p1',
+    ]);
+    expect(huge.reason?.message).toContain('(p1: 4 cores, 0 GPUs)');
+    rec.expectNoMore();
+  });
+
+  it('fails a task that fits no reported pilot once the last estimated one is gone', () => {
+    const { rec, core } = setup(SMALL);
+    core.onPilotAdded({ uid: 'p2', cores: 2, gpus: 0 }); // not up: its size is a guess
+    const big = pending('big', { coresPerRank: 8 });
+    core.onTasks([big]);
+    expect(rec.take()).toEqual(['notify big TMGR_SCHEDULING']);
+    core.onPilotGone('p2', 'FAILED');
+    expect(rec.take()).toEqual(['notify big FAILED']);
+    expect(big.reason).toMatchObject({
+      code: 'E_NEVER_FITS',
+      message: expect.stringContaining('(p1: 4 cores, 0 GPUs)'),
+    });
+    rec.expectNoMore();
+  });
+
   it('fails a task no pilot can ever fit with E_NEVER_FITS, listing what it asked and every pilot', () => {
     const { rec, notes, core } = setup(SMALL, BIG);
     const t = pending('huge', { ranks: 2, coresPerRank: 10, gpusPerRank: 1 });

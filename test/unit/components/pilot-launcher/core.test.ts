@@ -315,6 +315,39 @@ describe('PilotLauncherCore', () => {
     expect(s.rec.take()).toEqual(['notify p1 CANCELED', 'ended p1 CANCELED']);
   });
 
+  it("ends an active pilot DONE at its session's close, one not yet active CANCELED, each saying so", () => {
+    const s = setup();
+    const active = activate(s);
+    const early = pending('p2');
+    s.core.onSubmit([early]);
+    s.core.onLaunched('p2');
+    s.rec.take();
+    s.core.onCancel(['p1', 'p2'], true);
+    // the agent ends the tasks it holds CANCELED, and is told why
+    expect(s.rec.take()).toEqual(['shutdownAgent p1 CANCELED its session closed']);
+    s.core.onAgentFinal('p1', 'CANCELED', 'shutting down on request');
+    s.core.onAgentExited('p1', EXIT_0);
+    s.core.onAgentExited('p2', EXIT_0);
+    expect(s.rec.take()).toEqual([
+      'notify p1 DONE',
+      'ended p1 DONE',
+      'notify p2 CANCELED',
+      'ended p2 CANCELED',
+    ]);
+    expect(active.reason).toEqual({
+      code: 'I_PILOT_DONE',
+      message: "ended by its session's close",
+      component: 'PilotLauncher',
+    });
+    expect(early.reason).toEqual({
+      code: 'E_CANCELED',
+      message: 'its session closed before the pilot became active',
+      component: 'PilotLauncher',
+    });
+    s.clock.advance(10 * GRACE);
+    s.rec.expectNoMore();
+  });
+
   it('does not kill an agent that exits within the grace period', () => {
     const s = setup();
     activate(s);
