@@ -50,6 +50,8 @@ export class ManagerSchedulerCore {
   private readonly canceled = new CancelSet();
   /** Services that are ready and have not ended: where their dependents find them. */
   private readonly serving = new Map<string, TaskReady>();
+  /** Services that let dependents go on 'ready': only their ends walk the queues. */
+  private readonly lent = new Set<string>();
   private notes: Notification[] = [];
   private out: TaskRecord[] = [];
   /** Only final states are notified (see ManagerSchedulerEffects.finalOnly). */
@@ -100,6 +102,7 @@ export class ManagerSchedulerCore {
   private serviceGone(uid: string, attempt: number, now: number): void {
     const s = this.serving.get(uid);
     if (s !== undefined && s.attempt <= attempt) this.serving.delete(uid);
+    if (!this.lent.has(uid)) return; // every task's end comes here: most let nothing go
     const { ready, parked, parkedSince } = this;
     for (const t of takeReleasedBy(uid, attempt, ready, parked, parkedSince)) this.hold(t, now);
   }
@@ -289,6 +292,7 @@ export class ManagerSchedulerCore {
       if (s === undefined) continue;
       (task.services ??= {})[s.name] = s.endpoint;
       (task.readyOf ??= {})[dep.task] = s.attempt;
+      this.lent.add(dep.task);
     }
     this.admit(task, now);
   }
