@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import * as path from 'node:path';
 import type {
   PilotStatus,
@@ -57,7 +57,7 @@ export function journalLife(dir: string): JournalLife {
 
 /**
  * Local agents of the session that still run: the pids its journal names whose process is an
- * agent of this session still (its command line names the session; a reused pid does not).
+ * agent of this session still (isAgentOf; a reused pid is not).
  */
 export function liveAgents(dir: string): number[] {
   let text: string;
@@ -77,13 +77,26 @@ export function liveAgents(dir: string): number[] {
       continue;
     }
     if (typeof pid !== 'number') continue;
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(uid)) pids.push(pid);
-    } catch {
-      // gone
-    }
+    if (isAgentOf(pid, uid)) pids.push(pid);
   }
   return pids;
+}
+
+/**
+ * Whether `pid` is an agent of session `uid`: an agent names only `agent.json` and runs in its
+ * pilot's sandbox, where that file (0600) names its session (an agent of an older client named
+ * the session on its command line).
+ */
+function isAgentOf(pid: number, uid: string): boolean {
+  try {
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    if (args.includes(uid)) return true;
+    if (!args.split('\0').includes('agent.json')) return false;
+    const config = path.join(readlinkSync(`/proc/${pid}/cwd`), 'agent.json');
+    return (JSON.parse(readFileSync(config, 'utf8')) as { session?: unknown }).session === uid;
+  } catch {
+    return false; // gone, or another user's
+  }
 }
 
 /** The time in a session uid (pf.YYYYMMDD.HHMMSS.xxxxxx, UTC). */

@@ -48,8 +48,8 @@ describe('an agent whose client dies', () => {
       };
       const { agent, sandbox, uid, pilotSandbox } = report;
       children.push(agent);
-      // a streaming task runs in its pilot's sandbox, an output 'files' one in its own
-      expect(sandbox).toBe(output === 'stream' ? pilotSandbox : path.join(pilotSandbox, uid));
+      // every task works in a directory of its own, whatever its output
+      expect(sandbox).toBe(path.join(pilotSandbox, uid));
       const pidFile = path.join(sandbox, 'pid');
       expect(existsSync(pidFile)).toBe(true);
       const task = Number(readFileSync(pidFile, 'utf8').trim());
