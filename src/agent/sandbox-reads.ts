@@ -102,7 +102,8 @@ export class SandboxReads {
       }
     } catch (e) {
       const err = coerceError(e);
-      const code = (err as { code?: unknown }).code;
+      // from the error itself: fs errors of another realm (a test's) are not `instanceof Error`
+      const code = (e as { code?: unknown } | null)?.code;
       return {
         header: {
           ...base,

@@ -20,8 +20,9 @@ const EXIT_STATUS = `
 exit status:
   0  the output was printed (with --out: written)
   1  a named task is not in the session (nothing is printed), or some output cannot be read
-     here (a pilot's sandbox on nodes that share no file system with this machine, a damaged
-     stream file, a named function call): the rest is printed, the message is on stderr
+     here (a pilot's sandbox on nodes that share no file system with this machine, of a session
+     that has ended; a damaged stream file; a named function call): the rest is printed, the
+     message is on stderr
   2  wrong usage, or no such session (the message is on stderr)
 
 SESSION is a session uid in --dir or a session directory.
@@ -43,8 +44,9 @@ export function registerLogs(program: Command, done: (code: number) => void): vo
       "Prints the stdout (or stderr) of the session's tasks, or of those named: output " +
         "'stream' from their pilots' stream files, output 'files' from their sandboxes. Lines of " +
         'several tasks are prefixed with the uid. With --out DIR, writes DIR/<uid>/stdout and ' +
-        'stderr for each task instead. Reads the session directory only: a running session ' +
-        'gives what its tasks wrote so far.',
+        'stderr for each task instead. Reads the session directory (a running session gives ' +
+        "what its tasks wrote so far), and a pilot's sandbox this machine does not see through " +
+        "the live session and the pilot's agent.",
     )
     .argument('<session>', 'session uid (in --dir) or session directory')
     .argument('[uid...]', "the tasks' uids (default: every task of the session)")
@@ -120,8 +122,8 @@ async function logs(session: string, uids: string[], flags: LogsFlags): Promise<
       if (files === undefined) {
         problems.push(
           `cannot read the output of ${plural(tasks.length, 'task')} (${tasks[0]}…): their ` +
-            `pilot's sandbox ${pilotDir} is not on this machine, and no live session reads ` +
-            'it through its agent',
+            `pilot's sandbox ${pilotDir} is not on this machine (nor read through a live ` +
+            "session by the pilot's agent)",
         );
         continue;
       }

@@ -1,12 +1,12 @@
 import { afterEach, expect, it } from '@jest/globals';
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { withTimeout } from '../../../src/lib/deferred';
-import { clientChild, killAgents, type ClientChild } from '../../support/client-child';
+import { agentTrace, clientChild, killAgents, type ClientChild } from '../../support/client-child';
 import { CLI, type CliResult } from '../../support/cli';
 import { closedGate, type FlockGate } from '../../support/flock-gate';
-import { describeSlurm, slurmEnv } from '../../support/slurm';
+import { describeSlurm, slurmCommand, slurmEnv } from '../../support/slurm';
 import { tempDirs } from '../../support/temp-dirs';
 
 const CHILD = path.resolve(__dirname, '../../support/hidden-sandbox-client.js');
@@ -58,7 +58,15 @@ describeSlurm('output of a Slurm pilot whose sandbox the client cannot see', () 
       child.proc.kill('SIGKILL');
       await child.exit;
     }
-    if (root !== undefined) killAgents(root);
+    if (root !== undefined) {
+      killAgents(root);
+      // a Slurm agent is ended by its job: cancel the job of a run that failed midway
+      for (const d of readdirSync(root)) {
+        if (!existsSync(path.join(root, d, 'journal.jsonl'))) continue;
+        const { jobId } = agentTrace(path.join(root, d), 'pilot.0000');
+        if (jobId !== undefined) await slurmCommand(slurmEnv()!, 'scancel', [jobId]);
+      }
+    }
     [child, gate, root] = [undefined, undefined, undefined];
   });
   const temp = tempDirs('pf-hidden-');
