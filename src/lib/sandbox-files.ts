@@ -51,8 +51,8 @@ export const SANDBOX_TOKEN = '.pf-sandbox-token';
 /**
  * How to read the sandbox `sandbox` of a pilot: this machine's files when they are the
  * agent's (the token read through `remote` is the token read here), else `remote`; without an
- * answer from the agent (none, or it is gone), this machine's files where the directory
- * exists. Undefined when neither can read it.
+ * answer from the agent (none, or it is gone), this machine's files where it sees the sandbox
+ * (seenHere). Undefined when neither can read it.
  */
 export async function chooseFiles(
   sandbox: string,
@@ -60,9 +60,23 @@ export async function chooseFiles(
 ): Promise<SandboxFiles | undefined> {
   const token = path.join(sandbox, SANDBOX_TOKEN);
   const theirs = remote === undefined ? undefined : await readSmall(remote, token);
-  if (theirs === undefined) return existsSync(sandbox) ? localFiles : undefined;
+  if (theirs === undefined) return (await seenHere(sandbox, token)) ? localFiles : undefined;
   const mine = await readSmall(localFiles, token);
   return mine === theirs ? localFiles : remote;
+}
+
+/**
+ * Whether this machine sees the sandbox, with no agent to ask: its token is here, or it holds
+ * anything (a sandbox of an agent before tokens). An empty directory is not it: a node-local
+ * path that exists on this machine too, or a mount over it.
+ */
+async function seenHere(sandbox: string, token: string): Promise<boolean> {
+  if (existsSync(token)) return true;
+  try {
+    return (await fsp.readdir(sandbox)).length > 0;
+  } catch {
+    return false;
+  }
 }
 
 /** A small file's text through `files`; undefined when it cannot be read. */

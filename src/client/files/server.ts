@@ -88,9 +88,11 @@ export class FileServer {
       maxMessageSize: MAX_FILE_MESSAGE_BYTES,
       // a peer that sends more than is handled waits (TCP), it is not held in memory here
       receiveHighWaterMark: IN_FLIGHT_PER_SOCKET,
-      // a request to an agent not connected fails at once (SandboxAsks); a reconnecting agent
-      // (the pilot's uid is its routing id) takes its route over
+      // a request to an agent not connected fails at once (SandboxAsks: EHOSTUNREACH), and a
+      // send never waits (a reply to a full peer is dropped, as a ROUTER always did); a
+      // reconnecting agent (the pilot's uid is its routing id) takes its route over
       mandatory: true,
+      sendTimeout: 0,
       handover: true,
       ...serverOptions(security),
     });

@@ -167,8 +167,13 @@ describe('chooseFiles (does this machine see the agent’s sandbox?)', () => {
       return { size: a.header.size, names: a.header.names, data: a.data };
     });
     expect(await chooseFiles(other, elsewhere)).toBe(elsewhere);
-    // no agent answers: this machine's files where the directory is, else none
+    // no agent answers: this machine's files where it sees a sandbox (a token, or anything in
+    // it: a sandbox older than tokens), not an empty directory (a mount over it), nor none
     expect(await chooseFiles(other, undefined)).toBe(localFiles);
+    const old = temp.make();
+    writeFileSync(path.join(old, 'agent.log'), '');
+    expect(await chooseFiles(old, undefined)).toBe(localFiles);
+    expect(await chooseFiles(temp.make(), undefined)).toBeUndefined();
     expect(await chooseFiles(path.join(other, 'gone'), undefined)).toBeUndefined();
   });
 });
