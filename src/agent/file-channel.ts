@@ -62,6 +62,8 @@ interface Pending {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+/** Sandbox requests answered at once; the client's readers ask one at a time each. */
+const MAX_SERVING = 32;
 const noop = (): void => undefined;
 
 /**
@@ -86,6 +88,8 @@ export class FileChannel implements Transfers {
   /** Where the socket connects: the pilot's file socket, moved where the client moved. */
   private at: string;
   private readonly reads: SandboxReads | undefined;
+  /** Sandbox requests being answered (each reads a file): bounded, MAX_SERVING. */
+  private serving = 0;
 
   constructor(private readonly opts: FileChannelOptions) {
     this.clock = opts.clock ?? systemClock;
@@ -353,7 +357,12 @@ export class FileChannel implements Transfers {
       return;
     }
     if (this.reads === undefined) return this.bad.report('sandbox request: nothing is served', {});
+    if (this.serving >= MAX_SERVING) {
+      return this.bad.report('sandbox request dropped: too many at once', { req: req.req });
+    }
+    this.serving++;
     void this.reads.answer(req).then((a) => {
+      this.serving--;
       const frames = a.data !== undefined ? [encode(a.header), a.data] : [encode(a.header)];
       this.sendChain = this.sendChain
         .then(() => (this.closed ? undefined : this.sock.send(frames)))
