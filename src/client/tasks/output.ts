@@ -279,9 +279,9 @@ function unreachable(uid: string, origin: Origin): OutputUnavailableError {
   const where =
     origin.mode === 'files' ? `its sandbox ${origin.root}` : `its pilot's sandbox ${origin.root}`;
   return new OutputUnavailableError(
-    `cannot read the output of task ${uid}: ${where} is not on this machine ` +
-      '(its pilot runs on nodes that share no file system with this one: read it there; or the ' +
-      'sandbox was removed since)',
+    `cannot read the output of task ${uid}: ${where} is not on this machine, ` +
+      "and its pilot's agent cannot read it for this client (its pilot ended, or the sandbox " +
+      'was removed since)',
     origin.root,
   );
 }
