@@ -159,6 +159,7 @@ export class Agent {
         security: cfg.curve,
         session: cfg.session,
         pilot: cfg.pilot,
+        sandbox: cfg.sandbox,
         log: this.log.child({ component: 'FileChannel' }),
       });
     }

@@ -7,12 +7,13 @@ import { coerceError, errorMeta, TransferError } from '../errors';
 import { BadMessages } from '../lib/bad-messages';
 import { systemClock, type Clock, type Timer } from '../lib/clock';
 import type { Logger } from '../lib/logger';
-import { parseFileReply } from '../lib/validate';
+import { parseFileReply, parseSandboxRequest } from '../lib/validate';
 import type { TransferResult, Transfers } from '../components/shared/transfers';
 import { decode, encode } from '../transport/codec';
 import { clientOptions, type ClientSecurity } from '../transport/curve';
 import { fileOp, normalPath, pathProblem } from '../transport/file-paths';
 import { moveConnection } from '../transport/frames';
+import { SandboxReads, writeSandboxToken } from './sandbox-reads';
 import {
   CHUNK_BYTES,
   ChunkWindow,
@@ -41,6 +42,11 @@ export interface FileChannelOptions {
   timeoutMs?: number;
   /** Tests only: sees each chunk sent after it was hashed (a flipped byte must be caught). */
   sentHook?: (chunk: Buffer) => void;
+  /**
+   * The pilot's sandbox: the client may read in it (and only in it) over this channel, for
+   * the output of tasks whose sandbox it cannot see (SandboxReads). None: nothing is served.
+   */
+  sandbox?: string;
 }
 
 type Body = FileRequest extends infer R
@@ -56,6 +62,8 @@ interface Pending {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+/** Sandbox requests answered at once; the client's readers ask one at a time each. */
+const MAX_SERVING = 32;
 const noop = (): void => undefined;
 
 /**
@@ -79,15 +87,26 @@ export class FileChannel implements Transfers {
   private closed = false;
   /** Where the socket connects: the pilot's file socket, moved where the client moved. */
   private at: string;
+  private readonly reads: SandboxReads | undefined;
+  /** Sandbox requests being answered (each reads a file): bounded, MAX_SERVING. */
+  private serving = 0;
 
   constructor(private readonly opts: FileChannelOptions) {
     this.clock = opts.clock ?? systemClock;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.bad = new BadMessages(opts.log);
+    if (opts.sandbox !== undefined) {
+      // before the socket connects: a client that can ask finds the token there
+      const problem = writeSandboxToken(opts.sandbox);
+      if (problem !== undefined) opts.log.warn('no sandbox token', { problem });
+      this.reads = new SandboxReads(opts.sandbox, opts.session, opts.pilot);
+    }
     this.sock = new zmq.Dealer({
       linger: 0,
       maxMessageSize: MAX_FILE_MESSAGE_BYTES,
       sendTimeout: this.timeoutMs,
+      // the client's socket addresses its requests to this agent by the pilot's uid
+      routingId: opts.pilot,
       ...clientOptions(opts.security),
     });
     this.sock.connect(opts.address);
@@ -327,12 +346,41 @@ export class FileChannel implements Transfers {
     void this.request(task, transfer, { op: 'abort' }, what).catch(noop);
   }
 
+  /** Answers the client's look into the sandbox; a malformed one is counted and dropped. */
+  private serve(value: unknown, data: Buffer | undefined): void {
+    let req;
+    try {
+      if (data !== undefined) throw new Error('a request with a data frame');
+      req = parseSandboxRequest(value);
+    } catch (e) {
+      this.bad.report('invalid sandbox request', { message: coerceError(e).message });
+      return;
+    }
+    if (this.reads === undefined) return this.bad.report('sandbox request: nothing is served', {});
+    if (this.serving >= MAX_SERVING) {
+      return this.bad.report('sandbox request dropped: too many at once', { req: req.req });
+    }
+    this.serving++;
+    void this.reads.answer(req).then((a) => {
+      this.serving--;
+      const frames = a.data !== undefined ? [encode(a.header), a.data] : [encode(a.header)];
+      this.sendChain = this.sendChain
+        .then(() => (this.closed ? undefined : this.sock.send(frames)))
+        .catch((e: unknown) => this.opts.log.info('sandbox reply not sent', errorMeta(e)));
+    });
+  }
+
   private async receive(): Promise<void> {
     try {
       for await (const [header, data] of this.sock) {
         let reply: FileReply;
         try {
-          reply = parseFileReply(decode(header ?? Buffer.alloc(0)));
+          const value = decode(header ?? Buffer.alloc(0));
+          if (isRequest(value)) {
+            this.serve(value, data);
+            continue;
+          }
+          reply = parseFileReply(value);
         } catch (e) {
           this.bad.report('invalid file reply', { message: coerceError(e).message });
           continue;
@@ -343,6 +391,11 @@ export class FileChannel implements Transfers {
       if (!this.sock.closed) this.opts.log.error('file channel stopped', errorMeta(e));
     }
   }
+}
+
+/** A message the client starts (a SandboxRequest names an op; a FileReply never does). */
+function isRequest(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && 'op' in value;
 }
 
 function failure(message: string): TransferError {

@@ -1,8 +1,10 @@
 import { watch } from 'node:fs';
 import type { Notification, TaskDescription } from '../generated';
 import type { OutputSource, TaskView } from '../client/tasks/output';
+import { chooseFiles } from '../lib/sandbox-files';
 import { readNotifications, readSessionFacts } from '../profile/read';
 import { isFinalTaskState, type TaskState } from '../states/task-model';
+import { sessionFiles } from './session-files';
 
 /** At most this often a follower reads the store again while the session writes it. */
 const STORE_LOOK_MS = 500;
@@ -13,7 +15,8 @@ const STORE_RECHECK_MS = 5_000;
  * Where `pilotfish tail` learns about a task: the session's store and journal, read-only
  * (readNotifications), so a live session and a finished one alike. The sandbox is the one
  * the notifications name (`detail.sandbox`), else its pilot's once they say where its output
- * goes (`detail.output`, sent with the sandbox). Undefined for a task the session does not have.
+ * goes (`detail.output`, sent with the sandbox). Read where this machine sees it, else through
+ * the live session (sessionFiles). Undefined for a task the session does not have.
  */
 export function storeOutputSource(
   sessionDir: string,
@@ -46,6 +49,9 @@ export function storeOutputSource(
       }
       return seen;
     },
+    // where this machine does not see the sandbox, the live session reads it through the agent
+    files: (pilot, dir) =>
+      chooseFiles(dir, pilot === undefined ? undefined : sessionFiles(sessionDir, pilot)),
     watch: (wake) => {
       // the store's files change with every batch: look again at most every STORE_LOOK_MS
       let timer: NodeJS.Timeout | undefined;
@@ -115,7 +121,13 @@ function viewOf(
   const pilotDir = pilot === undefined ? undefined : pilotSandbox(pilot);
   // the detail that says where its output goes names its sandbox if it has one of its own
   if (sandbox === undefined && output !== undefined) sandbox = pilotDir;
-  const view: TaskView = { sandbox, final, pilotSandbox: pilotDir, attempt: Math.max(attempt, 1) };
+  const view: TaskView = {
+    sandbox,
+    final,
+    pilotSandbox: pilotDir,
+    pilot,
+    attempt: Math.max(attempt, 1),
+  };
   if (output !== undefined) view.output = output;
   return view;
 }

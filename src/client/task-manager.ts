@@ -315,7 +315,8 @@ export class TaskManager {
   /** A task's stdout (or stderr) as lines; with `follow`, until it ends (see tailTask). */
   tail(uid: string, opts: TailOptions = {}): AsyncGenerator<string, void, undefined> {
     checkSelection('tail', { uids: [uid] }, (u) => this.tasks.has(u), 'a task of this manager');
-    return tailTask(this.tasks.get(uid)!, (fn) => this.onState(fn), opts, this.pilotSandbox);
+    const asks = this.rt.links.files.sandbox;
+    return tailTask(this.tasks.get(uid)!, (fn) => this.onState(fn), opts, this.pilotSandbox, asks);
   }
 
   /** Cancels tasks (default: all of this manager's) in whatever state they are. */

@@ -18,9 +18,9 @@ export type ControlReply =
        */
       ok: true;
       /**
-       * What the request's op answers: `definitions/status`, `definitions/explain` or `definitions/cancel`.
+       * What the request's op answers: `definitions/status`, `definitions/explain`, `definitions/cancel` or `definitions/sandbox`.
        */
-      result: SessionStatus | ExplainResult | CancelResult;
+      result: SessionStatus | ExplainResult | CancelResult | SandboxLook;
     }
   | {
       /**
@@ -205,6 +205,23 @@ export interface CancelResult {
    * Already in a final state: left as they are.
    */
   final: string[];
+}
+/**
+ * What `sandbox` answers: what the pilot's agent said of the path.
+ */
+export interface SandboxLook {
+  /**
+   * stat, read: the file's size now.
+   */
+  size?: number;
+  /**
+   * list: the directory's entries.
+   */
+  names?: string[];
+  /**
+   * read: the bytes, base64.
+   */
+  data?: string;
 }
 /**
  * Why a request was not carried out.

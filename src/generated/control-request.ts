@@ -52,4 +52,34 @@ export type ControlRequest =
        * @maxItems 100000
        */
       uids: [string, ...string[]];
+    }
+  | {
+      /**
+       * A look into a pilot's sandbox through its agent's file channel (docs/output.md).
+       */
+      op: 'sandbox';
+      /**
+       * Echoed in the reply, to match replies to requests.
+       */
+      id?: number | string;
+      /**
+       * The pilot's uid.
+       */
+      pilot: string;
+      /**
+       * stat: a regular file's size; read: its bytes at `offset`; list: a directory's names.
+       */
+      look: 'stat' | 'read' | 'list';
+      /**
+       * Absolute and normalized, inside the pilot's sandbox.
+       */
+      path: string;
+      /**
+       * read: where to start (default 0).
+       */
+      offset?: number;
+      /**
+       * read: at most this many bytes.
+       */
+      length?: number;
     };

@@ -6,6 +6,7 @@ export type {
   SessionStatus,
   ExplainResult,
   CancelResult,
+  SandboxLook,
   SessionState,
   PilotStatus,
   RunningTask,
@@ -21,6 +22,8 @@ export type { PilotDescription } from './pilot-description';
 export type { PilotState } from './pilot-state';
 export type { PublishedAddresses } from './published-addresses';
 export type { Reason } from './reason';
+export type { SandboxReply } from './sandbox-reply';
+export type { SandboxRequest } from './sandbox-request';
 export type { SessionOptionsInput } from './session-options';
 export type { StagingDirective } from './staging-directive';
 export type { StoreReply } from './store-reply';

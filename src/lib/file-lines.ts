@@ -1,5 +1,6 @@
 import { LazyFile } from './lazy-file';
 import { LineSplitter } from './line-splitter';
+import { localFiles, type SandboxFiles } from './sandbox-files';
 
 /** Bytes read per call: a big file is handed on in pieces, not read whole into memory. */
 const CHUNK = 64 * 1024;
@@ -15,8 +16,11 @@ export class FileLines {
   private pos = 0;
   private readonly splitter = new LineSplitter();
 
-  constructor(readonly file: string) {
-    this.lazy = new LazyFile(file);
+  constructor(
+    readonly file: string,
+    files: SandboxFiles = localFiles,
+  ) {
+    this.lazy = new LazyFile(file, files);
   }
 
   /** Complete lines written since the last call (at most about CHUNK bytes of them). */

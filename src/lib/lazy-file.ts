@@ -1,4 +1,4 @@
-import { promises as fsp } from 'node:fs';
+import { localFiles, type ReadHandle, type SandboxFiles } from './sandbox-files';
 
 /**
  * A file opened for reading on first use: a file that does not exist (yet) is no handle, and
@@ -6,16 +6,19 @@ import { promises as fsp } from 'node:fs';
  * handle, and one opened meanwhile is closed at once).
  */
 export class LazyFile {
-  private fh: fsp.FileHandle | undefined;
+  private fh: ReadHandle | undefined;
   private closed = false;
 
-  constructor(readonly file: string) {}
+  constructor(
+    readonly file: string,
+    private readonly files: SandboxFiles = localFiles,
+  ) {}
 
   /** The open handle, or undefined while the file does not exist or after close. */
-  async handle(): Promise<fsp.FileHandle | undefined> {
+  async handle(): Promise<ReadHandle | undefined> {
     if (this.fh !== undefined || this.closed) return this.fh;
     try {
-      this.fh = await fsp.open(this.file, 'r');
+      this.fh = await this.files.open(this.file);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw e;

@@ -1,6 +1,6 @@
-import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { LazyFile } from './lazy-file';
+import { localFiles, type SandboxFiles } from './sandbox-files';
 import {
   FRAME_DATA_MAX,
   StreamFormatError,
@@ -33,9 +33,12 @@ if (STREAM_CHUNK < MAX_FRAME) throw new RangeError('STREAM_CHUNK must hold the l
  * The stream files in `dir` by name, each helper's parts in the order written (a helper's
  * rotated parts: nextStreamPart); none when it does not exist (yet).
  */
-export async function listStreamFiles(dir: string): Promise<string[]> {
+export async function listStreamFiles(
+  dir: string,
+  files: SandboxFiles = localFiles,
+): Promise<string[]> {
   try {
-    return (await fsp.readdir(dir)).filter((n) => n.endsWith(STREAM_EXT)).sort(byPart);
+    return (await files.list(dir)).filter((n) => n.endsWith(STREAM_EXT)).sort(byPart);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw e;
@@ -70,8 +73,9 @@ export class StreamCursor {
   constructor(
     readonly file: string,
     private readonly buf: Buffer,
+    files: SandboxFiles = localFiles,
   ) {
-    this.lazy = new LazyFile(file);
+    this.lazy = new LazyFile(file, files);
   }
 
   /** How far the file was looked at: every whole frame before this was read. */

@@ -1,7 +1,7 @@
-import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { LineSplitter } from './line-splitter';
 import { nextStreamPart } from './output-frames';
+import { localFiles, type SandboxFiles } from './sandbox-files';
 import { StreamCursor, chunkBuffer, listStreamFiles } from './stream-cursor';
 
 /**
@@ -28,6 +28,7 @@ export class StreamLines {
     readonly uid: string,
     readonly attempt: number,
     readonly stream: 'stdout' | 'stderr',
+    private readonly files: SandboxFiles = localFiles,
   ) {}
 
   /** The task's end frame was read: its output is complete and read. */
@@ -82,9 +83,9 @@ export class StreamLines {
     if (caughtUp !== undefined) return caughtUp;
     // every known file read to its end: look for files that appeared since
     let added = false;
-    for (const name of await listStreamFiles(this.dir)) {
+    for (const name of await listStreamFiles(this.dir, this.files)) {
       if (this.closed || this.scans.has(name)) continue;
-      this.scans.set(name, new StreamCursor(path.join(this.dir, name), this.buf));
+      this.scans.set(name, new StreamCursor(path.join(this.dir, name), this.buf, this.files));
       added = true;
     }
     return added ? this.firstUnread() : undefined;
@@ -99,9 +100,11 @@ export class StreamLines {
     const home = this.home!;
     if (await home.unread()) return home;
     const next = nextStreamPart(home.file);
-    if (!existsSync(next) || (await home.unread())) return (await home.unread()) ? home : undefined;
+    if (!(await this.files.exists(next)) || (await home.unread())) {
+      return (await home.unread()) ? home : undefined;
+    }
     await home.close();
-    this.home = new StreamCursor(next, this.buf);
+    this.home = new StreamCursor(next, this.buf, this.files);
     return this.homeNext();
   }
 

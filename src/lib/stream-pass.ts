@@ -1,6 +1,6 @@
-import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { StreamFormatError, type Frame } from './output-frames';
+import { localFiles, type SandboxFiles } from './sandbox-files';
 import { StreamCursor, chunkBuffer, listStreamFiles } from './stream-cursor';
 
 /** What a pass over stream files does with the frames it reads. */
@@ -20,14 +20,18 @@ export interface FrameSink {
  * frames before the damage, and the pass goes on with the next file (one damaged file hides no
  * other's tasks): returns a StreamFormatError naming each such file.
  */
-export async function passStreamDir(dir: string, sink: FrameSink): Promise<StreamFormatError[]> {
+export async function passStreamDir(
+  dir: string,
+  sink: FrameSink,
+  files: SandboxFiles = localFiles,
+): Promise<StreamFormatError[]> {
   const buf = chunkBuffer();
   const damaged: StreamFormatError[] = [];
-  for (const name of await listStreamFiles(dir)) {
+  for (const name of await listStreamFiles(dir, files)) {
     const file = path.join(dir, name);
-    const cursor = new StreamCursor(file, buf);
+    const cursor = new StreamCursor(file, buf, files);
     try {
-      const size = await sizeOf(file);
+      const size = await sizeOf(file, files);
       for (let at = -1; cursor.scanned < size && cursor.scanned > at;) {
         at = cursor.scanned;
         for (const f of await cursor.read()) if (sink.wants(f.uid, f.attempt)) sink.frame(f);
@@ -44,9 +48,14 @@ export async function passStreamDir(dir: string, sink: FrameSink): Promise<Strea
 }
 
 /** A file's size; 0 when it is gone. */
-async function sizeOf(file: string): Promise<number> {
+async function sizeOf(file: string, files: SandboxFiles): Promise<number> {
   try {
-    return (await fsp.stat(file)).size;
+    const fh = await files.open(file);
+    try {
+      return (await fh.stat()).size;
+    } finally {
+      await fh.close();
+    }
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return 0;
     throw e;

@@ -12,6 +12,8 @@ import type {
   NotificationBulk,
   PilotDescription,
   PublishedAddresses,
+  SandboxReply,
+  SandboxRequest,
   SessionOptionsInput,
   StoreReply,
   StoreRequest,
@@ -26,6 +28,8 @@ import controlReply from '../../schemas/control-reply.schema.json';
 import controlRequest from '../../schemas/control-request.schema.json';
 import fileReply from '../../schemas/file-reply.schema.json';
 import fileRequest from '../../schemas/file-request.schema.json';
+import sandboxReply from '../../schemas/sandbox-reply.schema.json';
+import sandboxRequest from '../../schemas/sandbox-request.schema.json';
 import notification from '../../schemas/notification.schema.json';
 import notificationBulk from '../../schemas/notification-bulk.schema.json';
 import pilotDescription from '../../schemas/pilot-description.schema.json';
@@ -86,6 +90,8 @@ ajv.addSchema([
   controlReply,
   fileRequest,
   fileReply,
+  sandboxRequest,
+  sandboxReply,
   agentConfig,
   workload,
   sessionOptions,
@@ -304,6 +310,8 @@ export const parseWorkload = parser<Workload>('Workload', workload);
 export const parseSessionOptions = parser<SessionOptionsInput>('SessionOptions', sessionOptions);
 export const parseFileRequest = parser<FileRequest>('FileRequest', fileRequest);
 export const parseFileReply = parser<FileReply>('FileReply', fileReply);
+export const parseSandboxRequest = parser<SandboxRequest>('SandboxRequest', sandboxRequest);
+export const parseSandboxReply = parser<SandboxReply>('SandboxReply', sandboxReply);
 /** A MongoDB session's `addresses` as read back from its `sessions` document. */
 export const parsePublishedAddresses = parser<PublishedAddresses>(
   'PublishedAddresses',

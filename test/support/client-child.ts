@@ -12,9 +12,18 @@ export interface ClientChild {
   exit: Promise<number | null>;
 }
 
-/** Runs `script` with `args` under Node; its stderr goes to ours. */
-export function clientChild(script: string, args: string[], env: NodeJS.ProcessEnv): ClientChild {
-  const proc = spawn(process.execPath, [script, ...args], {
+/**
+ * Runs `script` with `args` under Node; its stderr goes to ours. `wrap`: a command that runs
+ * Node (e.g. `['unshare', '-m']`), which must exec it (the child's pid is then Node's).
+ */
+export function clientChild(
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  wrap: string[] = [],
+): ClientChild {
+  const argv = [...wrap, process.execPath, script, ...args];
+  const proc = spawn(argv[0]!, argv.slice(1), {
     stdio: ['ignore', 'pipe', 'inherit'],
     env,
   });

@@ -1,15 +1,17 @@
 import type { Command } from 'commander';
-import { chmodSync, copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { TaskView } from '../../client/tasks/output';
 import { UsageError } from '../../errors';
 import { FileLines } from '../../lib/file-lines';
 import { PRIVATE_DIR, PRIVATE_FILE } from '../../lib/private-files';
+import { chooseFiles, type SandboxFiles } from '../../lib/sandbox-files';
 import { streamDirOf } from '../../lib/stream-cursor';
 import { passStreamDir, type FrameSink } from '../../lib/stream-pass';
 import { readNotifications, readSessionFacts } from '../../profile/read';
 import { EXIT, docPath } from '../args';
 import { LinePrinter, OutFiles, STREAMS, type LineFormat, type Stream } from '../log-output';
+import { sessionFiles } from '../session-files';
 import { DEFAULT_SESSIONS_DIR, resolveSessionDir } from '../session-dir';
 import { viewsOf } from '../store-source';
 import { usageErrors } from '../usage';
@@ -18,8 +20,9 @@ const EXIT_STATUS = `
 exit status:
   0  the output was printed (with --out: written)
   1  a named task is not in the session (nothing is printed), or some output cannot be read
-     here (a pilot's sandbox on nodes that share no file system with this machine, a damaged
-     stream file, a named function call): the rest is printed, the message is on stderr
+     here (a pilot's sandbox on nodes that share no file system with this machine, of a session
+     that has ended; a damaged stream file; a named function call): the rest is printed, the
+     message is on stderr
   2  wrong usage, or no such session (the message is on stderr)
 
 SESSION is a session uid in --dir or a session directory.
@@ -41,8 +44,9 @@ export function registerLogs(program: Command, done: (code: number) => void): vo
       "Prints the stdout (or stderr) of the session's tasks, or of those named: output " +
         "'stream' from their pilots' stream files, output 'files' from their sandboxes. Lines of " +
         'several tasks are prefixed with the uid. With --out DIR, writes DIR/<uid>/stdout and ' +
-        'stderr for each task instead. Reads the session directory only: a running session ' +
-        'gives what its tasks wrote so far.',
+        'stderr for each task instead. Reads the session directory (a running session gives ' +
+        "what its tasks wrote so far), and a pilot's sandbox this machine does not see through " +
+        "the live session and the pilot's agent.",
     )
     .argument('<session>', 'session uid (in --dir) or session directory')
     .argument('[uid...]', "the tasks' uids (default: every task of the session)")
@@ -108,30 +112,35 @@ async function logs(session: string, uids: string[], flags: LogsFlags): Promise<
       await printer?.flush();
     },
   };
-  const unreachable = new Set<string>();
+  /** How each pilot's sandbox is read: here, or through the live session and its agent. */
+  const reading = new Map<string, SandboxFiles>();
   try {
     // one pass over each pilot's stream files, whatever the number of tasks in them
-    for (const [pilotDir, tasks] of byPilot(wanted)) {
-      if (!existsSync(pilotDir)) {
-        for (const uid of tasks) unreachable.add(uid);
+    for (const [pilotDir, { pilot, tasks }] of byPilot(wanted)) {
+      const remote = pilot === undefined ? undefined : sessionFiles(dir, pilot);
+      const files = await chooseFiles(pilotDir, remote);
+      if (files === undefined) {
         problems.push(
           `cannot read the output of ${plural(tasks.length, 'task')} (${tasks[0]}…): their ` +
-            `pilot's sandbox ${pilotDir} is not on this machine`,
+            `pilot's sandbox ${pilotDir} is not on this machine (nor read through a live ` +
+            "session by the pilot's agent)",
         );
         continue;
       }
-      const damaged = await passStreamDir(streamDirOf(pilotDir), sink);
+      reading.set(pilotDir, files);
+      const damaged = await passStreamDir(streamDirOf(pilotDir), sink, files);
       problems.push(...damaged.map((e) => e.message));
     }
     printer?.endAll((uid) => wanted.get(uid)!.attempt);
     await printer?.flush();
     // output 'files': its sandbox's files (a task whose output is not known wrote none yet)
     for (const [uid, w] of wanted) {
-      if (unreachable.has(uid) || w.view.output !== 'files') continue;
+      const files = reading.get(w.view.pilotSandbox!);
+      if (files === undefined || w.view.output !== 'files') continue;
       const sandbox = w.view.sandbox;
-      if (sandbox === undefined || !existsSync(sandbox)) continue;
-      if (writer !== undefined) copyFiles(sandbox, writer.start(uid));
-      else await printFile(path.join(sandbox, stream), uid, w.attempt, printer!);
+      if (sandbox === undefined || !(await files.exists(sandbox))) continue;
+      if (writer !== undefined) await copyFiles(sandbox, writer.start(uid), files);
+      else await printFile(path.join(sandbox, stream), uid, w.attempt, printer!, files);
     }
   } finally {
     writer?.closeAll();
@@ -163,14 +172,16 @@ function formatOf(
   return (uid, _attempt, line) => `${uid.padEnd(width)} | ${line}\n`;
 }
 
-/** The wanted tasks by their pilot's sandbox. */
-function byPilot(wanted: Map<string, Wanted>): Map<string, string[]> {
-  const out = new Map<string, string[]>();
+/** The wanted tasks by their pilot's sandbox (and that pilot). */
+function byPilot(
+  wanted: Map<string, Wanted>,
+): Map<string, { pilot: string | undefined; tasks: string[] }> {
+  const out = new Map<string, { pilot: string | undefined; tasks: string[] }>();
   for (const [uid, w] of wanted) {
     const dir = w.view.pilotSandbox!;
-    const tasks = out.get(dir);
-    if (tasks === undefined) out.set(dir, [uid]);
-    else tasks.push(uid);
+    const at = out.get(dir);
+    if (at === undefined) out.set(dir, { pilot: w.view.pilot, tasks: [uid] });
+    else at.tasks.push(uid);
   }
   return out;
 }
@@ -183,22 +194,39 @@ function outDir(dir: string): string {
 }
 
 /** A files-mode task's stdout and stderr into its --out directory (missing: left empty). */
-function copyFiles(sandbox: string, to: string): void {
+async function copyFiles(sandbox: string, to: string, files: SandboxFiles): Promise<void> {
   for (const s of STREAMS) {
     const from = path.join(sandbox, s);
-    if (!existsSync(from)) continue;
-    copyFileSync(from, path.join(to, s));
-    chmodSync(path.join(to, s), PRIVATE_FILE);
+    if (!(await files.exists(from))) continue;
+    const out = path.join(to, s);
+    writeFileSync(out, '', { mode: PRIVATE_FILE });
+    chmodSync(out, PRIVATE_FILE);
+    const fh = await files.open(from);
+    try {
+      const buf = Buffer.allocUnsafe(COPY_CHUNK);
+      for (let at = 0; ;) {
+        const { bytesRead } = await fh.read(buf, 0, buf.length, at);
+        if (bytesRead === 0) break;
+        writeFileSync(out, buf.subarray(0, bytesRead), { flag: 'a' });
+        at += bytesRead;
+      }
+    } finally {
+      await fh.close();
+    }
   }
 }
+
+/** Bytes copied at a time by copyFiles. */
+const COPY_CHUNK = 256 * 1024;
 
 async function printFile(
   file: string,
   uid: string,
   attempt: number,
   printer: LinePrinter,
+  files: SandboxFiles,
 ): Promise<void> {
-  const lines = new FileLines(file);
+  const lines = new FileLines(file, files);
   try {
     do {
       for (const l of await lines.read()) printer.line(uid, attempt, l);

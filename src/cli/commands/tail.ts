@@ -11,8 +11,8 @@ const EXIT_STATUS = `
 exit status:
   0  the output was printed (with -f: the task has ended)
   1  the session has no task with that uid, or its output cannot be read here (the sandbox is
-     on nodes that share no file system with this machine, or the task is a function call,
-     which writes no output file)
+     on nodes that share no file system with this machine and the session has ended, or the
+     task is a function call, which writes no output file)
   2  wrong usage, or no such session (the message is on stderr)
 
 SESSION is a session uid in --dir or a session directory.
@@ -32,9 +32,9 @@ export function registerTail(program: Command, done: (code: number) => void): vo
     .summary("print a task's output; -f follows it until the task ends")
     .description(
       "Prints the task's stdout (or stderr) from its start; with -f, goes on printing lines " +
-        'as the task writes them and ends when the task ends. Reads the session directory only, ' +
-        "so it works on a running session and a finished one; the task's sandbox must be " +
-        'reachable from this machine (local pilots, Slurm pilots on a shared file system).',
+        'as the task writes them and ends when the task ends. Reads the session directory, so it ' +
+        'works on a running session and a finished one; where this machine does not see the ' +
+        "pilot's sandbox, reads it through the live session and the pilot's agent.",
     )
     .argument('<session>', 'session uid (in --dir) or session directory')
     .argument('<uid>', "the task's uid")

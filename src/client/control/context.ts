@@ -1,4 +1,5 @@
 import type { Logger } from '../../lib/logger';
+import type { SandboxAsks } from '../files/sandbox-asks';
 import type { ExplainSource } from '../tasks/explain';
 import type { TaskRegistry } from '../tasks/registry';
 import type { Managers } from './managers';
@@ -12,6 +13,10 @@ export interface ControlRuntime extends ExplainSource {
   readonly tasks: TaskRegistry;
   /** Where a handler that fails is logged. */
   readonly log: Logger;
+  /** The pilots' file channels: `sandbox` looks into a pilot's sandbox through its agent. */
+  readonly links: ExplainSource['links'] & {
+    readonly files?: { readonly sandbox: Pick<SandboxAsks, 'ask'> };
+  };
 }
 
 /**

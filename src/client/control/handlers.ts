@@ -7,6 +7,7 @@ import waitReason from '../../../schemas/wait-reason.schema.json';
 import { explainTask } from '../tasks/explain';
 import type { ControlContext } from './context';
 import type { ControlOp, ControlRequestOf, ControlResults } from './protocol';
+import { sandboxLook } from './sandbox-look';
 import { cancelLive, liveStatus } from './status';
 
 /**
@@ -72,6 +73,11 @@ export const CONTROL_HANDLERS: ControlTable = {
     ...schemasOf('cancel'),
     handle: (ctx, req) => cancelLive(ctx.runtime, ctx.managers, req.uids),
     refusedWhileClosing: true,
+  },
+  sandbox: {
+    ...schemasOf('sandbox'),
+    handle: (ctx, req) => sandboxLook(ctx.runtime, req),
+    refusedWhileClosing: false,
   },
 };
 

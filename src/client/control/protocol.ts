@@ -3,6 +3,7 @@ import type {
   ControlReply,
   ControlRequest,
   ExplainResult,
+  SandboxLook,
   SessionStatus,
 } from '../../generated';
 
@@ -46,6 +47,7 @@ export interface ControlResults {
   status: SessionStatus;
   explain: ExplainResult;
   cancel: CancelResult;
+  sandbox: SandboxLook;
 }
 
 /** A reply to a request of `Op`, its result typed. */

@@ -10,6 +10,7 @@ import { serverOptions, type ServerSecurity } from '../../transport/curve';
 import { MAX_CHUNK_BYTES, MAX_FILE_MESSAGE_BYTES } from '../../transport/transfer-flow';
 import { FileGrants, type FileGrant } from './grants';
 import { Listeners } from '../calls/listeners';
+import { SandboxAsks } from './sandbox-asks';
 import { ServedFiles, type ServedChunkHook } from './served-files';
 import {
   TransferTracker,
@@ -63,6 +64,8 @@ export class FileServer {
   private sweep: Timer | undefined;
   private refusedCount = 0;
   private closed = false;
+  /** Looks into the pilots' sandboxes, through their agents (output over the session). */
+  readonly sandbox: SandboxAsks;
 
   constructor(private readonly opts: FileServerOptions) {
     this.bad = new BadMessages(opts.log);
@@ -71,6 +74,7 @@ export class FileServer {
     this.served = new ServedFiles(opts.servedHook);
     this.tracker = new TransferTracker(opts.progressMs);
     this.listeners = new Listeners(opts.log);
+    this.sandbox = new SandboxAsks(opts.session, opts.log, { clock: this.clock });
   }
 
   /** Binds `pilot`'s file socket at `address` (its old one on resume); returns where it listens. */
@@ -84,6 +88,12 @@ export class FileServer {
       maxMessageSize: MAX_FILE_MESSAGE_BYTES,
       // a peer that sends more than is handled waits (TCP), it is not held in memory here
       receiveHighWaterMark: IN_FLIGHT_PER_SOCKET,
+      // a request to an agent not connected fails at once (SandboxAsks: EHOSTUNREACH), and a
+      // send never waits (a reply to a full peer is dropped, as a ROUTER always did); a
+      // reconnecting agent (the pilot's uid is its routing id) takes its route over
+      mandatory: true,
+      sendTimeout: 0,
+      handover: true,
       ...serverOptions(security),
     });
     try {
@@ -93,6 +103,8 @@ export class FileServer {
       throw e;
     }
     const send = new RouterSender(sock);
+    const route = Buffer.from(pilot);
+    this.sandbox.attach(pilot, (frames) => send.send([route, ...frames]));
     this.sockets.push({ sock, loop: this.receive(pilot, sock, send) });
     this.armSweep();
     return sock.lastEndpoint ?? address;
@@ -134,6 +146,7 @@ export class FileServer {
     this.closed = true;
     this.sweep?.cancel();
     for (const { sock } of this.sockets) sock.close();
+    this.sandbox.close();
     await Promise.all(this.sockets.map((s) => s.loop));
     await Promise.all([...this.turns.values()]);
     await this.served.close();
@@ -148,7 +161,7 @@ export class FileServer {
           this.refuse('malformed file request', { pilot, frames: rest.length + 3 });
           continue;
         }
-        const req = this.parse(pilot, header, route, send);
+        const req = this.parse(pilot, header, data, route, send);
         if (req === undefined) continue;
         const problem = this.check(pilot, req, data);
         if (problem !== undefined) {
@@ -174,12 +187,17 @@ export class FileServer {
   private parse(
     pilot: string,
     header: Buffer,
+    data: Buffer | undefined,
     route: Buffer,
     send: RouterSender,
   ): FileRequest | undefined {
     let value: unknown;
     try {
       value = decode(header);
+      if (isSandboxReply(value)) {
+        this.sandbox.settle(pilot, value, data);
+        return undefined;
+      }
       return parseFileRequest(value);
     } catch (e) {
       const message = coerceError(e).message;
@@ -333,6 +351,11 @@ export class FileServer {
   }
 }
 
+/** A reply to the client's SandboxRequest (it says `ok`; a FileRequest never does). */
+function isSandboxReply(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && 'ok' in value;
+}
+
 function failed(req: number, code: string, message: string): FileReply {
   return { req, ok: false, error: { code, message } };
 }
@@ -350,6 +373,13 @@ class RouterSender {
       .then(() => (this.sock.closed ? undefined : this.sock.send(frames)))
       .catch(() => undefined);
     return this.chain;
+  }
+
+  /** Sends `frames` (a route first) after what is queued; rejects where the send fails. */
+  send(frames: Buffer[]): Promise<void> {
+    const sent = this.chain.then(() => this.sock.send(frames));
+    this.chain = sent.catch(() => undefined);
+    return sent;
   }
 
   drain(): Promise<void> {

@@ -2,6 +2,7 @@ import { existsSync, watch, type FSWatcher } from 'node:fs';
 import * as path from 'node:path';
 import { OutputUnavailableError } from '../../errors';
 import { FileLines } from '../../lib/file-lines';
+import { chooseFiles, localFiles, type SandboxFiles } from '../../lib/sandbox-files';
 import { streamDirOf } from '../../lib/stream-cursor';
 import { StreamLines } from '../../lib/stream-lines';
 import type { Interner } from '../../lib/strings';
@@ -31,6 +32,8 @@ export interface TaskView {
   output?: OutputMode | undefined;
   /** Its pilot's sandbox, once it is bound to one (output 'stream': the stream files are there). */
   pilotSandbox?: string | undefined;
+  /** Its pilot, once it is bound to one. */
+  pilot?: string | undefined;
   /** Its current attempt (output 'stream': frames name theirs); default 1. */
   attempt?: number;
 }
@@ -41,6 +44,12 @@ export interface OutputSource {
   now(): TaskView | Promise<TaskView>;
   /** Calls `wake` when the task may have changed (a state, its sandbox); returns how to stop. */
   watch(wake: () => void): () => void;
+  /**
+   * How to read the sandbox of `pilot` (`sandbox`): this machine's files, or the agent's over
+   * its file channel where this machine does not see them (chooseFiles); undefined when it
+   * cannot be read. Default: this machine's, where the directory exists.
+   */
+  files?(pilot: string | undefined, sandbox: string): Promise<SandboxFiles | undefined>;
 }
 
 /**
@@ -50,6 +59,12 @@ export interface OutputSource {
  * while nothing happens, and a line shows within this time at worst.
  */
 export const RECHECK_MS = 2_000;
+
+/**
+ * How often a follower reading a sandbox through its agent looks again: nothing there tells
+ * it of a write, and a look is a request of a few bytes.
+ */
+export const REMOTE_RECHECK_MS = 250;
 
 /**
  * The lines of a task's stdout (or stderr), from the start: those there now, and with `follow`
@@ -75,6 +90,8 @@ export async function* tailOutput(
   let watched: string | undefined;
   let dirWatch: FSWatcher | undefined;
   let lines: FileLines | StreamLines | undefined;
+  let files: SandboxFiles | undefined;
+  let remoteTimer: NodeJS.Timeout | undefined;
   try {
     for (;;) {
       wake.clear();
@@ -83,15 +100,20 @@ export async function* tailOutput(
       const origin = originOf(src.uid, task);
       if (origin !== undefined && origin.key !== reading?.key) {
         // a first place, or a new attempt's: the old one's lines were given
-        if (!existsSync(origin.root)) throw unreachable(src.uid, origin);
+        files = await filesOf(src, task, origin);
+        if (files === undefined) throw unreachable(src.uid, origin);
         const rest = lines?.rest();
         if (rest !== undefined) yield rest;
         await lines?.close();
         reading = origin;
-        lines = origin.open(stream);
+        lines = origin.open(stream, files);
+        if (follow && files.kind === 'remote') {
+          remoteTimer ??= setInterval(() => wake.ring(), REMOTE_RECHECK_MS);
+        }
       }
       // a stream directory that does not exist yet: its parent is watched until it does
-      const dir = reading === undefined ? undefined : watchedDir(reading);
+      const dir =
+        reading === undefined || files?.kind !== 'local' ? undefined : watchedDir(reading);
       if (follow && dir !== undefined && dir !== watched) {
         dirWatch?.close();
         watched = dir;
@@ -99,9 +121,13 @@ export async function* tailOutput(
         dirWatch.on('error', () => wake.ring()); // e.g. the sandbox removed: the timer goes on
       }
       if (lines !== undefined) {
-        do {
-          for (const line of await lines.read()) yield line;
-        } while (await lines.more());
+        try {
+          do {
+            for (const line of await lines.read()) yield line;
+          } while (await lines.more());
+        } catch (e) {
+          throw files?.kind === 'remote' ? agentAway(src.uid, reading!, e) : e;
+        }
       }
       // a stream's end frame says its output is complete, but a follower ends with the task
       // (a retry's attempt may write more), as it does with files
@@ -115,6 +141,7 @@ export async function* tailOutput(
   } finally {
     stopSource?.();
     clearInterval(timer);
+    clearInterval(remoteTimer);
     dirWatch?.close();
     await lines?.close();
   }
@@ -127,7 +154,28 @@ interface Origin {
   /** The directory that must be on this machine: the sandbox, or the pilot's. */
   root: string;
   mode: OutputMode;
-  open(stream: OutputStream): FileLines | StreamLines;
+  open(stream: OutputStream, files: SandboxFiles): FileLines | StreamLines;
+}
+
+/**
+ * How `origin` is read: as its source says for the pilot's sandbox (chooseFiles), else this
+ * machine's files where the directory is here; undefined when it cannot be read.
+ */
+async function filesOf(
+  src: OutputSource,
+  task: TaskView,
+  origin: Origin,
+): Promise<SandboxFiles | undefined> {
+  const pilotDir = task.pilotSandbox ?? origin.root;
+  const files =
+    src.files === undefined
+      ? existsSync(pilotDir)
+        ? localFiles
+        : undefined
+      : await src.files(task.pilot, pilotDir);
+  // a removed sandbox is unreachable here as it is there
+  if (files?.kind === 'local' && !existsSync(origin.root)) return undefined;
+  return files;
 }
 
 /** Where the task's output is now, or undefined while it has none (or it is not known yet). */
@@ -140,7 +188,7 @@ function originOf(uid: string, task: TaskView): Origin | undefined {
       key: `stream ${attempt} ${pilot}`,
       root: pilot,
       mode: 'stream',
-      open: (stream) => new StreamLines(streamDirOf(pilot), uid, attempt, stream),
+      open: (stream, files) => new StreamLines(streamDirOf(pilot), uid, attempt, stream, files),
     };
   }
   const sandbox = task.sandbox;
@@ -149,7 +197,7 @@ function originOf(uid: string, task: TaskView): Origin | undefined {
     key: `files ${sandbox}`,
     root: sandbox,
     mode: 'files',
-    open: (stream) => new FileLines(path.join(sandbox, stream)),
+    open: (stream, files) => new FileLines(path.join(sandbox, stream), files),
   };
 }
 
@@ -161,14 +209,16 @@ function watchedDir(origin: Origin): string {
 
 /**
  * tailOutput of a task this client follows: its sandbox and its end as its states are delivered
- * (`onState`: the TaskManager's), its pilot's sandbox from `pilotSandbox`. A function call writes
- * no output file: OutputUnavailableError.
+ * (`onState`: the TaskManager's), its pilot's sandbox from `pilotSandbox`, read through its
+ * agent (`agents`) where this machine does not see it. A function call writes no output file:
+ * OutputUnavailableError.
  */
 export function tailTask(
   task: Task,
   onState: (fn: (t: Task) => void) => () => void,
   opts: TailOptions = {},
   pilotSandbox: (pilot: string) => string | undefined = () => undefined,
+  agents?: { files(pilot: string): SandboxFiles },
 ): AsyncGenerator<string, void, undefined> {
   if (task.description.mode === 'function') {
     throw new OutputUnavailableError(
@@ -183,9 +233,13 @@ export function tailTask(
         final: task.final,
         output: task.output,
         pilotSandbox: task.pilot === undefined ? undefined : pilotSandbox(task.pilot),
+        pilot: task.pilot,
         attempt: task.attempt,
       }),
       watch: (wake) => onState((t) => t === task && wake()),
+      // the agent's own sandbox through its file channel where this machine does not see it
+      files: (pilot, dir) =>
+        chooseFiles(dir, pilot === undefined ? undefined : agents?.files(pilot)),
     },
     opts,
   );
@@ -225,9 +279,20 @@ function unreachable(uid: string, origin: Origin): OutputUnavailableError {
   const where =
     origin.mode === 'files' ? `its sandbox ${origin.root}` : `its pilot's sandbox ${origin.root}`;
   return new OutputUnavailableError(
-    `cannot read the output of task ${uid}: ${where} is not on this machine ` +
-      '(its pilot runs on nodes that share no file system with this one: read it there; or the ' +
-      'sandbox was removed since)',
+    `cannot read the output of task ${uid}: ${where} is not on this machine, ` +
+      "and its pilot's agent cannot read it for this client (its pilot ended, or the sandbox " +
+      'was removed since)',
+    origin.root,
+  );
+}
+
+/** A read through the agent failed: the agent is away (its pilot ended) or said no. */
+function agentAway(uid: string, origin: Origin, e: unknown): Error {
+  const code = (e as { code?: unknown }).code;
+  if (code !== 'EHOSTUNREACH' && code !== 'ETIMEDOUT') return e as Error;
+  return new OutputUnavailableError(
+    `cannot read the output of task ${uid} any more: its pilot's sandbox is not on this ` +
+      `machine and its agent no longer answers (${(e as Error).message})`,
     origin.root,
   );
 }

@@ -178,7 +178,11 @@ describe('pilotfish status, explain, cancel, sessions, clean on a live session, 
     });
     expect(replies[2]).toMatchObject({ id: 2, ok: false, error: { code: 'E_VALIDATION' } });
     expect(replies[2]).toMatchObject({
-      error: { issues: [{ path: '/op', message: 'must be one of "status", "explain", "cancel"' }] },
+      error: {
+        issues: [
+          { path: '/op', message: 'must be one of "status", "explain", "cancel", "sandbox"' },
+        ],
+      },
     });
     expect(replies[3]).toMatchObject({
       id: 3,

@@ -181,7 +181,8 @@ describe('pilotfish logs', () => {
       stdout: '',
       stderr:
         "pilotfish logs: cannot read the output of 4 tasks (files-a…): their pilot's sandbox " +
-        `${fx.pilot.sandbox} is not on this machine\n`,
+        `${fx.pilot.sandbox} is not on this machine (nor read through a live session by the ` +
+        "pilot's agent)\n",
     });
   }, 120_000);
 });

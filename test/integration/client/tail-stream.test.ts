@@ -138,8 +138,8 @@ describe('tailOutput of a task with output stream', () => {
     await expect(away.next()).rejects.toThrow(
       new OutputUnavailableError(
         `cannot read the output of task ${UID}: its pilot's sandbox ${missing} is not on this ` +
-          'machine (its pilot runs on nodes that share no file system with this one: read it ' +
-          'there; or the sandbox was removed since)',
+          "machine, and its pilot's agent cannot read it for this client (its pilot ended, or the " +
+          'sandbox was removed since)',
       ),
     );
   });

@@ -123,8 +123,8 @@ describe('tmgr.tail on a local pilot', () => {
     await expect(it1.next()).rejects.toThrow(
       new OutputUnavailableError(
         `cannot read the output of task task.000001: its sandbox ${missing} is not on this ` +
-          'machine (its pilot runs on nodes that share no file system with this one: read it there; ' +
-          'or the sandbox was removed since)',
+          "machine, and its pilot's agent cannot read it for this client (its pilot ended, or the " +
+          'sandbox was removed since)',
       ),
     );
   });

@@ -69,7 +69,21 @@ function session(opts: { closing?: boolean; cancel?: () => Promise<void> } = {})
     log,
     clock: new FakeClock(),
     pipeline: { whyWaiting: (uid) => (uid === 'b' ? HELD : undefined) },
-    links: { waits: { get: () => undefined, estimate: () => undefined } },
+    links: {
+      waits: { get: () => undefined, estimate: () => undefined },
+      // the agent of pilot.0000, as its file channel answers a read
+      files: {
+        sandbox: {
+          ask: (pilot, body) =>
+            pilot === 'pilot.0000' && body.op === 'read'
+              ? Promise.resolve({
+                  header: { req: 0, ok: true, session: 'pf.test', pilot, size: 3 },
+                  data: Buffer.from('hi\n'),
+                })
+              : Promise.reject(new Error(`asked ${pilot} ${body.op}`)),
+        },
+      },
+    },
   };
   const ctx: ControlContext = { runtime, managers, closing: () => opts.closing === true };
   return { ctx, canceled, warned: log.warned };
@@ -116,6 +130,10 @@ const CASES: {
     request: { op: 'cancel', uids: ['b', 'c', 'zzz', 'b'] },
     result: { canceled: ['b'], unknown: ['zzz'], final: ['c'] },
     canceled: [['b']],
+  },
+  sandbox: {
+    request: { op: 'sandbox', pilot: 'pilot.0000', look: 'read', path: '/s/pilot.0000/x' },
+    result: { size: 3, data: Buffer.from('hi\n').toString('base64') },
   },
 };
 
@@ -206,7 +224,7 @@ describe('dispatchControl', () => {
   });
 
   it.each([
-    [{ op: 'restart' }, '/op must be one of "status", "explain", "cancel"'],
+    [{ op: 'restart' }, '/op must be one of "status", "explain", "cancel", "sandbox"'],
     [42, '/ must be object'],
     [null, '/ must be object'],
   ])('refuses %j with E_VALIDATION', async (input, issue) => {
