@@ -47,6 +47,7 @@ export function formatStatus(st: SessionStatus, now: number): string {
     const gpus = p.gpus > 0 ? `, ${p.gpus} GPUs` : '';
     const why = p.reason !== undefined ? `: ${p.reason.code}: ${p.reason.message}` : '';
     lines.push(`  ${p.uid}  ${p.resource}  ${p.state}  ${p.cores} cores${gpus}${why}`);
+    for (const w of p.warnings ?? []) lines.push(`    warning: ${w}`);
   }
   lines.push(`tasks: ${st.total}`);
   const width = Math.max(0, ...Object.keys(st.counts).map((s) => s.length));

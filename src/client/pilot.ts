@@ -8,6 +8,12 @@ export class Pilot {
   readonly history: { state: PilotState; inferred: boolean; ts?: number }[] = [];
   /** The nodes its agent reported (empty until the pilot is active). */
   nodes: { name: string; cores: number; gpus: number }[] = [];
+  /**
+   * What its agent said is not as asked, once per agent start (empty until then): task limits
+   * it cannot enforce on its node, resources beyond the machine's, task directories kept in the
+   * sandbox, a job end it cannot read.
+   */
+  warnings: string[] = [];
 
   constructor(
     readonly uid: string,

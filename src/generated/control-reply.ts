@@ -122,6 +122,10 @@ export interface PilotStatus {
    * Once it ended other than DONE: why.
    */
   reason?: Reason;
+  /**
+   * What its agent said is not as asked (task limits it cannot enforce, resources beyond the machine's): once its agent reported in, if anything.
+   */
+  warnings?: string[];
 }
 /**
  * A task executing now.

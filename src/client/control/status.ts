@@ -57,6 +57,7 @@ export function liveStatus(
       cores: p.cores,
       gpus: p.gpus,
       ...(p.reason !== undefined ? { reason: p.reason } : {}),
+      ...(p.warnings.length > 0 ? { warnings: p.warnings } : {}),
     })),
     counts,
     total,

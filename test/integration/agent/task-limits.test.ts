@@ -142,7 +142,7 @@ const { Session, PilotManager, TaskManager } = require(process.argv[1]);
       { executable: '/bin/echo', arguments: ['b'], limits: { pids: 64 } },
     ]);
     await tmgr.waitTasks({ timeoutMs: 30000 });
-    process.stdout.write(JSON.stringify({ session: session.dir, sandbox: pilot.sandbox, states: tasks.map((t) => t.state) }));
+    process.stdout.write(JSON.stringify({ session: session.dir, sandbox: pilot.sandbox, states: tasks.map((t) => t.state), warnings: pilot.warnings }));
   } finally {
     await session.close();
   }
@@ -163,16 +163,18 @@ describe('a local pilot where no task limit can be set', () => {
         (e, stdout, stderr) => (e === null ? resolve(stdout) : reject(new Error(stderr))),
       ),
     );
-    const { session, sandbox, states } = JSON.parse(out) as {
+    const { session, sandbox, states, warnings } = JSON.parse(out) as {
       session: string;
       sandbox: string;
       states: string[];
+      warnings: string[];
     };
     expect(states).toEqual(['DONE', 'DONE']);
     const said = logged(sandbox, 'task limits are not enforced here');
     expect(said).toHaveLength(1);
     expect(said[0]!.why).toMatch(/^memory: cannot create '\/nonexistent\/cgroup\/memory\//);
-    // the pilot's info: its agent_ready's warnings, which the client logs
+    // the pilot's info: its agent_ready's warnings (pilot.warnings), which the client logs too
+    expect(warnings.filter((w) => w.startsWith('task limits are not enforced'))).toHaveLength(1);
     const client = fs.readFileSync(path.join(session, 'client.log'), 'utf8');
     const warned = client
       .split('\n')
