@@ -32,5 +32,7 @@ export function agentWorkerOptions(
     name: `${cfg.pilot}.uw${i}`,
     gapMs: UPDATE_GAP_MS,
     spill: { dir: cfg.sandbox },
+    // what it gives up when it ends without its client, for the client's resume to take
+    keepUndeliveredIn: cfg.sandbox,
   };
 }

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { ClientSecurity } from '../transport/curve';
 import type { Notification, StoreReply, StoreRequest } from '../generated';
 import { coerceError, errorMeta, UsageError, ValidationError } from '../errors';
 import { deferred, withTimeout, type Deferred } from '../lib/deferred';
@@ -7,83 +6,28 @@ import type { Logger } from '../lib/logger';
 import { parseNotificationBulk } from '../lib/validate';
 import { QueueReceiver } from '../transport/queue';
 import { BadMessages } from '../lib/bad-messages';
-import type { StateStore } from './state-store';
-import { SpillQueue, type SpillOptions } from './spill-queue';
+import { SpillQueue } from './spill-queue';
+import type { UpdateWorkerOptions, UpdateWorkerStats } from './update-worker-options';
 import { LocalStoreLink, ZmqStoreLink, type StoreLink } from './store-link';
+import { keepUndelivered } from './undelivered';
 
-export interface UpdateWorkerOptions {
-  /**
-   * A queue bridge's `out`: the worker connects a PULL socket to it. Without one it takes only
-   * what its own process hands it (`take`).
-   */
-  updatesAddress?: string;
-  /** A StoreServer's endpoint: the worker connects a DEALER socket to it. */
-  storeAddress?: string;
-  /** Or the store of this process, appended to directly (see LocalStoreLink). */
-  store?: StateStore;
-  /** The session every batch names. */
-  session: string;
-  /** The pilot whose agent runs this worker (none: the client's own); every batch names it. */
-  pilot?: string;
-  /** This agent's keys where the store's socket is a CURVE server. */
-  storeSecurity?: ClientSecurity;
-  /** Notifications per batch (default 1024). */
-  batchSize?: number;
-  /**
-   * Longest wait after the first buffered notification before its batch goes while batches
-   * are in flight (default 20). With none in flight a batch goes at once (next turn), and an
-   * ack sends what gathered meanwhile: low latency when idle, big batches under load.
-   */
-  batchMs?: number;
-  /**
-   * Least time between two batches while notifications keep coming (default 0): what comes
-   * within it joins the next batch. Each batch costs its worker and the store a wake-up; a
-   * batch after a quiet spell goes at once.
-   */
-  gapMs?: number;
-  /** A batch not acknowledged within this time is sent again (default 5000). */
-  ackTimeoutMs?: number;
-  /**
-   * Unacknowledged batches at which the worker sends no more and stops pulling notifications
-   * (default 8); what it is handed meanwhile (take) waits in its buffer.
-   */
-  maxInFlight?: number;
-  /**
-   * Bounds that buffer: past `memoryLimit` notifications (default 50,000) the rest goes to a
-   * file in `dir` and is read back in order as the store catches up (SpillQueue). Without it
-   * the buffer has no bound.
-   */
-  spill?: SpillOptions;
-  logger: Logger;
-  name?: string;
-}
+export type { UpdateWorkerOptions, UpdateWorkerStats } from './update-worker-options';
 
-export interface UpdateWorkerStats {
-  /** Valid notifications pulled from the queue. */
-  received: number;
-  /** Notifications in batches the store acknowledged. */
-  acked: number;
-  /** Batches sent and not acknowledged yet. */
-  inFlight: number;
-  /** Queue messages dropped because they were not msgpack or not a NotificationBulk. */
-  invalid: number;
-  /** Batches sent again after their ack timed out. */
-  resent: number;
-  /**
-   * Notifications given up: at close(), those of batches still unacknowledged and those never
-   * sent (held or spilled); and spilled ones that could not be read back (logged at error).
-   */
-  givenUp: number;
-  /** Of givenUp, those never sent to the store (an embedded store counts the rest as lost). */
-  givenUpUnsent: number;
-  /** Notifications waiting in memory to be sent (not in flight). */
-  held: number;
-  /** Notifications waiting in the spill file (see UpdateWorkerOptions.spill). */
-  spilled: number;
-}
+/** The options without a default (the others are filled in by start()). */
+type OptionalKeys =
+  | 'logger'
+  | 'pilot'
+  | 'storeSecurity'
+  | 'updatesAddress'
+  | 'storeAddress'
+  | 'store'
+  | 'spill'
+  | 'keepUndeliveredIn';
 
 interface Unacked {
   count: number;
+  /** Kept for keepUndeliveredIn: what the batch carried. */
+  notifications?: Notification[];
   timer: NodeJS.Timeout;
   /** Times it was sent again. */
   resent: number;
@@ -123,16 +67,8 @@ export class UpdateWorker {
   private readonly pulledListeners = new Set<() => void>();
 
   private constructor(
-    private readonly opts: Required<
-      Omit<
-        UpdateWorkerOptions,
-        'logger' | 'pilot' | 'storeSecurity' | 'updatesAddress' | 'storeAddress' | 'store' | 'spill'
-      >
-    > &
-      Pick<
-        UpdateWorkerOptions,
-        'logger' | 'pilot' | 'storeSecurity' | 'updatesAddress' | 'storeAddress' | 'store' | 'spill'
-      >,
+    private readonly opts: Required<Omit<UpdateWorkerOptions, OptionalKeys>> &
+      Pick<UpdateWorkerOptions, OptionalKeys>,
   ) {
     this.log = opts.logger.child({ component: 'update-worker', worker: opts.name });
     this.bad = new BadMessages(this.log);
@@ -159,6 +95,9 @@ export class UpdateWorker {
       ...(opts.updatesAddress !== undefined ? { updatesAddress: opts.updatesAddress } : {}),
       ...(opts.storeAddress !== undefined ? { storeAddress: opts.storeAddress } : {}),
       ...(opts.store !== undefined ? { store: opts.store } : {}),
+      ...(opts.keepUndeliveredIn !== undefined
+        ? { keepUndeliveredIn: opts.keepUndeliveredIn }
+        : {}),
       session: opts.session,
       ...(opts.pilot !== undefined ? { pilot: opts.pilot } : {}),
       ...(opts.storeSecurity !== undefined ? { storeSecurity: opts.storeSecurity } : {}),
@@ -261,9 +200,28 @@ export class UpdateWorker {
       });
     }
     for (const u of this.unacked.values()) clearTimeout(u.timer);
+    if (this.gaveUp) this.keepGivenUp();
     this.queue.close();
     await this.link.close();
     this.log.info('update worker closed', { ...this.stats() });
+  }
+
+  /** What close() gave up, into keepUndeliveredIn (nothing else holds it now). */
+  private keepGivenUp(): void {
+    const dir = this.opts.keepUndeliveredIn;
+    if (dir === undefined) return;
+    const held = [...this.unacked.values()].flatMap((u) => u.notifications ?? []);
+    while (this.queue.length > 0) held.push(...this.queue.shift(this.opts.batchSize));
+    const { session, pilot } = this.opts;
+    const names = { session, ...(pilot !== undefined ? { pilot } : {}) };
+    try {
+      const file = keepUndelivered(dir, this.prefix, names, held);
+      if (file !== undefined) {
+        this.log.info('undelivered notifications kept', { file, count: held.length });
+      }
+    } catch (e) {
+      this.log.error('undelivered notifications lost', { count: held.length, ...errorMeta(e) });
+    }
   }
 
   private async pull(): Promise<void> {
@@ -355,6 +313,7 @@ export class UpdateWorker {
     this.lastSent = performance.now();
     this.unacked.set(request.batch, {
       count: notifications.length,
+      ...(this.opts.keepUndeliveredIn !== undefined ? { notifications } : {}),
       timer: this.armResend(request.batch),
       resent: 0,
     });

@@ -29,6 +29,7 @@ import { ResumeAddresses } from '../resume/addresses';
 import { SessionSecurity } from '../pilots/session-security';
 import { sessionPlace } from './session-place';
 import { ClientMirror, unknownTasks } from '../resume/mirror';
+import { takeUndelivered } from '../resume/undelivered-intake';
 import { clientWorkers } from '../store/update-workers';
 import { TaskRegistry } from '../tasks/registry';
 import { StoreFollower } from '../store/follower';
@@ -324,6 +325,7 @@ export class ClientRuntime {
 
   private async doReplay(): Promise<void> {
     if (!this.resuming) return;
+    await takeUndelivered(this.resumed, this.store, this.uid, this.log); // before any decision
     const hooks = this.replayHooks.splice(0).sort((a, b) => a.order - b.order);
     for (const h of hooks) await h.before();
     // a session that moved tells its agents where it listens before they are asked to report in

@@ -1,33 +1,12 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { withTimeout } from '../../../src/lib/deferred';
 import { closedGate } from '../../support/flock-gate';
 import { agentPids, killAgents } from '../../support/client-child';
 import { runCli, startCli } from '../../support/cli';
 import { waitForExit } from '../../support/processes';
-
-/** Resolves once `file` has at least `n` lines (fs.watch on its directory, with a deadline). */
-function lines(file: string, n: number, timeoutMs = 60_000): Promise<string[]> {
-  const read = (): string[] =>
-    existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
-  return withTimeout(
-    new Promise<string[]>((resolve) => {
-      const check = (): boolean => {
-        const got = read();
-        if (got.length < n) return false;
-        w.close();
-        resolve(got);
-        return true;
-      };
-      const w = watch(path.dirname(file), check);
-      check();
-    }),
-    timeoutMs,
-    `${n} lines in ${file}`,
-  );
-}
+import { lines } from '../../support/file-lines';
 
 /** A workload of `n` tasks that append their uid to `log`, then run `then`, on one local pilot. */
 function appenders(
@@ -80,6 +59,34 @@ describe('pilotfish run killed with SIGKILL and resumed late', () => {
     expect(r.stdout).toMatch(/^ {2}DONE\s+40$/m);
     expect(r.code).toBe(0);
     const ran = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    expect(ran).toHaveLength(40);
+    expect(new Set(ran).size).toBe(40);
+    for (const pid of agentPids(dir)) await waitForExit(pid, 10_000);
+  }, 90_000);
+
+  it('resumed after its agent ended at the end of its grace: what it ran meanwhile reaches the store, every task ends DONE, none ran twice', async () => {
+    const dir = root();
+    const [file, log] = [path.join(dir, 'w.json'), path.join(dir, 'ran')];
+    // a grace of 3 s: the agent runs the rest (0.05 s each, 2 at once) in it, then ends
+    appenders(file, log, 40, { clientTimeoutS: 2, clientGraceS: 3 }, 'sleep 0.05');
+    const first = startCli(['run', file, '--dir', dir]);
+    const [, uid] = await first.stderrMatch(/session (pf\.\S+) /);
+    await lines(log, 6);
+    const agents = agentPids(dir);
+    first.proc.kill('SIGKILL');
+    expect((await first.result).signal).toBe('SIGKILL');
+    for (const pid of agents) await waitForExit(pid, 30_000);
+    const before = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    // what its UpdateWorkers could not deliver, kept in its sandbox for the resume
+    const sandbox = path.join(dir, uid!, 'pilot.0000');
+    const kept = (): string[] => readdirSync(sandbox).filter((f) => f.startsWith('undelivered.'));
+    expect(kept().length).toBeGreaterThan(0);
+    const r = await runCli(['run', '--resume', uid!, '--dir', dir]);
+    expect(kept()).toEqual([]); // taken into the store, then removed
+    expect(r.stdout).toMatch(/^ {2}DONE\s+40$/m);
+    expect(r.code).toBe(0);
+    const ran = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    expect(ran.slice(0, before.length)).toEqual(before);
     expect(ran).toHaveLength(40);
     expect(new Set(ran).size).toBe(40);
     for (const pid of agentPids(dir)) await waitForExit(pid, 10_000);

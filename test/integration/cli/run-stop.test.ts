@@ -1,15 +1,6 @@
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
-import {
-  existsSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  statSync,
-  watch,
-  writeFileSync,
-} from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { withTimeout } from '../../../src/lib/deferred';
@@ -18,6 +9,7 @@ import { CLI, runCli, startCli } from '../../support/cli';
 import { waitForExit } from '../../support/processes';
 import { removeMongoSession } from '../../support/mongodb';
 import { parseMongoUri } from '../../../src/updater/mongodb/uri';
+import { lines } from '../../support/file-lines';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { leakedProcesses } = require('../../support/leaks') as {
   leakedProcesses: (mark: string) => { pid: number; cmd: string }[];
@@ -25,27 +17,6 @@ const { leakedProcesses } = require('../../support/leaks') as {
 
 /** Control characters other than newline and tab: what a terminal would take as commands. */
 const CONTROL = /[\x00-\x08\x0b-\x1f\x7f]/; // eslint-disable-line no-control-regex
-
-/** Resolves once `file` has at least `n` lines (fs.watch on its directory, with a deadline). */
-function lines(file: string, n: number, timeoutMs = 60_000): Promise<string[]> {
-  const read = (): string[] =>
-    existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
-  return withTimeout(
-    new Promise<string[]>((resolve) => {
-      const check = (): boolean => {
-        const got = read();
-        if (got.length < n) return false;
-        w.close();
-        resolve(got);
-        return true;
-      };
-      const w = watch(path.dirname(file), check);
-      check();
-    }),
-    timeoutMs,
-    `${n} lines in ${file}`,
-  );
-}
 
 /** A workload whose tasks append their uid to `log` (so a task that ran twice shows). */
 function appenders(file: string, log: string, n: number, sleepS: number, cores = 2): void {

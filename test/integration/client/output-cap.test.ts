@@ -3,13 +3,12 @@
  * marker line and says how much was dropped (task.outputDropped), and the pilot's stream files
  * take no more disk than that; each spawner helper (C and Node) does the same.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { expect, it } from '@jest/globals';
 import { readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { SPAWNER_ENV } from '../../../src/components/executor/process/spawner-command';
-import { nativeSpawner } from '../../../src/components/executor/process/spawner-pool';
 import { streamDirOf } from '../../../src/lib/stream-cursor';
 import { fixtures } from '../../support/session-fixture';
+import { describeEachHelper, useHelperEnv } from '../components/executor/process/spawner-fixtures';
 import { collect } from '../../support/tail-check';
 
 const GIB = 1024 * 1024 * 1024;
@@ -21,15 +20,8 @@ function bytesIn(dir: string): number {
   return readdirSync(dir).reduce((n, f) => n + statSync(path.join(dir, f)).size, 0);
 }
 
-const helpers = nativeSpawner() === undefined ? (['node'] as const) : (['native', 'node'] as const);
-
-describe.each(helpers)('an output cap (the %s spawner helper)', (helper) => {
-  const before = process.env[SPAWNER_ENV];
-  beforeAll(() => void (process.env[SPAWNER_ENV] = helper));
-  afterAll(() => {
-    if (before === undefined) delete process.env[SPAWNER_ENV];
-    else process.env[SPAWNER_ENV] = before;
-  });
+describeEachHelper('an output cap', (helper) => {
+  useHelperEnv(helper);
   const fx = fixtures();
 
   it('keeps the first and last parts of 1 GiB printed under a 10 MiB cap, says what it dropped, and the disk holds no more', async () => {

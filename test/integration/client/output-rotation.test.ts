@@ -4,30 +4,22 @@
  * (tmgr.tail follow) reads across a rotation, losing and repeating no line; the pilot's stream
  * files stay within the bound. Each spawner helper (C and Node) does the same.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { expect, it } from '@jest/globals';
 import { readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { SPAWNER_ENV } from '../../../src/components/executor/process/spawner-command';
-import { nativeSpawner } from '../../../src/components/executor/process/spawner-pool';
 import { withTimeout } from '../../../src/lib/deferred';
 import { streamDirOf } from '../../../src/lib/stream-cursor';
 import { closedGate } from '../../support/flock-gate';
 import { fixtures } from '../../support/session-fixture';
+import { describeEachHelper, useHelperEnv } from '../components/executor/process/spawner-fixtures';
 import { collect } from '../../support/tail-check';
 
 const MIB = 1024 * 1024;
 const seq = (from: number, to: number): string[] =>
   Array.from({ length: to - from + 1 }, (_, i) => String(from + i));
 
-const helpers = nativeSpawner() === undefined ? (['node'] as const) : (['native', 'node'] as const);
-
-describe.each(helpers)('stream file rotation (the %s spawner helper)', (helper) => {
-  const before = process.env[SPAWNER_ENV];
-  beforeAll(() => void (process.env[SPAWNER_ENV] = helper));
-  afterAll(() => {
-    if (before === undefined) delete process.env[SPAWNER_ENV];
-    else process.env[SPAWNER_ENV] = before;
-  });
+describeEachHelper('stream file rotation', (helper) => {
+  useHelperEnv(helper);
   const fx = fixtures();
 
   it('a follower reads across a rotation, every line once, and the files stay within the pilot bound', async () => {
