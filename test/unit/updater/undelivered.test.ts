@@ -10,15 +10,14 @@ import {
 } from '../../../src/updater/undelivered';
 import { linesLogger } from '../../support/lines-logger';
 
-const note = (i: number): Notification =>
-  ({
-    kind: 'task',
-    uid: `task.${i}`,
-    attempt: 1,
-    state: 'DONE',
-    ts: 1_000 + i,
-    component: 'Executor',
-  }) as Notification;
+const note = (i: number): Notification => ({
+  kind: 'task',
+  uid: `task.${i}`,
+  attempt: 1,
+  state: 'DONE',
+  ts: 1_000 + i,
+  component: 'Executor',
+});
 
 describe('undelivered notifications of an agent that ended without its client', () => {
   const dirs: string[] = [];
