@@ -8,6 +8,9 @@
 #     daemons when that changes under them.
 #   - python3-msgpack: the msgpack package of the system's python3, which Python function workers
 #     (workers/python_worker.py) need; the tests run them with /usr/bin/python3.
+#   - qemu-system-x86, linux-image-amd64, busybox-static: the test machine with a cgroup v2 tree
+#     alone (test/support/vm.ts), in which test/integration/agent/cgroup-v2-limits.test.ts checks
+#     the task limits of machines without cgroup v1 (this kind of host has v1 controllers).
 #   - chromium: the headless browser that test/integration/cli/timeline-browser.test.ts loads the
 #     timeline page in (driven over its DevTools pipe; Debian's chromium-headless-shell does too).
 # Idempotent and a fast no-op when everything is present. Without root it only prints what
@@ -26,6 +29,13 @@ command -v "${CXX:-c++}" >/dev/null 2>&1 || missing+=(g++)        # native/memor
 # Python function workers; a system without python3 has no Python functions to test
 if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import msgpack' >/dev/null 2>&1; then
   missing+=(python3-msgpack)
+fi
+
+# the cgroup v2 test machine (x86-64 only: Debian's amd64 kernel under qemu-system-x86_64)
+if [ "$(uname -m)" = x86_64 ]; then
+  command -v qemu-system-x86_64 >/dev/null 2>&1 || missing+=(qemu-system-x86)
+  [ -x /bin/busybox ] || missing+=(busybox-static)
+  compgen -G '/boot/vmlinuz-*' >/dev/null || missing+=(linux-image-amd64)
 fi
 
 # the timeline's browser test (test/support/chromium.ts looks in the same places)

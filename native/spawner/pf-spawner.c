@@ -7,22 +7,22 @@
  * helper (src/components/executor/process/helper/main.ts) when this binary is not built. Both
  * speak the same protocol and have the same semantics; the integration tests run against both.
  *
- * Usage: pf-spawner [--cgroup BASE] [--kill-grace-ms N] [--stream PATH] [--stream-cap-bytes N]
- *   [--stream-rotate-bytes N] [--stream-keep-bytes N] [--hold-ms N] (the pool
- * gives them).
+ * Usage: pf-spawner [--cgroup BASE [--cgroup-limits] [--cgroup-outer DIR]] [--kill-grace-ms N]
+ *   [--stream PATH] [--stream-cap-bytes N] [--stream-rotate-bytes N] [--stream-keep-bytes N]
+ *   [--hold-ms N] (the pool gives them).
  *
  * Protocol: newline-delimited JSON, one object per line, UTF-8.
  *   in (stdin):
  *     {"op":"spawn","uid":S,"executable":S,"args":[S...],"env":{K:S...},"cwd":S,
  *      "stdoutPath":S,"stderrPath":S,"files"?:[{"path":S,"content":S}...],"killScope"?:"process",
- *      "cpus"?:S,"after"?:S,"cgroups"?:[S...],"mkdir"?:S}
+ *      "cpus"?:S,"after"?:S,"cgroups"?:[S...],"cgroupLimits"?:{F:S...},"mkdir"?:S}
  *     the same with "stream":{"attempt":N} (N a whole number in [0, 2^32)) instead of the paths
  *     {"op":"kill","uid":S,"signal":"SIGTERM"|"SIGKILL"|"SIGINT"|"SIGHUP"|"SIGQUIT"|"SIGUSR1"|
  *      "SIGUSR2"|"SIGALRM"}   (a signal other than SIGKILL only tells the task something)
  *   out (stdout):
  *     {"ev":"ready","pid":N,"tracking":"cgroup"|"proc","markPrefix":S,"why"?:S}   first, once
  *     {"ev":"started","uid":S,"pid":N,"t":MS}          MS: epoch ms (CLOCK_REALTIME, to the µs)
- *     {"ev":"exited","uid":S,"exitCode":N|null,"signal":"SIGTERM"|...|null,"t":MS}
+ *     {"ev":"exited","uid":S,"exitCode":N|null,"signal":"SIGTERM"|...|null,"t":MS,"oomKills"?:N}
  *      and for a 'stream' spawn "stdoutTail":B64,"stderrTail":B64,"stdoutBytes":N,"stderrBytes":N
  *     {"ev":"failed","uid":S,"code":"ENOENT"|...,"message":S}   the task never ran (a queued
  *      one dropped: "ECANCELED","canceled before it started")
@@ -55,6 +55,16 @@
  *     the task's memory, pids and cpu limits) the helper moves itself into each around
  *     posix_spawn and back two levels up, so the task starts inside them; one it cannot enter
  *     fails the spawn ("cannot enter the task's cgroup 'X': ...").
+ *     With `cgroupLimits` (cgroup v2, given --cgroup-limits: file names of the task's cgroup and
+ *     their values, "memory.max":"33554432") the helper writes each into <home>/<serial> before
+ *     the task starts there; one it cannot write is said in an error event and the task runs
+ *     without it. Where memory.max was set, the exit carries the OOM kills of the task's cgroup
+ *     (`oom_kill` of memory.events, read before the cgroup is removed) when there were any.
+ *     --cgroup-limits: the pool enabled controllers in BASE, so the helper's home holds no
+ *     process (cgroup v2 lets a cgroup with processes give no controller to those below it): the
+ *     helper lives in <home>/helper and enables in its home the controllers the home has.
+ *     --cgroup-outer DIR: where the agent runs (srun tasks start there, the helper goes there at
+ *     its end), when that is not BASE's parent (an agent that moved into a cgroup of its own).
  *   - kill: sends the signal to every process of the task, tracked as the ready event says
  *     ('cgroup': a cgroup per task, where --cgroup BASE is given and the helper can move into
  *     BASE/<pid>, which `why` explains otherwise; 'proc': the task's process group, every other
@@ -322,7 +332,7 @@ static void buf_tails(Buf *b, const Output *o);
 
 /** `o`: a 'stream' spawn's output, whose tails the event carries; NULL for files. */
 static void emit_exited(const char *uid, size_t ulen, int code, const char *signal,
-                        const Output *o) {
+                        const Output *o, long oom) {
   buf_str(&out, "{\"ev\":\"exited\",\"uid\":");
   buf_json(&out, uid, ulen);
   buf_str(&out, ",\"exitCode\":");
@@ -332,6 +342,10 @@ static void emit_exited(const char *uid, size_t ulen, int code, const char *sign
   if (signal == NULL) buf_str(&out, "null");
   else buf_json(&out, signal, strlen(signal));
   if (o != NULL) buf_tails(&out, o);
+  if (oom > 0) {
+    buf_str(&out, ",\"oomKills\":");
+    buf_long(&out, oom);
+  }
   buf_now(&out);
   buf_str(&out, "}\n");
 }
@@ -797,6 +811,8 @@ typedef struct Task {
   unsigned long serial;
   /** It runs in the cgroup <home>/<serial>. */
   bool has_cg;
+  /** Its cgroup has a memory.max (cgroupLimits): its exit carries the OOM kills. */
+  bool mem_limited;
   /** The spawns that start when its main process is reaped. */
   Followers behind;
   struct Task *next_uid, *next_pid;
@@ -868,6 +884,7 @@ static Task *task_add(const char *uid, size_t n, pid_t pid, bool process_only,
   t->process_only = process_only;
   t->serial = serial;
   t->has_cg = has_cg;
+  t->mem_limited = false;
   t->output = output;
   size_t i = hash_bytes(uid, n) & (n_buckets - 1), j = hash_pid(pid) & (n_buckets - 1);
   t->next_uid = by_uid[i];
@@ -1048,7 +1065,8 @@ static long long kill_grace_ms = 3000;
 static char mark_prefix[64];
 static unsigned long next_serial;
 /** 'cgroup': BASE, the home directory, its cgroup.procs; cg_why: why not, when asked. */
-static const char *cg_base;
+static const char *cg_base, *cg_outer;
+static bool cg_limits;
 static int cg_home = -1, cg_home_procs = -1;
 static Buf cg_why;
 static bool stopping;
@@ -1078,8 +1096,17 @@ static int move_self(int procs_fd) {
   return write(procs_fd, pid, (size_t)n) == n ? 0 : errno;
 }
 
-/** Opens the cgroup.procs of BASE's parent, the cgroup the agent runs in; -1 with errno. */
+/** Opens the cgroup.procs of the agent's cgroup (--cgroup-outer, or BASE's parent); -1, errno. */
 static int open_outer_procs(void) {
+  if (cg_outer != NULL) {
+    Buf p = {0};
+    buf_str(&p, cg_outer);
+    buf_str(&p, "/cgroup.procs");
+    buf_char(&p, '\0');
+    int fd = open(p.p, O_WRONLY | O_CLOEXEC);
+    free(p.p);
+    return fd;
+  }
   const char *slash = strrchr(cg_base, '/');
   if (slash == NULL) {
     errno = EINVAL;
@@ -1104,7 +1131,36 @@ static Buf home_path(void) {
   return p;
 }
 
-/** Moves the helper into its home, BASE/<pid>; else says why in cg_why and tracks by /proc. */
+/**
+ * --cgroup-limits: enables in the home (`dir`, where the helper no longer is) each controller it
+ * has of memory, pids and cpu. 0 or an errno.
+ */
+static int enable_controllers(int dir) {
+  char have[512];
+  int fd = openat(dir, "cgroup.controllers", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd < 0 ? -1 : read(fd, have, sizeof have - 1);
+  int e = n < 0 ? errno : 0;
+  if (fd >= 0) close(fd);
+  if (n < 0) return e;
+  have[n] = '\0';
+  char want[64] = "";
+  for (char *w = strtok(have, " \n"); w != NULL; w = strtok(NULL, " \n")) {
+    if (strcmp(w, "memory") == 0 || strcmp(w, "pids") == 0 || strcmp(w, "cpu") == 0) {
+      strcat(want, want[0] == '\0' ? "+" : " +");
+      strcat(want, w);
+    }
+  }
+  if (want[0] == '\0') return 0;
+  fd = openat(dir, "cgroup.subtree_control", O_WRONLY | O_CLOEXEC);
+  e = fd < 0 ? errno : write(fd, want, strlen(want)) == (ssize_t)strlen(want) ? 0 : errno;
+  if (fd >= 0) close(fd);
+  return e;
+}
+
+/**
+ * Moves the helper into its home, BASE/<pid> (--cgroup-limits: into <home>/helper, and enables
+ * the home's controllers); else says why in cg_why and tracks by /proc.
+ */
 static void cgroup_setup(const char *base) {
   cg_base = base;
   Buf home = home_path();
@@ -1115,11 +1171,30 @@ static void cgroup_setup(const char *base) {
   } else {
     step = "cannot move into";
     cg_home = open(home.p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (cg_home >= 0) cg_home_procs = openat(cg_home, "cgroup.procs", O_WRONLY | O_CLOEXEC);
-    e = cg_home_procs < 0 ? errno : move_self(cg_home_procs);
+    const char *leaf = "cgroup.procs";
+    if (cg_limits && cg_home >= 0) {
+      leaf = "helper/cgroup.procs";
+      if (mkdirat(cg_home, "helper", 0755) != 0) {
+        e = errno;
+        step = "cannot create the helper's cgroup in";
+      }
+    }
+    if (e == 0 && cg_home >= 0) cg_home_procs = openat(cg_home, leaf, O_WRONLY | O_CLOEXEC);
+    if (e == 0) e = cg_home_procs < 0 ? errno : move_self(cg_home_procs);
+    if (e == 0 && cg_limits && (e = enable_controllers(cg_home)) != 0) {
+      step = "cannot enable the controllers of";
+      int outer = open_outer_procs();
+      if (outer >= 0) {
+        if (move_self(outer) != 0) die("cannot move back out of the helper's cgroup");
+        close(outer);
+      }
+    }
     if (e != 0) {
       if (cg_home_procs >= 0) close(cg_home_procs);
-      if (cg_home >= 0) close(cg_home);
+      if (cg_home >= 0) {
+        unlinkat(cg_home, "helper", AT_REMOVEDIR);
+        close(cg_home);
+      }
       cg_home = cg_home_procs = -1;
       rmdir(home.p);
     }
@@ -1141,6 +1216,7 @@ static void cgroup_leave(void) {
   int outer = open_outer_procs();
   int e = outer < 0 ? errno : move_self(outer);
   if (outer >= 0) close(outer);
+  if (e == 0 && cg_limits && unlinkat(cg_home, "helper", AT_REMOVEDIR) != 0) e = errno;
   if (e == 0 && rmdir(home.p) != 0) e = errno;
   if (e != 0) emit_errno("cannot remove the helper's cgroup", home.p, e);
   free(home.p);
@@ -2525,11 +2601,62 @@ static void fail_cwd(const JVal *uid, int e, const char *cwd, size_t cwdlen) {
 }
 
 /**
- * 'cgroup': moves the helper to where the task must start, so that the child starts there before
- * it can run anything: the task's new cgroup <home>/<serial>, or, for srun, the agent's. Returns
- * that cgroup's open cgroup.procs, -1 without task cgroups, or -2 once the failure is emitted.
+ * cgroupLimits: writes each value into its file of the task's new cgroup <home>/<serial>; one
+ * that cannot be written is an error event (the task runs without it). Whether memory.max is set.
  */
-static int enter_for_spawn(const JVal *uid, unsigned long serial, bool process_only) {
+static bool set_limits(const JVal *limits, unsigned long serial) {
+  bool memory = false;
+  for (const JVal *l = limits == NULL ? NULL : limits->kid; l != NULL; l = l->next) {
+    char rel[96];
+    int e = EINVAL, fd = -1;
+    if (l->klen < 64 && memchr(l->key, '/', l->klen) == NULL && !has_nul(l)) {
+      snprintf(rel, sizeof rel, "%lu/%.*s", serial, (int)l->klen, l->key);
+      fd = openat(cg_home, rel, O_WRONLY | O_CLOEXEC);
+      e = fd < 0 ? errno : write(fd, l->str, l->len) == (ssize_t)l->len ? 0 : errno;
+      if (fd >= 0) close(fd);
+    }
+    if (e == 0) {
+      memory = memory || (l->klen == 10 && memcmp(l->key, "memory.max", 10) == 0);
+      continue;
+    }
+    Buf m = {0};
+    buf_str(&m, "cannot set ");
+    buf_add(&m, l->key, l->klen);
+    buf_str(&m, " of the task's cgroup '");
+    Buf home = home_path();
+    buf_add(&m, home.p, home.len - 1);
+    free(home.p);
+    buf_char(&m, '/');
+    buf_long(&m, (long)serial);
+    buf_str(&m, "': ");
+    errno_text(&m, e);
+    buf_str(&m, ": it runs without");
+    emit_error(m.p, m.len);
+    free(m.p);
+  }
+  return memory;
+}
+
+/** The `oom_kill` count of the task's cgroup (memory.events); 0 if none or unreadable. */
+static long oom_kills(unsigned long serial) {
+  char buf[512];
+  int fd = cg_open(serial, "memory.events", O_RDONLY);
+  ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+  if (fd >= 0) close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char *at = strstr(buf, "oom_kill ");
+  return at == NULL ? 0 : strtol(at + 9, NULL, 10);
+}
+
+/**
+ * 'cgroup': moves the helper to where the task must start, so that the child starts there before
+ * it can run anything: the task's new cgroup <home>/<serial> (with its cgroupLimits, `*memory`
+ * whether memory.max is set), or, for srun, the agent's. Returns that cgroup's open cgroup.procs,
+ * -1 without task cgroups, or -2 once the failure is emitted.
+ */
+static int enter_for_spawn(const JVal *uid, unsigned long serial, bool process_only,
+                           const JVal *limits, bool *memory) {
   if (cg_home < 0) return -1;
   int fd, e;
   const char *what;
@@ -2542,6 +2669,7 @@ static int enter_for_spawn(const JVal *uid, unsigned long serial, bool process_o
     what = "cannot create the task's cgroup";
     fd = mkdirat(cg_home, name, 0755) == 0 ? -1 : -3;
     if (fd == -1) {
+      *memory = set_limits(limits, serial);
       what = "cannot enter the task's cgroup";
       fd = cg_open(serial, "cgroup.procs", O_WRONLY);
     }
@@ -2735,7 +2863,8 @@ static Task *do_spawn(const JVal *req) {
   pid_t pid = -1;
   bool cwd_failed = false, process_only = str_is(scope, "process");
   unsigned long serial = ++next_serial;
-  int moved = enter_for_spawn(uid, serial, process_only);
+  bool memory = false;
+  int moved = enter_for_spawn(uid, serial, process_only, member(req, "cgroupLimits"), &memory);
   const JVal *cgroups = member(req, "cgroups");
   if (moved != -2 && !enter_v1(uid, cgroups)) {
     if (moved >= 0) {
@@ -2780,7 +2909,9 @@ static Task *do_spawn(const JVal *req) {
     return NULL;
   }
   emit_started(uid->str, uid->len, pid);
-  return task_add(uid->str, uid->len, pid, process_only, serial, moved >= 0 && !process_only, o);
+  Task *t = task_add(uid->str, uid->len, pid, process_only, serial, moved >= 0 && !process_only, o);
+  t->mem_limited = memory;
+  return t;
 }
 
 /**
@@ -2848,6 +2979,8 @@ static bool valid_spawn(const JVal *m) {
   if (member(m, "after") != NULL && !is_str(member(m, "after"))) return false;
   const JVal *cgroups = member(m, "cgroups");
   if (cgroups != NULL && (cgroups->type != J_ARR || !all_strings(cgroups))) return false;
+  const JVal *limits = member(m, "cgroupLimits");
+  if (limits != NULL && (limits->type != J_OBJ || !all_strings(limits))) return false;
   if (member(m, "mkdir") != NULL && !is_str(member(m, "mkdir"))) return false;
   if (files != NULL) {
     if (files->type != J_ARR) return false;
@@ -2984,10 +3117,11 @@ static void reap(void) {
     Output *o = t->output;
     if (o != NULL) output_exit(o); /* its frames first, then the exit with its tails */
     char tmp[16];
+    long oom = t->mem_limited ? oom_kills(t->serial) : 0; /* before task_ended removes it */
     if (WIFSIGNALED(st)) {
-      emit_exited(t->uid, t->ulen, 0, signal_name(WTERMSIG(st), tmp, sizeof tmp), o);
+      emit_exited(t->uid, t->ulen, 0, signal_name(WTERMSIG(st), tmp, sizeof tmp), o, oom);
     } else {
-      emit_exited(t->uid, t->ulen, WEXITSTATUS(st), NULL, o);
+      emit_exited(t->uid, t->ulen, WEXITSTATUS(st), NULL, o, oom);
     }
     task_ended(t->serial, t->pid, t->process_only, t->has_cg); /* SIGTERM what it left */
     Followers line = t->behind;
@@ -3055,7 +3189,11 @@ static void parse_args(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     char *end = NULL;
     if (strcmp(argv[i], "--cgroup") == 0 && i + 1 < argc) {
-      cgroup_setup(argv[++i]);
+      cg_base = argv[++i];
+    } else if (strcmp(argv[i], "--cgroup-limits") == 0) {
+      cg_limits = true;
+    } else if (strcmp(argv[i], "--cgroup-outer") == 0 && i + 1 < argc) {
+      cg_outer = argv[++i];
     } else if (strcmp(argv[i], "--kill-grace-ms") == 0 && i + 1 < argc &&
                (kill_grace_ms = strtoll(argv[++i], &end, 10)) >= 0 && *end == '\0') {
       continue;
@@ -3074,11 +3212,13 @@ static void parse_args(int argc, char **argv) {
                (hold_ms = strtoll(argv[++i], &end, 10)) >= 0 && *end == '\0') {
       continue;
     } else {
-      fprintf(stderr, "pf-spawner: bad arguments (usage: pf-spawner [--cgroup BASE] "
-                      "[--kill-grace-ms N] [--stream PATH] [--hold-ms N])\n");
+      fprintf(stderr, "pf-spawner: bad arguments (usage: pf-spawner [--cgroup BASE "
+                      "[--cgroup-limits] [--cgroup-outer DIR]] [--kill-grace-ms N] "
+                      "[--stream PATH] [--hold-ms N])\n");
       exit(64);
     }
   }
+  if (cg_base != NULL) cgroup_setup(cg_base);
 }
 
 int main(int argc, char **argv) {

@@ -2,7 +2,7 @@ import { errnoText } from '../../../lib/errno-text';
 import { cutToLine } from '../../../lib/file-tail';
 import type { ExitedEvent } from '../effects';
 import type { HelperEvent } from './helper/protocol';
-import type { OomKills } from './pool-limits';
+import type { OomKills } from './task-limiter';
 
 /**
  * An exit as the SpawnerPool's handlers get it: a 'stream' spawn's tails decoded, cut as file

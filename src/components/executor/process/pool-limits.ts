@@ -5,6 +5,8 @@ import { errnoOf, errnoText } from '../../../lib/errno-text';
 import type { Logger } from '../../../lib/logger';
 import type { SpawnRequest, SpawnSpec, TaskLimits } from './helper/protocol';
 import { killProcesses } from './helper/kill-session';
+import { V2Limits } from './pool-limits-v2';
+import type { OomKills, TaskLimiter } from './task-limiter';
 import {
   OOM_FILE,
   controllersOf,
@@ -14,11 +16,15 @@ import {
   type Controller,
 } from './task-limits';
 
+export type { TaskLimiter } from './task-limiter';
+
 // The SpawnerPool's part of task limits (docs/launch-methods.md, "Resource limits"): where the
 // machine has the cgroup v1 controllers memory, pids and cpu writable, the pool makes a base in
 // each (`<own cgroup>/pilotfish-<pid>-<random>`), and per task with limits a cgroup below it,
 // writes the limits there and sends the directories in the spawn (SpawnSpec.cgroups): the helper
 // starts the task inside them. At the task's exit it reads the OOM kills and removes them.
+// Where no v1 hierarchy has them, the limits go into the task cgroups of the cgroup v2 tree
+// (pool-limits-v2.ts).
 
 /** Names the variable that puts the v1 hierarchies elsewhere (PoolLimitsOptions.v1Root). */
 export const V1_ROOT_ENV = 'PILOTFISH_CGROUP_V1_ROOT';
@@ -26,12 +32,6 @@ export const V1_ROOT_ENV = 'PILOTFISH_CGROUP_V1_ROOT';
 /** How often, and how long, leftovers' cgroups are tried again at close. */
 const RETRY_MS = 50;
 const CLOSE_TIMEOUT_MS = 5_000;
-
-/** What the OOM killer did to a task with a memory limit. */
-export interface OomKills {
-  kills: number;
-  limitBytes: number;
-}
 
 export interface PoolLimitsOptions {
   /**
@@ -48,10 +48,12 @@ interface Limited {
   pids?: number;
 }
 
+const NO_V1 = 'no cgroup v1 hierarchy of memory, pids or cpu holds this process';
+
 /** Empty pids-only cgroups kept for reuse, per pids.max (the default limit's hot path). */
 const SPARE_MAX = 64;
 
-export class PoolLimits {
+export class PoolLimits implements TaskLimiter {
   /** Task cgroups of the tasks that run, by uid. */
   private readonly tasks = new Map<string, Limited>();
   /** Cgroups that still held processes (leftovers) when their task ended. */
@@ -72,8 +74,29 @@ export class PoolLimits {
     private readonly log: Logger,
   ) {}
 
-  /** Makes the bases of the controllers this machine lets the agent write. */
-  static make(opts: PoolLimitsOptions, log: Logger): PoolLimits {
+  /**
+   * The limits this machine lets the agent set: in its cgroup v1 controllers, else in the task
+   * cgroups under `base` (cgroup v2 task tracking; undefined: none, `noBase` says why).
+   */
+  static make(
+    opts: PoolLimitsOptions,
+    log: Logger,
+    base?: string,
+    noBase = 'the processes of tasks are tracked through /proc',
+  ): TaskLimiter {
+    const v1 = PoolLimits.v1(opts, log);
+    if (v1.controllers.length > 0 || v1.why !== NO_V1) return v1;
+    if (base !== undefined) return V2Limits.make(path.dirname(base), base, log);
+    return new PoolLimits(
+      new Map(),
+      false,
+      `${NO_V1}, and limits in the cgroup v2 tree need task cgroups (${noBase})`,
+      log,
+    );
+  }
+
+  /** Makes the bases of the cgroup v1 controllers this machine lets the agent write. */
+  private static v1(opts: PoolLimitsOptions, log: Logger): PoolLimits {
     let own = new Map<Controller, string>();
     try {
       const mountinfo = readFileSync('/proc/self/mountinfo', 'utf8');
@@ -102,18 +125,17 @@ export class PoolLimits {
     const memory = bases.get('memory');
     const memsw =
       memory !== undefined && existsSync(path.join(memory, 'memory.memsw.limit_in_bytes'));
-    const why =
-      own.size === 0
-        ? 'no cgroup v1 hierarchy of memory, pids or cpu holds this process (limits in a cgroup v2 tree are not set yet)'
-        : missing.length === 0
-          ? undefined
-          : missing.join('; ');
+    const why = own.size === 0 ? NO_V1 : missing.length === 0 ? undefined : missing.join('; ');
     return new PoolLimits(bases, memsw, why, log);
   }
 
   /** The controllers whose limits are set. */
   get controllers(): Controller[] {
     return [...this.bases.keys()];
+  }
+
+  helperArgs(): string[] {
+    return [];
   }
 
   /** The spawn request of `spec`: its limits (if any) become the cgroups it starts in. */

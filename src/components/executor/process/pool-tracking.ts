@@ -32,6 +32,8 @@ export class PoolTracking {
     /** The pool's base cgroup, when task cgroups are used. */
     readonly base: string | undefined,
     private readonly log: Logger,
+    /** Why there is no base. */
+    readonly why?: string,
   ) {}
 
   /**
@@ -40,14 +42,16 @@ export class PoolTracking {
    */
   static choose(opts: { tracking?: TrackingKind }, log: Logger): PoolTracking {
     const asked = requestedTracking(opts);
-    if (asked === 'proc') return new PoolTracking(asked, undefined, log);
+    if (asked === 'proc') {
+      return new PoolTracking(asked, undefined, log, "tracking 'proc' was asked");
+    }
     const made = makeCgroupBase();
     if ('dir' in made) return new PoolTracking(asked, made.dir, log);
     if (asked === 'cgroup') throw new UsageError(`task cgroups cannot be used: ${made.why}`);
     log.info('no task cgroups: the processes of tasks are tracked through /proc', {
       why: made.why,
     });
-    return new PoolTracking(asked, undefined, log);
+    return new PoolTracking(asked, undefined, log, made.why);
   }
 
   /** The helper's arguments: its base cgroup, if any, and the kill grace. */

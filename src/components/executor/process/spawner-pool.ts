@@ -21,7 +21,7 @@
  * tasks spawned with output 'stream' (SpawnSpec.stream): their stdout and stderr framed, and
  * their exits carry the tails (ExitedEvent.output); ~10-20 us more helper CPU per spawn, where
  * two new files per task cost ~1,000 us (spawn-rate.js --output devnull,files,stream, 2026-11-24).
- * A task's limits (SpawnSpec.limits) go into cgroup v1 controllers (pool-limits.ts).
+ * A task's limits (SpawnSpec.limits) go into cgroup v1 or v2 controllers (pool-limits.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -38,7 +38,7 @@ import type {
   SpawnSpec,
   TrackingKind,
 } from './helper/protocol';
-import { PoolLimits } from './pool-limits';
+import { PoolLimits, type TaskLimiter } from './pool-limits';
 import { PoolTracking, type HelperTracking } from './pool-tracking';
 import {
   requestedHelper,
@@ -106,7 +106,7 @@ export class SpawnerPool {
     readonly helper: SpawnerHelper,
     private readonly command: { file: string; args: string[] },
     private readonly track: PoolTracking,
-    readonly limits: PoolLimits, // the task limits this machine lets it set
+    readonly limits: TaskLimiter, // the task limits this machine lets it set
   ) {
     this.log = opts.logger;
   }
@@ -127,7 +127,7 @@ export class SpawnerPool {
     const command = spawnerCommand(helper);
     const track = PoolTracking.choose(opts, opts.logger);
     if (opts.streamDir !== undefined) mkdirSync(opts.streamDir, { recursive: true, mode: 0o700 });
-    const limits = PoolLimits.make(opts.limits ?? {}, opts.logger);
+    const limits = PoolLimits.make(opts.limits ?? {}, opts.logger, track.base, track.why);
     const pool = new SpawnerPool(opts, helper, command, track, limits);
     for (let i = 0; i < opts.count; i++) pool.launch(i);
     const ready = Promise.all(pool.helpers.map((h) => h.ready.promise));
@@ -222,7 +222,8 @@ export class SpawnerPool {
       for (const h of this.helpers) if (h.alive) h.proc.kill('SIGKILL');
       await all;
     }
-    await Promise.all([this.track.close(), this.limits.close()]);
+    await this.track.close(); // first: cgroup v2 limits give the tree back once the base is gone
+    await this.limits.close();
   }
 
   private launch(slot: number): void {
@@ -230,6 +231,7 @@ export class SpawnerPool {
     // No execArgv: a Node helper must not inherit the agent's (or jest's) flags.
     const env = this.opts.env === undefined ? process.env : { ...process.env, ...this.opts.env };
     const args = [...command.args, ...this.track.args(this.opts.killGraceMs ?? 3_000)];
+    if (this.track.base !== undefined) args.push(...this.limits.helperArgs());
     args.push('--hold-ms', String(this.opts.holdMs ?? 0));
     let stream: string | undefined;
     if (this.opts.streamDir !== undefined) {
@@ -328,7 +330,7 @@ export class SpawnerPool {
           break;
         case 'exited': {
           const lost = h.lost.get(ev.uid);
-          const oom = this.limits.ended(ev.uid); // read before forget() removes its cgroups
+          const oom = this.limits.ended(ev.uid, ev.oomKills); // before forget() removes them
           this.forget(h, ev.uid);
           exited.push(exitedOf(ev, lost, oom));
           break;

@@ -70,11 +70,7 @@ export const OOM_FILE: Record<Hierarchy, string> = {
   v2: 'memory.events',
 };
 
-/** The `oom_kill` count of a memory.oom_control (v1) or memory.events (v2); 0 if none. */
-export function oomKillsOf(text: string): number {
-  const m = /^oom_kill (\d+)$/m.exec(text);
-  return m === null ? 0 : Number(m[1]);
-}
+export { oomKillsOf } from './helper/task-cgroup';
 
 /**
  * This process's own cgroup in each cgroup v1 hierarchy of a limit controller, from its

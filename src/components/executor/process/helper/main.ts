@@ -5,7 +5,8 @@
  * file-tail, output-frames; fenced in eslint.config.mjs), so it starts fast and stays small. It
  * speaks the line protocol of protocol.ts on stdin/stdout (types only: erased at run time).
  *
- * Arguments: `--cgroup BASE` (task cgroups under BASE, made by the pool), `--kill-grace-ms N`
+ * Arguments: `--cgroup BASE` (task cgroups under BASE, made by the pool; `--cgroup-limits`, with
+ * `cgroupLimits` in spawns, and `--cgroup-outer DIR`: tracking.ts CgroupLayout), `--kill-grace-ms N`
  * (between the SIGTERM and the SIGKILL of what a task leaves behind; default 3000),
  * `--stream PATH` (the stream file of 'stream' spawns, stream-output.ts; without it they fail;
  * `--stream-cap-bytes N`, `--stream-rotate-bytes N`, `--stream-keep-bytes N`: its cap, rotation)
@@ -41,15 +42,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, closeSync, constants, openSync, statSync, writeFileSync } from 'node:fs';
 import { errnoOf, errnoText } from '../../../../lib/errno-text';
-import {
-  CgroupTracking,
-  ProcTracking,
-  inCgroups,
-  TrackingError,
-  type TrackedTask,
-  type Tracking,
-  type TrackingOptions,
-} from './tracking';
+import { inCgroups, TrackingError, type TrackedTask, type TrackingOptions } from './tracking';
+import { trackingOf } from './tracking-args';
 import { StreamFile, type TaskOutput } from './stream-output';
 import { StartQueue } from './start-queue';
 import { isKillRequest, isSpawnRequest, nulField } from './requests';
@@ -176,6 +170,7 @@ function doSpawn(m: SpawnRequest): void {
     serial,
     mark: `${markPrefix}${serial}`,
     processOnly: m.killScope === 'process',
+    ...(m.cgroupLimits === undefined ? {} : { limits: m.cgroupLimits }),
   };
   if (children.has(uid) || queue.has(uid)) {
     const what = children.has(uid) ? 'running' : 'queued';
@@ -279,9 +274,11 @@ function watch(task: TrackedTask, child: ChildProcess, cwd: string, out?: TaskOu
     const t = Date.now();
     children.delete(uid);
     mains.delete(task.pid!);
+    const oomKills = tracking.oomKills(task); // before ended() removes its cgroup
+    const oom = oomKills > 0 ? { oomKills } : {};
     tracking.ended(task); // what it left behind: SIGTERM, then SIGKILL after the grace
     if (out === undefined) {
-      emit({ ev: 'exited', uid, exitCode, signal, t });
+      emit({ ev: 'exited', uid, exitCode, signal, t, ...oom });
       queue.release(uid); // at once: the slots it held never idle
       maybeExit();
       return;
@@ -293,7 +290,7 @@ function watch(task: TrackedTask, child: ChildProcess, cwd: string, out?: TaskOu
     setImmediate(() =>
       setImmediate(() => {
         pendingExits -= 1;
-        emit({ ev: 'exited', uid, exitCode, signal, ...out.exit(), t });
+        emit({ ev: 'exited', uid, exitCode, signal, ...out.exit(), t, ...oom });
         maybeExit();
       }),
     );
@@ -405,17 +402,7 @@ const trackingOptions: TrackingOptions = {
   runningMain: (pid) => mains.has(pid),
 };
 /** Why task cgroups were asked for and cannot be had; undefined when they were not asked. */
-let cgroupWhy: string | undefined;
-const tracking: Tracking = ((): Tracking => {
-  const base = option('cgroup');
-  if (base === undefined) return new ProcTracking(trackingOptions);
-  try {
-    return new CgroupTracking(base, trackingOptions);
-  } catch (e) {
-    cgroupWhy = e instanceof TrackingError ? e.message : String(e);
-    return new ProcTracking(trackingOptions);
-  }
-})();
+const { tracking, why: cgroupWhy } = trackingOf(process.argv, trackingOptions);
 
 let pending = '';
 process.stdin.setEncoding('utf8');

@@ -2,13 +2,13 @@
  * The line protocol of the spawner helpers (native/spawner/pf-spawner.c and main.ts),
  * which SpawnerPool speaks: newline-delimited JSON, one object per line, both ways (UTF-8).
  *   to a helper:   {"op":"spawn",uid,executable,args,env,cwd,stdoutPath,stderrPath,files?,killScope?,
- *                   cpus?,after?,cgroups?,mkdir?}
+ *                   cpus?,after?,cgroups?,cgroupLimits?,mkdir?}
  *                  | {"op":"spawn",uid,executable,args,env,cwd,stream:{attempt,capBytes?},files?,killScope?,
- *                   cpus?,after?,cgroups?,mkdir?}
+ *                   cpus?,after?,cgroups?,cgroupLimits?,mkdir?}
  *                  | {"op":"kill",uid,signal:"SIGTERM"|"SIGKILL"}
  *   from a helper: {"ev":"ready",pid,tracking,markPrefix,why?} first, then {"ev":"started",uid,pid,t}
  *                  | {"ev":"exited",uid,exitCode,signal,t,stdoutTail?,stderrTail?,stdoutBytes?,
- *                   stderrBytes?,dropped?} | {"ev":"failed",uid,code,message} | {"ev":"error",message}
+ *                   stderrBytes?,dropped?,oomKills?} | {"ev":"failed",uid,code,message} | {"ev":"error",message}
  *                  | {"ev":"lost",uid,attempt,errno,file} (file: the part it wrote)
  * The requests of one synchronous run go out in one write; a helper sends the events of one of
  * its loop turns in one write. `mkdir` (the task's own directory) is made first, 0700, unless it
@@ -116,9 +116,8 @@ interface SpawnBase {
    */
   after?: string;
   /**
-   * Resource limits of the task on this node (the pool, not the helper, reads them: it makes the
-   * task's cgroups in the machine's cgroup v1 controllers, writes the limits there and sends
-   * `cgroups` instead; pool-limits.ts).
+   * Resource limits of the task on this node (the pool, not the helper, reads them: it sends
+   * `cgroups` (cgroup v1) or `cgroupLimits` (cgroup v2) instead; pool-limits.ts).
    */
   limits?: TaskLimits;
   /**
@@ -128,6 +127,13 @@ interface SpawnBase {
    * and back into the one two levels up. One that cannot be entered fails the spawn.
    */
   cgroups?: string[];
+  /**
+   * cgroup v2 (a helper started with `--cgroup-limits`): files of the task's own cgroup and what
+   * to write in them (`{"memory.max": "33554432"}`), before the task starts in it. One that
+   * cannot be written is said in an error event, and the task runs without it. With memory.max,
+   * the exit carries `oomKills` (memory.events) when the kernel killed any of the task.
+   */
+  cgroupLimits?: Record<string, string>;
 }
 
 /** What a task may use on its node; unset: no limit. */
@@ -176,6 +182,8 @@ export type HelperEvent =
       exitCode: number | null;
       signal: string | null;
       t?: number;
+      /** OOM kills in the task's cgroup v2 (with a memory.max of cgroupLimits); absent: none. */
+      oomKills?: number;
     } & Partial<ExitTails>)
   | { ev: 'failed'; uid: string; code: string; message: string }
   | { ev: 'error'; message: string }

@@ -5,6 +5,16 @@
  */
 import type { KillRequest, SpawnRequest } from './protocol';
 
+/** An object whose values are all strings (env, cgroupLimits). */
+function isStrings(o: unknown): o is Record<string, string> {
+  return (
+    typeof o === 'object' &&
+    o !== null &&
+    !Array.isArray(o) &&
+    Object.values(o).every((v) => typeof v === 'string')
+  );
+}
+
 export function isSpawnRequest(m: unknown): m is SpawnRequest {
   const s = m as Partial<SpawnRequest>;
   return (
@@ -12,10 +22,7 @@ export function isSpawnRequest(m: unknown): m is SpawnRequest {
     typeof s.executable === 'string' &&
     Array.isArray(s.args) &&
     s.args.every((a) => typeof a === 'string') &&
-    typeof s.env === 'object' &&
-    s.env !== null &&
-    !Array.isArray(s.env) &&
-    Object.values(s.env).every((v) => typeof v === 'string') &&
+    isStrings(s.env) &&
     typeof s.cwd === 'string' &&
     (s.stream === undefined
       ? typeof s.stdoutPath === 'string' && typeof s.stderrPath === 'string'
@@ -25,6 +32,7 @@ export function isSpawnRequest(m: unknown): m is SpawnRequest {
     (s.after === undefined || typeof s.after === 'string') &&
     (s.cgroups === undefined ||
       (Array.isArray(s.cgroups) && s.cgroups.every((c) => typeof c === 'string'))) &&
+    (s.cgroupLimits === undefined || isStrings(s.cgroupLimits)) &&
     (s.mkdir === undefined || typeof s.mkdir === 'string') &&
     (s.files === undefined ||
       (Array.isArray(s.files) &&

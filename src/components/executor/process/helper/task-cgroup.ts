@@ -83,6 +83,12 @@ export function makeCgroupBase(): { dir: string } | { why: string } {
   return { dir };
 }
 
+/** The `oom_kill` count of a memory.oom_control (v1) or memory.events (v2); 0 if none. */
+export function oomKillsOf(text: string): number {
+  const m = /^oom_kill (\d+)$/m.exec(text);
+  return m === null ? 0 : Number(m[1]);
+}
+
 /** SIGKILLs every process in the cgroup and those below it, forks racing the kill included. */
 export function killCgroup(dir: string): void {
   writeFileSync(path.join(dir, 'cgroup.kill'), '1');

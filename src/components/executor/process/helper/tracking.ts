@@ -15,12 +15,20 @@
  * is gone, must outlive it. Node built-ins only.
  */
 import type { ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, rmdirSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmdirSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import * as path from 'node:path';
 import { errnoOf, errnoText } from '../../../../lib/errno-text';
 import { killProcesses, sweep, type SweepTarget } from './kill-session';
 import type { KillSignal, TrackingKind } from './protocol';
-import { cgroupProcs, killCgroup, removeTree, whenEmpty } from './task-cgroup';
+import { cgroupProcs, killCgroup, oomKillsOf, removeTree, whenEmpty } from './task-cgroup';
 
 /** One task of the helper. */
 export interface TrackedTask {
@@ -33,6 +41,10 @@ export interface TrackedTask {
   processOnly: boolean;
   /** Its cgroup (cgroup tracking, unless processOnly). */
   cgroup?: string;
+  /** cgroup v2 limits to write into its cgroup before it starts (SpawnSpec.cgroupLimits). */
+  limits?: Record<string, string>;
+  /** Its cgroup got a memory.max: its exit says the OOM kills. */
+  memoryLimited?: boolean;
 }
 
 /** A task could not be put where it is tracked: it fails to start with this code and message. */
@@ -61,6 +73,8 @@ export interface Tracking {
   start(task: TrackedTask, spawn: () => ChildProcess): ChildProcess;
   /** Signals running tasks (those of one chunk of input together). */
   kill(tasks: readonly TrackedTask[], signal: KillSignal): void;
+  /** The OOM kills in the task's cgroup (0 without a memory limit): read before ended(). */
+  oomKills(task: TrackedTask): number;
   /** The task's main process has exited (or never started): ends what it left behind. */
   ended(task: TrackedTask): void;
   /** The helper stops: SIGKILL to every task and to every leftover. */
@@ -119,6 +133,10 @@ export class ProcTracking implements Tracking {
 
   start(_task: TrackedTask, spawn: () => ChildProcess): ChildProcess {
     return spawn();
+  }
+
+  oomKills(): number {
+    return 0;
   }
 
   kill(tasks: readonly TrackedTask[], signal: KillSignal): void {
@@ -195,11 +213,24 @@ export class ProcTracking implements Tracking {
   }
 }
 
+/**
+ * How the pool set up the cgroup v2 tree for limits (pool-limits-v2.ts): `limits`, controllers
+ * are enabled in the base, so a helper lives in `<home>/helper` (a cgroup with processes cannot
+ * give controllers to those below it) and enables them in its home; `outer`, where the agent
+ * runs when that is not the base's parent.
+ */
+export interface CgroupLayout {
+  limits: boolean;
+  outer?: string;
+}
+
 /** Tracking by a cgroup per task under the helper's home, `<base>/<helper pid>`. */
 export class CgroupTracking implements Tracking {
   readonly kind = 'cgroup';
   private readonly home: string;
-  /** The home's cgroup.procs, open: the helper moves back there after each spawn. */
+  /** Where the agent runs: srun tasks start there, and the helper goes there at its end. */
+  private readonly outer: string;
+  /** Its own cgroup's cgroup.procs, open: the helper moves back there after each spawn. */
   private readonly homeProcs: number;
   private readonly lingering = new Map<TrackedTask, { timer?: NodeJS.Timeout; stop?(): void }>();
   private stopping = false;
@@ -208,23 +239,50 @@ export class CgroupTracking implements Tracking {
   constructor(
     private readonly base: string,
     private readonly opts: TrackingOptions,
+    private readonly layout: CgroupLayout = { limits: false },
   ) {
     this.home = path.join(base, String(process.pid));
-    try {
-      mkdirSync(this.home);
-    } catch (e) {
-      throw new TrackingError(errnoOf(e), `cannot create '${this.home}': ${text(e)}`);
-    }
+    this.outer = layout.outer ?? path.dirname(base);
+    const own = layout.limits ? path.join(this.home, 'helper') : this.home;
+    let step = 'create';
     let fd: number | undefined;
     try {
-      fd = openSync(path.join(this.home, 'cgroup.procs'), 'w');
+      mkdirSync(this.home);
+      if (layout.limits) mkdirSync(own);
+      step = 'move into';
+      fd = openSync(path.join(own, 'cgroup.procs'), 'w');
       writeSync(fd, String(process.pid));
+      step = 'enable the controllers of';
+      if (layout.limits) enableControllers(this.home);
     } catch (e) {
       if (fd !== undefined) closeSync(fd);
-      rmdirSync(this.home);
-      throw new TrackingError(errnoOf(e), `cannot move into '${this.home}': ${text(e)}`);
+      if (step === 'enable the controllers of') this.moveOut();
+      for (const dir of [own, this.home]) rmdirQuiet(dir);
+      throw new TrackingError(errnoOf(e), `cannot ${step} '${this.home}': ${text(e)}`);
     }
     this.homeProcs = fd;
+  }
+
+  oomKills(task: TrackedTask): number {
+    if (task.memoryLimited !== true || task.cgroup === undefined) return 0;
+    try {
+      return oomKillsOf(readFileSync(path.join(task.cgroup, 'memory.events'), 'utf8'));
+    } catch {
+      return 0;
+    }
+  }
+
+  private outerProcs(): string {
+    return path.join(this.outer, 'cgroup.procs');
+  }
+
+  /** Back to where the agent runs, after a failed setup (its error is the setup's). */
+  private moveOut(): void {
+    try {
+      writeFileSync(this.outerProcs(), String(process.pid));
+    } catch {
+      // the setup's failure is what is reported
+    }
   }
 
   start(task: TrackedTask, spawn: () => ChildProcess): ChildProcess {
@@ -232,7 +290,7 @@ export class CgroupTracking implements Tracking {
       // srun runs where the agent runs, as without cgroups: no kill of a cgroup of ours (the
       // pool's, after this helper died) may reach its shepherd.
       try {
-        writeFileSync(path.join(path.dirname(this.base), 'cgroup.procs'), String(process.pid));
+        writeFileSync(this.outerProcs(), String(process.pid));
       } catch (e) {
         throw new TrackingError(
           errnoOf(e),
@@ -250,6 +308,15 @@ export class CgroupTracking implements Tracking {
       mkdirSync(dir);
     } catch (e) {
       throw new TrackingError(errnoOf(e), `cannot create the task's cgroup '${dir}': ${text(e)}`);
+    }
+    for (const [file, value] of Object.entries(task.limits ?? {})) {
+      const why = file.includes('/') ? 'not a file name' : writeLimit(dir, file, value);
+      if (why === undefined) task.memoryLimited ||= file === 'memory.max';
+      else {
+        this.opts.error(
+          `cannot set ${file} of the task's cgroup '${dir}': ${why}: it runs without`,
+        );
+      }
     }
     try {
       // The helper moves into the task's cgroup for the fork: the child starts inside it, before
@@ -323,8 +390,9 @@ export class CgroupTracking implements Tracking {
   leave(): void {
     try {
       // Out of the home, to where the agent is, so the home and, last out, the base can go.
-      writeFileSync(path.join(path.dirname(this.base), 'cgroup.procs'), String(process.pid));
+      writeFileSync(this.outerProcs(), String(process.pid));
       closeSync(this.homeProcs);
+      if (this.layout.limits) rmdirSync(path.join(this.home, 'helper'));
       rmdirSync(this.home);
     } catch (e) {
       this.opts.error(`cannot remove the helper's cgroup '${this.home}': ${text(e)}`);
@@ -352,4 +420,30 @@ export class CgroupTracking implements Tracking {
 
 function text(e: unknown): string {
   return errnoText(errnoOf(e), e);
+}
+
+/** Writes one limit into a task's cgroup: undefined, or why it could not. */
+function writeLimit(dir: string, file: string, value: string): string | undefined {
+  try {
+    writeFileSync(path.join(dir, file), value);
+    return undefined;
+  } catch (e) {
+    return text(e);
+  }
+}
+
+function rmdirQuiet(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {
+    // never made, or gone
+  }
+}
+
+/** Enables in `dir` each controller of memory, pids and cpu it has (cgroup.controllers). */
+function enableControllers(dir: string): void {
+  const have = readFileSync(path.join(dir, 'cgroup.controllers'), 'utf8').split(/\s+/);
+  const want = ['memory', 'pids', 'cpu'].filter((c) => have.includes(c));
+  if (want.length === 0) return;
+  writeFileSync(path.join(dir, 'cgroup.subtree_control'), want.map((c) => `+${c}`).join(' '));
 }

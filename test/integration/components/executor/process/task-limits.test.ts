@@ -11,6 +11,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { SpawnSpec } from '../../../../../src/components/executor/effects';
 import { PoolLimits } from '../../../../../src/components/executor/process/pool-limits';
+import type { TaskLimiter } from '../../../../../src/components/executor/process/task-limiter';
 import {
   SpawnerPool,
   type SpawnerHelper,
@@ -155,7 +156,7 @@ describeHere('SpawnerPool task limits', (helper: SpawnerHelper) => {
 
 describeHere('a spawner helper given cgroups to start a task in', (helper: SpawnerHelper) => {
   let h: RawHelper | undefined;
-  let limits: PoolLimits | undefined;
+  let limits: TaskLimiter | undefined;
 
   afterEach(async () => {
     await h?.close();
