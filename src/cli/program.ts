@@ -7,6 +7,7 @@ import { registerExplain } from './commands/explain';
 import { registerLogs } from './commands/logs';
 import { registerProfile } from './commands/profile';
 import { registerRun } from './commands/run';
+import { registerServe } from './commands/serve';
 import { registerSessions } from './commands/sessions';
 import { registerSimulate } from './commands/simulate';
 import { registerStatus } from './commands/status';
@@ -31,6 +32,7 @@ const COMMANDS: Register[] = [
   registerSimulate,
   registerTail,
   registerLogs,
+  registerServe,
 ];
 
 /** The `pilotfish` program: help and usage errors go through `write`, nothing calls process.exit. */

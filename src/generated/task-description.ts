@@ -14,6 +14,12 @@ export type TaskDescription = {
    */
   name?: string;
   /**
+   * Labels of the task, key to value, for a person and for lists: the jobs service filters tasks by them (GET /v1/tasks?label=key=value). Not used to place the task.
+   */
+  labels?: {
+    [k: string]: string;
+  };
+  /**
    * 'executable': a program (executable, arguments), as a process per rank. 'function': a call of a module's exported function in one of the pilot's warm worker processes (function). 'service': a long-running program (executable, arguments) that other tasks talk to: it gets a port, is probed until ready, and publishes task.endpoint (service).
    */
   mode?: 'executable' | 'function' | 'service';

@@ -317,3 +317,23 @@ export const parsePublishedAddresses = parser<PublishedAddresses>(
   'PublishedAddresses',
   publishedAddresses,
 );
+
+/**
+ * A validator of `schema` on the project's Ajv (strict, every error, no coercion, no removal):
+ * what an HTTP framework checks its requests with (the service's routes), so a route's body is
+ * held to the same rules and `$ref`s into schemas/ as everything else. Its errors, through
+ * narrowIssues, name the JSON path and what was allowed.
+ */
+export function compileSchema(schema: object): ValidateFunction {
+  const id = (schema as { $id?: unknown }).$id;
+  if (typeof id === 'string') {
+    const known = ajv.getSchema(id);
+    if (known !== undefined) return known;
+  }
+  return ajv.compile(schema);
+}
+
+/** Ajv's errors as issues, oneOfs narrowed to what helps a person (as every parser reports). */
+export function narrowIssues(errors: readonly ErrorObject[]): ValidationIssue[] {
+  return narrowOneOf(errors);
+}

@@ -17,7 +17,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['updater'],
   ['profile'],
   ['agent', 'client'],
-  ['simulator'],
+  ['simulator', 'service'],
   ['cli', 'index.ts'],
 ];
 

@@ -1,0 +1,72 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import { CONTROL_SCHEMAS } from '../client/control/handlers';
+import type { Logger } from '../lib/logger';
+import { compileSchema } from '../lib/validate';
+import { SERVICE_SCHEMAS } from './schemas';
+import { authHook, type LiveTokens } from './auth';
+import type { ServiceContext } from './context';
+import { errorHandler, sendError } from './errors';
+import { eventRoutes } from './routes/events';
+import { metaRoutes } from './routes/meta';
+import { pilotRoutes } from './routes/pilots';
+import { taskRoutes } from './routes/tasks';
+
+export interface ApiOptions {
+  tokens: LiveTokens;
+  log: Logger;
+  /** The largest request body, in bytes (default 16 MiB: a batch of 10,000 small tasks). */
+  bodyLimitBytes?: number;
+  /** True once the service has begun to stop: /v1/healthz says 503. */
+  closing(): boolean;
+  version: string;
+}
+
+/**
+ * The jobs service's HTTP API (docs/service.md) on Fastify: every request checked by the
+ * project's Ajv against schemas/ (no coercion, no removal), bearer tokens with scopes, errors
+ * as JSON naming the path, the OpenAPI 3.1 document made from the same schemas.
+ */
+export async function buildApi(ctx: ServiceContext, opts: ApiOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: false,
+    bodyLimit: opts.bodyLimitBytes ?? 16 * 1024 * 1024,
+    // slow or stuck clients do not hold sockets: headers in 10 s, a request in 60 s
+    connectionTimeout: 0,
+    requestTimeout: 60_000,
+    keepAliveTimeout: 10_000,
+    return503OnClosing: true,
+    routerOptions: { maxParamLength: 1024 },
+  });
+  app.setValidatorCompiler(({ schema }) => compileSchema(schema));
+  for (const s of [...CONTROL_SCHEMAS, ...SERVICE_SCHEMAS]) app.addSchema(s);
+  await app.register(swagger, {
+    // components named by the schemas' titles (TaskDescription), not def-0, def-1, ...
+    refResolver: {
+      buildLocalReference: (json, _base, _fragment, i) =>
+        typeof json.title === 'string' ? json.title : `def-${i}`,
+    },
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'pilotfish jobs service',
+        version: opts.version,
+        description:
+          'Submit and follow the tasks and pilots of one pilotfish session (docs/service.md).',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  app.addHook('onRequest', authHook(opts.tokens));
+  app.setErrorHandler(errorHandler(opts.log));
+  app.setNotFoundHandler((req, reply) =>
+    sendError(reply, 404, 'E_NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`),
+  );
+  metaRoutes(app, ctx, () => opts.closing());
+  taskRoutes(app, ctx);
+  eventRoutes(app, ctx);
+  pilotRoutes(app, ctx);
+  await app.ready();
+  return app;
+}

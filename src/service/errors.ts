@@ -1,0 +1,77 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { ErrorObject } from 'ajv';
+import { coerceError, errorMeta, ValidationError, type ValidationIssue } from '../errors';
+import type { Logger } from '../lib/logger';
+import { narrowIssues } from '../lib/validate';
+
+// Errors of the HTTP API: JSON `{error: {code, message, issues?}}`, an issue per JSON path with
+// what was allowed; never a stack. A request the API refuses (400-499) is the client's; anything
+// else is logged.
+
+/** The HTTP status of the project's errors a request can meet. */
+const STATUS_OF: Record<string, number> = {
+  E_USAGE: 400,
+  E_TOO_LARGE: 413,
+  E_CLOSING: 503,
+  E_TASK_ENDED: 409,
+  E_OUTPUT_UNAVAILABLE: 404,
+  E_TIMEOUT: 504,
+};
+
+export interface ApiError {
+  code: string;
+  message: string;
+  issues?: (ValidationIssue & { in?: string })[];
+}
+
+export function sendError(
+  reply: FastifyReply,
+  status: number,
+  code: string,
+  message: string,
+  issues?: ApiError['issues'],
+): FastifyReply {
+  return reply
+    .code(status)
+    .type('application/json')
+    .send({ error: { code, message, ...(issues !== undefined ? { issues } : {}) } });
+}
+
+/** Fastify's error handler: validation, bodies, limits, our own errors, then the unexpected. */
+export function errorHandler(log: Logger) {
+  return (e: FastifyError, req: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    if (e.validation !== undefined) {
+      const where = e.validationContext ?? 'body';
+      const issues = narrowIssues(e.validation as ErrorObject[]).map((i) => ({ ...i, in: where }));
+      const text = issues.map((i) => `${where}${i.path === '/' ? '' : i.path} ${i.message}`);
+      return sendError(
+        reply,
+        400,
+        'E_VALIDATION',
+        `invalid request: ${text.slice(0, 5).join('; ')}`,
+        issues,
+      );
+    }
+    if (e instanceof ValidationError) {
+      const issues = e.issues.map((i) => ({ ...i, in: 'body' }));
+      return sendError(reply, 400, 'E_VALIDATION', e.message, issues);
+    }
+    const status = e.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      // Fastify's own: a body that is not JSON, too large, a bad content type, ...
+      return sendError(reply, status, e.code ?? 'E_BAD_REQUEST', e.message);
+    }
+    const err = coerceError(e);
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string' && code in STATUS_OF) {
+      return sendError(reply, STATUS_OF[code]!, code, err.message);
+    }
+    log.error('HTTP request failed', { method: req.method, url: req.url, ...errorMeta(err) });
+    return sendError(
+      reply,
+      500,
+      'E_INTERNAL',
+      'the server failed on this request (its log says why)',
+    );
+  };
+}

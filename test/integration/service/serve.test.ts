@@ -1,0 +1,292 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { runCli } from '../../support/cli';
+import { api, readEvents, startServe, type LiveService, type SseEvent } from '../../support/serve';
+
+// `pilotfish serve` over real HTTP: the built CLI in a child process with a local pilot, and
+// real clients (Node's fetch, curl, Debian's python3 with its standard library alone).
+
+const FINAL = new Set(['DONE', 'FAILED', 'CANCELED']);
+
+/** Task uid -> its final notifications in `events`. */
+function finals(events: readonly SseEvent[]): Map<string, SseEvent[]> {
+  const out = new Map<string, SseEvent[]>();
+  for (const e of events) {
+    if (e.event !== 'task' || !FINAL.has(e.data.state as string)) continue;
+    const uid = e.data.uid as string;
+    out.set(uid, [...(out.get(uid) ?? []), e]);
+  }
+  return out;
+}
+
+/** Sends a request's head (and a little of its body) on a raw socket: the status it gets. */
+function rawStatus(url: string, line: string, headers: Record<string, string>): Promise<number> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(Number(port), hostname, () => {
+      const all = { host: hostname, 'content-type': 'application/json', ...headers };
+      const head = Object.entries(all)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('');
+      sock.write(`${line} HTTP/1.1\r\n${head}\r\n{"tasks":[`);
+    });
+    let got = '';
+    sock.on('data', (d: Buffer) => {
+      got += d.toString();
+      const m = /^HTTP\/1\.1 (\d{3})/.exec(got);
+      if (m !== null) {
+        sock.destroy();
+        resolve(Number(m[1]));
+      }
+    });
+    sock.on('error', reject);
+  });
+}
+
+function run(
+  file: string,
+  args: string[],
+  input?: string,
+): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(file, args, { timeout: 60_000 }, (e, out, err) =>
+      resolve({ code: e === null ? 0 : ((e as { code?: number }).code ?? 1), out, err }),
+    );
+    if (input !== undefined) child.stdin!.end(input);
+  });
+}
+
+describe('pilotfish serve', () => {
+  let dir: string;
+  let s: LiveService;
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-serve-'));
+    s = await startServe(dir);
+  }, 60_000);
+
+  afterAll(async () => {
+    s?.cli.proc.kill('SIGTERM');
+    await s?.cli.result;
+    fs.rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('is open for its health only: 401 without a token, 403 with a read token on submit, revoked at once', async () => {
+    expect(await api({ url: s.url }, 'GET', '/v1/healthz')).toEqual({
+      status: 200,
+      body: { ok: true, session: s.session },
+    });
+    const none = await fetch(`${s.url}/v1/tasks`);
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toBe('Bearer realm="pilotfish"');
+    expect(((await none.json()) as { error: { code: string } }).error.code).toBe('E_UNAUTHORIZED');
+    expect((await api({ url: s.url, token: 'pft_nothing' }, 'GET', '/v1/tasks')).status).toBe(401);
+    const made = await runCli([
+      'serve',
+      'token',
+      'add',
+      '--dir',
+      dir,
+      '--scope',
+      'read',
+      '--label',
+      'test',
+    ]);
+    expect(made.code).toBe(0);
+    const read = { url: s.url, token: made.stdout.trim() };
+    expect((await api(read, 'GET', '/v1/tasks')).status).toBe(200);
+    const refused = await api(read, 'POST', '/v1/tasks', { tasks: [{ executable: '/bin/true' }] });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ error: { code: 'E_FORBIDDEN' } });
+    const listed = await runCli(['serve', '--dir', dir, 'token', 'list']);
+    const id = listed.stdout
+      .split('\n')
+      .find((l) => l.includes('read'))!
+      .split(/\s+/)[0]!;
+    expect((await runCli(['serve', '--dir', dir, 'token', 'revoke', id])).code).toBe(0);
+    let status = 200;
+    const deadline = Date.now() + 5_000;
+    while (status === 200 && Date.now() < deadline) {
+      status = (await api(read, 'GET', '/v1/tasks')).status;
+    }
+    expect(status).toBe(401);
+    expect(fs.statSync(path.join(dir, 'tokens.json')).mode & 0o777).toBe(0o600);
+    expect(fs.statSync(path.join(dir, 'admin.token')).mode & 0o777).toBe(0o600);
+  });
+
+  it('refuses bad requests with 400 naming the path, and loses nothing', async () => {
+    const bad = await api(s, 'POST', '/v1/tasks', {
+      tasks: [{ executable: '/bin/true' }, { executable: 7, sandbox: 'yes', x: 1 }],
+    });
+    expect(bad.status).toBe(400);
+    const issues = (bad.body.error as { issues: { path: string; message: string }[] }).issues;
+    expect(issues).toEqual(
+      expect.arrayContaining([
+        { path: '/tasks/1/executable', message: 'must be string', in: 'body' },
+        { path: '/tasks/1', message: "must not have property 'x'", in: 'body' },
+      ]),
+    );
+    const notJson = await api(s, 'POST', '/v1/tasks', '{"tasks": [');
+    expect(notJson.status).toBe(400);
+    expect(JSON.stringify(notJson.body)).not.toMatch(/at .*\.js/); // no stack
+    // a body over the limit is refused from its Content-Length, before it is read
+    expect(
+      await rawStatus(s.url, 'POST /v1/tasks', {
+        authorization: `Bearer ${s.token}`,
+        'content-length': String(17 << 20),
+      }),
+    ).toBe(413);
+    expect((await api(s, 'GET', '/v1/tasks?limit=abc')).body).toMatchObject({
+      error: { code: 'E_VALIDATION', issues: [{ path: '/limit', in: 'querystring' }] },
+    });
+    expect((await api(s, 'GET', '/v1/nothing')).status).toBe(404);
+    // the valid task of the refused batch was not taken either: a batch is taken whole or not
+    expect((await api(s, 'GET', '/v1/tasks')).body.tasks).toEqual([]);
+  });
+
+  it('runs 1,000 tasks submitted in batches with fetch, followed on the event stream to the end', async () => {
+    for (let b = 0; b < 4; b++) {
+      const tasks = Array.from({ length: 250 }, (_, i) => ({
+        uid: `b${b}.${i}`,
+        executable: '/bin/true',
+        labels: { batch: String(b) },
+      }));
+      const r = await api(s, 'POST', '/v1/tasks', { tasks });
+      expect(r.status).toBe(201);
+      expect((r.body.tasks as unknown[]).length).toBe(250);
+    }
+    const events = await readEvents(s, {
+      until: (evs) => [...finals(evs).keys()].filter((u) => u.startsWith('b')).length === 1000,
+      timeoutMs: 120_000,
+    });
+    expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1)); // no gap, no repeat
+    const ended = finals(events);
+    for (let b = 0; b < 4; b++) {
+      for (let i = 0; i < 250; i++) {
+        expect(ended.get(`b${b}.${i}`)?.map((e) => e.data.state)).toEqual(['DONE']);
+      }
+    }
+    const page = await api(s, 'GET', '/v1/tasks?label=batch=2&limit=100');
+    expect((page.body.tasks as { uid: string }[]).map((t) => t.uid).slice(0, 2)).toEqual([
+      'b2.0',
+      'b2.1',
+    ]);
+    const next = await api(
+      s,
+      'GET',
+      `/v1/tasks?label=batch=2&limit=100&after=${String(page.body.next)}`,
+    );
+    expect((next.body.tasks as { uid: string }[])[0]!.uid).toBe('b2.100');
+    const done = await api(s, 'GET', '/v1/tasks?state=DONE&limit=1000');
+    expect((done.body.tasks as unknown[]).length).toBe(1000);
+  }, 150_000);
+
+  it('a second submit with the same uid is the same task, not a second run; another description with it is a 409', async () => {
+    const task = {
+      uid: 'once',
+      executable: '/bin/sh',
+      arguments: ['-c', 'echo ran >> ../once.log'],
+    };
+    const first = await api(s, 'POST', '/v1/tasks', { tasks: [task] });
+    const again = await api(s, 'POST', '/v1/tasks', { tasks: [task] });
+    expect([first.status, again.status]).toEqual([201, 200]);
+    expect((again.body.tasks as { uid: string }[])[0]!.uid).toBe('once');
+    const other = await api(s, 'POST', '/v1/tasks', {
+      tasks: [{ ...task, arguments: ['-c', 'true'] }],
+    });
+    expect(other.status).toBe(409);
+    expect(other.body).toMatchObject({
+      error: { code: 'E_UID_TAKEN', issues: [{ path: '/tasks/0/uid' }] },
+    });
+    const events = await readEvents(s, { until: (evs) => finals(evs).has('once') });
+    expect(
+      finals(events)
+        .get('once')!
+        .map((e) => e.data.state),
+    ).toEqual(['DONE']);
+    const got = await api(s, 'GET', '/v1/tasks/once');
+    expect(got.body).toMatchObject({ uid: 'once', state: 'DONE', attempt: 1, final: true });
+  }, 60_000);
+
+  it('serves curl and a Python program that uses only its standard library', async () => {
+    const auth = `Authorization: Bearer ${s.token}`;
+    const curl = await run(
+      'curl',
+      [
+        '-sS',
+        '-H',
+        auth,
+        '-H',
+        'content-type: application/json',
+        '--data-binary',
+        '@-',
+        `${s.url}/v1/tasks`,
+      ],
+      JSON.stringify({ tasks: [{ uid: 'by-curl', executable: '/bin/echo', arguments: ['curl'] }] }),
+    );
+    expect(curl.code).toBe(0);
+    expect(JSON.parse(curl.out)).toMatchObject({ tasks: [{ uid: 'by-curl' }] });
+    const py = `
+import json, sys, urllib.request
+url, token = sys.argv[1], sys.argv[2]
+head = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+body = json.dumps({"tasks": [{"uid": "by-python", "executable": "/bin/echo", "arguments": ["py"]}]}).encode()
+urllib.request.urlopen(urllib.request.Request(url + "/v1/tasks", body, head, method="POST"))
+stream = urllib.request.urlopen(urllib.request.Request(url + "/v1/events", headers=head))
+for raw in stream:
+    line = raw.decode().rstrip("\\n")
+    if line.startswith("data: "):
+        n = json.loads(line[6:])
+        if n["uid"] == "by-python" and n["state"] == "DONE":
+            print(json.dumps(json.load(urllib.request.urlopen(urllib.request.Request(url + "/v1/tasks/by-python", headers=head)))))
+            break
+`;
+    const python = await run('/usr/bin/python3', ['-c', py, s.url, s.token]);
+    expect(python.err).toBe('');
+    expect(JSON.parse(python.out)).toMatchObject({
+      uid: 'by-python',
+      state: 'DONE',
+      stdout: 'py\n',
+    });
+  }, 60_000);
+});
+
+describe('pilotfish serve killed with SIGKILL and started again', () => {
+  it('resumes the session: every task ends once, the event stream goes on from Last-Event-ID without a gap or a repeat', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-serve-kill-'));
+    let s = await startServe(dir);
+    try {
+      const tasks = Array.from({ length: 200 }, (_, i) => ({
+        uid: `k${i}`,
+        executable: '/bin/sh',
+        arguments: ['-c', `sleep 0.05; echo k${i} >> ${path.join(dir, 'ran.log')}`],
+      }));
+      expect((await api(s, 'POST', '/v1/tasks', { tasks })).status).toBe(201);
+      const before = await readEvents(s, { until: (evs) => finals(evs).size >= 30 });
+      s.cli.proc.kill('SIGKILL');
+      await s.cli.result;
+      const last = before.at(-1)!.id;
+      s = await startServe(dir);
+      const after = await readEvents(s, {
+        lastEventId: last,
+        until: (evs) => finals([...before, ...evs]).size === 200,
+        timeoutMs: 120_000,
+      });
+      const all = [...before, ...after];
+      expect(all.map((e) => e.id)).toEqual(all.map((_, i) => i + 1));
+      const ended = finals(all);
+      for (const t of tasks) expect(ended.get(t.uid)!.map((e) => e.data.state)).toEqual(['DONE']);
+      const ran = fs.readFileSync(path.join(dir, 'ran.log'), 'utf8').trim().split('\n');
+      expect(ran.length).toBe(200); // none ran twice
+      expect(new Set(ran).size).toBe(200);
+    } finally {
+      s.cli.proc.kill('SIGTERM');
+      await s.cli.result;
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 240_000);
+});

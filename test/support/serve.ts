@@ -1,0 +1,115 @@
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { startCli, type LiveCli } from './cli';
+
+/** `pilotfish serve` in a child process, on a free port of loopback. */
+export interface LiveService {
+  cli: LiveCli;
+  url: string;
+  /** The admin token its first start made. */
+  token: string;
+  session: string;
+}
+
+export async function startServe(dir: string, args: string[] = []): Promise<LiveService> {
+  const cli = startCli(['serve', '--dir', dir, '--port', '0', ...args]);
+  const m = await Promise.race([
+    cli.stderrMatch(/serving session (\S+) at (\S+)\/v1 /),
+    cli.result.then((r) => {
+      throw new Error(`pilotfish serve ended (${r.code ?? r.signal}): ${r.stderr}`);
+    }),
+  ]);
+  const token = readFileSync(path.join(dir, 'admin.token'), 'utf8').trim();
+  return { cli, url: m[2]!, token, session: m[1]! };
+}
+
+/** One server-sent event. */
+export interface SseEvent {
+  id: number;
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * Reads GET /v1/events (from `lastEventId`, as a reconnecting client says it) until `until`
+ * says enough or the stream ends; resolves with what it read.
+ */
+export async function readEvents(
+  s: { url: string; token: string },
+  opts: { lastEventId?: number; until(events: SseEvent[]): boolean; timeoutMs?: number },
+): Promise<SseEvent[]> {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), opts.timeoutMs ?? 60_000);
+  const events: SseEvent[] = [];
+  try {
+    const res = await fetch(`${s.url}/v1/events`, {
+      headers: {
+        authorization: `Bearer ${s.token}`,
+        ...(opts.lastEventId !== undefined ? { 'last-event-id': String(opts.lastEventId) } : {}),
+      },
+      signal: abort.signal,
+    });
+    if (res.status !== 200 || res.body === null) throw new Error(`GET /v1/events: ${res.status}`);
+    const decoder = new TextDecoder();
+    let pending = '';
+    for await (const chunk of res.body) {
+      pending += decoder.decode(chunk as Uint8Array, { stream: true });
+      const blocks = pending.split('\n\n');
+      pending = blocks.pop()!;
+      for (const block of blocks) {
+        const ev = parseBlock(block);
+        if (ev !== undefined) events.push(ev);
+      }
+      if (opts.until(events)) break;
+    }
+  } catch (e) {
+    if (!abort.signal.aborted) throw e;
+    throw new Error(
+      `GET /v1/events: no end in ${opts.timeoutMs ?? 60_000} ms (${events.length} events)`,
+      { cause: e },
+    );
+  } finally {
+    clearTimeout(timer);
+    abort.abort();
+  }
+  return events;
+}
+
+function parseBlock(block: string): SseEvent | undefined {
+  let id: number | undefined;
+  let event = 'message';
+  let data = '';
+  for (const line of block.split('\n')) {
+    if (line.startsWith(':')) continue;
+    const i = line.indexOf(':');
+    const field = i < 0 ? line : line.slice(0, i);
+    const value = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
+    if (field === 'id') id = Number(value);
+    else if (field === 'event') event = value;
+    else if (field === 'data') data += value;
+  }
+  if (id === undefined) return undefined;
+  return { id, event, data: JSON.parse(data) as Record<string, unknown> };
+}
+
+/** A JSON request with the token; resolves with its status and parsed body. */
+export async function api(
+  s: { url: string; token?: string },
+  method: string,
+  route: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${s.url}${route}`, {
+    method,
+    headers: {
+      ...(s.token !== undefined ? { authorization: `Bearer ${s.token}` } : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  return {
+    status: res.status,
+    body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>),
+  };
+}
