@@ -9,6 +9,7 @@ import type { ServiceContext } from './context';
 import { errorHandler, sendError } from './errors';
 import { eventRoutes } from './routes/events';
 import { metaRoutes } from './routes/meta';
+import { outputRoutes } from './routes/output';
 import { pilotRoutes } from './routes/pilots';
 import { taskRoutes } from './routes/tasks';
 
@@ -66,6 +67,7 @@ export async function buildApi(ctx: ServiceContext, opts: ApiOptions): Promise<F
   metaRoutes(app, ctx, () => opts.closing());
   taskRoutes(app, ctx);
   eventRoutes(app, ctx);
+  outputRoutes(app, ctx);
   pilotRoutes(app, ctx);
   await app.ready();
   return app;

@@ -24,32 +24,42 @@ export async function startServe(dir: string, args: string[] = []): Promise<Live
 }
 
 /** One server-sent event. */
-export interface SseEvent {
+export interface SseEvent<T = Record<string, unknown>> {
+  /** NaN for an event without an id (`end`). */
   id: number;
   event: string;
-  data: Record<string, unknown>;
+  data: T;
 }
 
 /**
  * Reads GET /v1/events (from `lastEventId`, as a reconnecting client says it) until `until`
  * says enough or the stream ends; resolves with what it read.
  */
-export async function readEvents(
+export function readEvents(
   s: { url: string; token: string },
   opts: { lastEventId?: number; until(events: SseEvent[]): boolean; timeoutMs?: number },
 ): Promise<SseEvent[]> {
+  return readSse(s, '/v1/events', opts);
+}
+
+/** Reads a server-sent event stream of the API (`route`), as readEvents does. */
+export async function readSse<T = Record<string, unknown>>(
+  s: { url: string; token: string },
+  route: string,
+  opts: { lastEventId?: number; until(events: SseEvent<T>[]): boolean; timeoutMs?: number },
+): Promise<SseEvent<T>[]> {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), opts.timeoutMs ?? 60_000);
-  const events: SseEvent[] = [];
+  const events: SseEvent<T>[] = [];
   try {
-    const res = await fetch(`${s.url}/v1/events`, {
+    const res = await fetch(`${s.url}${route}`, {
       headers: {
         authorization: `Bearer ${s.token}`,
         ...(opts.lastEventId !== undefined ? { 'last-event-id': String(opts.lastEventId) } : {}),
       },
       signal: abort.signal,
     });
-    if (res.status !== 200 || res.body === null) throw new Error(`GET /v1/events: ${res.status}`);
+    if (res.status !== 200 || res.body === null) throw new Error(`GET ${route}: ${res.status}`);
     const decoder = new TextDecoder();
     let pending = '';
     for await (const chunk of res.body) {
@@ -57,15 +67,16 @@ export async function readEvents(
       const blocks = pending.split('\n\n');
       pending = blocks.pop()!;
       for (const block of blocks) {
-        const ev = parseBlock(block);
+        const ev = parseBlock<T>(block);
         if (ev !== undefined) events.push(ev);
       }
       if (opts.until(events)) break;
     }
+    if (!opts.until(events)) throw new Error(`GET ${route} ended early: ${JSON.stringify(events)}`);
   } catch (e) {
     if (!abort.signal.aborted) throw e;
     throw new Error(
-      `GET /v1/events: no end in ${opts.timeoutMs ?? 60_000} ms (${events.length} events)`,
+      `GET ${route}: no end in ${opts.timeoutMs ?? 60_000} ms (${events.length} events)`,
       { cause: e },
     );
   } finally {
@@ -75,7 +86,7 @@ export async function readEvents(
   return events;
 }
 
-function parseBlock(block: string): SseEvent | undefined {
+function parseBlock<T>(block: string): SseEvent<T> | undefined {
   let id: number | undefined;
   let event = 'message';
   let data = '';
@@ -88,8 +99,8 @@ function parseBlock(block: string): SseEvent | undefined {
     else if (field === 'event') event = value;
     else if (field === 'data') data += value;
   }
-  if (id === undefined) return undefined;
-  return { id, event, data: JSON.parse(data) as Record<string, unknown> };
+  if (id === undefined && data === '') return undefined; // a comment block
+  return { id: id ?? NaN, event, data: JSON.parse(data) as T };
 }
 
 /** A JSON request with the token; resolves with its status and parsed body. */

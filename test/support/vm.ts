@@ -2,13 +2,14 @@
  * A test machine whose cgroups are v2 alone, with every controller on the tree, as on a machine
  * without v1 (this one has memory, pids and cpu on v1, so its v2 tree has none): Debian's kernel
  * under QEMU (software emulation), the host's root over 9p as its root,
- * a fresh /proc, /sys, /tmp and the cgroup2 tree of its own. A command (a shell script) runs as
- * its PID 1's child, as root; what it writes to files outside /tmp, /run and /dev/shm lands on
- * the host. The machine powers off when the command ends. scripts/system-deps.sh installs QEMU,
+ * a fresh /proc, /sys, /run (TMPDIR is /run/tmp) and the cgroup2 tree of its own. A command (a
+ * shell script) runs as its PID 1's child, as root; what it writes to files outside /run and
+ * /dev/shm lands on the host. The machine powers off when the command ends. scripts/system-deps.sh installs QEMU,
  * the kernel and busybox.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 
 const HERE = path.join(__dirname, 'vm');
@@ -63,10 +64,9 @@ export interface VmRun {
   console: string;
 }
 
-/** A folder the machine sees at the same path: outside the host's /tmp, which it hides. */
+/** A folder the machine sees at the same path (any but /run, /dev/shm, /proc, /sys). */
 export function vmSharedDir(prefix: string): string {
-  fs.mkdirSync('/var/tmp', { recursive: true });
-  return fs.mkdtempSync(path.join('/var/tmp', prefix));
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
 /**

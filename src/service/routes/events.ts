@@ -1,9 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { runtimeOf } from '../../client/runtime/runtime';
 import type { ServiceContext } from '../context';
-
-/** A comment line this often keeps proxies and clients from timing an idle stream out. */
-const HEARTBEAT_MS = 15_000;
+import { openEventStream } from './sse';
 
 const eventsQuery = {
   type: 'object',
@@ -37,45 +35,24 @@ export function eventRoutes(app: FastifyInstance, ctx: ServiceContext): void {
     },
     async (req, reply) => {
       const header = req.headers['last-event-id'];
-      const last =
-        typeof header === 'string' && /^[0-9]{1,15}$/.test(header.trim())
-          ? header.trim()
-          : req.query.from;
-      const from = last === undefined ? 0 : Number(last);
-      const raw = reply.raw;
-      reply.hijack();
-      raw.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-store',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-      });
-      raw.write(': pilotfish events\n\n');
+      const resumed = typeof header === 'string' && /^[0-9]{1,15}$/.test(header.trim());
+      const from = Number(resumed ? header.trim() : (req.query.from ?? 0));
+      const sse = openEventStream(reply);
       const watch = runtimeOf(ctx.session).store.watch(from)[Symbol.asyncIterator]();
-      let open = true;
-      const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
-      const end = (): void => {
-        if (!open) return;
-        open = false;
-        clearInterval(heartbeat);
-        void watch.return?.();
-      };
-      raw.on('close', end);
+      sse.onClose(() => void watch.return?.());
       try {
         for (;;) {
           const next = await watch.next();
-          if (next.done === true || !open) break;
+          if (next.done === true || sse.closed) break;
           const { cursor, notifications } = next.value;
           let text = '';
           notifications.forEach((n, i) => {
             text += `id: ${cursor + i + 1}\nevent: ${n.kind}\ndata: ${JSON.stringify(n)}\n\n`;
           });
-          // a slow client holds the stream, not the server's memory: wait until it has read
-          if (!raw.write(text)) await new Promise((resolve) => raw.once('drain', resolve));
+          await sse.send(text);
         }
       } finally {
-        end();
-        raw.end();
+        sse.end();
       }
     },
   );

@@ -112,6 +112,25 @@ export function taskRoutes(app: FastifyInstance, ctx: ServiceContext): void {
     },
   );
 
+  app.get<{ Params: { uid: string } }>(
+    '/v1/tasks/:uid/result',
+    {
+      schema: { summary: "A function call's result", tags: ['tasks'], params: uidParams },
+      config: { auth: { scope: 'read' } },
+    },
+    (req, reply) => {
+      const t = ctx.taskOf(req.params.uid);
+      if (t === undefined) {
+        return sendError(reply, 404, 'E_NOT_FOUND', `no task '${req.params.uid}' in this session`);
+      }
+      if (t.state !== 'DONE') {
+        const why = t.final ? `it ended ${t.state}` : `it is ${t.state}`;
+        return sendError(reply, 409, 'E_NOT_DONE', `task '${t.uid}' has no result: ${why}`);
+      }
+      return reply.send({ uid: t.uid, result: t.result ?? null });
+    },
+  );
+
   app.post<{ Params: { uid: string } }>(
     '/v1/tasks/:uid/cancel',
     {

@@ -147,7 +147,14 @@ describeHere(
       if (!fs.existsSync(file)) {
         throw new Error(`no ${name}.json; the machine said:\n${run.console}`);
       }
-      const r = JSON.parse(fs.readFileSync(file, 'utf8') || '{}') as { error?: string };
+      const text = fs.readFileSync(file, 'utf8');
+      if (text === '') {
+        const err = fs.readFileSync(file.replace(/json$/, 'err'), 'utf8');
+        throw new Error(
+          `${name}: no result; its stderr:\n${err}\nthe machine said:\n${run.console}`,
+        );
+      }
+      const r = JSON.parse(text) as { error?: string };
       if (r.error !== undefined) throw new Error(`${name}: ${r.error}`);
       return r as T;
     };
@@ -161,13 +168,13 @@ describeHere(
         `set -u
 cd ${dir}
 for helper in native node; do
-  PILOTFISH_SPAWNER=$helper node client.js /tmp/s-$helper bomb > $helper.json 2> $helper.err
+  PILOTFISH_SPAWNER=$helper node client.js /run/s-$helper bomb > $helper.json 2> $helper.err
 done
 mkdir ${cg}/job
 sh -c 'echo $$ > ${cg}/job/cgroup.procs; exec node alone.js ${cg}/job' > alone.json 2> alone.err
 rmdir ${cg}/job
 mkdir ${cg}/login
-sh -c 'echo $$ > ${cg}/login/cgroup.procs; exec node client.js /tmp/s-login' > shared.json 2> shared.err
+sh -c 'echo $$ > ${cg}/login/cgroup.procs; exec node client.js /run/s-login' > shared.json 2> shared.err
 `,
         { dir, timeoutMs: 540_000 },
       );

@@ -5,7 +5,14 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runCli } from '../../support/cli';
-import { api, readEvents, startServe, type LiveService, type SseEvent } from '../../support/serve';
+import {
+  api,
+  readEvents,
+  readSse,
+  startServe,
+  type LiveService,
+  type SseEvent,
+} from '../../support/serve';
 
 // `pilotfish serve` over real HTTP: the built CLI in a child process with a local pilot, and
 // real clients (Node's fetch, curl, Debian's python3 with its standard library alone).
@@ -212,6 +219,34 @@ describe('pilotfish serve', () => {
     expect(got.body).toMatchObject({ uid: 'once', state: 'DONE', attempt: 1, final: true });
   }, 60_000);
 
+  it("follows a task's output as events that go on from Last-Event-ID, and reads it from a byte offset", async () => {
+    const lines = Array.from({ length: 6 }, (_, i) => `line ${i} ${'é'.repeat(i)}`);
+    const script = lines.map((l) => `echo '${l}'; sleep 0.2`).join('; ');
+    const r = await api(s, 'POST', '/v1/tasks', {
+      tasks: [{ uid: 'printer', executable: '/bin/sh', arguments: ['-c', script] }],
+    });
+    expect(r.status).toBe(201);
+    const route = '/v1/tasks/printer/output?follow=true';
+    const first = await readSse<string>(s, route, { until: (evs) => evs.length >= 2 });
+    const rest = await readSse<string>(s, route, {
+      lastEventId: first.at(-1)!.id,
+      until: (evs) => evs.some((e) => e.event === 'end'),
+    });
+    const out = [...first, ...rest].filter((e) => e.event === 'output');
+    const text = out.map((e) => e.data).join('');
+    expect(text).toBe(lines.map((l) => `${l}\n`).join(''));
+    // each id is the byte offset after its data
+    let at = 0;
+    for (const e of out) expect(e.id).toBe((at += Buffer.byteLength(e.data)));
+    expect(rest.at(-1)).toMatchObject({ event: 'end', data: 'DONE' });
+    const from = Buffer.byteLength(`${lines[0]}\n`);
+    const res = await fetch(`${s.url}/v1/tasks/printer/output?offset=${from}`, {
+      headers: { authorization: `Bearer ${s.token}` },
+    });
+    expect(await res.text()).toBe(text.slice(lines[0]!.length + 1));
+    expect(res.headers.get('x-output-bytes')).toBe(String(Buffer.byteLength(text)));
+  }, 60_000);
+
   it('serves curl and a Python program that uses only its standard library', async () => {
     const auth = `Authorization: Bearer ${s.token}`;
     const curl = await run(
@@ -265,7 +300,14 @@ describe('pilotfish serve killed with SIGKILL and started again', () => {
         executable: '/bin/sh',
         arguments: ['-c', `sleep 0.05; echo k${i} >> ${path.join(dir, 'ran.log')}`],
       }));
-      expect((await api(s, 'POST', '/v1/tasks', { tasks })).status).toBe(201);
+      const printer = {
+        uid: 'printer',
+        executable: '/bin/sh',
+        arguments: ['-c', 'for i in $(seq 1 40); do echo p$i; sleep 0.1; done'],
+      };
+      expect((await api(s, 'POST', '/v1/tasks', { tasks: [printer, ...tasks] })).status).toBe(201);
+      const route = '/v1/tasks/printer/output?follow=true';
+      const printed = await readSse<string>(s, route, { until: (evs) => evs.length >= 5 });
       const before = await readEvents(s, { until: (evs) => finals(evs).size >= 30 });
       s.cli.proc.kill('SIGKILL');
       await s.cli.result;
@@ -273,13 +315,21 @@ describe('pilotfish serve killed with SIGKILL and started again', () => {
       s = await startServe(dir);
       const after = await readEvents(s, {
         lastEventId: last,
-        until: (evs) => finals([...before, ...evs]).size === 200,
+        until: (evs) => finals([...before, ...evs]).size === 201,
         timeoutMs: 120_000,
       });
+      const later = await readSse<string>(s, route, {
+        lastEventId: printed.at(-1)!.id,
+        until: (evs) => evs.some((e) => e.event === 'end'),
+      });
+      const text = [...printed, ...later].filter((e) => e.event === 'output').map((e) => e.data);
+      expect(text.join('')).toBe(Array.from({ length: 40 }, (_, i) => `p${i + 1}\n`).join(''));
       const all = [...before, ...after];
       expect(all.map((e) => e.id)).toEqual(all.map((_, i) => i + 1));
       const ended = finals(all);
-      for (const t of tasks) expect(ended.get(t.uid)!.map((e) => e.data.state)).toEqual(['DONE']);
+      for (const t of [printer, ...tasks]) {
+        expect(ended.get(t.uid)!.map((e) => e.data.state)).toEqual(['DONE']);
+      }
       const ran = fs.readFileSync(path.join(dir, 'ran.log'), 'utf8').trim().split('\n');
       expect(ran.length).toBe(200); // none ran twice
       expect(new Set(ran).size).toBe(200);
