@@ -8,6 +8,7 @@ import { authHook, type LiveTokens } from './auth';
 import type { ServiceContext } from './context';
 import { errorHandler, sendError } from './errors';
 import { eventRoutes } from './routes/events';
+import { metricsRoutes } from './metrics';
 import { metaRoutes } from './routes/meta';
 import { outputRoutes } from './routes/output';
 import { pilotRoutes } from './routes/pilots';
@@ -21,6 +22,8 @@ export interface ApiOptions {
   /** True once the service has begun to stop: /v1/healthz says 503. */
   closing(): boolean;
   version: string;
+  /** Serve HTTPS with this certificate and key. */
+  https?: { cert: Buffer; key: Buffer };
 }
 
 /**
@@ -31,6 +34,7 @@ export interface ApiOptions {
 export async function buildApi(ctx: ServiceContext, opts: ApiOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: false,
+    ...(opts.https !== undefined ? { https: opts.https } : {}),
     bodyLimit: opts.bodyLimitBytes ?? 16 * 1024 * 1024,
     // slow or stuck clients do not hold sockets: headers in 10 s, a request in 60 s
     connectionTimeout: 0,
@@ -64,6 +68,7 @@ export async function buildApi(ctx: ServiceContext, opts: ApiOptions): Promise<F
   app.setNotFoundHandler((req, reply) =>
     sendError(reply, 404, 'E_NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`),
   );
+  metricsRoutes(app, ctx); // first: its onResponse hook counts every route's requests
   metaRoutes(app, ctx, () => opts.closing());
   taskRoutes(app, ctx);
   eventRoutes(app, ctx);

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -32,8 +32,12 @@ export const SERVE_FILE = 'serve.json';
 export interface ServeOptions {
   /** The service's directory (made 0700 if missing). */
   dir: string;
-  /** Where it listens: loopback by default; any other address needs `insecure` (no TLS yet). */
+  /** Where it listens: loopback by default; any other address needs `tls` or `insecureHttp`. */
   host?: string;
+  /** A Unix socket to listen on (made 0600) instead of a TCP address. */
+  socket?: string;
+  /** HTTPS with this certificate and key (PEM files). */
+  tls?: { cert: string; key: string };
   /** 0 (default): a free port, named in serve.json. */
   port?: number;
   /**
@@ -60,11 +64,17 @@ const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 /** Opens (or resumes) the service's session and serves its API until stop(). */
 export async function startService(opts: ServeOptions): Promise<RunningService> {
   const host = opts.host ?? '127.0.0.1';
-  if (!LOOPBACK.has(host) && opts.insecureHttp !== true) {
+  if (
+    !LOOPBACK.has(host) &&
+    opts.socket === undefined &&
+    opts.tls === undefined &&
+    opts.insecureHttp !== true
+  ) {
     throw new UsageError(
-      `serving on ${host} would send tokens and tasks in clear over the network: listen on loopback (the default), or say --insecure-http to mean it`,
+      `serving on ${host} would send tokens and tasks in clear over the network: listen on loopback (the default) or a Unix socket, give --tls-cert and --tls-key, or say --insecure-http to mean it`,
     );
   }
+  const https = opts.tls === undefined ? undefined : readTls(opts.tls);
   makePrivateDir(opts.dir);
   const live = liveService(opts.dir);
   if (live !== undefined) {
@@ -115,15 +125,21 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
       log: rt.log,
       closing: () => closing,
       version: opts.version ?? '0',
+      ...(https !== undefined ? { https } : {}),
     });
-    await app.listen({ host, port: opts.port ?? 0 });
-    const a = app.server.address() as AddressInfo;
-    const shown = a.family === 'IPv6' ? `[${a.address}]` : a.address;
-    const info: ServeInfo = {
-      session: session.uid,
-      url: `http://${shown}:${a.port}`,
-      pid: process.pid,
-    };
+    let url: string;
+    if (opts.socket !== undefined) {
+      rmSync(opts.socket, { force: true }); // a socket left by a killed service
+      await app.listen({ path: opts.socket });
+      chmodSync(opts.socket, PRIVATE_FILE);
+      url = `unix:${opts.socket}`;
+    } else {
+      await app.listen({ host, port: opts.port ?? 0 });
+      const a = app.server.address() as AddressInfo;
+      const shown = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+      url = `${https !== undefined ? 'https' : 'http'}://${shown}:${a.port}`;
+    }
+    const info: ServeInfo = { session: session.uid, url, pid: process.pid };
     writeFileSync(path.join(opts.dir, SERVE_FILE), `${JSON.stringify(info)}\n`, {
       mode: PRIVATE_FILE,
     });
@@ -148,6 +164,18 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     await session.close();
     throw e;
   }
+}
+
+/** The certificate and key of `tls`, read (a file that cannot be read: UsageError). */
+function readTls(tls: { cert: string; key: string }): { cert: Buffer; key: Buffer } {
+  const read = (file: string, what: string): Buffer => {
+    try {
+      return readFileSync(file);
+    } catch (e) {
+      throw new UsageError(`cannot read the TLS ${what} ${file}: ${(e as Error).message}`);
+    }
+  };
+  return { cert: read(tls.cert, 'certificate'), key: read(tls.key, 'key') };
 }
 
 /** The uid of the session a service in `dir` served before, if any. */

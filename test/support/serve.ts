@@ -14,7 +14,7 @@ export interface LiveService {
 export async function startServe(dir: string, args: string[] = []): Promise<LiveService> {
   const cli = startCli(['serve', '--dir', dir, '--port', '0', ...args]);
   const m = await Promise.race([
-    cli.stderrMatch(/serving session (\S+) at (\S+)\/v1 /),
+    cli.stderrMatch(/serving session (\S+) at (\S+) \(API under \/v1/),
     cli.result.then((r) => {
       throw new Error(`pilotfish serve ended (${r.code ?? r.signal}): ${r.stderr}`);
     }),

@@ -27,6 +27,9 @@ interface ServeFlags {
   host: string;
   port: string;
   pilots?: string;
+  socket?: string;
+  tlsCert?: string;
+  tlsKey?: string;
   insecureHttp?: boolean;
 }
 
@@ -46,6 +49,9 @@ export function registerServe(program: Command, done: (code: number) => void): v
     .option('--dir <dir>', "the service's directory", DEFAULT_SERVE_DIR)
     .option('--host <address>', 'the address to listen on', '127.0.0.1')
     .option('--port <port>', 'the port (0: a free one, named in <dir>/serve.json)', '8470')
+    .option('--socket <path>', 'listen on this Unix socket (0600) instead of a TCP address')
+    .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key)')
+    .option('--tls-key <file>', "the certificate's private key (PEM)")
     .option('--pilots <file>', 'a JSON list of pilot descriptions (default: one local pilot)')
     .option('--insecure-http', 'allow an address other than loopback without TLS')
     .addHelpText('after', EXIT_STATUS)
@@ -133,6 +139,10 @@ async function runServe(flags: ServeFlags): Promise<number> {
     say(`serve: --port must be a port number (0-65535), got '${flags.port}'`);
     return EXIT.usage;
   }
+  if ((flags.tlsCert === undefined) !== (flags.tlsKey === undefined)) {
+    say('serve: --tls-cert and --tls-key go together');
+    return EXIT.usage;
+  }
   let stopWith: ((signal: string) => void) | undefined;
   const stop = new Promise<string>((resolve) => (stopWith = resolve));
   const dispose = onInterrupt(
@@ -149,10 +159,15 @@ async function runServe(flags: ServeFlags): Promise<number> {
       port,
       ...(flags.pilots !== undefined ? { pilots: loadPilots(flags.pilots) } : {}),
       ...(flags.insecureHttp === true ? { insecureHttp: true } : {}),
+      ...(flags.socket !== undefined ? { socket: path.resolve(flags.socket) } : {}),
+      ...(flags.tlsCert !== undefined
+        ? { tls: { cert: path.resolve(flags.tlsCert), key: path.resolve(flags.tlsKey!) } }
+        : {}),
       version: packageVersion(),
     });
+    const token = path.join(path.resolve(flags.dir), ADMIN_TOKEN_FILE);
     say(
-      `serving session ${service.info.session} at ${service.info.url}/v1 (token: ${path.join(path.resolve(flags.dir), ADMIN_TOKEN_FILE)})`,
+      `serving session ${service.info.session} at ${service.info.url} (API under /v1; token: ${token})`,
     );
     await stop;
     await service.stop();

@@ -247,6 +247,30 @@ describe('pilotfish serve', () => {
     expect(res.headers.get('x-output-bytes')).toBe(String(Buffer.byteLength(text)));
   }, 60_000);
 
+  it('serves metrics in the Prometheus format to a read token', async () => {
+    const res = await fetch(`${s.url}/metrics`, {
+      headers: { authorization: `Bearer ${s.token}` },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await res.text();
+    const value = (name: string): number => {
+      const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+      if (line === undefined) throw new Error(`no ${name} in:\n${text}`);
+      return Number(line.split(' ')[1]);
+    };
+    expect(value('pilotfish_tasks{state="DONE"}')).toBeGreaterThanOrEqual(1000);
+    expect(value('pilotfish_tasks_ended_total{state="DONE"}')).toBeGreaterThanOrEqual(1000);
+    expect(value('pilotfish_pilot_cores{pilot="pilot.0000"}')).toBe(os.availableParallelism());
+    expect(value('pilotfish_pilot_cores_busy{pilot="pilot.0000"}')).toBeGreaterThanOrEqual(0);
+    expect(text).toMatch(
+      /pilotfish_http_requests_total\{method="POST",route="\/v1\/tasks",status="201"\} \d+/,
+    );
+    expect(text).toContain('pilotfish_process_resident_memory_bytes');
+    expect(text).toContain('pilotfish_nodejs_eventloop_lag_seconds');
+    expect((await fetch(`${s.url}/metrics`)).status).toBe(401);
+  });
+
   it('serves curl and a Python program that uses only its standard library', async () => {
     const auth = `Authorization: Bearer ${s.token}`;
     const curl = await run(
@@ -339,4 +363,105 @@ describe('pilotfish serve killed with SIGKILL and started again', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }, 240_000);
+});
+
+describe('pilotfish serve on other listeners', () => {
+  let dir: string;
+
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-serve-listen-'));
+  });
+
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('refuses an address other than loopback without TLS, by name', async () => {
+    const r = await runCli(['serve', '--dir', path.join(dir, 'open'), '--host', '0.0.0.0']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('would send tokens and tasks in clear over the network');
+    expect(fs.existsSync(path.join(dir, 'open', 'sessions'))).toBe(false);
+  });
+
+  it('serves a Unix socket only its owner can open, tokens still required', async () => {
+    const sock = path.join(dir, 'api.sock');
+    const s = await startServe(path.join(dir, 'unix'), ['--socket', sock]);
+    try {
+      expect(s.url).toBe(`unix:${sock}`);
+      expect(fs.statSync(sock).mode & 0o777).toBe(0o600);
+      const health = await run('curl', ['-sS', '--unix-socket', sock, 'http://x/v1/healthz']);
+      expect(JSON.parse(health.out)).toEqual({ ok: true, session: s.session });
+      const none = await run('curl', [
+        '-s',
+        '-o',
+        '/dev/null',
+        '-w',
+        '%{http_code}',
+        '--unix-socket',
+        sock,
+        'http://x/v1/tasks',
+      ]);
+      expect(none.out).toBe('401');
+      const listed = await run('curl', [
+        '-sS',
+        '--unix-socket',
+        sock,
+        '-H',
+        `Authorization: Bearer ${s.token}`,
+        'http://x/v1/tasks',
+      ]);
+      expect(JSON.parse(listed.out)).toEqual({ tasks: [] });
+    } finally {
+      s.cli.proc.kill('SIGTERM');
+      await s.cli.result;
+    }
+  }, 60_000);
+
+  it('serves HTTPS on any address with a certificate', async () => {
+    const cert = path.join(dir, 'cert.pem');
+    const key = path.join(dir, 'key.pem');
+    const made = await run('openssl', [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ]);
+    expect(made.code).toBe(0);
+    const s = await startServe(path.join(dir, 'tls'), [
+      '--host',
+      '0.0.0.0',
+      '--tls-cert',
+      cert,
+      '--tls-key',
+      key,
+    ]);
+    try {
+      const port = new URL(s.url).port;
+      expect(s.url).toMatch(/^https:\/\//);
+      const r = await run('curl', [
+        '-sS',
+        '--cacert',
+        cert,
+        '-H',
+        `Authorization: Bearer ${s.token}`,
+        `https://127.0.0.1:${port}/v1/tasks`,
+      ]);
+      expect(r.err).toBe('');
+      expect(JSON.parse(r.out)).toEqual({ tasks: [] });
+      const plain = await run('curl', ['-sS', `http://127.0.0.1:${port}/v1/healthz`]);
+      expect(plain.out).not.toContain('"ok":true');
+    } finally {
+      s.cli.proc.kill('SIGTERM');
+      await s.cli.result;
+    }
+  }, 60_000);
 });

@@ -1,0 +1,94 @@
+import type { FastifyInstance } from 'fastify';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { runtimeOf } from '../client/runtime/runtime';
+import { TASK_STATES } from '../states/task-model';
+import type { ServiceContext } from './context';
+
+// GET /metrics in the Prometheus text format (prom-client): the session's tasks by state (their
+// sum: what was submitted), what ended (its rate: throughput), each pilot's cores and those its running
+// tasks hold (utilization), the HTTP requests by route and status, and the process's own.
+// Gauges are read from the session when scraped: nothing is counted twice.
+
+const RUNNING = new Set(['AGENT_EXECUTING_PENDING', 'AGENT_EXECUTING']);
+
+export function metricsRoutes(app: FastifyInstance, ctx: ServiceContext): void {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'pilotfish_' });
+  const tasks = runtimeOf(ctx.session).tasks;
+  new Gauge({
+    name: 'pilotfish_tasks',
+    help: 'Tasks of the session, by state',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const counts = new Map<string, number>(TASK_STATES.map((s) => [s, 0]));
+      for (const t of tasks.values()) counts.set(t.state, (counts.get(t.state) ?? 0) + 1);
+      this.reset();
+      for (const [state, n] of counts) this.set({ state }, n);
+    },
+  });
+  const ended = new Counter({
+    name: 'pilotfish_tasks_ended_total',
+    help: 'Tasks that reached a final state since the service started, by state',
+    labelNames: ['state'],
+    registers: [registry],
+  });
+  ctx.tmgr.onState((t) => {
+    if (t.final) ended.inc({ state: t.state });
+  });
+  new Gauge({
+    name: 'pilotfish_pilot_cores',
+    help: "A pilot's cores (all its nodes), by pilot",
+    labelNames: ['pilot'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const p of ctx.pmgr.list()) {
+        if (p.final) continue;
+        this.set(
+          { pilot: p.uid },
+          p.nodes.reduce((n, node) => n + node.cores, 0),
+        );
+      }
+    },
+  });
+  new Gauge({
+    name: 'pilotfish_pilot_cores_busy',
+    help: "Cores a pilot's running tasks hold, by pilot (over pilotfish_pilot_cores: utilization)",
+    labelNames: ['pilot'],
+    registers: [registry],
+    collect() {
+      const busy = new Map<string, number>();
+      for (const p of ctx.pmgr.list()) if (!p.final) busy.set(p.uid, 0);
+      for (const t of tasks.values()) {
+        if (t.pilot === undefined || !RUNNING.has(t.state) || !busy.has(t.pilot)) continue;
+        const d = t.description;
+        busy.set(t.pilot, busy.get(t.pilot)! + (d.ranks ?? 1) * (d.coresPerRank ?? 1));
+      }
+      this.reset();
+      for (const [pilot, n] of busy) this.set({ pilot }, n);
+    },
+  });
+  const requests = new Counter({
+    name: 'pilotfish_http_requests_total',
+    help: 'HTTP requests answered, by method, route and status',
+    labelNames: ['method', 'route', 'status'],
+    registers: [registry],
+  });
+  app.addHook('onResponse', (req, reply, done) => {
+    requests.inc({
+      method: req.method,
+      route: req.routeOptions.url ?? 'unmatched',
+      status: String(reply.statusCode),
+    });
+    done();
+  });
+  app.get(
+    '/metrics',
+    {
+      schema: { summary: 'Metrics in the Prometheus text format', tags: ['service'] },
+      config: { auth: { scope: 'read' } },
+    },
+    async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()),
+  );
+}
