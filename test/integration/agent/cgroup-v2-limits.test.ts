@@ -55,10 +55,14 @@ const sh = (script, more = {}) => ({ executable: '/bin/sh', arguments: ['-c', sc
           arguments: ['-c', \`[ "$(cat \${CG}/pids.max)" -le 64 ] || exit 3
             while :; do sleep 100 & echo $! >> pids; done\`],
           sandbox: true,
-          timeoutS: 8,
+          // half a core: a bomb under emulation must not starve the client that watches it
+          limits: { cpus: 0.5 },
+          timeoutS: 20,
         },
       ]);
-      await tmgr.waitTasks({ uids: [bomb.uid], states: ['AGENT_EXECUTING'], timeoutMs: 60000 });
+      // or final: a starved client may be told both at once
+      const seenRunning = ['AGENT_EXECUTING', 'DONE', 'FAILED', 'CANCELED'];
+      await tmgr.waitTasks({ uids: [bomb.uid], states: seenRunning, timeoutMs: 60000 });
       const others = await tmgr.submitTasks([1, 2, 3].map((i) => sh('echo t' + i)));
       await tmgr.waitTasks({ uids: others.map((t) => t.uid), timeoutMs: 60000 });
       const whileBombing = bomb.final;
