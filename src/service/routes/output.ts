@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { coerceError } from '../../errors';
 import type { ServiceContext } from '../context';
 import { sendError } from '../errors';
+import { UID_PARAMS } from './params';
 import { openEventStream } from './sse';
 
 const outputQuery = {
@@ -41,12 +42,7 @@ export function outputRoutes(app: FastifyInstance, ctx: ServiceContext): void {
       schema: {
         summary: "A task's output from a byte offset; follow=true: as server-sent events",
         tags: ['tasks'],
-        params: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['uid'],
-          properties: { uid: { type: 'string', minLength: 1, maxLength: 1024 } },
-        },
+        params: UID_PARAMS,
         querystring: outputQuery,
       },
       config: { auth: { scope: 'read' } },

@@ -3,14 +3,8 @@ import pilotDescription from '../../../schemas/pilot-description.schema.json';
 import type { PilotDescription } from '../../generated';
 import { sendError } from '../errors';
 import type { ServiceContext } from '../context';
+import { UID_PARAMS } from './params';
 import { pilotView } from '../views';
-
-const uidParams = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['uid'],
-  properties: { uid: { type: 'string', minLength: 1, maxLength: 1024 } },
-} as const;
 
 /** Pilots: submit (admin), list, get, cancel (admin). New pilots take the service's tasks. */
 export function pilotRoutes(app: FastifyInstance, ctx: ServiceContext): void {
@@ -23,7 +17,7 @@ export function pilotRoutes(app: FastifyInstance, ctx: ServiceContext): void {
   app.get<{ Params: { uid: string } }>(
     '/v1/pilots/:uid',
     {
-      schema: { summary: 'One pilot', tags: ['pilots'], params: uidParams },
+      schema: { summary: 'One pilot', tags: ['pilots'], params: UID_PARAMS },
       config: { auth: { scope: 'read' } },
     },
     async (req, reply) => {
@@ -69,7 +63,7 @@ export function pilotRoutes(app: FastifyInstance, ctx: ServiceContext): void {
       schema: {
         summary: 'Cancel a pilot (its tasks go to the others)',
         tags: ['pilots'],
-        params: uidParams,
+        params: UID_PARAMS,
       },
       config: { auth: { scope: 'admin' } },
     },

@@ -6,6 +6,7 @@ import type { Task } from '../../client/task';
 import { ValidationError } from '../../errors';
 import { sendError } from '../errors';
 import type { ServiceContext } from '../context';
+import { UID_PARAMS } from './params';
 import { taskDetail, taskSummary } from '../views';
 import { pageOf, TASK_LIST_QUERY, type TaskListQuery } from './task-list';
 
@@ -25,13 +26,6 @@ const submitBody = {
       description: `The tasks to submit, at most ${MAX_BATCH}. A task with a uid the session has already is not submitted again: the reply names it (idempotent), unless its description differs (409).`,
     },
   },
-} as const;
-
-const uidParams = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['uid'],
-  properties: { uid: { type: 'string', minLength: 1, maxLength: 1024 } },
 } as const;
 
 /** Tasks: submit, list, get, cancel, explain (docs/service.md, "Tasks"). */
@@ -96,7 +90,7 @@ export function taskRoutes(app: FastifyInstance, ctx: ServiceContext): void {
       schema: {
         summary: 'One task: state, history, reason, and why it waits',
         tags: ['tasks'],
-        params: uidParams,
+        params: UID_PARAMS,
       },
       config: { auth: { scope: 'read' } },
     },
@@ -115,7 +109,7 @@ export function taskRoutes(app: FastifyInstance, ctx: ServiceContext): void {
   app.get<{ Params: { uid: string } }>(
     '/v1/tasks/:uid/result',
     {
-      schema: { summary: "A function call's result", tags: ['tasks'], params: uidParams },
+      schema: { summary: "A function call's result", tags: ['tasks'], params: UID_PARAMS },
       config: { auth: { scope: 'read' } },
     },
     (req, reply) => {
@@ -134,7 +128,7 @@ export function taskRoutes(app: FastifyInstance, ctx: ServiceContext): void {
   app.post<{ Params: { uid: string } }>(
     '/v1/tasks/:uid/cancel',
     {
-      schema: { summary: 'Cancel a task', tags: ['tasks'], params: uidParams },
+      schema: { summary: 'Cancel a task', tags: ['tasks'], params: UID_PARAMS },
       config: { auth: { scope: 'submit' } },
     },
     async (req, reply) => {

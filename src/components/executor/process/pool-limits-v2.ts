@@ -5,6 +5,7 @@ import { errnoOf, errnoText } from '../../../lib/errno-text';
 import type { Logger } from '../../../lib/logger';
 import type { SpawnRequest, SpawnSpec } from './helper/protocol';
 import type { OomKills, TaskLimiter } from './task-limiter';
+import { procsIn } from './helper/task-cgroup';
 import { CONTROLLERS, controllersOf, limitWrites, type Controller } from './task-limits';
 
 // Task limits in a cgroup v2 tree (docs/launch-methods.md, "Resource limits"): the limits go
@@ -76,7 +77,7 @@ export class V2Limits implements TaskLimiter {
       const moved = moveInto(setup.leaf, own);
       const again = moved ?? enable(own, enabledInOwn);
       if (again !== undefined) {
-        const procs = procsOf(own);
+        const procs = procsIn(own);
         back(own, setup.leaf);
         const others =
           moved === undefined
@@ -220,17 +221,6 @@ function back(own: string, leaf: string): string | undefined {
     return undefined;
   } catch (e) {
     return errnoOf(e) === 'ENOENT' ? undefined : `cannot remove '${leaf}': ${text(e)}`;
-  }
-}
-
-function procsOf(dir: string): number[] {
-  try {
-    return readFileSync(path.join(dir, 'cgroup.procs'), 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return [];
   }
 }
 

@@ -5,6 +5,7 @@ import { errnoOf, errnoText } from '../../../lib/errno-text';
 import type { Logger } from '../../../lib/logger';
 import type { SpawnRequest, SpawnSpec, TaskLimits } from './helper/protocol';
 import { killProcesses } from './helper/kill-session';
+import { procsIn } from './helper/task-cgroup';
 import { V2Limits } from './pool-limits-v2';
 import type { OomKills, TaskLimiter } from './task-limiter';
 import {
@@ -221,7 +222,7 @@ export class PoolLimits implements TaskLimiter {
     for (;;) {
       left = left.filter((d) => !rmdirGone(d));
       if (left.length === 0 || Date.now() > deadline) break;
-      for (const d of left) killProcesses(procsOf(d), 'SIGKILL');
+      for (const d of left) killProcesses(procsIn(d), 'SIGKILL');
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
     }
     if (left.length > 0) this.log.warn('cannot remove the cgroups of tasks', { left });
@@ -278,17 +279,6 @@ function rmdirGone(dir: string): boolean {
     return true;
   } catch (e) {
     return errnoOf(e) === 'ENOENT';
-  }
-}
-
-function procsOf(dir: string): number[] {
-  try {
-    return readFileSync(path.join(dir, 'cgroup.procs'), 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return [];
   }
 }
 

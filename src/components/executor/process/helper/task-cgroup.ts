@@ -94,6 +94,18 @@ export function killCgroup(dir: string): void {
   writeFileSync(path.join(dir, 'cgroup.kill'), '1');
 }
 
+/** The processes in the cgroup itself (not below it); [] once it is gone. */
+export function procsIn(dir: string): number[] {
+  try {
+    return readFileSync(path.join(dir, 'cgroup.procs'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
 /**
  * The processes in the cgroup and in those below it (a task may make cgroups of its own: an
  * agent run as a task does); [] once it is gone.
