@@ -13,38 +13,38 @@ export interface RouteAuth {
   open?: boolean;
 }
 
-/** A store that reloads its file when `pilotfish serve token` changed it (revocations). */
+/**
+ * A store that reloads its file when `pilotfish serve token` changed it (a revocation counts
+ * from the next request): one stat per request (~2 us), the file's identity compared (a save
+ * renames a new file over it, so its inode changes even within the same millisecond).
+ */
 export class LiveTokens {
-  private mtimeMs = 0;
-  private checked = 0;
+  private seen: string;
 
   constructor(
     private store: TokenStore,
     private readonly file: string,
     private readonly reopen: () => TokenStore,
   ) {
-    this.mtimeMs = mtimeOf(file);
+    this.seen = identityOf(file);
   }
 
   scopesOf(token: string): Scope[] | undefined {
-    const now = Date.now();
-    if (now - this.checked > 250) {
-      this.checked = now;
-      const m = mtimeOf(this.file);
-      if (m !== this.mtimeMs) {
-        this.mtimeMs = m;
-        this.store = this.reopen();
-      }
+    const now = identityOf(this.file);
+    if (now !== this.seen) {
+      this.seen = now;
+      this.store = this.reopen();
     }
     return this.store.scopesOf(token);
   }
 }
 
-function mtimeOf(file: string): number {
+function identityOf(file: string): string {
   try {
-    return statSync(file).mtimeMs;
+    const st = statSync(file);
+    return `${st.ino}:${st.mtimeMs}:${st.size}`;
   } catch {
-    return 0;
+    return 'none';
   }
 }
 

@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { V2Limits } from '../../../../../src/components/executor/process/pool-limits-v2';
 import { silentLogger } from '../../../../../src/lib/logger';
-import type { SpawnSpec } from '../../../../../src/components/executor/effects';
+import { trueSpec } from '../../../../support/spawn-spec';
 
 // The pool's side of cgroup v2 limits on a fake tree (plain files: no kernel rule applies, so
 // the agent never has to move); the real tree is test/integration/agent/cgroup-v2-limits.test.ts.
@@ -29,16 +29,7 @@ describe('V2Limits on a fake cgroup v2 tree', () => {
     return { own: root, base };
   }
 
-  const spec = (limits?: SpawnSpec['limits']): SpawnSpec => ({
-    uid: 't1',
-    executable: '/bin/true',
-    args: [],
-    env: {},
-    cwd: '/',
-    stdoutPath: '/dev/null',
-    stderrPath: '/dev/null',
-    ...(limits === undefined ? {} : { limits }),
-  });
+  const spec = (limits?: Parameters<typeof trueSpec>[1]) => trueSpec('t1', limits);
 
   it('a tree that gives the agent no controller: why, and spawns without limits', () => {
     const { own, base } = tree('cpuset io');

@@ -11,6 +11,7 @@ import {
 } from '../../../../../src/components/executor/process/task-limits';
 import { silentLogger } from '../../../../../src/lib/logger';
 import type { SpawnSpec } from '../../../../../src/components/executor/effects';
+import { trueSpec } from '../../../../support/spawn-spec';
 
 const MIB = 1024 * 1024;
 
@@ -111,16 +112,9 @@ describe('PoolLimits on a fake cgroup tree', () => {
   it("makes a base and a task's cgroups in each controller and writes its limits there", async () => {
     const limits = PoolLimits.make({ v1Root: fakeTree(['memory', 'pids', 'cpu']) }, silentLogger);
     expect(limits.why).toBeUndefined();
-    const dirs = limits.request({
-      uid: 't1',
-      executable: '/bin/true',
-      args: [],
-      env: {},
-      cwd: '/',
-      stdoutPath: '/dev/null',
-      stderrPath: '/dev/null',
-      limits: { memoryBytes: 8 * MIB, pids: 20, cpus: 2 },
-    }).cgroups!;
+    const dirs = limits.request(
+      trueSpec('t1', { memoryBytes: 8 * MIB, pids: 20, cpus: 2 }),
+    ).cgroups!;
     expect(dirs.map((d) => path.basename(path.dirname(d)))).toEqual(
       [0, 1, 2].map(() => expect.stringMatching(/^pilotfish-\d+-[0-9a-f]{6}$/) as unknown),
     );
@@ -145,15 +139,7 @@ describe('PoolLimits on a fake cgroup tree', () => {
     const limits = PoolLimits.make({ v1Root: fakeTree(['pids']) }, silentLogger);
     expect(limits.controllers).toEqual(['pids']);
     expect(limits.why).toMatch(/^memory: cannot create .*; cpu: cannot create /);
-    const spec = {
-      uid: 't2',
-      executable: '/bin/true',
-      args: [],
-      env: {},
-      cwd: '/',
-      stdoutPath: '/dev/null',
-      stderrPath: '/dev/null',
-    };
+    const spec = trueSpec('t2');
     expect(limits.request(spec)).toEqual({ op: 'spawn', ...spec });
     const req = limits.request({ ...spec, limits: { memoryBytes: MIB, pids: 16 } });
     expect(req.limits).toBeUndefined();
@@ -166,16 +152,7 @@ describe('PoolLimits on a fake cgroup tree', () => {
 
   it('keeps an empty cgroup of pids.max alone for the next task of the same limit', async () => {
     const limits = PoolLimits.make({ v1Root: fakeTree(['pids']) }, silentLogger);
-    const spec = (uid: string, pids: number): SpawnSpec => ({
-      uid,
-      executable: '/bin/true',
-      args: [],
-      env: {},
-      cwd: '/',
-      stdoutPath: '/dev/null',
-      stderrPath: '/dev/null',
-      limits: { pids },
-    });
+    const spec = (uid: string, pids: number): SpawnSpec => trueSpec(uid, { pids });
     const [first] = limits.request(spec('a', 16)).cgroups!;
     fs.writeFileSync(path.join(first!, 'pids.current'), '0\n'); // empty once its task ended
     limits.ended('a');
