@@ -12,6 +12,9 @@ import { metricsRoutes } from './metrics';
 import { metaRoutes } from './routes/meta';
 import { outputRoutes } from './routes/output';
 import { pilotRoutes } from './routes/pilots';
+import { DEFAULT_RATE_PER_MINUTE, registerRateLimit } from './rate-limit';
+import { serviceRoutes } from './routes/services';
+import { taskFileRoutes } from './routes/task-files';
 import { taskRoutes } from './routes/tasks';
 
 export interface ApiOptions {
@@ -22,6 +25,8 @@ export interface ApiOptions {
   /** True once the service has begun to stop: /v1/healthz says 503. */
   closing(): boolean;
   version: string;
+  /** Requests a minute per token (a token's own rate wins; 0: no limit). */
+  ratePerMinute?: number;
   /** Serve HTTPS with this certificate and key. */
   https?: { cert: Buffer; key: Buffer };
 }
@@ -64,6 +69,7 @@ export async function buildApi(ctx: ServiceContext, opts: ApiOptions): Promise<F
     },
   });
   app.addHook('onRequest', authHook(opts.tokens));
+  await registerRateLimit(app, opts.ratePerMinute ?? DEFAULT_RATE_PER_MINUTE);
   app.setErrorHandler(errorHandler(opts.log));
   app.setNotFoundHandler((req, reply) =>
     sendError(reply, 404, 'E_NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`),
@@ -71,9 +77,11 @@ export async function buildApi(ctx: ServiceContext, opts: ApiOptions): Promise<F
   metricsRoutes(app, ctx); // first: its onResponse hook counts every route's requests
   metaRoutes(app, ctx, () => opts.closing());
   taskRoutes(app, ctx);
+  taskFileRoutes(app, ctx);
   eventRoutes(app, ctx);
   outputRoutes(app, ctx);
   pilotRoutes(app, ctx);
+  serviceRoutes(app, ctx);
   await app.ready();
   return app;
 }

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { allows, type Scope, type TokenStore } from './tokens';
+import { allows, type Caller, type Scope, type TokenStore } from './tokens';
 import { sendError } from './errors';
 
 // Bearer tokens on every route but the health check and the API's own document: 401 without a
@@ -29,13 +29,13 @@ export class LiveTokens {
     this.seen = identityOf(file);
   }
 
-  scopesOf(token: string): Scope[] | undefined {
+  callerOf(token: string): Caller | undefined {
     const now = identityOf(this.file);
     if (now !== this.seen) {
       this.seen = now;
       this.store = this.reopen();
     }
-    return this.store.scopesOf(token);
+    return this.store.callerOf(token);
   }
 }
 
@@ -55,8 +55,8 @@ export function authHook(tokens: LiveTokens) {
     if (auth?.open === true) return;
     const header = req.headers.authorization;
     const m = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
-    const scopes = m === null ? undefined : tokens.scopesOf(m[1]!);
-    if (scopes === undefined) {
+    const caller = m === null ? undefined : tokens.callerOf(m[1]!);
+    if (caller === undefined) {
       void reply.header('www-authenticate', 'Bearer realm="pilotfish"');
       return sendError(
         reply,
@@ -68,14 +68,15 @@ export function authHook(tokens: LiveTokens) {
       );
     }
     const needed = auth?.scope ?? 'admin';
-    if (!allows(scopes, needed)) {
+    if (!allows(caller.scopes, needed)) {
       return sendError(
         reply,
         403,
         'E_FORBIDDEN',
-        `this route needs a token with the '${needed}' scope (this one has ${scopes.join(', ')})`,
+        `this route needs a token with the '${needed}' scope (this one has ${caller.scopes.join(', ')})`,
       );
     }
+    req.caller = caller;
   };
 }
 
@@ -83,5 +84,9 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** What the route needs of a request's token (auth.ts). */
     auth?: RouteAuth;
+  }
+  interface FastifyRequest {
+    /** The holder of the request's token, once the auth hook has let it in; null on open routes. */
+    caller: Caller | null;
   }
 }

@@ -3,6 +3,8 @@ import type { PilotManager } from '../client/pilot-manager';
 import type { Session } from '../client/session';
 import type { Task } from '../client/task';
 import type { TaskManager } from '../client/task-manager';
+import type { DeletedTasks } from './deleted';
+import type { ServiceFiles } from './staging';
 
 /** What the routes of the jobs service work on: its one session and its managers. */
 export interface ServiceContext {
@@ -11,6 +13,13 @@ export interface ServiceContext {
   readonly pmgr: PilotManager;
   /** The session's control handlers (the Unix control socket's table). */
   readonly control: ControlContext;
-  /** A task of the session, whichever manager took it. */
+  /** A task of the session, whichever manager took it; undefined once deleted. */
   taskOf(uid: string): Task | undefined;
+  /** The session's tasks in the order they were taken on, deleted ones left out. */
+  tasks(): Iterable<Task>;
+  /** A uid no task of the session has, nor a deleted one, nor any `taken` says. */
+  freshUid(taken: (uid: string) => boolean): string;
+  readonly deleted: DeletedTasks;
+  /** Where its tasks stage on the service's host. */
+  readonly files: ServiceFiles;
 }

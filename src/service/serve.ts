@@ -13,6 +13,7 @@ import { TaskManager } from '../client/task-manager';
 import { buildApi } from './api';
 import { LiveTokens } from './auth';
 import type { ServiceContext } from './context';
+import { DeletedTasks } from './deleted';
 import { TokenStore, TOKENS_FILE } from './tokens';
 
 // `pilotfish serve` (docs/service.md): one session kept open behind the HTTP API. Its
@@ -45,6 +46,8 @@ export interface ServeOptions {
    * whose pilots all ended, the pilots to start instead of the same ones again.
    */
   pilots?: PilotDescription[];
+  /** Requests a minute per token (default 120,000; a token's own rate wins; 0: no limit). */
+  ratePerMinute?: number;
   /** Says by name that a non-loopback address without TLS is wanted. */
   insecureHttp?: boolean;
   log?: Logger;
@@ -113,18 +116,32 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
       tmgr.addPilots(await pmgr.submitPilots(asked));
     }
     const rt = runtimeOf(session);
+    const deleted = new DeletedTasks(opts.dir);
+    const files = {
+      artifacts: path.join(opts.dir, 'artifacts'),
+      files: path.join(opts.dir, 'files'),
+    };
+    makePrivateDir(files.artifacts);
+    makePrivateDir(files.files);
     const ctx: ServiceContext = {
       session,
       tmgr,
       pmgr,
       control: controlContextOf(session),
-      taskOf: (uid) => rt.tasks.get(uid),
+      taskOf: (uid) => (deleted.has(uid) ? undefined : rt.tasks.get(uid)),
+      tasks: function* () {
+        for (const t of rt.tasks.values()) if (!deleted.has(t.uid)) yield t;
+      },
+      freshUid: (taken) => rt.tasks.nextUid((u) => deleted.has(u) || taken(u)),
+      deleted,
+      files,
     };
     app = await buildApi(ctx, {
       tokens,
       log: rt.log,
       closing: () => closing,
       version: opts.version ?? '0',
+      ...(opts.ratePerMinute !== undefined ? { ratePerMinute: opts.ratePerMinute } : {}),
       ...(https !== undefined ? { https } : {}),
     });
     let url: string;

@@ -22,7 +22,16 @@ export interface TokenEntry {
   scopes: Scope[];
   /** A note of the one who made it (who it is for). */
   label?: string;
+  /** Requests a minute this token may make, where the service's default is not for it. */
+  ratePerMinute?: number;
   created: string;
+}
+
+/** Who presented a valid token: what the routes and the rate limit know of them. */
+export interface Caller {
+  id: string;
+  scopes: readonly Scope[];
+  ratePerMinute?: number;
 }
 
 export const TOKENS_FILE = 'tokens.json';
@@ -75,19 +84,24 @@ export class TokenStore {
     return { store: new TokenStore(file, entries) };
   }
 
-  /** The scopes of a presented token, or undefined when it is none of ours. */
-  scopesOf(token: string): Scope[] | undefined {
+  /** Who holds a presented token, or undefined when it is none of ours. */
+  callerOf(token: string): Caller | undefined {
     const hash = hashOf(token);
     const e = this.byHash.get(hash);
     // the map finds it by its hash; the compare in constant time keeps the check honest
     if (e === undefined) return undefined;
-    return timingSafeEqual(Buffer.from(e.sha256, 'hex'), Buffer.from(hash, 'hex'))
-      ? e.scopes
-      : undefined;
+    if (!timingSafeEqual(Buffer.from(e.sha256, 'hex'), Buffer.from(hash, 'hex'))) return undefined;
+    return e;
   }
 
-  /** Makes a token with `scopes`; returns it (shown once: only its hash is kept). */
-  add(scopes: readonly Scope[], label?: string): string {
+  /**
+   * Makes a token with `scopes` (and, if given, its own requests a minute); returns it (shown
+   * once: only its hash is kept).
+   */
+  add(scopes: readonly Scope[], label?: string, ratePerMinute?: number): string {
+    if (ratePerMinute !== undefined && !(Number.isInteger(ratePerMinute) && ratePerMinute > 0)) {
+      throw new UsageError(`a token's rate is a whole number of requests a minute above 0`);
+    }
     const bad = scopes.filter((s) => !SCOPES.includes(s));
     if (scopes.length === 0 || bad.length > 0) {
       throw new UsageError(
@@ -101,6 +115,7 @@ export class TokenStore {
       sha256,
       scopes: [...scopes],
       ...(label !== undefined ? { label } : {}),
+      ...(ratePerMinute !== undefined ? { ratePerMinute } : {}),
       created: new Date().toISOString(),
     };
     this.entries.push(entry);

@@ -6,6 +6,7 @@ import { UsageError, ValidationError } from '../../errors';
 import { makePrivateDir } from '../../lib/private-files';
 import { parsePilotDescription } from '../../lib/validate';
 import { startService } from '../../service/serve';
+import { DEFAULT_RATE_PER_MINUTE } from '../../service/rate-limit';
 import { ADMIN_TOKEN_FILE, SCOPES, TokenStore, type Scope } from '../../service/tokens';
 import { EXIT, docPath, packageVersion } from '../args';
 import { onInterrupt } from '../interrupt';
@@ -31,6 +32,7 @@ interface ServeFlags {
   tlsCert?: string;
   tlsKey?: string;
   insecureHttp?: boolean;
+  rateLimit: string;
 }
 
 const say = (line: string): boolean => process.stderr.write(`pilotfish: ${line}\n`);
@@ -54,6 +56,11 @@ export function registerServe(program: Command, done: (code: number) => void): v
     .option('--tls-key <file>', "the certificate's private key (PEM)")
     .option('--pilots <file>', 'a JSON list of pilot descriptions (default: one local pilot)')
     .option('--insecure-http', 'allow an address other than loopback without TLS')
+    .option(
+      '--rate-limit <n>',
+      'requests a minute per token, unless the token has its own (0: no limit)',
+      String(DEFAULT_RATE_PER_MINUTE),
+    )
     .addHelpText('after', EXIT_STATUS)
     .action(async (flags: ServeFlags) => done(await runServe(flags)));
   const token = serve.command('token').description("manage the service's bearer tokens");
@@ -62,22 +69,24 @@ export function registerServe(program: Command, done: (code: number) => void): v
     .description('make a token and print it (shown once)')
     .option('--scope <scopes>', `comma-separated: ${SCOPES.join(', ')}`, 'read')
     .option('--label <text>', 'who or what it is for')
-    .action((o: { scope: string; label?: string }) =>
+    .option('--rate <n>', "this token's requests a minute (default: the service's --rate-limit)")
+    .action((o: { scope: string; label?: string; rate?: string }) =>
       done(
         tokens(dirOf(serve), (s) => {
-          process.stdout.write(`${s.add(o.scope.split(',') as Scope[], o.label)}\n`);
+          const rate = o.rate === undefined ? undefined : Number(o.rate);
+          process.stdout.write(`${s.add(o.scope.split(',') as Scope[], o.label, rate)}\n`);
         }),
       ),
     );
   token
     .command('list')
-    .description('list the tokens: id, scopes, label, when made (never the tokens)')
+    .description('list the tokens: id, scopes, when made, own rate, label (never the tokens)')
     .action(() =>
       done(
         tokens(dirOf(serve), (s) => {
           for (const t of s.list()) {
             process.stdout.write(
-              `${t.id}  ${t.scopes.join(',')}  ${t.created}  ${t.label ?? ''}\n`,
+              `${t.id}  ${t.scopes.join(',')}  ${t.created}  ${t.ratePerMinute !== undefined ? `${t.ratePerMinute}/min  ` : ''}${t.label ?? ''}\n`,
             );
           }
         }),
@@ -139,6 +148,13 @@ async function runServe(flags: ServeFlags): Promise<number> {
     say(`serve: --port must be a port number (0-65535), got '${flags.port}'`);
     return EXIT.usage;
   }
+  const rate = Number(flags.rateLimit);
+  if (!Number.isInteger(rate) || rate < 0) {
+    say(
+      `serve: --rate-limit must be a whole number of requests a minute, got '${flags.rateLimit}'`,
+    );
+    return EXIT.usage;
+  }
   if ((flags.tlsCert === undefined) !== (flags.tlsKey === undefined)) {
     say('serve: --tls-cert and --tls-key go together');
     return EXIT.usage;
@@ -157,6 +173,7 @@ async function runServe(flags: ServeFlags): Promise<number> {
       dir: path.resolve(flags.dir),
       host: flags.host,
       port,
+      ratePerMinute: rate,
       ...(flags.pilots !== undefined ? { pilots: loadPilots(flags.pilots) } : {}),
       ...(flags.insecureHttp === true ? { insecureHttp: true } : {}),
       ...(flags.socket !== undefined ? { socket: path.resolve(flags.socket) } : {}),

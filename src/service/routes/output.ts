@@ -58,7 +58,7 @@ export function outputRoutes(app: FastifyInstance, ctx: ServiceContext): void {
       const from = Number(resumed ? header.trim() : (req.query.offset ?? 0));
       // throws for a function call (it writes no output): a 404 before any byte is sent
       const lines = ctx.tmgr.tail(task.uid, { follow, stream: req.query.stream ?? 'stdout' });
-      if (!follow) return whole(reply, lines, from);
+      if (!follow) return whole(reply, lines, from, req.headers.range);
       const sse = openEventStream(reply);
       let at = 0;
       try {
@@ -83,17 +83,62 @@ export function outputRoutes(app: FastifyInstance, ctx: ServiceContext): void {
   );
 }
 
-/** What the task wrote so far, from byte `from`, as text/plain. */
+/**
+ * What the task wrote so far as text/plain: from byte `from`, or the byte range a `Range`
+ * header asks for (`bytes=A-B`, `bytes=A-`, `bytes=-N`: 206 with Content-Range; one that starts
+ * past the end: 416).
+ */
 async function whole(
   reply: FastifyReply,
   lines: AsyncGenerator<string, void, undefined>,
   from: number,
+  range: string | undefined,
 ): Promise<FastifyReply> {
   const parts: Buffer[] = [];
   for await (const line of lines) parts.push(Buffer.from(`${line}\n`, 'utf8'));
   const all = Buffer.concat(parts);
+  void reply.type('text/plain; charset=utf-8').header('x-output-bytes', String(all.length));
+  void reply.header('accept-ranges', 'bytes');
+  if (range === undefined) return reply.send(all.subarray(Math.min(from, all.length)));
+  const r = byteRange(range, all.length);
+  if (r === undefined) {
+    return sendError(
+      reply,
+      400,
+      'E_VALIDATION',
+      `a Range of one bytes=A-B, bytes=A- or bytes=-N is understood, not '${range}'`,
+    );
+  }
+  if (r === 'unsatisfiable') {
+    void reply.header('content-range', `bytes */${all.length}`);
+    return sendError(
+      reply,
+      416,
+      'E_RANGE',
+      `the output has ${all.length} bytes: '${range}' is past its end`,
+    );
+  }
   return reply
-    .type('text/plain; charset=utf-8')
-    .header('x-output-bytes', String(all.length))
-    .send(all.subarray(Math.min(from, all.length)));
+    .code(206)
+    .header('content-range', `bytes ${r.start}-${r.end}/${all.length}`)
+    .send(all.subarray(r.start, r.end + 1));
+}
+
+/** One range of `bytes=` (RFC 9110 14.1.2), its end clamped to the size. */
+function byteRange(
+  header: string,
+  size: number,
+): { start: number; end: number } | 'unsatisfiable' | undefined {
+  const m = /^bytes=(\d{0,15})-(\d{0,15})$/.exec(header.trim());
+  if (m === null || (m[1] === '' && m[2] === '')) return undefined;
+  if (m[1] === '') {
+    const n = Number(m[2]);
+    return n === 0 || size === 0
+      ? 'unsatisfiable'
+      : { start: Math.max(size - n, 0), end: size - 1 };
+  }
+  const start = Number(m[1]);
+  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (m[2] !== '' && Number(m[2]) < start) return undefined;
+  return start >= size ? 'unsatisfiable' : { start, end };
 }

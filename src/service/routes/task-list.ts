@@ -1,5 +1,3 @@
-import type { Session } from '../../client/session';
-import { runtimeOf } from '../../client/runtime/runtime';
 import type { Task } from '../../client/task';
 import { taskSummary } from '../views';
 
@@ -53,7 +51,7 @@ export const TASK_LIST_QUERY = {
  * after it (absent on the last one). A cursor is a submission number, so pages stay right while
  * tasks are added and change state.
  */
-export function pageOf(session: Session, q: TaskListQuery): { tasks: unknown[]; next?: string } {
+export function pageOf(all: Iterable<Task>, q: TaskListQuery): { tasks: unknown[]; next?: string } {
   const limit = Math.min(Number(q.limit ?? PAGE), MAX_PAGE);
   const after = q.after === undefined ? -1 : Number(q.after);
   const states = q.state === undefined ? undefined : new Set(q.state.split(','));
@@ -68,7 +66,7 @@ export function pageOf(session: Session, q: TaskListQuery): { tasks: unknown[]; 
     labels.every(([k, v]) => t.description.labels?.[k] === v);
   const tasks: unknown[] = [];
   let last: Task | undefined;
-  for (const t of runtimeOf(session).tasks.values()) {
+  for (const t of all) {
     if (t.seq <= after || !keep(t)) continue;
     if (tasks.length === limit) {
       return { tasks, next: String(last!.seq) };
