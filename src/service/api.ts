@@ -48,6 +48,8 @@ export async function buildApi(ctx: ServiceContext, opts: ApiOptions): Promise<F
     return503OnClosing: true,
     routerOptions: { maxParamLength: 1024 },
   });
+  // bodies are JSON: any other type is a 415 that says so, not a schema error on a string
+  app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(({ schema }) => compileSchema(schema));
   for (const s of [...CONTROL_SCHEMAS, ...SERVICE_SCHEMAS]) app.addSchema(s);
   await app.register(swagger, {
