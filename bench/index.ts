@@ -4,6 +4,7 @@ import * as functions from './functions';
 import type { Benchmark } from './harness';
 import * as memory from './memory';
 import * as scheduler from './scheduler';
+import * as serve from './serve';
 import * as simulate from './simulate';
 import * as store from './store';
 import * as timeline from './timeline';
@@ -22,6 +23,7 @@ export const BENCHMARKS: readonly Benchmark[] = [
   memory,
   timeline,
   utilization,
+  serve,
 ];
 
 /** Files of bench/ that are not benchmarks. */

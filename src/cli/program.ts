@@ -11,6 +11,7 @@ import { registerServe } from './commands/serve';
 import { registerSessions } from './commands/sessions';
 import { registerSimulate } from './commands/simulate';
 import { registerStatus } from './commands/status';
+import { registerSubmit } from './commands/submit';
 import { registerTail } from './commands/tail';
 import { registerTimeline } from './commands/timeline';
 
@@ -33,6 +34,7 @@ const COMMANDS: Register[] = [
   registerTail,
   registerLogs,
   registerServe,
+  registerSubmit,
 ];
 
 /** The `pilotfish` program: help and usage errors go through `write`, nothing calls process.exit. */

@@ -329,6 +329,8 @@ describe('pilotfish serve killed with SIGKILL and started again', () => {
       const route = '/v1/tasks/printer/output?follow=true';
       const printed = await readSse<string>(s, route, { until: (evs) => evs.length >= 5 });
       const before = await readEvents(s, { until: (evs) => finals(evs).size >= 30 });
+      const gone = [...finals(before).keys()].find((u) => u !== 'printer')!;
+      expect((await api(s, 'DELETE', `/v1/tasks/${gone}`)).status).toBe(200);
       s.cli.proc.kill('SIGKILL');
       await s.cli.result;
       const last = before.at(-1)!.id;
@@ -338,6 +340,7 @@ describe('pilotfish serve killed with SIGKILL and started again', () => {
         until: (evs) => finals([...before, ...evs]).size === 201,
         timeoutMs: 120_000,
       });
+      expect((await api(s, 'GET', `/v1/tasks/${gone}`)).status).toBe(404); // still deleted
       const later = await readSse<string>(s, route, {
         lastEventId: printed.at(-1)!.id,
         until: (evs) => evs.some((e) => e.event === 'end'),
