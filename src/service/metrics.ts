@@ -5,11 +5,19 @@ import { TASK_STATES } from '../states/task-model';
 import type { ServiceContext } from './context';
 
 // GET /metrics in the Prometheus text format (prom-client): the session's tasks by state (their
-// sum: what was submitted), what ended (its rate: throughput), each pilot's cores and those its running
-// tasks hold (utilization), the HTTP requests by route and status, and the process's own.
+// sum: what was submitted), what ended (its rate: throughput), the queue of each pilot, each
+// pilot's cores and those its running tasks hold (utilization), the HTTP requests by route and
+// status, and the process's own.
 // Gauges are read from the session when scraped: nothing is counted twice.
 
 const RUNNING = new Set(['AGENT_EXECUTING_PENDING', 'AGENT_EXECUTING']);
+/** Ran, not yet final: staging out. */
+const AFTER_RUN = new Set([
+  'AGENT_STAGING_OUTPUT_PENDING',
+  'AGENT_STAGING_OUTPUT',
+  'TMGR_STAGING_OUTPUT_PENDING',
+  'TMGR_STAGING_OUTPUT',
+]);
 
 export function metricsRoutes(app: FastifyInstance, ctx: ServiceContext): void {
   const registry = new Registry();
@@ -67,6 +75,23 @@ export function metricsRoutes(app: FastifyInstance, ctx: ServiceContext): void {
       }
       this.reset();
       for (const [pilot, n] of busy) this.set({ pilot }, n);
+    },
+  });
+  new Gauge({
+    name: 'pilotfish_tasks_queued',
+    help: 'Tasks waiting to run, by the pilot whose agent holds them ("" while none is chosen yet)',
+    labelNames: ['pilot'],
+    registers: [registry],
+    collect() {
+      const queued = new Map<string, number>([['', 0]]);
+      for (const p of ctx.pmgr.list()) if (!p.final) queued.set(p.uid, 0);
+      for (const t of tasks.values()) {
+        if (t.final || RUNNING.has(t.state) || AFTER_RUN.has(t.state)) continue;
+        const at = t.pilot ?? '';
+        queued.set(at, (queued.get(at) ?? 0) + 1);
+      }
+      this.reset();
+      for (const [pilot, n] of queued) this.set({ pilot }, n);
     },
   });
   const requests = new Counter({

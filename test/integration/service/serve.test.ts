@@ -259,6 +259,9 @@ describe('pilotfish serve', () => {
     expect(value('pilotfish_tasks_ended_total{state="DONE"}')).toBeGreaterThanOrEqual(1000);
     expect(value('pilotfish_pilot_cores{pilot="pilot.0000"}')).toBe(os.availableParallelism());
     expect(value('pilotfish_pilot_cores_busy{pilot="pilot.0000"}')).toBeGreaterThanOrEqual(0);
+    // every task so far has ended: no queue anywhere
+    expect(value('pilotfish_tasks_queued{pilot="pilot.0000"}')).toBe(0);
+    expect(value('pilotfish_tasks_queued{pilot=""}')).toBe(0);
     expect(text).toMatch(
       /pilotfish_http_requests_total\{method="POST",route="\/v1\/tasks",status="201"\} \d+/,
     );
