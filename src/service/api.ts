@@ -4,6 +4,7 @@ import { CONTROL_SCHEMAS } from '../client/control/handlers';
 import type { Logger } from '../lib/logger';
 import { compileSchema } from '../lib/validate';
 import { SERVICE_SCHEMAS } from './schemas';
+import { localRefs } from './openapi-refs';
 import { authHook, type LiveTokens } from './auth';
 import type { ServiceContext } from './context';
 import { errorHandler, sendError } from './errors';
@@ -16,6 +17,8 @@ import { DEFAULT_RATE_PER_MINUTE, registerRateLimit } from './rate-limit';
 import { serviceRoutes } from './routes/services';
 import { taskFileRoutes } from './routes/task-files';
 import { taskRoutes } from './routes/tasks';
+
+const ALL = [...CONTROL_SCHEMAS, ...SERVICE_SCHEMAS];
 
 export interface ApiOptions {
   tokens: LiveTokens;
@@ -51,9 +54,11 @@ export async function buildApi(ctx: ServiceContext, opts: ApiOptions): Promise<F
   // bodies are JSON: any other type is a 415 that says so, not a schema error on a string
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(({ schema }) => compileSchema(schema));
-  for (const s of [...CONTROL_SCHEMAS, ...SERVICE_SCHEMAS]) app.addSchema(s);
+  for (const s of ALL) app.addSchema(s);
   await app.register(swagger, {
     // components named by the schemas' titles (TaskDescription), not def-0, def-1, ...
+    transformObject: (d) =>
+      localRefs('openapiObject' in d ? d.openapiObject : d.swaggerObject, ALL),
     refResolver: {
       buildLocalReference: (json, _base, _fragment, i) =>
         typeof json.title === 'string' ? json.title : `def-${i}`,

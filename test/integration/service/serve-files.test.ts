@@ -208,6 +208,51 @@ describe('pilotfish serve: files, deletion, services, limits', () => {
     await api(s, 'POST', '/v1/tasks/svc/cancel');
   }, 60_000);
 
+  it('serves its OpenAPI 3.1 document to anyone: every route, every $ref resolved within it', async () => {
+    const res = await fetch(`${s.url}/v1/openapi.json`);
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as {
+      openapi: string;
+      paths: Record<string, Record<string, unknown>>;
+      components: { schemas: Record<string, unknown> };
+    };
+    expect(doc.openapi).toBe('3.1.0');
+    const routes = Object.entries(doc.paths).flatMap(([p, ops]) =>
+      Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`),
+    );
+    expect(routes).toEqual(
+      expect.arrayContaining([
+        'POST /v1/tasks',
+        'GET /v1/tasks',
+        'GET /v1/tasks/{uid}',
+        'DELETE /v1/tasks/{uid}',
+        'POST /v1/tasks/{uid}/cancel',
+        'GET /v1/tasks/{uid}/output',
+        'GET /v1/tasks/{uid}/result',
+        'GET /v1/tasks/{uid}/artifacts',
+        'GET /v1/events',
+        'GET /v1/pilots',
+        'POST /v1/pilots',
+        'GET /v1/services',
+        'GET /v1/status',
+        'GET /metrics',
+        'GET /v1/healthz',
+      ]),
+    );
+    expect(Object.keys(doc.components.schemas)).toEqual(
+      expect.arrayContaining(['TaskDescription', 'PilotDescription', 'StagingDirective']),
+    );
+    const refs = JSON.stringify(doc).match(/"\$ref":"[^"]*"/g) ?? [];
+    expect(refs.length).toBeGreaterThan(0);
+    for (const r of new Set(refs)) {
+      const target = r.slice('"$ref":"'.length, -1);
+      expect(target).toMatch(/^#\//);
+      let at: unknown = doc;
+      for (const part of target.slice(2).split('/')) at = (at as Record<string, unknown>)?.[part];
+      expect([target, at !== undefined]).toEqual([target, true]);
+    }
+  }, 30_000);
+
   it("limits a token's requests a minute: 429 with Retry-After, other tokens go on", async () => {
     const made = await runCli([
       'serve',
