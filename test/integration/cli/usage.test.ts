@@ -23,6 +23,7 @@ const COMMANDS = [
   'simulate',
   'tail',
   'logs',
+  'submit',
 ];
 
 describe('pilotfish usage', () => {
