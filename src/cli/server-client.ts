@@ -1,10 +1,17 @@
-import { Option, type Command } from 'commander';
-import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { StringDecoder } from 'node:string_decoder';
 import { PilotfishError, UsageError, type ValidationIssue } from '../errors';
 import { EXIT } from './args';
+import type { Server } from './server-flags';
+
+export {
+  addServerOptions,
+  serverOf,
+  wantsServer,
+  type Server,
+  type ServerFlags,
+} from './server-flags';
 
 // The CLI's side of `pilotfish serve`'s HTTP API (docs/service.md): where the server is and its
 // token, one request (JSON in, JSON out), a server-sent event stream, and what an error the
@@ -15,20 +22,6 @@ import { EXIT } from './args';
 export const REQUEST_MS = 30_000;
 /** A stream silent this long has dropped: the server writes a comment every 15 s. */
 export const STREAM_IDLE_MS = 45_000;
-
-/** A server to talk to: its base URL (no trailing slash), token, and CA for https. */
-export interface Server {
-  base: string;
-  token: string;
-  ca?: Buffer;
-}
-
-/** The options a command that can talk to a server takes (addServerOptions). */
-export interface ServerFlags {
-  server?: string;
-  tokenFile?: string;
-  ca?: string;
-}
 
 /** Thrown when the server answers with an error: its HTTP status, code, message, issues. */
 export class ServerError extends PilotfishError {
@@ -47,83 +40,9 @@ export class ServerUnreachableError extends PilotfishError {
   readonly code = 'E_UNREACHABLE';
 }
 
-/** Adds --server, --token-file and --ca (with PILOTFISH_SERVER, PILOTFISH_CA) to a command. */
-export function addServerOptions(cmd: Command): Command {
-  return cmd
-    .addOption(
-      new Option(
-        '--server <url>',
-        'talk to a pilotfish serve at this URL (http:// or https://) instead of a session directory',
-      ).env('PILOTFISH_SERVER'),
-    )
-    .option(
-      '--token-file <file>',
-      "with --server: the file holding the server's bearer token (or PILOTFISH_TOKEN: the token itself)",
-    )
-    .addOption(
-      new Option(
-        '--ca <file>',
-        "with an https server: the CA certificate (PEM) its certificate is signed with (e.g. a self-signed one's own)",
-      ).env('PILOTFISH_CA'),
-    );
-}
-
-/** Whether the flags (or PILOTFISH_SERVER, which commander puts in them) name a server. */
-export function wantsServer(flags: ServerFlags): boolean {
-  return flags.server !== undefined && flags.server !== '';
-}
-
-/**
- * The server the flags name, or undefined when they name none. Throws a UsageError for a URL
- * that is not http(s), a missing or unreadable token, or an unreadable CA file.
- */
-export function serverOf(
-  flags: ServerFlags,
-  env: NodeJS.ProcessEnv = process.env,
-): Server | undefined {
-  const raw = flags.server;
-  if (raw === undefined || raw === '') return undefined;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new UsageError(`--server '${raw}' is not a URL (http://HOST:PORT or https://...)`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new UsageError(`--server '${raw}': the URL must start with http:// or https://`);
-  }
-  let token: string | undefined;
-  if (flags.tokenFile !== undefined) {
-    try {
-      token = readFileSync(flags.tokenFile, 'utf8').trim();
-    } catch (e) {
-      throw new UsageError(`--token-file ${flags.tokenFile}: ${(e as Error).message}`);
-    }
-    if (token === '') throw new UsageError(`--token-file ${flags.tokenFile} is empty`);
-  } else if (env.PILOTFISH_TOKEN !== undefined && env.PILOTFISH_TOKEN.trim() !== '') {
-    token = env.PILOTFISH_TOKEN.trim();
-  }
-  if (token === undefined) {
-    throw new UsageError(
-      "--server needs a token: --token-file FILE (e.g. the serve directory's admin.token), " +
-        'or PILOTFISH_TOKEN set to the token itself',
-    );
-  }
-  let ca: Buffer | undefined;
-  if (flags.ca !== undefined && flags.ca !== '') {
-    try {
-      ca = readFileSync(flags.ca);
-    } catch (e) {
-      throw new UsageError(`--ca ${flags.ca}: ${(e as Error).message}`);
-    }
-  }
-  const base = `${url.origin}${url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '')}`;
-  return { base, token, ...(ca !== undefined ? { ca } : {}) };
-}
-
 /** Errors of a connection that mean no server answers there. */
 const UNREACHABLE =
-  /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|EPIPE|ETIMEDOUT|E_NO_ANSWER)$/;
+  /^(ENOENT|ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|EPIPE|ETIMEDOUT|E_NO_ANSWER)$/;
 
 /** A failed request as one of ours: unreachable, a certificate not trusted, or as it came. */
 function requestError(server: Server, e: NodeJS.ErrnoException): Error {
@@ -150,7 +69,9 @@ function start(
   body: Buffer | undefined,
   timeoutMs: number,
 ): { req: http.ClientRequest; response: Promise<http.IncomingMessage>; done(): void } {
-  const target = new URL(`${server.base}${route}`);
+  const target = new URL(
+    `${server.socketPath !== undefined ? 'http://localhost' : server.base}${route}`,
+  );
   const options: https.RequestOptions = {
     method,
     headers: {
@@ -162,6 +83,7 @@ function start(
     },
     // a connection of its own: nothing is left open when the command ends
     agent: false,
+    ...(server.socketPath !== undefined ? { socketPath: server.socketPath } : {}),
     ...(server.ca !== undefined ? { ca: server.ca } : {}),
   };
   const req = (target.protocol === 'https:' ? https : http).request(target, options);

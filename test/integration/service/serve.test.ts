@@ -411,6 +411,18 @@ describe('pilotfish serve on other listeners', () => {
         'http://x/v1/tasks',
       ]);
       expect(JSON.parse(listed.out)).toEqual({ tasks: [] });
+      // the CLI takes the URL the service printed
+      const tokenFile = path.join(dir, 'unix', 'admin.token');
+      const status = await runCli([
+        'status',
+        '--server',
+        s.url,
+        '--token-file',
+        tokenFile,
+        '--json',
+      ]);
+      expect(status.code).toBe(0);
+      expect(JSON.parse(status.stdout)).toMatchObject({ state: 'live' });
     } finally {
       s.cli.proc.kill('SIGTERM');
       await s.cli.result;
