@@ -71,6 +71,18 @@ const METRICS: Record<string, string[]> = {
   ],
   // its Slurm reference is not run quick (it starts a Slurm of its own)
   utilization: ['utilization', 'efficiency', 'makespan_s'],
+  serve: [
+    'http_exec_tasks_per_s',
+    'inprocess_exec_tasks_per_s',
+    'http_vs_inprocess',
+    'submit_rtt_ms_p50',
+    'submit_rtt_ms_p99',
+    'submit_rtt_cold_ms_p50',
+    'accept_tasks_per_s',
+    'accept_ms_per_batch_p50',
+    'events_per_s_1_client',
+    'events_per_s_100_clients',
+  ],
 };
 
 /**
@@ -125,6 +137,7 @@ const TIMEOUT_MS: Record<string, number> = {
   memory: 60_000,
   timeline: 60_000,
   utilization: 60_000,
+  serve: 60_000,
 };
 
 describe('bench/', () => {
