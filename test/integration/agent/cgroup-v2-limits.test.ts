@@ -49,11 +49,13 @@ const sh = (script, more = {}) => ({ executable: '/bin/sh', arguments: ['-c', sc
     const seen = (t) => ({ state: t.state, attempt: t.attempt, reason: t.reason, stdout: t.stdout });
     Object.assign(out, { hog: seen(hog), neighbours: [seen(n1), seen(n2)], probe: seen(probe) });
     if (process.argv[3] === 'bomb') {
+      // named whole: a starved client may learn of the bomb's end before of its sandbox
+      const PIDS = require('path').join(process.argv[2], 'bomb-pids');
       const [bomb] = await tmgr.submitTasks([
         {
           executable: '/bin/bash',
           arguments: ['-c', \`[ "$(cat \${CG}/pids.max)" -le 64 ] || exit 3
-            while :; do sleep 100 & echo $! >> pids; done\`],
+            while :; do sleep 100 & echo $! >> \${PIDS}; done\`],
           sandbox: true,
           // half a core: a bomb under emulation must not starve the client that watches it
           limits: { cpus: 0.5 },
@@ -67,7 +69,7 @@ const sh = (script, more = {}) => ({ executable: '/bin/sh', arguments: ['-c', sc
       await tmgr.waitTasks({ uids: others.map((t) => t.uid), timeoutMs: 60000 });
       const whileBombing = bomb.final;
       await tmgr.waitTasks({ uids: [bomb.uid], timeoutMs: 60000 });
-      const forked = require('fs').readFileSync(bomb.sandbox + '/pids', 'utf8').split('\\n').filter(Boolean).length;
+      const forked = require('fs').readFileSync(PIDS, 'utf8').split('\\n').filter(Boolean).length;
       out.bomb = { ...seen(bomb), forked, whileBombing, others: others.map(seen) };
     }
     out.warnings = pilot.warnings;
