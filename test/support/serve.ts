@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { startCli, type LiveCli } from './cli';
@@ -123,4 +124,14 @@ export async function api(
     status: res.status,
     body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>),
   };
+}
+
+/** A self-signed certificate for 127.0.0.1 and its key, made by openssl into `dir`. */
+export function selfSignedCert(dir: string): { cert: string; key: string } {
+  const cert = path.join(dir, 'cert.pem');
+  const key = path.join(dir, 'key.pem');
+  const args = ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert];
+  args.push('-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1');
+  execFileSync('openssl', args, { stdio: 'ignore', timeout: 60_000 });
+  return { cert, key };
 }

@@ -1,11 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { CLI, startCli, type CliResult } from '../../support/cli';
-import { api, readEvents, startServe, type LiveService, type SseEvent } from '../../support/serve';
+import {
+  api,
+  readEvents,
+  selfSignedCert,
+  startServe,
+  type LiveService,
+  type SseEvent,
+} from '../../support/serve';
 import { TcpProxy } from '../../support/tcp-proxy';
 
 // The session commands and `pilotfish submit` against a real `pilotfish serve` (its default
@@ -311,32 +318,7 @@ describe('pilotfish commands with --server', () => {
   });
 
   it('talks https with --ca (or PILOTFISH_CA), refuses an untrusted certificate, --watch ends with the service', async () => {
-    const cert = path.join(dir, 'cert.pem');
-    const key = path.join(dir, 'key.pem');
-    const made = await new Promise<number>((resolve) =>
-      execFile(
-        'openssl',
-        [
-          'req',
-          '-x509',
-          '-newkey',
-          'rsa:2048',
-          '-nodes',
-          '-keyout',
-          key,
-          '-out',
-          cert,
-          '-days',
-          '1',
-          '-subj',
-          '/CN=localhost',
-          '-addext',
-          'subjectAltName=IP:127.0.0.1',
-        ],
-        (e) => resolve(e === null ? 0 : 1),
-      ),
-    );
-    expect(made).toBe(0);
+    const { cert, key } = selfSignedCert(dir);
     const tls = await startServe(path.join(dir, 'tls'), ['--tls-cert', cert, '--tls-key', key]);
     try {
       expect(tls.url).toMatch(/^https:\/\/127\.0\.0\.1:/);

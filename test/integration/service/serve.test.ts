@@ -9,6 +9,7 @@ import {
   api,
   readEvents,
   readSse,
+  selfSignedCert,
   startServe,
   type LiveService,
   type SseEvent,
@@ -430,26 +431,7 @@ describe('pilotfish serve on other listeners', () => {
   }, 60_000);
 
   it('serves HTTPS on any address with a certificate', async () => {
-    const cert = path.join(dir, 'cert.pem');
-    const key = path.join(dir, 'key.pem');
-    const made = await run('openssl', [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '1',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ]);
-    expect(made.code).toBe(0);
+    const { cert, key } = selfSignedCert(dir);
     const s = await startServe(path.join(dir, 'tls'), [
       '--host',
       '0.0.0.0',
