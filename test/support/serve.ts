@@ -135,3 +135,18 @@ export function selfSignedCert(dir: string): { cert: string; key: string } {
   execFileSync('openssl', args, { stdio: 'ignore', timeout: 60_000 });
   return { cert, key };
 }
+
+const FINAL = new Set(['DONE', 'FAILED', 'CANCELED']);
+
+/** Task uid -> the final states the events tell of it (once each, when all is well). */
+export function finalStates(events: readonly SseEvent[], prefix = ''): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const e of events) {
+    const uid = e.data.uid as string;
+    if (e.event !== 'task' || !uid.startsWith(prefix) || !FINAL.has(e.data.state as string)) {
+      continue;
+    }
+    out.set(uid, [...(out.get(uid) ?? []), e.data.state as string]);
+  }
+  return out;
+}

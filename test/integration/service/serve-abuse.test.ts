@@ -3,13 +3,11 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { api, readEvents, type LiveService, type SseEvent, startServe } from '../../support/serve';
+import { api, finalStates, readEvents, type LiveService, startServe } from '../../support/serve';
 
 // `pilotfish serve` as an intruder and a crowd meet it: 10,000 malformed requests (bad JSON,
 // bodies too large, headers that never end, junk on the wire) while a legitimate client submits,
 // and 200 event-stream clients at once. Nothing crashes, no legitimate task is lost.
-
-const FINAL = new Set(['DONE', 'FAILED', 'CANCELED']);
 
 /**
  * Writes `bytes` on a new connection; resolves with the status of the reply (0 when the
@@ -52,18 +50,6 @@ async function pool<T>(jobs: (() => Promise<T>)[], width: number): Promise<T[]> 
     }
   });
   await Promise.all(lanes);
-  return out;
-}
-
-function finalsOf(events: readonly SseEvent[], prefix: string): Map<string, string[]> {
-  const out = new Map<string, string[]>();
-  for (const e of events) {
-    const uid = e.data.uid as string;
-    if (e.event !== 'task' || !uid.startsWith(prefix) || !FINAL.has(e.data.state as string)) {
-      continue;
-    }
-    out.set(uid, [...(out.get(uid) ?? []), e.data.state as string]);
-  }
   return out;
 }
 
@@ -181,10 +167,10 @@ describe('pilotfish serve under abuse', () => {
     // the slow ones held their sockets all along, and the server served everyone else
     expect(slow.every((sock) => !sock.destroyed)).toBe(true);
     const events = await readEvents(s, {
-      until: (evs) => finalsOf(evs, 'ok.').size === 500,
+      until: (evs) => finalStates(evs, 'ok.').size === 500,
       timeoutMs: 120_000,
     });
-    const finals = finalsOf(events, 'ok.');
+    const finals = finalStates(events, 'ok.');
     expect([...finals.values()].every((st) => st.length === 1 && st[0] === 'DONE')).toBe(true);
     for (const sock of slow) sock.destroy();
     expect((await api(s, 'GET', '/v1/healthz')).status).toBe(200);
@@ -196,7 +182,7 @@ describe('pilotfish serve under abuse', () => {
     expect(base).toBe(200);
     const readers = Array.from({ length: 200 }, () =>
       readEvents(s, {
-        until: (evs) => finalsOf(evs, 'crowd.').size === 100,
+        until: (evs) => finalStates(evs, 'crowd.').size === 100,
         timeoutMs: 120_000,
       }),
     );
@@ -212,7 +198,7 @@ describe('pilotfish serve under abuse', () => {
       const ids = evs.map((e) => e.id);
       // each stopped once it saw the crowd end: the same events up to where it stopped
       expect(ids).toEqual(first.slice(0, ids.length));
-      expect(finalsOf(evs, 'crowd.').size).toBe(100);
+      expect(finalStates(evs, 'crowd.').size).toBe(100);
     }
   }, 180_000);
 });

@@ -7,29 +7,16 @@ import * as path from 'node:path';
 import { runCli } from '../../support/cli';
 import {
   api,
+  finalStates,
   readEvents,
   readSse,
   selfSignedCert,
   startServe,
   type LiveService,
-  type SseEvent,
 } from '../../support/serve';
 
 // `pilotfish serve` over real HTTP: the built CLI in a child process with a local pilot, and
 // real clients (Node's fetch, curl, Debian's python3 with its standard library alone).
-
-const FINAL = new Set(['DONE', 'FAILED', 'CANCELED']);
-
-/** Task uid -> its final notifications in `events`. */
-function finals(events: readonly SseEvent[]): Map<string, SseEvent[]> {
-  const out = new Map<string, SseEvent[]>();
-  for (const e of events) {
-    if (e.event !== 'task' || !FINAL.has(e.data.state as string)) continue;
-    const uid = e.data.uid as string;
-    out.set(uid, [...(out.get(uid) ?? []), e]);
-  }
-  return out;
-}
 
 /** Sends a request's head (and a little of its body) on a raw socket: the status it gets. */
 function rawStatus(url: string, line: string, headers: Record<string, string>): Promise<number> {
@@ -164,14 +151,14 @@ describe('pilotfish serve', () => {
       expect((r.body.tasks as unknown[]).length).toBe(250);
     }
     const events = await readEvents(s, {
-      until: (evs) => [...finals(evs).keys()].filter((u) => u.startsWith('b')).length === 1000,
+      until: (evs) => [...finalStates(evs).keys()].filter((u) => u.startsWith('b')).length === 1000,
       timeoutMs: 120_000,
     });
     expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1)); // no gap, no repeat
-    const ended = finals(events);
+    const ended = finalStates(events);
     for (let b = 0; b < 4; b++) {
       for (let i = 0; i < 250; i++) {
-        expect(ended.get(`b${b}.${i}`)?.map((e) => e.data.state)).toEqual(['DONE']);
+        expect(ended.get(`b${b}.${i}`)).toEqual(['DONE']);
       }
     }
     const page = await api(s, 'GET', '/v1/tasks?label=batch=2&limit=100');
@@ -206,12 +193,8 @@ describe('pilotfish serve', () => {
     expect(other.body).toMatchObject({
       error: { code: 'E_UID_TAKEN', issues: [{ path: '/tasks/0/uid' }] },
     });
-    const events = await readEvents(s, { until: (evs) => finals(evs).has('once') });
-    expect(
-      finals(events)
-        .get('once')!
-        .map((e) => e.data.state),
-    ).toEqual(['DONE']);
+    const events = await readEvents(s, { until: (evs) => finalStates(evs).has('once') });
+    expect(finalStates(events).get('once')!).toEqual(['DONE']);
     const got = await api(s, 'GET', '/v1/tasks/once');
     expect(got.body).toMatchObject({ uid: 'once', state: 'DONE', attempt: 1, final: true });
   }, 60_000);
@@ -332,8 +315,8 @@ describe('pilotfish serve killed with SIGKILL and started again', () => {
       expect((await api(s, 'POST', '/v1/tasks', { tasks: [printer, ...tasks] })).status).toBe(201);
       const route = '/v1/tasks/printer/output?follow=true';
       const printed = await readSse<string>(s, route, { until: (evs) => evs.length >= 5 });
-      const before = await readEvents(s, { until: (evs) => finals(evs).size >= 30 });
-      const gone = [...finals(before).keys()].find((u) => u !== 'printer')!;
+      const before = await readEvents(s, { until: (evs) => finalStates(evs).size >= 30 });
+      const gone = [...finalStates(before).keys()].find((u) => u !== 'printer')!;
       expect((await api(s, 'DELETE', `/v1/tasks/${gone}`)).status).toBe(200);
       s.cli.proc.kill('SIGKILL');
       await s.cli.result;
@@ -341,7 +324,7 @@ describe('pilotfish serve killed with SIGKILL and started again', () => {
       s = await startServe(dir);
       const after = await readEvents(s, {
         lastEventId: last,
-        until: (evs) => finals([...before, ...evs]).size === 201,
+        until: (evs) => finalStates([...before, ...evs]).size === 201,
         timeoutMs: 120_000,
       });
       expect((await api(s, 'GET', `/v1/tasks/${gone}`)).status).toBe(404); // still deleted
@@ -353,9 +336,9 @@ describe('pilotfish serve killed with SIGKILL and started again', () => {
       expect(text.join('')).toBe(Array.from({ length: 40 }, (_, i) => `p${i + 1}\n`).join(''));
       const all = [...before, ...after];
       expect(all.map((e) => e.id)).toEqual(all.map((_, i) => i + 1));
-      const ended = finals(all);
+      const ended = finalStates(all);
       for (const t of [printer, ...tasks]) {
-        expect(ended.get(t.uid)!.map((e) => e.data.state)).toEqual(['DONE']);
+        expect(ended.get(t.uid)!).toEqual(['DONE']);
       }
       const ran = fs.readFileSync(path.join(dir, 'ran.log'), 'utf8').trim().split('\n');
       expect(ran.length).toBe(200); // none ran twice
