@@ -3,29 +3,23 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runCli } from '../../support/cli';
-import { api, readEvents, startServe, type LiveService } from '../../support/serve';
+import {
+  api,
+  finalStates,
+  readEvents,
+  startServe,
+  type LiveService,
+  type SseEvent,
+} from '../../support/serve';
 
 // `pilotfish serve`: what a task leaves (artifacts, output ranges), deleting it, service
 // endpoints, the session's status and the rate limit per token, over real HTTP.
 
-const FINAL = new Set(['DONE', 'FAILED', 'CANCELED']);
-
 /** Resolves once every uid has a final state on the event stream; uid -> that state. */
 async function ended(s: LiveService, uids: string[]): Promise<Map<string, string>> {
-  const want = new Set(uids);
-  const got = new Map<string, string>();
-  await readEvents(s, {
-    until: (evs) => {
-      for (const e of evs) {
-        const uid = e.data.uid as string;
-        if (e.event === 'task' && want.has(uid) && FINAL.has(e.data.state as string)) {
-          got.set(uid, e.data.state as string);
-        }
-      }
-      return got.size === want.size;
-    },
-  });
-  return got;
+  const done = (evs: SseEvent[]) => uids.every((u) => finalStates(evs).has(u));
+  const finals = finalStates(await readEvents(s, { until: done }));
+  return new Map(uids.map((u) => [u, finals.get(u)![0]!]));
 }
 
 describe('pilotfish serve: files, deletion, services, limits', () => {
