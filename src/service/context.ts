@@ -4,6 +4,7 @@ import type { Session } from '../client/session';
 import type { Task } from '../client/task';
 import type { TaskManager } from '../client/task-manager';
 import type { DeletedTasks } from './deleted';
+import type { EventFeed } from './event-feed';
 import type { ServiceFiles } from './staging';
 
 /** What the routes of the jobs service work on: its one session and its managers. */
@@ -20,6 +21,8 @@ export interface ServiceContext {
   /** A uid no task of the session has, nor a deleted one, nor any `taken` says. */
   freshUid(taken: (uid: string) => boolean): string;
   readonly deleted: DeletedTasks;
+  /** The session's events, rendered once for every event stream. */
+  readonly events: EventFeed;
   /** Where its tasks stage on the service's host. */
   readonly files: ServiceFiles;
 }

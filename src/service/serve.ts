@@ -10,10 +10,12 @@ import { PilotManager } from '../client/pilot-manager';
 import { controlContextOf, Session } from '../client/session';
 import { runtimeOf } from '../client/runtime/runtime';
 import { TaskManager } from '../client/task-manager';
+import { markOf } from '../updater/store-choice';
 import { buildApi } from './api';
 import { LiveTokens } from './auth';
 import type { ServiceContext } from './context';
 import { DeletedTasks } from './deleted';
+import { EventFeed } from './event-feed';
 import { TokenStore, TOKENS_FILE } from './tokens';
 
 // `pilotfish serve` (docs/service.md): one session kept open behind the HTTP API. Its
@@ -123,6 +125,11 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     };
     makePrivateDir(files.artifacts);
     makePrivateDir(files.files);
+    // it ends with the store: the streams see the session's last events, then end
+    const events = new EventFeed(rt.store, rt.log);
+    const mark = await Promise.resolve(markOf(rt.store)).catch(() => undefined);
+    // without a mark (MongoDB not answering now) every stream reads the store on its own
+    if (mark !== undefined) events.start(mark);
     const ctx: ServiceContext = {
       session,
       tmgr,
@@ -135,6 +142,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
       freshUid: (taken) => rt.tasks.nextUid((u) => deleted.has(u) || taken(u)),
       deleted,
       files,
+      events,
     };
     app = await buildApi(ctx, {
       tokens,

@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { runtimeOf } from '../../client/runtime/runtime';
 import type { ServiceContext } from '../context';
 import { openEventStream } from './sse';
 
@@ -20,7 +19,8 @@ const eventsQuery = {
  * GET /v1/events: every notification the session's store accepts, as server-sent events in the
  * store's order, from the first or after `Last-Event-ID`. An event's id is its position in the
  * store (1, 2, ...), so a client that reconnects with the last id it saw misses nothing and
- * sees nothing twice, across restarts of the service too (the store is the session's).
+ * sees nothing twice, across restarts of the service too (the store is the session's). Every
+ * stream reads the one rendering of the service's EventFeed.
  */
 export function eventRoutes(app: FastifyInstance, ctx: ServiceContext): void {
   app.get<{ Querystring: { from?: string } }>(
@@ -38,20 +38,15 @@ export function eventRoutes(app: FastifyInstance, ctx: ServiceContext): void {
       const resumed = typeof header === 'string' && /^[0-9]{1,15}$/.test(header.trim());
       const from = Number(resumed ? header.trim() : (req.query.from ?? 0));
       const sse = openEventStream(reply);
-      const watch = runtimeOf(ctx.session).store.watch(from)[Symbol.asyncIterator]();
-      sse.onClose(() => void watch.return?.());
+      const gone = new AbortController();
+      sse.onClose(() => gone.abort());
       try {
-        for (;;) {
-          const next = await watch.next();
-          if (next.done === true || sse.closed) break;
-          const { cursor, notifications } = next.value;
-          let text = '';
-          notifications.forEach((n, i) => {
-            text += `id: ${cursor + i + 1}\nevent: ${n.kind}\ndata: ${JSON.stringify(n)}\n\n`;
-          });
+        for await (const text of ctx.events.stream(from, gone.signal)) {
+          if (sse.closed) break;
           await sse.send(text);
         }
       } finally {
+        gone.abort();
         sse.end();
       }
     },
