@@ -1,4 +1,4 @@
-import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, afterEach, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
@@ -173,8 +173,12 @@ const withMongo = MONGO_URI !== undefined && MONGO_URI !== '';
     ? 'pilotfish run on MongoDB, resumed where its directory is not (PILOTFISH_MONGODB_URI)'
     : 'pilotfish run on MongoDB, resumed where its directory is not (skipped: PILOTFISH_MONGODB_URI is not set; no MongoDB server can be installed here)',
   () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'pf-run-stop-mongo-'));
+    // made when the tests run: a skipped describe still runs its body, never its afterAll
+    let dir = '';
     let uid: string | undefined;
+    beforeAll(() => {
+      dir = mkdtempSync(path.join(os.tmpdir(), 'pf-run-stop-mongo-'));
+    });
     afterAll(async () => {
       killAgents(dir);
       if (uid !== undefined) {

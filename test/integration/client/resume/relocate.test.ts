@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   mkdirSync,
   mkdtempSync,
@@ -156,7 +156,11 @@ async function removeSessionDocs(root: string): Promise<void> {
     ? 'a MongoDB session resumed where it cannot listen at its addresses (PILOTFISH_MONGODB_URI)'
     : 'a MongoDB session resumed where it cannot listen at its addresses (skipped: PILOTFISH_MONGODB_URI is not set; no MongoDB server can be installed here)',
   () => {
-    const root = mkdtempSync(path.join(os.tmpdir(), 'pf-relocate-mongo-'));
+    // made when the tests run: a skipped describe still runs its body, never its afterAll
+    let root = '';
+    beforeAll(() => {
+      root = mkdtempSync(path.join(os.tmpdir(), 'pf-relocate-mongo-'));
+    });
     afterAll(async () => {
       killAgents(root);
       await removeSessionDocs(root);

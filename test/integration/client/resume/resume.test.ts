@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -118,8 +118,13 @@ const withMongo = MONGO_URI !== undefined && MONGO_URI !== '';
     ? 'a client of a MongoDB session killed with SIGKILL mid-run (PILOTFISH_MONGODB_URI)'
     : 'a client of a MongoDB session killed with SIGKILL mid-run (skipped: PILOTFISH_MONGODB_URI is not set; no MongoDB server can be installed here)',
   () => {
-    const root = mkdtempSync(path.join(os.tmpdir(), 'pf-resume-mongo-'));
-    const elsewhere = mkdtempSync(path.join(os.tmpdir(), 'pf-resume-mongo-nodir-'));
+    // made when the tests run: a skipped describe still runs its body, never its afterAll
+    let root = '';
+    let elsewhere = '';
+    beforeAll(() => {
+      root = mkdtempSync(path.join(os.tmpdir(), 'pf-resume-mongo-'));
+      elsewhere = mkdtempSync(path.join(os.tmpdir(), 'pf-resume-mongo-nodir-'));
+    });
     afterAll(async () => {
       for (const r of [root, elsewhere]) {
         await removeMongoSessions(MONGO_URI!, r);
