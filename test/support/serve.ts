@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { startCli, type LiveCli } from './cli';
 
@@ -22,6 +23,22 @@ export async function startServe(dir: string, args: string[] = []): Promise<Live
   ]);
   const token = readFileSync(path.join(dir, 'admin.token'), 'utf8').trim();
   return { cli, url: m[2]!, token, session: m[1]! };
+}
+
+/** A service in a fresh directory of the temporary one (its name starts with `prefix`). */
+export async function serveInTempDir(prefix: string): Promise<{ dir: string; s: LiveService }> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { dir, s: await startServe(dir) };
+}
+
+/** Stops the service (if it started) and removes its directory. */
+export async function stopServe(
+  s: LiveService | undefined,
+  dir: string | undefined,
+): Promise<void> {
+  s?.cli.proc.kill('SIGTERM');
+  await s?.cli.result;
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 }
 
 /** One server-sent event. */

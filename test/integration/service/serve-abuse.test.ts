@@ -1,9 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import * as fs from 'node:fs';
 import * as net from 'node:net';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { api, finalStates, readEvents, type LiveService, startServe } from '../../support/serve';
+import {
+  api,
+  finalStates,
+  readEvents,
+  serveInTempDir,
+  stopServe,
+  type LiveService,
+} from '../../support/serve';
 
 // `pilotfish serve` as an intruder and a crowd meet it: 10,000 malformed requests (bad JSON,
 // bodies too large, headers that never end, junk on the wire) while a legitimate client submits,
@@ -57,16 +61,8 @@ describe('pilotfish serve under abuse', () => {
   let dir: string;
   let s: LiveService;
 
-  beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-serve-abuse-'));
-    s = await startServe(dir);
-  }, 60_000);
-
-  afterAll(async () => {
-    s?.cli.proc.kill('SIGTERM');
-    await s?.cli.result;
-    fs.rmSync(dir, { recursive: true, force: true });
-  }, 60_000);
+  beforeAll(async () => ({ dir, s } = await serveInTempDir('pf-serve-abuse-')), 60_000);
+  afterAll(() => stopServe(s, dir), 60_000);
 
   it('takes 10,000 malformed requests without a crash and loses no legitimate task', async () => {
     const { host } = new URL(s.url);

@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { runCli } from '../../support/cli';
 import {
   api,
   finalStates,
   readEvents,
-  startServe,
   type LiveService,
   type SseEvent,
+  serveInTempDir,
+  stopServe,
 } from '../../support/serve';
 
 // `pilotfish serve`: what a task leaves (artifacts, output ranges), deleting it, service
@@ -26,16 +26,8 @@ describe('pilotfish serve: files, deletion, services, limits', () => {
   let dir: string;
   let s: LiveService;
 
-  beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-serve-files-'));
-    s = await startServe(dir);
-  }, 60_000);
-
-  afterAll(async () => {
-    s?.cli.proc.kill('SIGTERM');
-    await s?.cli.result;
-    fs.rmSync(dir, { recursive: true, force: true });
-  }, 60_000);
+  beforeAll(async () => ({ dir, s } = await serveInTempDir('pf-serve-files-')), 60_000);
+  afterAll(() => stopServe(s, dir), 60_000);
 
   it("lists and downloads a task's staged-out artifacts, kept inside the service's directory", async () => {
     const sub = await api(s, 'POST', '/v1/tasks', {

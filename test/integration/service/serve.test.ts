@@ -13,6 +13,8 @@ import {
   selfSignedCert,
   startServe,
   type LiveService,
+  serveInTempDir,
+  stopServe,
 } from '../../support/serve';
 
 // `pilotfish serve` over real HTTP: the built CLI in a child process with a local pilot, and
@@ -59,16 +61,8 @@ describe('pilotfish serve', () => {
   let dir: string;
   let s: LiveService;
 
-  beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-serve-'));
-    s = await startServe(dir);
-  }, 60_000);
-
-  afterAll(async () => {
-    s?.cli.proc.kill('SIGTERM');
-    await s?.cli.result;
-    fs.rmSync(dir, { recursive: true, force: true });
-  }, 60_000);
+  beforeAll(async () => ({ dir, s } = await serveInTempDir('pf-serve-')), 60_000);
+  afterAll(() => stopServe(s, dir), 60_000);
 
   it('is open for its health only: 401 without a token, 403 with a read token on submit, revoked at once', async () => {
     expect(await api({ url: s.url }, 'GET', '/v1/healthz')).toEqual({
