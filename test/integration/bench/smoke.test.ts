@@ -79,6 +79,7 @@ const METRICS: Record<string, string[]> = {
     'submit_rtt_ms_p99',
     'submit_rtt_cold_ms_p50',
     'accept_tasks_per_s',
+    'accept_cold_tasks_per_s',
     'accept_ms_per_batch_p50',
     'events_per_s_1_client',
     'events_per_s_100_clients',
