@@ -7,7 +7,13 @@ import { SERVICE_SCHEMAS } from './schemas';
 import { localRefs } from './openapi-refs';
 import { authHook, type LiveTokens } from './auth';
 import type { ServiceContext } from './context';
-import { errorHandler, sendError } from './errors';
+import {
+  clientErrorHandler,
+  errorHandler,
+  HEADERS_TIMEOUT_S,
+  REQUEST_TIMEOUT_S,
+  sendError,
+} from './errors';
 import { eventRoutes } from './routes/events';
 import { metricsRoutes } from './metrics';
 import { metaRoutes } from './routes/meta';
@@ -44,13 +50,16 @@ export async function buildApi(ctx: ServiceContext, opts: ApiOptions): Promise<F
     logger: false,
     ...(opts.https !== undefined ? { https: opts.https } : {}),
     bodyLimit: opts.bodyLimitBytes ?? 16 * 1024 * 1024,
-    // slow or stuck clients do not hold sockets: headers in 10 s, a request in 60 s
+    // slow or stuck clients do not hold sockets: headers in 10 s, a request in 60 s (Node
+    // checks every 30 s), each answered with a 408 in the API's error shape
     connectionTimeout: 0,
-    requestTimeout: 60_000,
+    requestTimeout: REQUEST_TIMEOUT_S * 1000,
     keepAliveTimeout: 10_000,
+    clientErrorHandler,
     return503OnClosing: true,
     routerOptions: { maxParamLength: 1024 },
   });
+  app.server.headersTimeout = HEADERS_TIMEOUT_S * 1000;
   // bodies are JSON: any other type is a 415 that says so, not a schema error on a string
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(({ schema }) => compileSchema(schema));

@@ -1,5 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorObject } from 'ajv';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { coerceError, errorMeta, ValidationError, type ValidationIssue } from '../errors';
 import type { Logger } from '../lib/logger';
 import { narrowIssues } from '../lib/validate';
@@ -7,6 +9,10 @@ import { narrowIssues } from '../lib/validate';
 // Errors of the HTTP API: JSON `{error: {code, message, issues?}}`, an issue per JSON path with
 // what was allowed; never a stack. A request the API refuses (400-499) is the client's; anything
 // else is logged.
+
+/** How long a client may take to send a request's headers, and all of it (slow clients). */
+export const HEADERS_TIMEOUT_S = 10;
+export const REQUEST_TIMEOUT_S = 60;
 
 /** The HTTP status of the project's errors a request can meet. */
 const STATUS_OF: Record<string, number> = {
@@ -74,4 +80,39 @@ export function errorHandler(log: Logger) {
       'the server failed on this request (its log says why)',
     );
   };
+}
+
+/** What a connection gets when what it sent is not a request the server could read at all. */
+const CLIENT_ERRORS: Record<string, [number, string, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [
+    408,
+    'E_REQUEST_TIMEOUT',
+    `the request did not arrive in time (its headers within ${HEADERS_TIMEOUT_S} s, all of it within ${REQUEST_TIMEOUT_S} s)`,
+  ],
+  HPE_HEADER_OVERFLOW: [431, 'E_HEADERS_TOO_LARGE', 'the request head is larger than 16 KiB'],
+};
+
+/**
+ * The raw reply (status line, headers, the API's error body) to a connection whose bytes broke
+ * HTTP itself (Node's `clientError`: no request, so no route and no error handler).
+ */
+export function clientErrorResponse(code: string | undefined): string {
+  const [status, errCode, message] = CLIENT_ERRORS[code ?? ''] ?? [
+    400,
+    'E_BAD_REQUEST',
+    'not an HTTP/1.1 request the server can read',
+  ];
+  const body = JSON.stringify({ error: { code: errCode, message } });
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]!}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `Content-Type: application/json\r\nConnection: close\r\n\r\n${body}`
+  );
+}
+
+/** Fastify's clientErrorHandler: the API's error shape, then the connection is closed. */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
+  // a reset connection is gone already: nothing to answer
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (socket.writable) socket.write(clientErrorResponse(err.code));
+  socket.destroy();
 }

@@ -75,13 +75,18 @@ describe('pilotfish serve under abuse', () => {
         ),
         Buffer.from(body),
       ]);
-    // headers that never end, held open all through: they must not starve anyone
+    // headers that never end, held open all through: they must not starve anyone. The server
+    // may end them only as a request that took too long (its requestTimeout, 60 s: a run on a
+    // loaded machine can outlast it), with a 408, never any other way.
     const slow = Array.from({ length: 50 }, () => {
       const { hostname, port } = new URL(s.url);
       const sock = net.connect(Number(port), hostname);
+      const seen = { reply: '', closed: false };
+      sock.on('data', (d: Buffer) => (seen.reply += d.toString('latin1')));
+      sock.on('close', () => (seen.closed = true));
       sock.on('error', () => undefined);
       sock.write(`POST /v1/tasks HTTP/1.1\r\nhost: ${host}\r\n${auth}x-slow: `);
-      return sock;
+      return { sock, seen };
     });
     const kinds: { want: number[]; send: () => Promise<number> }[] = [
       // not JSON, JSON of the wrong shape, descriptions that break the schema
@@ -160,18 +165,46 @@ describe('pilotfish serve under abuse', () => {
       .filter((x) => !x.want.includes(x.st));
     expect(wrong.slice(0, 5)).toEqual([]);
 
-    // the slow ones held their sockets all along, and the server served everyone else
-    expect(slow.every((sock) => !sock.destroyed)).toBe(true);
+    // the slow ones held their sockets (or timed out as requests), and the server served
+    // everyone else
+    const ended = slow.map(({ seen }) => seen).filter((x) => x.closed || x.reply !== '');
+    expect(ended.filter((x) => !x.reply.startsWith('HTTP/1.1 408 '))).toEqual([]);
     const events = await readEvents(s, {
       until: (evs) => finalStates(evs, 'ok.').size === 500,
       timeoutMs: 120_000,
     });
     const finals = finalStates(events, 'ok.');
     expect([...finals.values()].every((st) => st.length === 1 && st[0] === 'DONE')).toBe(true);
-    for (const sock of slow) sock.destroy();
+    for (const { sock } of slow) sock.destroy();
     expect((await api(s, 'GET', '/v1/healthz')).status).toBe(200);
     expect(s.cli.proc.exitCode).toBeNull();
   }, 180_000);
+
+  it('answers bytes that are not HTTP with the API error shape, then closes', async () => {
+    const { hostname, port } = new URL(s.url);
+    const reply = (bytes: string): Promise<string> =>
+      new Promise((resolve) => {
+        const sock = net.connect(Number(port), hostname);
+        let got = '';
+        sock.on('connect', () => sock.write(bytes));
+        sock.on('data', (d: Buffer) => (got += d.toString('latin1')));
+        sock.on('error', () => undefined);
+        sock.on('close', () => resolve(got));
+      });
+    const body = (raw: string): unknown => JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4));
+    const junk = await reply('\u0016\u0003\u0001 not http at all\r\n\r\n');
+    expect(junk).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(body(junk)).toEqual({
+      error: { code: 'E_BAD_REQUEST', message: expect.stringContaining('HTTP/1.1') },
+    });
+    const big = await reply(
+      `GET /v1/tasks HTTP/1.1\r\nhost: x\r\nx: ${'a'.repeat(70_000)}\r\n\r\n`,
+    );
+    expect(big).toMatch(/^HTTP\/1\.1 431 /);
+    expect(body(big)).toEqual({
+      error: { code: 'E_HEADERS_TOO_LARGE', message: expect.stringContaining('16 KiB') },
+    });
+  }, 60_000);
 
   it('streams the same events to 200 clients at once, none missing or repeated', async () => {
     const base = (await api(s, 'GET', '/v1/tasks?limit=1')).status;
