@@ -27,6 +27,12 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   if (e.code === 'EPIPE') process.exit(EXIT.ok);
   throw e;
 });
+// nobody reads stderr any more (the script that started `serve` exited, a `tee` was killed):
+// its lines are lost, but the command goes on and ends as it would have, its session closed
+// (every session also logs to its own files)
+process.stderr.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code !== 'EPIPE') throw e;
+});
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),

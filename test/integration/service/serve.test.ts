@@ -5,6 +5,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runCli } from '../../support/cli';
+import { waitForExit } from '../../support/processes';
 import {
   api,
   finalStates,
@@ -343,6 +344,37 @@ describe('pilotfish serve killed with SIGKILL and started again', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }, 240_000);
+});
+
+describe('pilotfish serve whose stderr nobody reads any more', () => {
+  // started by a script that has exited, or piped into a `tee` that was killed: its next line
+  // on stderr meets EPIPE, and that must not end it without closing its session
+  it('still stops cleanly on SIGTERM: its task canceled, its process gone', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-serve-epipe-'));
+    const pidFile = path.join(dir, 'sleep.pid');
+    let s = await startServe(dir);
+    try {
+      const long = {
+        uid: 'long',
+        executable: '/bin/sh',
+        arguments: ['-c', `echo $$ > ${pidFile}; echo up; exec sleep 3600`],
+      };
+      expect((await api(s, 'POST', '/v1/tasks', { tasks: [long] })).status).toBe(201);
+      await readSse<string>(s, '/v1/tasks/long/output?follow=true', {
+        until: (evs) => evs.some((e) => e.event === 'output' && e.data.includes('up')),
+      });
+      s.cli.proc.stderr!.destroy();
+      s.cli.proc.kill('SIGTERM');
+      const r = await s.cli.result;
+      expect({ code: r.code, signal: r.signal }).toEqual({ code: 0, signal: null });
+      await waitForExit(Number(fs.readFileSync(pidFile, 'utf8')), 30_000);
+      s = await startServe(dir); // the same session, resumed: the task ended then, not now
+      const got = await api(s, 'GET', '/v1/tasks/long');
+      expect(got.body).toMatchObject({ uid: 'long', state: 'CANCELED' });
+    } finally {
+      await stopServe(s, dir);
+    }
+  }, 120_000);
 });
 
 describe('pilotfish serve on other listeners', () => {
