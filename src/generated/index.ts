@@ -22,6 +22,7 @@ export type { PilotDescription } from './pilot-description';
 export type { PilotState } from './pilot-state';
 export type { PublishedAddresses } from './published-addresses';
 export type { Reason } from './reason';
+export type { RouterConfig, RouterModel, RouterGroup } from './router-config';
 export type { SandboxReply } from './sandbox-reply';
 export type { SandboxRequest } from './sandbox-request';
 export type { SessionOptionsInput } from './session-options';

@@ -12,6 +12,7 @@ import type {
   NotificationBulk,
   PilotDescription,
   PublishedAddresses,
+  RouterConfig,
   SandboxReply,
   SandboxRequest,
   SessionOptionsInput,
@@ -36,6 +37,7 @@ import pilotDescription from '../../schemas/pilot-description.schema.json';
 import pilotState from '../../schemas/pilot-state.schema.json';
 import publishedAddresses from '../../schemas/published-addresses.schema.json';
 import reason from '../../schemas/reason.schema.json';
+import routerConfig from '../../schemas/router-config.schema.json';
 import sessionOptions from '../../schemas/session-options.schema.json';
 import stagingDirective from '../../schemas/staging-directive.schema.json';
 import storeReply from '../../schemas/store-reply.schema.json';
@@ -96,6 +98,7 @@ ajv.addSchema([
   workload,
   sessionOptions,
   publishedAddresses,
+  routerConfig,
 ]);
 
 function compiled(schema: { $id: string }): ValidateFunction {
@@ -312,6 +315,7 @@ export const parseFileRequest = parser<FileRequest>('FileRequest', fileRequest);
 export const parseFileReply = parser<FileReply>('FileReply', fileReply);
 export const parseSandboxRequest = parser<SandboxRequest>('SandboxRequest', sandboxRequest);
 export const parseSandboxReply = parser<SandboxReply>('SandboxReply', sandboxReply);
+export const parseRouterConfig = parser<RouterConfig>('RouterConfig', routerConfig);
 /** A MongoDB session's `addresses` as read back from its `sessions` document. */
 export const parsePublishedAddresses = parser<PublishedAddresses>(
   'PublishedAddresses',
