@@ -58,3 +58,6 @@ export type {
   PilotNode,
   Stamp,
 } from './profile/types';
+export { startRouter, type ModelRouter, type RouterOptions } from './router/router';
+export type { RouterSnapshot, ReplicaState } from './router/core';
+export type { RouterConfig, RouterModel, RouterGroup } from './generated';

@@ -14,6 +14,12 @@ export class Pilot {
    * sandbox, a job end it cannot read.
    */
   warnings: string[] = [];
+  /**
+   * When it drains (ms since the epoch): it starts no task after, and ends soon after (its
+   * runtime limit or batch job's end, less `signalBeforeEnd`). Undefined until its agent
+   * reported, and for a pilot whose time does not run.
+   */
+  drainsAt?: number;
 
   constructor(
     readonly uid: string,

@@ -16,7 +16,7 @@ export type RouterEvent =
   | { type: 'swap'; model: string; stopped: string[] };
 
 /** Why a replica is stopped. */
-export type StopWhy = 'idle' | 'swap' | 'room' | 'handoff' | 'unload';
+export type StopWhy = 'idle' | 'swap' | 'room' | 'handoff' | 'unload' | 'unreachable';
 
 /**
  * The router core's effects (its "syscall table"): fire-and-forget, each result comes back as

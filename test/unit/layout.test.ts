@@ -17,6 +17,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['updater'],
   ['profile'],
   ['agent', 'client'],
+  ['router'],
   ['simulator', 'service'],
   ['cli', 'index.ts'],
 ];

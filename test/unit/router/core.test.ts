@@ -212,6 +212,34 @@ describe('RouterCore: failures', () => {
     expect(fx.take()).toEqual(['dispatch q2 to r.a.1 at h:2', 'dispatch q3 to r.a.1 at h:2']);
   });
 
+  it('sends a request a replica refused to the replacement, in its place in the queue', () => {
+    const { core, fx } = harness([model('a', 1, { concurrency: 1 })]);
+    core.onRequest('q1', 'a');
+    core.onRequest('q2', 'a');
+    core.onReplicaReady('r.a.0', 'h:1');
+    expect(fx.take()).toEqual(['start r.a.0 a on p0', 'dispatch q1 to r.a.0 at h:1']);
+    core.onDispatchFailed('q1', 'connect ECONNREFUSED');
+    expect(fx.take()).toEqual(['stop r.a.0']); // taken to be gone: no more requests go there
+    core.onReplicaEnded('r.a.0', 'FAILED E_EXIT_CODE: killed by SIGKILL');
+    expect(fx.take()).toEqual(['start r.a.1 a on p0']);
+    core.onReplicaReady('r.a.1', 'h:2');
+    expect(fx.take()).toEqual(['dispatch q1 to r.a.1 at h:2']); // q1 first, as it came first
+    for (const n of [2, 3]) {
+      core.onDispatchFailed('q1', 'connect ECONNREFUSED');
+      core.onReplicaEnded(`r.a.${n - 1}`, 'FAILED');
+      core.onReplicaReady(`r.a.${n}`, `h:${n + 1}`);
+    }
+    expect(fx.take()).toEqual([
+      'stop r.a.1',
+      'start r.a.2 a on p0',
+      'dispatch q1 to r.a.2 at h:3',
+      'stop r.a.2',
+      "reject q1 502 E_BACKEND_ERROR: model 'a': 3 replicas in a row refused this request, the last: connect ECONNREFUSED",
+      'start r.a.3 a on p0',
+      'dispatch q2 to r.a.3 at h:4',
+    ]);
+  });
+
   it('refuses the waiting requests after two starts in a row fail, with the reason', () => {
     const { core, fx } = harness([model('a')]);
     core.onRequest('q1', 'a');

@@ -1,0 +1,181 @@
+import { timingSafeEqual } from 'node:crypto';
+import type * as http from 'node:http';
+import type { RouterSnapshot } from './core';
+import type { CompiledRouterConfig } from './models';
+import { sendError, type RouterProxy } from './proxy';
+
+// The router's HTTP face, OpenAI's conventions: /v1/models, and /v1/chat/completions,
+// /v1/completions, /v1/embeddings routed by the body's `model`; any path of one model through
+// /v1/router/models/<name>/raw/<path>; the router's state and an unload for its owner. Every
+// route but /healthz wants the bearer token.
+
+/** What the front needs of the router. */
+export interface FrontRouter {
+  config: CompiledRouterConfig;
+  proxy: RouterProxy;
+  snapshot(): RouterSnapshot;
+  unload(model: string): Promise<string[]>;
+}
+
+export interface FrontOptions {
+  token: string;
+  /** The most a request body may hold (default 16 MiB). */
+  bodyLimitBytes?: number;
+}
+
+/** The OpenAI routes whose body names the model. */
+const BY_BODY = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings']);
+const RAW = /^\/v1\/router\/models\/([^/]+)\/raw(\/.*)?$/;
+const UNLOAD = /^\/v1\/router\/models\/([^/]+)\/unload$/;
+
+export function routerHandler(
+  router: FrontRouter,
+  opts: FrontOptions,
+): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+  const limit = opts.bodyLimitBytes ?? 16 * 1024 * 1024;
+  const want = Buffer.from(`Bearer ${opts.token}`);
+  const authorized = (req: http.IncomingMessage): boolean => {
+    const got = Buffer.from(req.headers.authorization ?? '');
+    return got.length === want.length && timingSafeEqual(got, want);
+  };
+  return (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://router');
+    const path = url.pathname;
+    if (path === '/healthz' && req.method === 'GET') return json(res, 200, { ok: true });
+    if (!authorized(req)) {
+      res.setHeader('www-authenticate', 'Bearer');
+      return sendError(res, {
+        status: 401,
+        code: 'E_UNAUTHORIZED',
+        message: 'a bearer token is required (Authorization: Bearer <token>)',
+      });
+    }
+    if (path === '/v1/models' && req.method === 'GET') return json(res, 200, modelList(router));
+    if (path === '/v1/router' && req.method === 'GET') return json(res, 200, router.snapshot());
+    const unload = UNLOAD.exec(path);
+    if (unload !== null && req.method === 'POST') {
+      const name = decodeURIComponent(unload[1]!);
+      if (router.config.lookup(name) === undefined) return unknown(res, name, router);
+      router.unload(name).then(
+        (stopped) => json(res, 200, { model: name, stopped }),
+        (e: unknown) =>
+          sendError(res, { status: 500, code: 'E_INTERNAL', message: (e as Error).message }),
+      );
+      return;
+    }
+    const raw = RAW.exec(path);
+    if (raw === null && !(BY_BODY.has(path) && req.method === 'POST')) {
+      return sendError(res, {
+        status: 404,
+        code: 'E_NOT_FOUND',
+        message: `no route ${req.method} ${path} (POST /v1/chat/completions, /v1/completions, /v1/embeddings; GET /v1/models; /v1/router/models/<name>/raw/<path>)`,
+      });
+    }
+    const priority = priorityOf(req);
+    if (typeof priority === 'string') {
+      return sendError(res, { status: 400, code: 'E_VALIDATION', message: priority });
+    }
+    readBody(req, limit).then(
+      (body) => {
+        if (body === undefined) {
+          return sendError(res, {
+            status: 413,
+            code: 'E_TOO_LARGE',
+            message: `a request body may hold ${limit} bytes at most`,
+          });
+        }
+        if (raw !== null) {
+          const name = decodeURIComponent(raw[1]!);
+          if (router.config.lookup(name) === undefined) return unknown(res, name, router);
+          const rest = `${raw[2] ?? '/'}${url.search}`;
+          return router.proxy.forward(req, res, body, name, rest, priority);
+        }
+        const model = modelOf(body);
+        if (typeof model !== 'string' || model === '') {
+          return sendError(res, {
+            status: 400,
+            code: 'E_VALIDATION',
+            message: 'body/model must be the name of a model (a JSON object with a string `model`)',
+          });
+        }
+        router.proxy.forward(req, res, body, model, `${path}${url.search}`, priority);
+      },
+      () => undefined, // the client went away while it sent its body
+    );
+  };
+}
+
+/** `X-Pilotfish-Priority: <integer>`: undefined when absent, a message when malformed. */
+function priorityOf(req: http.IncomingMessage): number | undefined | string {
+  const v = req.headers['x-pilotfish-priority'];
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (typeof v !== 'string' || !Number.isInteger(n)) {
+    return `header X-Pilotfish-Priority must be an integer, not '${String(v)}'`;
+  }
+  return n;
+}
+
+function modelOf(body: Buffer): unknown {
+  try {
+    return (JSON.parse(body.toString('utf8')) as { model?: unknown } | null)?.model;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The body, or undefined when it is over `limit` (the rest is not read). */
+function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > limit) return resolve(undefined);
+    const parts: Buffer[] = [];
+    let size = 0;
+    req.on('data', (d: Buffer) => {
+      size += d.length;
+      if (size > limit) {
+        resolve(undefined);
+        req.destroy();
+      } else parts.push(d);
+    });
+    req.once('end', () => resolve(Buffer.concat(parts, size)));
+    req.once('error', reject);
+  });
+}
+
+function modelList(router: FrontRouter): unknown {
+  const state = new Map(router.snapshot().models.map((m) => [m.name, m]));
+  return {
+    object: 'list',
+    data: [...router.config.models.values()].map((m) => {
+      const s = state.get(m.name)!;
+      return {
+        id: m.name,
+        object: 'model',
+        owned_by: 'pilotfish',
+        aliases: m.aliases,
+        replicas: s.replicas.map((r) => ({ id: r.id, state: r.state, pilot: r.pilot })),
+        queued: s.queued,
+        inFlight: s.inFlight,
+      };
+    }),
+  };
+}
+
+function unknown(res: http.ServerResponse, name: string, router: FrontRouter): void {
+  const known = [...router.config.models.keys()].slice(0, 20).join(', ');
+  sendError(res, {
+    status: 404,
+    code: 'E_UNKNOWN_MODEL',
+    message: `no model '${name}' here (models: ${known})`,
+  });
+}
+
+function json(res: http.ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  });
+  res.end(body);
+}

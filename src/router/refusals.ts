@@ -1,0 +1,85 @@
+import type { RouteError, StopWhy } from './effects';
+import type { Replica, RouterPilot } from './holdings';
+import type { CompiledModel, CompiledRouterConfig } from './models';
+
+// The router's answers to requests it cannot serve: a status, a stable code, and words that say
+// what happened and which setting decides it.
+
+export function unknownModel(model: string, config: CompiledRouterConfig): RouteError {
+  const known = [...config.models.keys()].slice(0, 20).join(', ');
+  return {
+    status: 404,
+    code: 'E_UNKNOWN_MODEL',
+    message: `no model '${model}' here (models: ${known})`,
+  };
+}
+
+export function queueFull(m: CompiledModel): RouteError {
+  return {
+    status: 503,
+    code: 'E_QUEUE_FULL',
+    message: `${m.queueLimit} requests wait for model '${m.name}' already (its queueLimit)`,
+  };
+}
+
+export function queueTimeout(m: CompiledModel): RouteError {
+  return {
+    status: 504,
+    code: 'E_QUEUE_TIMEOUT',
+    message: `no replica of model '${m.name}' took this request in ${m.queueTimeoutMs / 1000} s (its queueTimeoutS)`,
+  };
+}
+
+export function refusedTooOften(model: string, tries: number, reason: string): RouteError {
+  return {
+    status: 502,
+    code: 'E_BACKEND_ERROR',
+    message: `model '${model}': ${tries} replicas in a row refused this request, the last: ${reason}`,
+  };
+}
+
+const STOP_TEXT: Record<StopWhy, string> = {
+  idle: 'idle past its idleTtlS',
+  swap: 'another model it may not run with was asked for',
+  room: 'to make room for another model',
+  handoff: 'its pilot drains: a replacement serves',
+  unload: 'unloaded',
+  unreachable: 'it refused a connection',
+};
+
+/** A request in flight on a replica that ended: stopped on purpose, or lost. */
+export function replicaGone(r: Replica, expected: boolean, reason: string): RouteError {
+  const model = r.model;
+  return expected
+    ? {
+        status: 502,
+        code: 'E_BACKEND_STOPPED',
+        message: `model '${model.name}': its replica ${r.id} was stopped (${STOP_TEXT[r.stopWhy ?? 'unload']}) and its stopGraceS (${model.stopGraceMs / 1000} s) ran out before this request was done: ${reason}`,
+      }
+    : {
+        status: 502,
+        code: 'E_BACKEND_LOST',
+        message: `model '${model.name}': its replica ${r.id} ended while serving this request: ${reason}`,
+      };
+}
+
+export function noRoom(m: CompiledModel, pilots: Iterable<RouterPilot>): RouteError {
+  const most = { cores: 0, gpus: 0 };
+  for (const p of pilots) {
+    most.cores = Math.max(most.cores, p.cores);
+    most.gpus = Math.max(most.gpus, p.gpus);
+  }
+  return {
+    status: 503,
+    code: 'E_NO_ROOM',
+    message: `model '${m.name}' needs ${m.uses.cores} cores and ${m.uses.gpus} GPUs per replica; the largest pilot has ${most.cores} cores and ${most.gpus} GPUs`,
+  };
+}
+
+export function failedToStart(m: CompiledModel, times: number, reason: string): RouteError {
+  return {
+    status: 502,
+    code: 'E_MODEL_FAILED',
+    message: `model '${m.name}' failed to start ${times} times in a row: ${reason}`,
+  };
+}

@@ -1,0 +1,162 @@
+import { randomBytes } from 'node:crypto';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { PilotManager } from '../client/pilot-manager';
+import type { TaskManager } from '../client/task-manager';
+import { UsageError } from '../errors';
+import type { RouterConfig } from '../generated';
+import { systemClock, type Clock } from '../lib/clock';
+import { silentLogger, type Logger } from '../lib/logger';
+import { RouterCore, type RouterSnapshot } from './core';
+import type { RouterEvent } from './effects';
+import { routerHandler } from './http-front';
+import { compileRouterConfig, type CompiledRouterConfig } from './models';
+import { RouterProxy } from './proxy';
+import { ReplicaTasks } from './task-shell';
+
+export interface RouterOptions {
+  /** The models (schemas/router-config.schema.json); checked, every error naming its path. */
+  config: RouterConfig;
+  /** Where it listens: loopback by default; another address needs `insecureHttp`. */
+  host?: string;
+  /** 0 (default): a free port. */
+  port?: number;
+  /** The bearer token its clients send (default: a new random one, in `router.token`). */
+  token?: string;
+  /** Listen on an address other than loopback without TLS: anyone who can reach it may try. */
+  insecureHttp?: boolean;
+  log?: Logger;
+}
+
+/** A model router serving a session's pilots: an OpenAI-compatible front at `url`. */
+export interface ModelRouter {
+  /** `http://host:port` (the OpenAI base URL is `${url}/v1`). */
+  readonly url: string;
+  readonly token: string;
+  snapshot(): RouterSnapshot;
+  /** Stops every replica of the model; resolves with their uids once their tasks ended. */
+  unload(model: string): Promise<string[]>;
+  /** Answers what is held with 503, stops the replicas (waiting for their ends), stops listening. */
+  close(): Promise<void>;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+/**
+ * Starts a model router over the session of `tmgr` and `pmgr` (docs/router.md): each model
+ * of `config` is started as a service task on one of the pilots when a request asks for it.
+ */
+export async function startRouter(
+  tmgr: TaskManager,
+  pmgr: PilotManager,
+  opts: RouterOptions,
+): Promise<ModelRouter> {
+  const config = compileRouterConfig(opts.config);
+  const host = opts.host ?? '127.0.0.1';
+  if (!LOOPBACK.has(host) && opts.insecureHttp !== true) {
+    throw new UsageError(
+      `startRouter: host '${host}' is not loopback: give insecureHttp: true to listen there without TLS`,
+    );
+  }
+  const token = opts.token ?? randomBytes(24).toString('base64url');
+  const log = opts.log ?? silentLogger;
+  const parts = new RouterParts(config, tmgr, pmgr, systemClock, log);
+  const server = http.createServer(routerHandler(parts, { token }));
+  server.keepAliveTimeout = 10_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${shown}:${address.port}`,
+    token,
+    snapshot: () => parts.snapshot(),
+    unload: (model) => parts.unload(model),
+    close: async () => {
+      await parts.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** The core with its two shells (replicas as tasks, requests through the proxy), joined. */
+export class RouterParts {
+  readonly proxy: RouterProxy;
+  private readonly core: RouterCore;
+  private readonly tasks: ReplicaTasks;
+  private readonly ends = new Map<string, (() => void)[]>();
+  private readonly listeners = new Set<(e: RouterEvent) => void>();
+
+  constructor(
+    readonly config: CompiledRouterConfig,
+    tmgr: TaskManager,
+    pmgr: PilotManager,
+    clock: Clock,
+    log: Logger,
+  ) {
+    this.proxy = new RouterProxy(log);
+    this.tasks = new ReplicaTasks(tmgr, pmgr, clock, log);
+    // replica uids unique to this router in its session: a restarted one names none again
+    const prefix = `router.${clock.now().toString(36)}${randomBytes(2).toString('hex')}.`;
+    this.core = new RouterCore(
+      config,
+      {
+        startReplica: (id, m, pilot) => this.tasks.startReplica(id, m, pilot),
+        stopReplica: (id) => this.tasks.stopReplica(id),
+        dispatch: (req, id, endpoint) => this.proxy.dispatch(req, id, endpoint),
+        reject: (req, error) => this.proxy.reject(req, error),
+        record: (e) => this.heard(e),
+      },
+      clock,
+      prefix,
+    );
+    this.proxy.bind(this.core);
+    this.tasks.attach(this.core);
+  }
+
+  snapshot(): RouterSnapshot {
+    return this.core.snapshot();
+  }
+
+  /** Follows what the router does (metrics, status); returns how to stop. */
+  onEvent(fn: (e: RouterEvent) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  async unload(model: string): Promise<string[]> {
+    const ids = this.core.unload(model);
+    await Promise.all(ids.map((id) => this.ended(id)));
+    return ids;
+  }
+
+  async close(): Promise<void> {
+    this.proxy.close();
+    const live = this.core
+      .snapshot()
+      .models.flatMap((m) => m.replicas.filter((r) => r.state !== 'waiting').map((r) => r.id));
+    this.core.close();
+    for (const id of live) this.tasks.stopReplica(id);
+    await Promise.all(live.map((id) => this.ended(id)));
+    this.tasks.close();
+  }
+
+  private ended(id: string): Promise<void> {
+    return new Promise((resolve) => {
+      const list = this.ends.get(id) ?? [];
+      list.push(resolve);
+      this.ends.set(id, list);
+    });
+  }
+
+  private heard(e: RouterEvent): void {
+    if (e.type === 'replica_ended') {
+      for (const resolve of this.ends.get(e.replica) ?? []) resolve();
+      this.ends.delete(e.replica);
+    }
+    for (const fn of this.listeners) fn(e);
+  }
+}

@@ -1,0 +1,193 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import * as path from 'node:path';
+import type { RouterModel } from '../../../src/generated';
+import { startRouter, type ModelRouter } from '../../../src/router/router';
+import { fixtures, type Fixture } from '../../support/session-fixture';
+
+// The model router over a real session: a local pilot with one (declared) GPU, models that
+// are service tasks running a stand-in model server (test/support/model-server.js: it loads
+// for a set time, answers /health, streams tokens), requests over real HTTP with fetch.
+
+const SERVER = path.resolve(__dirname, '../../support/model-server.js');
+
+function model(name: string, extra: Partial<RouterModel> = {}, args: string[] = []): RouterModel {
+  return {
+    name,
+    service: {
+      executable: process.execPath,
+      arguments: [SERVER, '--name', name, '--load-ms', '200', ...args],
+      gpusPerRank: 1,
+      service: { port: 'auto', ready: { http: '/health' }, startupTimeoutS: 30 },
+    },
+    ...extra,
+  };
+}
+
+interface Answer {
+  status: number;
+  body: { model?: string; pid?: number; served?: number; tag?: string; error?: { code: string } };
+  replica: string | null;
+}
+
+async function chat(
+  r: ModelRouter,
+  modelName: string,
+  opts: { tag?: string; priority?: number; tokens?: number } = {},
+): Promise<Answer> {
+  const res = await fetch(`${r.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${r.token}`,
+      'content-type': 'application/json',
+      ...(opts.tag !== undefined ? { 'x-tag': opts.tag } : {}),
+      ...(opts.priority !== undefined ? { 'x-pilotfish-priority': String(opts.priority) } : {}),
+    },
+    body: JSON.stringify({
+      model: modelName,
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: opts.tokens ?? 2,
+    }),
+  });
+  return {
+    status: res.status,
+    body: (await res.json()) as Answer['body'],
+    replica: res.headers.get('x-pilotfish-replica'),
+  };
+}
+
+/** Resolves once `ready()` holds, looked at every 10 ms; rejects after `ms`. */
+async function until(ready: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!ready()) {
+    if (Date.now() > deadline) throw new Error(`not in ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const queued = (r: ModelRouter, name: string): number =>
+  r.snapshot().models.find((m) => m.name === name)!.queued;
+const replicas = (r: ModelRouter, name: string): string[] =>
+  r
+    .snapshot()
+    .models.find((m) => m.name === name)!
+    .replicas.map((x) => x.state);
+
+describe('the model router over service tasks', () => {
+  const { open } = fixtures();
+  let router: ModelRouter | undefined;
+  afterEach(async () => {
+    await router?.close();
+    router = undefined;
+  });
+
+  async function routed(models: RouterModel[], swap?: unknown): Promise<Fixture> {
+    const fx = await open({ gpus: 1 });
+    router = await startRouter(fx.tmgr, fx.pmgr, {
+      config: {
+        models: [models[0]!, ...models.slice(1)],
+        ...(swap !== undefined ? { swap } : {}),
+      } as never,
+    });
+    return fx;
+  }
+
+  it('refuses a request without its token, and lists its models', async () => {
+    await routed([model('a')]);
+    const r = router!;
+    const bare = await fetch(`${r.url}/v1/models`);
+    expect(bare.status).toBe(401);
+    expect(bare.headers.get('www-authenticate')).toBe('Bearer');
+    const list = await fetch(`${r.url}/v1/models`, {
+      headers: { authorization: `Bearer ${r.token}` },
+    });
+    expect(await list.json()).toMatchObject({
+      object: 'list',
+      data: [{ id: 'a', object: 'model', replicas: [], queued: 0 }],
+    });
+    expect((await chat(r, 'nope')).body.error).toMatchObject({ code: 'E_UNKNOWN_MODEL' });
+  }, 60_000);
+
+  it('swaps two models that do not fit on one GPU together, every request answered', async () => {
+    await routed([model('a'), model('b')]);
+    const r = router!;
+    const first = await chat(r, 'a');
+    expect(first).toMatchObject({ status: 200, body: { model: 'a' } });
+    const second = await chat(r, 'b');
+    expect(second).toMatchObject({ status: 200, body: { model: 'b' } });
+    expect(replicas(r, 'a')).toEqual([]); // a was stopped to make room
+    const third = await chat(r, 'a');
+    expect(third).toMatchObject({ status: 200, body: { model: 'a' } });
+    expect(third.body.pid).not.toBe(first.body.pid); // loaded again
+  }, 120_000);
+
+  it('answers 50 requests to a loading model in order of priority, then arrival', async () => {
+    await routed([model('a', { concurrency: 1 })]);
+    const r = router!;
+    const answers: Promise<Answer>[] = [];
+    const priority = (i: number): number => [0, 5, 1][i % 3]!;
+    for (let i = 0; i < 50; i++) {
+      answers.push(chat(r, 'a', { tag: `r${i}`, priority: priority(i), tokens: 0 }));
+      await until(
+        () => queued(r, 'a') === i + 1 || replicas(r, 'a').includes('ready'),
+        10_000,
+        `request ${i} queued`,
+      );
+    }
+    const got = await Promise.all(answers);
+    expect(got.every((a) => a.status === 200)).toBe(true);
+    const order = got.sort((x, y) => x.body.served! - y.body.served!).map((a) => a.body.tag);
+    const want = Array.from({ length: 50 }, (_, i) => i)
+      .sort((x, y) => priority(y) - priority(x) || x - y)
+      .map((i) => `r${i}`);
+    expect(order).toEqual(want);
+  }, 120_000);
+
+  it('streams an answer as it comes; a backend killed mid-stream fails only its own requests', async () => {
+    await routed([model('a', { concurrency: 4 }, ['--token-ms', '100'])]);
+    const r = router!;
+    const res = await fetch(`${r.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${r.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'a', stream: true, max_tokens: 600 }),
+    });
+    expect(res.headers.get('content-type')).toBe('text/event-stream');
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    const more = async (): Promise<boolean> => {
+      const got = (await reader.read()) as { done: boolean; value?: Uint8Array };
+      if (got.value !== undefined) text += decoder.decode(got.value, { stream: true });
+      return !got.done;
+    };
+    while (!text.includes('"t2"')) await more();
+    // three tokens came of 600 (a minute's worth): the answer is passed on as it comes
+    const pid = Number(/"pid":(\d+)/.exec(text)![1]);
+    process.kill(pid, 'SIGKILL');
+    while (await more());
+    expect(text).toMatch(/data: \{"error":\{"code":"E_BACKEND_(LOST|ERROR)"/);
+    expect(text).not.toContain('[DONE]');
+    const next = await chat(r, 'a');
+    expect(next).toMatchObject({ status: 200, body: { model: 'a' } });
+    expect(next.body.pid).not.toBe(pid); // a replacement
+  }, 120_000);
+
+  it('stops a replica idle past its TTL', async () => {
+    await routed([model('a', { idleTtlS: 0.5 })]);
+    const r = router!;
+    expect((await chat(r, 'a')).status).toBe(200);
+    await until(() => replicas(r, 'a').length === 0, 30_000, 'the idle replica stopped');
+  }, 60_000);
+
+  it('unloads a model on request and answers once its process is gone', async () => {
+    await routed([model('a')]);
+    const r = router!;
+    const { body } = await chat(r, 'a');
+    const res = await fetch(`${r.url}/v1/router/models/a/unload`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${r.token}` },
+    });
+    expect(res.status).toBe(200);
+    expect(() => process.kill(body.pid!, 0)).toThrow(); // gone
+    expect(replicas(r, 'a')).toEqual([]);
+  }, 60_000);
+});

@@ -1,0 +1,79 @@
+'use strict';
+// A stand-in model server, run as a service task: it "loads" for --load-ms before it listens
+// on $PF_PORT, answers GET /health, and serves OpenAI-style completions, streamed token by
+// token (--token-ms apart) when the body says `stream: true`. Each answer names the model,
+// this process, and the order in which requests reached it (`served`), and echoes `x-tag`.
+const http = require('node:http');
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i < 0 ? fallback : process.argv[i + 1];
+};
+const NAME = arg('name', 'model');
+const LOAD_MS = Number(arg('load-ms', '0'));
+const TOKEN_MS = Number(arg('token-ms', '0'));
+let served = 0;
+
+function reply(res, status, value) {
+  const body = JSON.stringify(value);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  });
+  res.end(body);
+}
+
+const server = http.createServer((req, res) => {
+  if (req.method === 'GET' && req.url === '/health') return reply(res, 200, { ok: true });
+  if (req.method === 'GET' && req.url === '/pid') return reply(res, 200, { pid: process.pid });
+  const parts = [];
+  req.on('data', (d) => parts.push(d));
+  req.on('end', () => {
+    const n = ++served;
+    let body;
+    try {
+      body = JSON.parse(Buffer.concat(parts).toString() || '{}');
+    } catch {
+      return reply(res, 400, { error: { message: 'not JSON' } });
+    }
+    const tag = req.headers['x-tag'];
+    const meta = { model: NAME, pid: process.pid, served: n, tag, path: req.url };
+    if (req.url === '/v1/embeddings') {
+      return reply(res, 200, { object: 'list', data: [{ embedding: [0.5, 0.25] }], ...meta });
+    }
+    const tokens = Number(body.max_tokens ?? 3);
+    if (body.stream !== true) {
+      setTimeout(() => {
+        const content = Array.from({ length: tokens }, (_, i) => `t${i}`).join(' ');
+        reply(res, 200, {
+          object: 'chat.completion',
+          choices: [{ index: 0, message: { role: 'assistant', content } }],
+          ...meta,
+        });
+      }, tokens * TOKEN_MS);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    let i = 0;
+    const next = () => {
+      if (i === tokens) {
+        res.end('data: [DONE]\n\n');
+        return;
+      }
+      const chunk = {
+        object: 'chat.completion.chunk',
+        choices: [{ index: 0, delta: { content: `t${i}` } }],
+        ...meta,
+      };
+      res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      i++;
+      setTimeout(next, TOKEN_MS);
+    };
+    next();
+  });
+});
+
+setTimeout(() => {
+  server.listen(Number(process.env.PF_PORT), '127.0.0.1', () => console.log(`${NAME} loaded`));
+}, LOAD_MS);
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
