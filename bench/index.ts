@@ -3,6 +3,7 @@ import * as e2e from './e2e';
 import * as functions from './functions';
 import type { Benchmark } from './harness';
 import * as memory from './memory';
+import * as router from './router';
 import * as scheduler from './scheduler';
 import * as serve from './serve';
 import * as simulate from './simulate';
@@ -24,6 +25,7 @@ export const BENCHMARKS: readonly Benchmark[] = [
   timeline,
   utilization,
   serve,
+  router,
 ];
 
 /** Files of bench/ that are not benchmarks. */

@@ -119,6 +119,7 @@ export function which(cmd: string): string | undefined {
 export interface PeerAvailability {
   parallel: string | undefined;
   dask: string | undefined;
+  nginx: string | undefined;
 }
 
 export async function peerAvailability(): Promise<PeerAvailability> {
@@ -133,7 +134,8 @@ export async function peerAvailability(): Promise<PeerAvailability> {
     });
     if (r.code !== 0) dask = `Dask distributed is not importable by ${DEBIAN_PYTHON}`;
   }
-  return { parallel, dask };
+  const nginx = which('nginx') === undefined ? "nginx is not installed ('nginx')" : undefined;
+  return { parallel, dask, nginx };
 }
 
 /** PILOTFISH_BENCH_PEERS=0 (or false, no) turns the peers off, e.g. while profiling. */
@@ -150,12 +152,15 @@ export async function peersForRun(
   quick: boolean,
   log: (line: string) => void,
 ): Promise<PeerAvailability> {
-  if (peersOff()) return { parallel: 'PILOTFISH_BENCH_PEERS=0', dask: 'PILOTFISH_BENCH_PEERS=0' };
+  if (peersOff()) {
+    const off = 'PILOTFISH_BENCH_PEERS=0';
+    return { parallel: off, dask: off, nginx: off };
+  }
   if (!quick) return installPeers(log);
   const here = await peerAvailability();
   const why = (r: string | undefined): string | undefined =>
     r === undefined ? undefined : `${r} (quick runs do not install peers)`;
-  return { parallel: why(here.parallel), dask: why(here.dask) };
+  return { parallel: why(here.parallel), dask: why(here.dask), nginx: why(here.nginx) };
 }
 
 /** scripts/bench-deps.sh, from bench/ (ts-jest) or dist/bench/ (npm run bench). */
@@ -174,7 +179,7 @@ export function benchDepsScript(dir: string = __dirname): string {
  */
 export async function installPeers(log: (line: string) => void): Promise<PeerAvailability> {
   const before = await peerAvailability();
-  if (before.parallel === undefined && before.dask === undefined) return before;
+  if (Object.values(before).every((r) => r === undefined)) return before;
   const script = benchDepsScript();
   let complaint = '';
   if (!fs.existsSync(script)) {
@@ -188,7 +193,7 @@ export async function installPeers(log: (line: string) => void): Promise<PeerAva
   const after = await peerAvailability();
   const why = (r: string | undefined): string | undefined =>
     r === undefined ? undefined : complaint === '' ? r : `${r} (bench-deps.sh: ${complaint})`;
-  return { parallel: why(after.parallel), dask: why(after.dask) };
+  return { parallel: why(after.parallel), dask: why(after.dask), nginx: why(after.nginx) };
 }
 
 const SPAWN_LIMIT_C = `

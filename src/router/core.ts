@@ -4,15 +4,7 @@ import { Holdings, type Replica, type RouterPilot, type RouterSnapshot } from '.
 import type { CompiledModel, CompiledRouterConfig } from './models';
 import { place } from './placement';
 import { RequestQueue, type QueuedRequest } from './queue';
-import {
-  failedToStart,
-  noRoom,
-  queueFull,
-  queueTimeout,
-  refusedTooOften,
-  replicaGone,
-  unknownModel,
-} from './refusals';
+import * as refuse from './refusals';
 
 export type { ReplicaState, RouterPilot, RouterSnapshot } from './holdings';
 
@@ -55,8 +47,6 @@ export class RouterCore {
     this.h = new Holdings(config, clock.now());
   }
 
-  // ---- events ------------------------------------------------------------------------------
-
   /** A pilot that may run replicas (again, to say it drains). */
   onPilot(p: RouterPilot): void {
     this.h.pilots.set(p.uid, { ...p });
@@ -77,10 +67,10 @@ export class RouterCore {
   onRequest(id: string, model: string, priority?: number): void {
     const m = this.config.lookup(model);
     if (m === undefined) {
-      return this.effects.reject(id, unknownModel(model, this.config));
+      return this.effects.reject(id, refuse.unknownModel(model, this.config));
     }
     if (this.queue.waiting(m.name) >= m.queueLimit) {
-      return this.effects.reject(id, queueFull(m));
+      return this.effects.reject(id, refuse.queueFull(m));
     }
     const now = this.clock.now();
     this.queue.add({
@@ -124,11 +114,19 @@ export class RouterCore {
       this.drain(r, 'unreachable');
     }
     if (f.tries >= DISPATCH_TRIES) {
-      this.effects.reject(id, refusedTooOften(f.q.model, f.tries, reason));
+      this.effects.reject(id, refuse.refusedTooOften(f.q.model, f.tries, reason));
     } else {
       this.retried.set(id, f.tries);
       this.queue.add(f.q);
     }
+    this.pump();
+  }
+
+  /** A replica's connection failed under a request: it takes no more (stopped, replaced). */
+  onReplicaBroken(id: string): void {
+    const r = this.h.replicas.get(id);
+    if (r === undefined) return;
+    this.drain(r, 'unreachable');
     this.pump();
   }
 
@@ -169,11 +167,12 @@ export class RouterCore {
       replica: id,
       reason,
       expected,
+      ...(r.endpoint !== undefined ? { endpoint: r.endpoint } : {}),
     });
     for (const req of r.inFlight) {
       this.inFlight.delete(req);
       this.retried.delete(req);
-      this.effects.reject(req, replicaGone(r, expected, reason));
+      this.effects.reject(req, refuse.replicaGone(r, expected, reason));
     }
     if (r.replacedBy !== undefined) {
       const next = this.h.replicas.get(r.replacedBy);
@@ -236,7 +235,7 @@ export class RouterCore {
       const m = this.config.models.get(q.model)!;
       if (now - q.atMs < m.queueTimeoutMs) continue;
       this.queue.remove(q.id);
-      this.effects.reject(q.id, queueTimeout(m));
+      this.effects.reject(q.id, refuse.queueTimeout(m));
     }
   }
 
@@ -355,7 +354,7 @@ export class RouterCore {
   ): boolean {
     const where = place(this.h, this.config.swapper, m, now, protect, replacing);
     if (where === 'never') {
-      if (replacing === undefined) this.refuseWaiting(m, noRoom(m, this.h.pilots.values()));
+      if (replacing === undefined) this.refuseWaiting(m, refuse.noRoom(m, this.h.pilots.values()));
       return false;
     }
     if (where === undefined) return false;
@@ -407,7 +406,7 @@ export class RouterCore {
     st.failedStarts = 0;
     // a replica that serves still takes them (the failed one was a second, or a replacement)
     if (this.h.replicasOf(m.name).some((r) => r.state === 'ready')) return;
-    this.refuseWaiting(m, failedToStart(m, FAILED_STARTS, reason));
+    this.refuseWaiting(m, refuse.failedToStart(m, FAILED_STARTS, reason));
   }
 
   private drain(r: Replica, why: StopWhy): void {

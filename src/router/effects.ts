@@ -12,7 +12,15 @@ export type RouterEvent =
   | { type: 'replica_starting'; model: string; replica: string; pilot: string; replaces?: string }
   | { type: 'replica_ready'; model: string; replica: string; pilot: string; loadMs: number }
   | { type: 'replica_stopping'; model: string; replica: string; why: StopWhy }
-  | { type: 'replica_ended'; model: string; replica: string; reason: string; expected: boolean }
+  | {
+      type: 'replica_ended';
+      model: string;
+      replica: string;
+      reason: string;
+      expected: boolean;
+      /** Where it served, when it was ready. */
+      endpoint?: string;
+    }
   | { type: 'swap'; model: string; stopped: string[] };
 
 /** Why a replica is stopped. */

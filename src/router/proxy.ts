@@ -1,4 +1,5 @@
-import * as http from 'node:http';
+import type * as http from 'node:http';
+import { Pool, type Dispatcher } from 'undici';
 import type { Logger } from '../lib/logger';
 import type { RouterCore } from './core';
 import type { RouteError } from './effects';
@@ -19,7 +20,6 @@ const HOP = new Set([
   'transfer-encoding',
   'upgrade',
   'host',
-  'content-length',
 ]);
 
 interface Held {
@@ -29,7 +29,8 @@ interface Held {
   /** The path and query the replica gets. */
   path: string;
   model: string;
-  upstream?: http.ClientRequest;
+  /** Aborts its request to the replica (the client went away, or it failed). */
+  abort?: AbortController;
   /** The replica's answer came whole (its connection may serve the next one). */
   answered?: boolean;
   /** The answer is a stream of server-sent events (an error ends it as an event). */
@@ -41,7 +42,8 @@ export class RouterProxy {
   private core: RouterCore | undefined;
   private readonly held = new Map<string, Held>();
   private seq = 0;
-  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+  /** Keep-alive connections to each replica, by endpoint. */
+  private readonly pools = new Map<string, Pool>();
 
   constructor(private readonly log: Logger) {}
 
@@ -78,44 +80,73 @@ export class RouterProxy {
   dispatch(id: string, replica: string, endpoint: string): void {
     const h = this.held.get(id);
     if (h === undefined || h.ended) return;
-    const url = new URL(h.path, endpoint);
-    const headers: http.OutgoingHttpHeaders = {};
+    const headers: Record<string, string | string[]> = {};
     for (const [k, v] of Object.entries(h.req.headers)) {
-      if (!HOP.has(k) && k !== 'authorization' && v !== undefined) headers[k] = v;
+      if (!HOP.has(k) && k !== 'authorization' && k !== 'content-length' && v !== undefined) {
+        headers[k] = v;
+      }
     }
-    headers['content-length'] = h.body.length;
     headers['x-forwarded-for'] = h.req.socket.remoteAddress ?? '';
-    const up = http.request(url, { method: h.req.method, headers, agent: this.agent });
-    h.upstream = up;
-    up.on('response', (ans) => {
-      if (h.ended) {
-        ans.resume();
-        return;
-      }
-      const out: http.OutgoingHttpHeaders = {};
-      for (const [k, v] of Object.entries(ans.headers)) {
-        if (!HOP.has(k) && v !== undefined) out[k] = v;
-      }
-      out['x-pilotfish-replica'] = replica;
-      h.eventStream = String(ans.headers['content-type'] ?? '').startsWith('text/event-stream');
-      h.res.writeHead(ans.statusCode ?? 502, out);
-      h.res.flushHeaders();
-      // chunk by chunk as they come, with backpressure; the end ends the answer
-      ans.once('end', () => (h.answered = true));
-      ans.pipe(h.res);
-      ans.once('error', (e) => this.broken(id, h, replica, e));
-      ans.once('aborted', () =>
-        this.broken(id, h, replica, new Error('the replica closed the answer')),
+    const abort = new AbortController();
+    h.abort = abort;
+    this.poolFor(endpoint)
+      .request({
+        path: h.path,
+        method: h.req.method as Dispatcher.HttpMethod,
+        headers,
+        body: h.body,
+        signal: abort.signal,
+      })
+      .then(
+        (ans) => this.answer(id, h, replica, ans),
+        (e: NodeJS.ErrnoException) => {
+          if (h.ended) return;
+          if (e.code === 'ECONNREFUSED') {
+            // it never reached the replica (nothing listens there now): safe to send elsewhere
+            delete h.abort;
+            this.core!.onDispatchFailed(id, `${e.message} (replica ${replica})`);
+          } else this.broken(id, h, replica, e);
+        },
       );
-    });
-    up.once('error', (e: NodeJS.ErrnoException) => {
-      if (e.code === 'ECONNREFUSED' && !h.ended) {
-        // it never reached the replica (nothing listens there now): safe to send elsewhere
-        delete h.upstream;
-        this.core!.onDispatchFailed(id, `${e.message} (replica ${replica})`);
-      } else this.broken(id, h, replica, e);
-    });
-    up.end(h.body);
+  }
+
+  /** A replica's endpoint is gone: its connections are closed. */
+  forget(endpoint: string): void {
+    const pool = this.pools.get(endpoint);
+    this.pools.delete(endpoint);
+    void pool?.destroy().catch(() => undefined);
+  }
+
+  private poolFor(endpoint: string): Pool {
+    let pool = this.pools.get(endpoint);
+    if (pool === undefined) {
+      // keep-alive connections, one request at a time on each (no pipelining: a slow answer
+      // must not hold up the next one)
+      pool = new Pool(endpoint, { connections: 512, pipelining: 1, keepAliveTimeout: 10_000 });
+      this.pools.set(endpoint, pool);
+    }
+    return pool;
+  }
+
+  private answer(id: string, h: Held, replica: string, ans: Dispatcher.ResponseData): void {
+    if (h.ended) {
+      ans.body.resume();
+      return;
+    }
+    // its content-length kept: the answer goes in one write, not chunked in several
+    const out: http.OutgoingHttpHeaders = {};
+    for (const [k, v] of Object.entries(ans.headers)) {
+      if (!HOP.has(k) && v !== undefined) out[k] = v;
+    }
+    out['x-pilotfish-replica'] = replica;
+    h.eventStream = String(ans.headers['content-type'] ?? '').startsWith('text/event-stream');
+    h.res.writeHead(ans.statusCode, out);
+    // a stream's head goes at once; any other goes with its first bytes (one write, not two)
+    if (h.eventStream) h.res.flushHeaders();
+    // chunk by chunk as they come, with backpressure; the end ends the answer
+    ans.body.once('end', () => (h.answered = true));
+    ans.body.once('error', (e) => this.broken(id, h, replica, e));
+    ans.body.pipe(h.res);
   }
 
   /** RouterEffects.reject: the request's answer is this error (or its stream ends with it). */
@@ -130,9 +161,14 @@ export class RouterProxy {
     for (const h of this.held.values()) {
       this.fail(h, { status: 503, code: 'E_CLOSING', message: 'the router is closing' });
     }
-    this.agent.destroy();
+    for (const endpoint of [...this.pools.keys()]) this.forget(endpoint);
   }
 
+  /**
+   * The connection to the replica failed under a request (reset, closed mid-answer): the
+   * request fails (it may have been served: it is not sent again), and the replica, likely
+   * dead before its task's end is heard, takes no more requests.
+   */
   private broken(id: string, h: Held, replica: string, e: Error): void {
     if (h.ended) return;
     this.log.warn('router: a replica failed a request', { request: id, replica, error: e.message });
@@ -141,10 +177,11 @@ export class RouterProxy {
       code: 'E_BACKEND_ERROR',
       message: `model '${h.model}': its replica ${replica} failed this request: ${e.message}`,
     });
+    this.core!.onReplicaBroken(replica);
   }
 
   private fail(h: Held, error: RouteError): void {
-    h.upstream?.destroy();
+    h.abort?.abort();
     const res = h.res;
     if (!res.headersSent) {
       sendError(res, error);
@@ -161,7 +198,7 @@ export class RouterProxy {
     if (h === undefined) return;
     this.held.delete(id);
     h.ended = true;
-    if (h.answered !== true) h.upstream?.destroy();
+    if (h.answered !== true) h.abort?.abort();
     this.core!.onRequestDone(id);
   }
 }

@@ -44,7 +44,7 @@ const STOP_TEXT: Record<StopWhy, string> = {
   room: 'to make room for another model',
   handoff: 'its pilot drains: a replacement serves',
   unload: 'unloaded',
-  unreachable: 'it refused a connection',
+  unreachable: 'its connection failed',
 };
 
 /** A request in flight on a replica that ended: stopped on purpose, or lost. */

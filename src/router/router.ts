@@ -154,6 +154,7 @@ export class RouterParts {
 
   private heard(e: RouterEvent): void {
     if (e.type === 'replica_ended') {
+      if (e.endpoint !== undefined) this.proxy.forget(e.endpoint);
       for (const resolve of this.ends.get(e.replica) ?? []) resolve();
       this.ends.delete(e.replica);
     }

@@ -43,14 +43,17 @@ const server = http.createServer((req, res) => {
     }
     const tokens = Number(body.max_tokens ?? 3);
     if (body.stream !== true) {
-      setTimeout(() => {
+      const answer = () => {
         const content = Array.from({ length: tokens }, (_, i) => `t${i}`).join(' ');
         reply(res, 200, {
           object: 'chat.completion',
           choices: [{ index: 0, message: { role: 'assistant', content } }],
           ...meta,
         });
-      }, tokens * TOKEN_MS);
+      };
+      // no time to take: at once (a timer of 0 waits ~1 ms)
+      if (tokens * TOKEN_MS === 0) answer();
+      else setTimeout(answer, tokens * TOKEN_MS);
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });

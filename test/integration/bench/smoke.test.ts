@@ -84,6 +84,8 @@ const METRICS: Record<string, string[]> = {
     'events_per_s_1_client',
     'events_per_s_100_clients',
   ],
+  // the added latencies may be skipped in a quick run (noise below direct's)
+  router: ['direct_latency_ms_p50', 'router_requests_per_s'],
 };
 
 /**
@@ -100,6 +102,7 @@ const PEER_METRICS: Record<string, Partial<Record<keyof PeerAvailability, string
     ],
     dask: ['dask_tasks_per_s', 'exec_vs_dask_stream', 'exec_vs_dask_files'],
   },
+  router: { nginx: ['nginx_requests_per_s', 'router_vs_nginx'] },
   functions: {
     dask: [
       'dask_function_tasks_per_s',
@@ -139,6 +142,7 @@ const TIMEOUT_MS: Record<string, number> = {
   timeline: 60_000,
   utilization: 60_000,
   serve: 60_000,
+  router: 60_000,
 };
 
 describe('bench/', () => {

@@ -120,6 +120,35 @@ describe('the model router over service tasks', () => {
     expect(third.body.pid).not.toBe(first.body.pid); // loaded again
   }, 120_000);
 
+  it('follows a matrix of three: a and b together, c alone', async () => {
+    const cpu = (name: string): RouterModel => {
+      const m = model(name);
+      return { ...m, service: { ...m.service, gpusPerRank: 0 } };
+    };
+    await routed([cpu('a'), cpu('b'), cpu('c')], {
+      policy: 'matrix',
+      sets: [['a', 'b'], ['c']],
+    });
+    const r = router!;
+    expect((await chat(r, 'a')).body.model).toBe('a');
+    expect((await chat(r, 'b')).body.model).toBe('b');
+    expect([replicas(r, 'a'), replicas(r, 'b')]).toEqual([['ready'], ['ready']]);
+    const states = (): string[][] => ['a', 'b', 'c'].map((m) => replicas(r, m));
+    const gone = (...ms: string[]): boolean => ms.every((m) => replicas(r, m).length === 0);
+    expect((await chat(r, 'c')).body.model).toBe('c');
+    // stopped before c started, or still stopping (their ends are heard a little later)
+    expect(
+      states()[0]!
+        .concat(states()[1]!)
+        .every((x) => x === 'stopping'),
+    ).toBe(true);
+    await until(() => gone('a', 'b'), 30_000, 'a and b stopped');
+    expect(states()).toEqual([[], [], ['ready']]);
+    expect((await chat(r, 'b')).body.model).toBe('b');
+    await until(() => gone('c'), 30_000, 'c stopped');
+    expect(states()).toEqual([[], ['ready'], []]);
+  }, 120_000);
+
   it('answers 50 requests to a loading model in order of priority, then arrival', async () => {
     await routed([model('a', { concurrency: 1 })]);
     const r = router!;
@@ -169,6 +198,38 @@ describe('the model router over service tasks', () => {
     const next = await chat(r, 'a');
     expect(next).toMatchObject({ status: 200, body: { model: 'a' } });
     expect(next.body.pid).not.toBe(pid); // a replacement
+  }, 120_000);
+
+  it('moves a replica to a pilot with time left before its own drains: no request fails', async () => {
+    // the first pilot ends after 18 s; the replica starts there (the only pilot then)
+    const fx = await open({ gpus: 1, cores: 1, runtimeMin: 0.3 });
+    router = await startRouter(fx.tmgr, fx.pmgr, {
+      config: { models: [model('a', { handoffLeadS: 10, concurrency: 4 })] },
+    });
+    const r = router;
+    const first = await chat(r, 'a');
+    expect(first.status).toBe(200);
+    const [second] = await fx.pmgr.submitPilots([
+      { resource: 'local', gpus: 1, cores: 1, runtimeMin: 5 },
+    ]);
+    // a steady load, two at a time, until the first pilot has ended
+    const ended = fx.pmgr.waitPilots({ uids: [fx.pilot.uid], timeoutMs: 60_000 });
+    let over = false;
+    void ended.finally(() => (over = true));
+    const answers: Answer[] = [];
+    const lane = async (): Promise<void> => {
+      while (!over) answers.push(await chat(r, 'a', { tokens: 0 }));
+    };
+    await Promise.all([lane(), lane()]);
+    await ended;
+    const failed = answers.filter((a) => a.status !== 200);
+    expect(failed.slice(0, 3)).toEqual([]);
+    const pids = new Set(answers.map((a) => a.body.pid));
+    expect(pids.size).toBe(2); // served by the first replica, then by its replacement only
+    expect(answers.at(-1)!.body.pid).not.toBe(first.body.pid);
+    const snap = r.snapshot().models[0]!.replicas;
+    expect(snap.map((x) => [x.state, x.pilot])).toEqual([['ready', second!.uid]]);
+    expect(answers.length).toBeGreaterThan(100);
   }, 120_000);
 
   it('stops a replica idle past its TTL', async () => {

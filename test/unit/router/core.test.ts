@@ -240,6 +240,22 @@ describe('RouterCore: failures', () => {
     ]);
   });
 
+  it('sends nothing more to a replica whose connection failed under a request', () => {
+    const { core, fx } = harness([model('a', 1, { concurrency: 2 })]);
+    core.onRequest('q1', 'a');
+    core.onRequest('q2', 'a');
+    core.onReplicaReady('r.a.0', 'h:1');
+    fx.take();
+    core.onReplicaBroken('r.a.0'); // q1's answer broke off: the shell failed it
+    core.onRequestDone('q1');
+    core.onRequest('q3', 'a');
+    fx.expectNoMore(); // draining: q2 still on it, q3 waits
+    core.onRequestDone('q2');
+    expect(fx.take()).toEqual(['stop r.a.0']);
+    core.onReplicaEnded('r.a.0', 'FAILED E_EXIT_CODE: killed by SIGKILL');
+    expect(fx.take()).toEqual(['start r.a.1 a on p0']);
+  });
+
   it('refuses the waiting requests after two starts in a row fail, with the reason', () => {
     const { core, fx } = harness([model('a')]);
     core.onRequest('q1', 'a');
