@@ -106,7 +106,7 @@ export function routerHandler(
 }
 
 /** `X-Pilotfish-Priority: <integer>`: undefined when absent, a message when malformed. */
-function priorityOf(req: http.IncomingMessage): number | undefined | string {
+export function priorityOf(req: http.IncomingMessage): number | undefined | string {
   const v = req.headers['x-pilotfish-priority'];
   if (v === undefined) return undefined;
   const n = Number(v);
@@ -116,7 +116,7 @@ function priorityOf(req: http.IncomingMessage): number | undefined | string {
   return n;
 }
 
-function modelOf(body: Buffer): unknown {
+export function modelOf(body: Buffer): unknown {
   try {
     return (JSON.parse(body.toString('utf8')) as { model?: unknown } | null)?.model;
   } catch {
@@ -143,7 +143,7 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer | un
   });
 }
 
-function modelList(router: FrontRouter): unknown {
+export function modelList(router: Pick<FrontRouter, 'config' | 'snapshot'>): unknown {
   const state = new Map(router.snapshot().models.map((m) => [m.name, m]));
   return {
     object: 'list',

@@ -12,7 +12,7 @@ import type { RouterEvent } from './effects';
 import { routerHandler } from './http-front';
 import { compileRouterConfig, type CompiledRouterConfig } from './models';
 import { RouterProxy } from './proxy';
-import { ReplicaTasks } from './task-shell';
+import { REPLICA_PREFIX, ReplicaTasks } from './task-shell';
 
 export interface RouterOptions {
   /** The models (schemas/router-config.schema.json); checked, every error naming its path. */
@@ -100,7 +100,7 @@ export class RouterParts {
     this.proxy = new RouterProxy(log);
     this.tasks = new ReplicaTasks(tmgr, pmgr, clock, log);
     // replica uids unique to this router in its session: a restarted one names none again
-    const prefix = `router.${clock.now().toString(36)}${randomBytes(2).toString('hex')}.`;
+    const prefix = `${REPLICA_PREFIX}${clock.now().toString(36)}${randomBytes(2).toString('hex')}.`;
     this.core = new RouterCore(
       config,
       {
@@ -114,7 +114,7 @@ export class RouterParts {
       prefix,
     );
     this.proxy.bind(this.core);
-    this.tasks.attach(this.core);
+    this.tasks.attach(this.core, prefix);
   }
 
   snapshot(): RouterSnapshot {

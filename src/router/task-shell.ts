@@ -13,6 +13,9 @@ import type { CompiledModel } from './models';
 // session's pilots as the core's places. Readiness and ends come from waitReady and waitTasks:
 // no state callback, which would make every task of the session pay for the router.
 
+/** Every replica's uid starts so (then the router's own id: `router.<id>.<model>.<n>`). */
+export const REPLICA_PREFIX = 'router.';
+
 /** How often the pilots are looked at again (a drain point is known once its agent reported). */
 const PILOT_LOOK_MS = 5_000;
 
@@ -32,9 +35,21 @@ export class ReplicaTasks {
     private readonly log: Logger,
   ) {}
 
-  /** Follows the session's pilots into the core from now on. */
-  attach(core: RouterCore): void {
+  /**
+   * Follows the session's pilots into the core from now on. The replicas an earlier router of
+   * the session left running (its process was killed; this one resumed the session) are
+   * stopped: nothing routes to them any more.
+   */
+  attach(core: RouterCore, ownPrefix: string): void {
     this.core = core;
+    const orphans = this.tmgr
+      .list()
+      .filter((t) => t.uid.startsWith(REPLICA_PREFIX) && !t.uid.startsWith(ownPrefix) && !t.final)
+      .map((t) => t.uid);
+    if (orphans.length > 0) {
+      this.log.info('router: stopping the replicas of an earlier router', { replicas: orphans });
+      for (const uid of orphans) this.cancel(uid);
+    }
     this.unsubscribe = this.pmgr.onState(() => this.lookAtPilots());
     this.lookAtPilots();
   }

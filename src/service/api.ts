@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger';
 import { CONTROL_SCHEMAS } from '../client/control/handlers';
 import type { Logger } from '../lib/logger';
 import { compileSchema } from '../lib/validate';
+import type { RouterParts } from '../router/router';
 import { SERVICE_SCHEMAS } from './schemas';
 import { localRefs } from './openapi-refs';
 import { authHook, type LiveTokens } from './auth';
@@ -19,6 +20,7 @@ import { metricsRoutes } from './metrics';
 import { metaRoutes } from './routes/meta';
 import { outputRoutes } from './routes/output';
 import { pilotRoutes } from './routes/pilots';
+import { routerRoutes } from './routes/router';
 import { DEFAULT_RATE_PER_MINUTE, registerRateLimit } from './rate-limit';
 import { serviceRoutes } from './routes/services';
 import { taskFileRoutes } from './routes/task-files';
@@ -38,6 +40,8 @@ export interface ApiOptions {
   ratePerMinute?: number;
   /** Serve HTTPS with this certificate and key. */
   https?: { cert: Buffer; key: Buffer };
+  /** The model router to serve (its OpenAI routes, docs/router.md), if the service has one. */
+  router?: RouterParts;
 }
 
 /**
@@ -98,6 +102,7 @@ export async function buildApi(ctx: ServiceContext, opts: ApiOptions): Promise<F
   outputRoutes(app, ctx);
   pilotRoutes(app, ctx);
   serviceRoutes(app, ctx);
+  if (opts.router !== undefined) routerRoutes(app, opts.router);
   await app.ready();
   return app;
 }

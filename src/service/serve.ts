@@ -2,14 +2,17 @@ import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import type { PilotDescription } from '../generated';
+import type { PilotDescription, RouterConfig } from '../generated';
 import { UsageError } from '../errors';
+import { systemClock } from '../lib/clock';
 import type { Logger } from '../lib/logger';
 import { makePrivateDir, PRIVATE_FILE } from '../lib/private-files';
 import { PilotManager } from '../client/pilot-manager';
 import { controlContextOf, Session } from '../client/session';
 import { runtimeOf } from '../client/runtime/runtime';
 import { TaskManager } from '../client/task-manager';
+import { compileRouterConfig } from '../router/models';
+import { RouterParts } from '../router/router';
 import { markOf } from '../updater/store-choice';
 import { buildApi } from './api';
 import { LiveTokens } from './auth';
@@ -52,6 +55,8 @@ export interface ServeOptions {
   ratePerMinute?: number;
   /** Says by name that a non-loopback address without TLS is wanted. */
   insecureHttp?: boolean;
+  /** A model router on the same address and tokens (schemas/router-config.schema.json). */
+  router?: RouterConfig;
   log?: Logger;
   version?: string;
 }
@@ -98,6 +103,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
     ...(previous !== undefined ? { resume: previous } : {}),
   });
   let app: FastifyInstance | undefined;
+  let router: RouterParts | undefined;
   let closing = false;
   try {
     // made in this order at every start: the journal names managers by their order
@@ -144,7 +150,11 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
       files,
       events,
     };
+    if (opts.router !== undefined) {
+      router = new RouterParts(compileRouterConfig(opts.router), tmgr, pmgr, systemClock, rt.log);
+    }
     app = await buildApi(ctx, {
+      ...(router !== undefined ? { router } : {}),
       tokens,
       log: rt.log,
       closing: () => closing,
@@ -179,12 +189,14 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
           closing = true;
           // open event streams end with the session's store; the server waits for them
           const closed = served.close();
+          await router?.close(); // its replicas stopped first, each waited for
           await session.close();
           await closed;
         })()),
     };
   } catch (e) {
     closing = true;
+    await router?.close();
     await app?.close();
     await session.close();
     throw e;

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import type { PilotDescription } from '../../generated';
+import type { PilotDescription, RouterConfig } from '../../generated';
 import { UsageError, ValidationError } from '../../errors';
 import { makePrivateDir } from '../../lib/private-files';
 import { parsePilotDescription } from '../../lib/validate';
@@ -28,6 +28,7 @@ interface ServeFlags {
   host: string;
   port: string;
   pilots?: string;
+  router?: string;
   socket?: string;
   tlsCert?: string;
   tlsKey?: string;
@@ -55,6 +56,10 @@ export function registerServe(program: Command, done: (code: number) => void): v
     .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key)')
     .option('--tls-key <file>', "the certificate's private key (PEM)")
     .option('--pilots <file>', 'a JSON list of pilot descriptions (default: one local pilot)')
+    .option(
+      '--router <file>',
+      `a model router config (JSON: ${docPath('router.md')}): its OpenAI routes on the same address`,
+    )
     .option('--insecure-http', 'allow an address other than loopback without TLS')
     .option(
       '--rate-limit <n>',
@@ -142,6 +147,15 @@ function loadPilots(file: string): PilotDescription[] {
   });
 }
 
+/** The router config of `file`, read (checked when the service starts: each path named). */
+function loadRouter(file: string): RouterConfig {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as RouterConfig;
+  } catch (e) {
+    throw new UsageError(`cannot read the router file ${file}: ${(e as Error).message}`);
+  }
+}
+
 async function runServe(flags: ServeFlags): Promise<number> {
   const port = Number(flags.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
@@ -175,6 +189,7 @@ async function runServe(flags: ServeFlags): Promise<number> {
       port,
       ratePerMinute: rate,
       ...(flags.pilots !== undefined ? { pilots: loadPilots(flags.pilots) } : {}),
+      ...(flags.router !== undefined ? { router: loadRouter(flags.router) } : {}),
       ...(flags.insecureHttp === true ? { insecureHttp: true } : {}),
       ...(flags.socket !== undefined ? { socket: path.resolve(flags.socket) } : {}),
       ...(flags.tlsCert !== undefined
