@@ -94,7 +94,7 @@ export async function buildApi(ctx: ServiceContext, opts: ApiOptions): Promise<F
   app.setNotFoundHandler((req, reply) =>
     sendError(reply, 404, 'E_NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`),
   );
-  metricsRoutes(app, ctx); // first: its onResponse hook counts every route's requests
+  metricsRoutes(app, ctx, opts.router); // first: its onResponse hook counts every route's requests
   metaRoutes(app, ctx, () => opts.closing());
   taskRoutes(app, ctx);
   taskFileRoutes(app, ctx);

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { runtimeOf } from '../client/runtime/runtime';
+import { registerRouterMetrics } from '../router/metrics';
+import type { RouterParts } from '../router/router';
 import { TASK_STATES } from '../states/task-model';
 import type { ServiceContext } from './context';
 
@@ -19,9 +21,14 @@ const AFTER_RUN = new Set([
   'TMGR_STAGING_OUTPUT',
 ]);
 
-export function metricsRoutes(app: FastifyInstance, ctx: ServiceContext): void {
+export function metricsRoutes(
+  app: FastifyInstance,
+  ctx: ServiceContext,
+  router?: RouterParts,
+): void {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'pilotfish_' });
+  if (router !== undefined) registerRouterMetrics(registry, router);
   const tasks = runtimeOf(ctx.session).tasks;
   new Gauge({
     name: 'pilotfish_tasks',

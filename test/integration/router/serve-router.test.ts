@@ -53,6 +53,13 @@ describe('pilotfish serve --router', () => {
       status: 200,
       body: { object: 'list', data: [{ id: 'a', replicas: [{ state: 'ready' }] }] },
     });
+    const metrics = await fetch(`${s!.url}/metrics`, {
+      headers: { authorization: `Bearer ${readToken}` },
+    });
+    const text = await metrics.text();
+    expect(text).toContain('pilotfish_router_replicas{model="a",state="ready"} 1');
+    expect(text).toContain('pilotfish_router_replica_load_seconds_count{model="a"} 1');
+    expect(text).toContain('pilotfish_router_queued{model="a"} 0');
     // the replica is a task of the service's session, as any other
     const uid = (list.body.data as { replicas: { id: string }[] }[])[0]!.replicas[0]!.id;
     expect((await api(s!, 'GET', `/v1/tasks/${uid}`)).body).toMatchObject({
