@@ -16,6 +16,15 @@
  *   the router's event loop), alternated router, nginx, nginx, router; each the mean of its
  *   two runs. `router_vs_nginx` (target ≥ 0.8).
  *
+ * - `swap_added_ms_p50` (target ≤ 50 ms): two models that may not run together, asked for in
+ *   turn, 20 swaps (quick: 2): request to answer less the replica's own start (its process's
+ *   start to its listening, which the stand-in reports; it loads for 300 ms), `p90` beside.
+ *
+ * - `handoff_answered_fraction` (target 1: no request fails): a session of its own with one
+ *   local pilot that ends after 24 s (quick: 15 s), the model's replica on it, then a second
+ *   pilot with time left; two requests at a time until the first pilot has ended, the replica
+ *   moved meanwhile (make-before-break); `failed` beside it.
+ *
  * Without nginx (scripts/bench-deps.sh installs Debian's nginx-light; `npm run bench` runs it),
  * the nginx figures and the ratio are skipped.
  */
@@ -25,7 +34,7 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { startRouter } from '../src';
+import { PilotManager, Session, TaskManager, startRouter, type RouterModel } from '../src';
 import {
   mean,
   nowNs,
@@ -62,12 +71,16 @@ interface Sizes {
   latencyWarm: number;
   load: number;
   connections: number;
+  swaps: number;
 }
-const FULL: Sizes = { latency: 3_000, latencyWarm: 500, load: 20_000, connections: 32 };
-const QUICK: Sizes = { latency: 100, latencyWarm: 20, load: 500, connections: 8 };
+const FULL: Sizes = { latency: 3_000, latencyWarm: 500, load: 20_000, connections: 32, swaps: 20 };
+const QUICK: Sizes = { latency: 100, latencyWarm: 20, load: 500, connections: 8, swaps: 2 };
+/** The stand-in's load time in the swap figures (it listens after this). */
+const LOAD_MS = 300;
 
 export async function run({ quick, emit }: BenchOptions): Promise<void> {
   const n = quick ? QUICK : FULL;
+  await handoffFigures(quick, emit);
   await withLocalPilot('pf-bench-router-', async ({ tmgr, pmgr }) => {
     const router = await startRouter(tmgr, pmgr, {
       config: {
@@ -103,6 +116,7 @@ export async function run({ quick, emit }: BenchOptions): Promise<void> {
       ];
       await latencyFigures(n, ways, emit);
       await loadFigures(n, ways.slice(1), emit);
+      await swapFigures(n, tmgr, pmgr, emit);
     } finally {
       nginx?.proc.kill('SIGTERM');
       await router.close();
@@ -199,6 +213,146 @@ async function loadFigures(
       ...context,
     });
   }
+}
+
+/**
+ * Two models that may not run together (a `group` of one at a time), asked for in turn: each
+ * request's time to its answer less the replica's own time from its process's start to its
+ * listening (the stand-in reports it), i.e. what the swap adds: stopping the other, starting
+ * the service task, hearing it ready, routing.
+ */
+async function swapFigures(
+  n: Sizes,
+  tmgr: TaskManager,
+  pmgr: PilotManager,
+  emit: (f: Figure) => void,
+): Promise<void> {
+  const model = (name: string): RouterModel => ({
+    name,
+    service: {
+      executable: process.execPath,
+      arguments: [modelServer(), '--name', name, '--load-ms', String(LOAD_MS)],
+      // ready on its line: a poll of /health would add up to its 100 ms interval
+      service: { port: 'auto', ready: { pattern: `${name} loaded` } },
+    },
+  });
+  const router = await startRouter(tmgr, pmgr, {
+    config: {
+      models: [model('a'), model('b')],
+      swap: { policy: 'group', groups: [{ name: 'one-at-a-time', members: ['a', 'b'] }] },
+    },
+  });
+  try {
+    const added: number[] = [];
+    const loads: number[] = [];
+    for (let i = 0; i <= n.swaps; i++) {
+      const t0 = nowNs();
+      const got = await ask(router.url, `Bearer ${router.token}`, i % 2 === 0 ? 'a' : 'b');
+      const ms = secondsBetween(t0, nowNs()) * 1000;
+      if (i === 0) continue; // the first loads a with nothing to stop
+      added.push(ms - got.loadedMs);
+      loads.push(got.loadedMs);
+    }
+    emit({
+      metric: 'swap_added_ms_p50',
+      value: sig(percentile(added, 0.5)),
+      unit: 'ms',
+      swaps: n.swaps,
+      p90: sig(percentile(added, 0.9)),
+      model_load_ms_p50: sig(percentile(loads, 0.5)),
+      timed:
+        "request to answer, less the replica's own start (its process's start to its listening)",
+    });
+  } finally {
+    await router.close();
+  }
+}
+
+/**
+ * A steady load (two requests at a time) on one model while its replica's pilot reaches its
+ * end, a second pilot with time left beside it: the fraction of the requests answered 200.
+ */
+async function handoffFigures(quick: boolean, emit: (f: Figure) => void): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-bench-handoff-'));
+  const session = await Session.open({ dir });
+  try {
+    const pmgr = new PilotManager(session);
+    const tmgr = new TaskManager(session);
+    // the replica starts on the one pilot there is; it ends after 24 s (quick: 15 s)
+    const runtimeMin = quick ? 0.25 : 0.4;
+    const [short] = await pmgr.submitPilots([{ resource: 'local', cores: 1, runtimeMin }]);
+    const router = await startRouter(tmgr, pmgr, {
+      config: {
+        models: [
+          {
+            name: 'm',
+            handoffLeadS: quick ? 8 : 12,
+            concurrency: 4,
+            service: {
+              executable: process.execPath,
+              arguments: [modelServer(), '--name', 'm', '--load-ms', String(LOAD_MS)],
+              service: { port: 'auto', ready: { pattern: 'm loaded' } },
+            },
+          },
+        ],
+      },
+    });
+    try {
+      const auth = `Bearer ${router.token}`;
+      await ask(router.url, auth, 'm');
+      await pmgr.submitPilots([{ resource: 'local', cores: 1, runtimeMin: 10 }]);
+      const ended = pmgr.waitPilots({ uids: [short!.uid], timeoutMs: 120_000 });
+      let over = false;
+      void ended.finally(() => (over = true));
+      const pids = new Set<number>();
+      let answered = 0;
+      let failed = 0;
+      const lane = async (): Promise<void> => {
+        while (!over) {
+          const res = await fetch(`${router.url}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { authorization: auth, 'content-type': 'application/json' },
+            body: BODY,
+          });
+          const body = (await res.json()) as { pid?: number };
+          if (res.status === 200) answered++;
+          else failed++;
+          if (body.pid !== undefined) pids.add(body.pid);
+        }
+      };
+      await Promise.all([lane(), lane()]);
+      await ended;
+      if (pids.size < 2) throw new Error('router: no handoff happened (one replica served all)');
+      emit({
+        metric: 'handoff_answered_fraction',
+        value: sig(answered / (answered + failed), 6),
+        unit: 'ratio',
+        requests: answered + failed,
+        failed,
+        replicas: pids.size,
+        timed: "two requests at a time from the replica's start to its pilot's end",
+      });
+    } finally {
+      await router.close();
+    }
+  } finally {
+    await session.close();
+    removeTree(dir);
+  }
+}
+
+/** A POST for `model`: what the stand-in says of itself. */
+async function ask(url: string, auth: string, model: string): Promise<{ loadedMs: number }> {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ model, max_tokens: 0, messages: [] }),
+  });
+  const body = (await res.json()) as { loadedMs?: number; model?: string };
+  if (res.status !== 200 || body.model !== model || typeof body.loadedMs !== 'number') {
+    throw new Error(`router: a swap to ${model} got ${res.status} ${JSON.stringify(body)}`);
+  }
+  return { loadedMs: body.loadedMs };
 }
 
 /** A POST of BODY: its status, the answer read whole. */

@@ -13,6 +13,8 @@ const NAME = arg('name', 'model');
 const LOAD_MS = Number(arg('load-ms', '0'));
 const TOKEN_MS = Number(arg('token-ms', '0'));
 let served = 0;
+/** From this process's start to its listening (node's own start included), in ms. */
+let loadedMs;
 
 function reply(res, status, value) {
   const body = JSON.stringify(value);
@@ -37,7 +39,7 @@ const server = http.createServer((req, res) => {
       return reply(res, 400, { error: { message: 'not JSON' } });
     }
     const tag = req.headers['x-tag'];
-    const meta = { model: NAME, pid: process.pid, served: n, tag, path: req.url };
+    const meta = { model: NAME, pid: process.pid, served: n, tag, path: req.url, loadedMs };
     if (req.url === '/v1/embeddings') {
       return reply(res, 200, { object: 'list', data: [{ embedding: [0.5, 0.25] }], ...meta });
     }
@@ -77,6 +79,9 @@ const server = http.createServer((req, res) => {
 });
 
 setTimeout(() => {
-  server.listen(Number(process.env.PF_PORT), '127.0.0.1', () => console.log(`${NAME} loaded`));
+  server.listen(Number(process.env.PF_PORT), '127.0.0.1', () => {
+    loadedMs = process.uptime() * 1000;
+    console.log(`${NAME} loaded`);
+  });
 }, LOAD_MS);
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

@@ -85,7 +85,12 @@ const METRICS: Record<string, string[]> = {
     'events_per_s_100_clients',
   ],
   // the added latencies may be skipped in a quick run (noise below direct's)
-  router: ['direct_latency_ms_p50', 'router_requests_per_s'],
+  router: [
+    'handoff_answered_fraction',
+    'direct_latency_ms_p50',
+    'router_requests_per_s',
+    'swap_added_ms_p50',
+  ],
 };
 
 /**
