@@ -39,7 +39,8 @@ const server = http.createServer((req, res) => {
       return reply(res, 400, { error: { message: 'not JSON' } });
     }
     const tag = req.headers['x-tag'];
-    const meta = { model: NAME, pid: process.pid, served: n, tag, path: req.url, loadedMs };
+    const job = process.env.SLURM_JOB_ID;
+    const meta = { model: NAME, pid: process.pid, served: n, tag, path: req.url, loadedMs, job };
     if (req.url === '/v1/embeddings') {
       return reply(res, 200, { object: 'list', data: [{ embedding: [0.5, 0.25] }], ...meta });
     }

@@ -1,0 +1,48 @@
+import { afterEach, expect, it } from '@jest/globals';
+import * as path from 'node:path';
+import { startRouter, type ModelRouter } from '../../../src/router/router';
+import { fixtures } from '../../support/session-fixture';
+import { describeSlurm, slurmEnv } from '../../support/slurm';
+
+// The model router with a Slurm pilot as its backend: the replica is a service task in the
+// pilot's batch job, reached at the endpoint its agent publishes.
+
+const SERVER = path.resolve(__dirname, '../../support/model-server.js');
+
+describeSlurm('the model router on a Slurm pilot', () => {
+  const fixture = fixtures();
+  let router: ModelRouter | undefined;
+  afterEach(async () => {
+    await router?.close();
+    router = undefined;
+  });
+
+  it('starts a model in the batch job when a request names it, and answers through it', async () => {
+    Object.assign(process.env, slurmEnv());
+    const fx = await fixture.open({ resource: 'slurm', nodes: 1, runtimeMin: 5 }, false);
+    router = await startRouter(fx.tmgr, fx.pmgr, {
+      config: {
+        models: [
+          {
+            name: 'a',
+            service: {
+              executable: process.execPath,
+              arguments: [SERVER, '--name', 'a'],
+              service: { port: 'auto', ready: { http: '/health' }, startupTimeoutS: 60 },
+            },
+          },
+        ],
+      },
+    });
+    const res = await fetch(`${router.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${router.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'a', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    const body = (await res.json()) as { model?: string; job?: string };
+    expect([res.status, body.model]).toEqual([200, 'a']);
+    expect(body.job).toMatch(/^\d+$/); // it ran inside the pilot's job
+    const [replica] = router.snapshot().models[0]!.replicas;
+    expect(replica).toMatchObject({ state: 'ready', pilot: fx.pilot.uid });
+  }, 180_000);
+});
