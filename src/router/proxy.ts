@@ -47,7 +47,7 @@ export class RouterProxy {
 
   constructor(private readonly log: Logger) {}
 
-  bind(core: RouterCore): void {
+  attach(core: RouterCore): void {
     this.core = core;
   }
 

@@ -113,7 +113,7 @@ export class RouterParts {
       clock,
       prefix,
     );
-    this.proxy.bind(this.core);
+    this.proxy.attach(this.core);
     this.tasks.attach(this.core, prefix);
   }
 
