@@ -5,7 +5,7 @@ import type { PilotManager } from '../client/pilot-manager';
 import type { TaskManager } from '../client/task-manager';
 import { UsageError } from '../errors';
 import type { RouterConfig } from '../generated';
-import { systemClock, type Clock } from '../lib/clock';
+import { systemClock, type Clock, type Timer } from '../lib/clock';
 import { silentLogger, type Logger } from '../lib/logger';
 import { RouterCore, type RouterSnapshot } from './core';
 import type { RouterEvent } from './effects';
@@ -41,6 +41,8 @@ export interface ModelRouter {
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+/** How long close() waits for its replicas' ends (a stop takes the kill grace, 3 s by default). */
+const CLOSE_WAIT_MS = 60_000;
 
 /**
  * Starts a model router over the session of `tmgr` and `pmgr` (docs/router.md): each model
@@ -94,8 +96,8 @@ export class RouterParts {
     readonly config: CompiledRouterConfig,
     tmgr: TaskManager,
     pmgr: PilotManager,
-    clock: Clock,
-    log: Logger,
+    private readonly clock: Clock,
+    private readonly log: Logger,
   ) {
     this.proxy = new RouterProxy(log);
     this.tasks = new ReplicaTasks(tmgr, pmgr, clock, log);
@@ -140,7 +142,17 @@ export class RouterParts {
       .models.flatMap((m) => m.replicas.filter((r) => r.state !== 'waiting').map((r) => r.id));
     this.core.close();
     for (const id of live) this.tasks.stopReplica(id);
-    await Promise.all(live.map((id) => this.ended(id)));
+    // a replica whose end is never heard (its agent gone) must not hold the close up: the
+    // session's own close ends what is left
+    let timer: Timer | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = this.clock.setTimeout(() => {
+        this.log.warn('router: replicas not ended in time at close', { replicas: live });
+        resolve();
+      }, CLOSE_WAIT_MS);
+    });
+    await Promise.race([Promise.all(live.map((id) => this.ended(id))), late]);
+    timer?.cancel();
     this.tasks.close();
   }
 
