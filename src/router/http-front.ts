@@ -3,6 +3,7 @@ import type * as http from 'node:http';
 import type { RouterSnapshot } from './core';
 import type { CompiledRouterConfig } from './models';
 import { sendError, type RouterProxy } from './proxy';
+import { unknownModel } from './refusals';
 
 // The router's HTTP face, OpenAI's conventions: /v1/models, and /v1/chat/completions,
 // /v1/completions, /v1/embeddings routed by the body's `model`; any path of one model through
@@ -24,7 +25,7 @@ export interface FrontOptions {
 }
 
 /** The OpenAI routes whose body names the model. */
-const BY_BODY = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings']);
+export const BY_BODY = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings']);
 const RAW = /^\/v1\/router\/models\/([^/]+)\/raw(\/.*)?$/;
 const UNLOAD = /^\/v1\/router\/models\/([^/]+)\/unload$/;
 
@@ -163,12 +164,7 @@ export function modelList(router: Pick<FrontRouter, 'config' | 'snapshot'>): unk
 }
 
 function unknown(res: http.ServerResponse, name: string, router: FrontRouter): void {
-  const known = [...router.config.models.keys()].slice(0, 20).join(', ');
-  sendError(res, {
-    status: 404,
-    code: 'E_UNKNOWN_MODEL',
-    message: `no model '${name}' here (models: ${known})`,
-  });
+  sendError(res, unknownModel(name, router.config));
 }
 
 function json(res: http.ServerResponse, status: number, value: unknown): void {

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { modelList, modelOf, priorityOf } from '../../router/http-front';
+import { BY_BODY, modelList, modelOf, priorityOf } from '../../router/http-front';
+import { unknownModel } from '../../router/refusals';
 import type { RouterParts } from '../../router/router';
 import { sendError } from '../errors';
 
@@ -7,8 +8,6 @@ import { sendError } from '../errors';
 // need `submit` (a request may start a model on a pilot), the lists `read`, an unload `admin`.
 // Bodies reach the proxy as the client sent them (a Buffer), and the answer streams back on
 // the raw response (Fastify lets go of it).
-
-const BY_BODY = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings'];
 
 export function routerRoutes(app: FastifyInstance, router: RouterParts): void {
   void app.register((scope, _opts, registered) => {
@@ -111,6 +110,6 @@ function forward(
 }
 
 function unknown(reply: FastifyReply, name: string, router: RouterParts): FastifyReply {
-  const known = [...router.config.models.keys()].slice(0, 20).join(', ');
-  return sendError(reply, 404, 'E_UNKNOWN_MODEL', `no model '${name}' here (models: ${known})`);
+  const e = unknownModel(name, router.config);
+  return sendError(reply, e.status, e.code, e.message);
 }
