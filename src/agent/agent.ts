@@ -38,6 +38,7 @@ import { AgentTaskQueues } from './task-queues';
 import { RelocationShell } from './relocation/shell';
 import { releasedOf, type Released } from '../components/agent-scheduler/dead-services';
 import type { NodeResources } from '../components/agent-scheduler/node-state';
+import { labelsOfNode } from '../components/shared/node-labels';
 import type { ShapeWait } from '../components/agent-scheduler/wait-reports';
 
 /** How long the agent waits for a silent client unless its config says (heartbeatTimeoutMs). */
@@ -124,7 +125,16 @@ export class Agent {
     const cfg = this.cfg;
     // where the agent runs, read once: its nodes, its end, how its tasks may start
     const allocation = readAllocation(cfg);
-    this.nodes = [...allocation.nodes];
+    // the pilot's labels on every node, a node's own over them (tasks' placement.selector)
+    this.nodes = allocation.nodes.map((n) => ({
+      ...n,
+      labels: labelsOfNode(n.name, cfg.labels, cfg.nodeLabels),
+    }));
+    for (const name of Object.keys(cfg.nodeLabels ?? {})) {
+      if (!this.nodes.some((n) => n.name === name)) {
+        this.warnings.push(`nodeLabels names node '${name}', which the pilot does not hold`);
+      }
+    }
     this.log.info('agent resources', { resource: cfg.resource ?? 'local', nodes: this.nodes });
     // probed while the queues are built (an allocation's probe may run commands)
     const setup = launchSetup(allocation, this.log);

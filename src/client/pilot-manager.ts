@@ -111,6 +111,7 @@ export class PilotManager {
             uid: pilot.uid,
             cores: pilot.cores,
             gpus: pilot.gpus,
+            nodes: pilot.labelledNodes(),
             drainInMs: msg.drainInMs,
           });
         }
@@ -367,6 +368,10 @@ export class PilotManager {
         ? { signalBeforeEnd: rec.description.signalBeforeEnd }
         : {}),
       ...(rec.description.memMb !== undefined ? { memMb: rec.description.memMb } : {}),
+      ...(rec.description.labels !== undefined ? { labels: rec.description.labels } : {}),
+      ...(rec.description.nodeLabels !== undefined
+        ? { nodeLabels: rec.description.nodeLabels }
+        : {}),
       ...(agent.spawners !== undefined ? { spawners: agent.spawners } : {}),
       ...(agent.functionWorkers !== undefined ? { functionWorkers: agent.functionWorkers } : {}),
       ...(agent.python !== undefined ? { python: agent.python } : {}),

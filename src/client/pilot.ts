@@ -1,4 +1,5 @@
 import type { PilotDescription, Reason } from '../generated';
+import { labelsOfNode, type NodeLabels } from '../components/shared/node-labels';
 import { isFinalPilotState, type PilotState } from '../states/pilot-model';
 
 /** A pilot as the client sees it. */
@@ -29,6 +30,16 @@ export class Pilot {
     public gpus: number,
     readonly sandbox: string,
   ) {}
+
+  /** Its nodes' names and labels (tasks' placement), once its agent reported them. */
+  labelledNodes(): NodeLabels[] | undefined {
+    if (this.nodes.length === 0) return undefined;
+    const { labels, nodeLabels } = this.description;
+    return this.nodes.map((n) => ({
+      name: n.name,
+      labels: labelsOfNode(n.name, labels, nodeLabels),
+    }));
+  }
 
   get final(): boolean {
     return isFinalPilotState(this.state);

@@ -22,8 +22,7 @@ import { Listeners } from './calls/listeners';
 import { managersOf } from './control/managers';
 import type { Pilot } from './pilot';
 import type { DeliveryCursor } from './resume/delivered';
-import type { ClientRuntime } from './runtime/runtime';
-import { runtimeOf } from './runtime/runtime';
+import { runtimeOf, type ClientRuntime } from './runtime/runtime';
 import type { Session } from './session';
 import { Task, type StateInfo } from './task';
 import type { TransferListener, TransferProgress } from './files/transfer-progress';
@@ -32,6 +31,7 @@ import {
   handBackOf,
   keepHandBack,
   keepLateFacts,
+  keepPlace,
   keepOutputNotes,
   planPickUp,
   recordOf,
@@ -104,6 +104,7 @@ export class TaskManager {
         uid: p.uid,
         cores: p.cores,
         gpus: p.gpus,
+        nodes: p.labelledNodes(),
         active: p.state === 'PMGR_ACTIVE',
       });
     }
@@ -340,6 +341,7 @@ export class TaskManager {
     const finals: TaskFinal[] = [];
     const handedBack: TaskRecord[] = [];
     const heard = this.callbacks.any;
+    const dirs = this.rt.tasks.sandboxDirs;
     for (const n of ns) {
       if (n.kind === 'service') {
         this.serviceReady(n);
@@ -360,12 +362,12 @@ export class TaskManager {
         if (d?.retried !== undefined) task.retried = d.retried;
         // a retry's first state tells why the last attempt ended: for callbacks, not the task
         if (d !== undefined && !retryStart) {
-          if (d.pilot !== undefined) task.pilot = this.pilotUids.get(d.pilot);
+          keepPlace(task, d, (p) => this.pilotUids.get(p), dirs);
           if (d.sandbox !== undefined && d.sandbox !== task.sandbox) {
-            task.setSandbox(d.sandbox, this.rt.tasks.sandboxDirs);
+            task.setSandbox(d.sandbox, dirs);
           }
           if (d.output !== undefined) task.output = d.output;
-          placeInPilotSandbox(task, d, this.pilotSandbox, this.rt.tasks.sandboxDirs);
+          placeInPilotSandbox(task, d, this.pilotSandbox, dirs);
           if (d.exitCode !== undefined) task.exitCode = d.exitCode;
           if (d.signal !== undefined) task.signal = d.signal;
           if (d.stdout !== undefined) task.stdout = ownCopy(d.stdout);
@@ -397,8 +399,8 @@ export class TaskManager {
       }
       if (delivered && isService(task)) this.announceReady(task);
       if (!delivered && n.detail !== undefined && n.attempt === task.attempt) {
-        keepLateFacts(task, n.detail, (p) => this.pilotUids.get(p), this.rt.tasks.sandboxDirs);
-        placeInPilotSandbox(task, n.detail, this.pilotSandbox, this.rt.tasks.sandboxDirs);
+        keepLateFacts(task, n.detail, (p) => this.pilotUids.get(p), dirs);
+        placeInPilotSandbox(task, n.detail, this.pilotSandbox, dirs);
       }
       const back = handBackOf(n);
       if (back !== undefined && !task.final && n.attempt === task.attempt) {

@@ -156,6 +156,8 @@ export class Task {
   retried = 0;
   /** The uid of the pilot the task was bound to (its latest attempt's). */
   pilot?: string;
+  /** The node its latest attempt runs on (its first rank's), once it executes. */
+  node?: string;
   /** The exit code of its latest attempt's process (null when a signal ended it). */
   exitCode?: number | null;
   /** The signal that ended its latest attempt's process, e.g. 'SIGKILL' (else null). */

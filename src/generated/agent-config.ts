@@ -1,4 +1,5 @@
 /* Generated from schemas/agent-config.schema.json by scripts/gen-types.js: do not edit. */
+import type { Labels } from './labels';
 
 /**
  * The bootstrap file a launcher writes for an agent: who it is and where the client listens.
@@ -167,6 +168,16 @@ export interface AgentConfig {
      * The database of the session's documents.
      */
     db: string;
+  };
+  /**
+   * The pilot's labels: on every node, for tasks' placement.selector.
+   */
+  labels?: Labels;
+  /**
+   * Labels of single nodes by name, over the pilot's labels.
+   */
+  nodeLabels?: {
+    [k: string]: Labels;
   };
   /**
    * Memory the pilot gives tasks, in MiB, per node; default the machine's total (local) or what Slurm gives.

@@ -16,6 +16,7 @@ export type {
 export type { ControlRequest } from './control-request';
 export type { FileReply } from './file-reply';
 export type { FileRequest } from './file-request';
+export type { Labels } from './labels';
 export type { NotificationBulk } from './notification-bulk';
 export type { Notification } from './notification';
 export type { PilotDescription } from './pilot-description';

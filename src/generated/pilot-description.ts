@@ -1,4 +1,5 @@
 /* Generated from schemas/pilot-description.schema.json by scripts/gen-types.js: do not edit. */
+import type { Labels } from './labels';
 
 /**
  * A placeholder job that holds cores, GPUs and memory for tasks: the agent, a process on this machine (resource 'local') or a batch job (slurm). A field not listed here is rejected, with its JSON path.
@@ -135,6 +136,16 @@ export interface PilotDescription {
    * Nodes to allocate (batch resources); the pilot holds them whole.
    */
   nodes?: number;
+  /**
+   * Labels of every node of the pilot, key to value, that tasks select nodes by (a task's placement.selector): what the nodes have that a task may need (a GPU model, a local disk, a cached model). Default none.
+   */
+  labels?: Labels;
+  /**
+   * Labels of single nodes, by the node's name (as its agent reports it: the host name for a local pilot, Slurm's node names for a batch pilot), over the pilot's `labels`. A name no node of the pilot has labels nothing (the pilot's info says so in its warnings).
+   */
+  nodeLabels?: {
+    [k: string]: Labels;
+  };
   /**
    * Batch queue (Slurm partition).
    */

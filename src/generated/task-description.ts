@@ -1,4 +1,5 @@
 /* Generated from schemas/task-description.schema.json by scripts/gen-types.js: do not edit. */
+import type { Labels } from './labels';
 import type { StagingDirective } from './staging-directive';
 
 /**
@@ -211,6 +212,29 @@ export type TaskDescription = {
      * Nodes running tasks with this tag run no other tasks.
      */
     exclusive?: string;
+  };
+  /**
+   * Where the task may run and where it would rather run, by node: a node named, labels its node must carry, nodes to try first; and GPUs it sees without reserving them. Default: any node with room.
+   */
+  placement?: {
+    /**
+     * The node every rank runs on, by the name its pilot's agent reports (a Pilot's `nodes`, a Task's `node`: the host name for a local pilot, Slurm's node name for a batch one): a task no pilot's node by that name can hold fails (E_NEVER_FITS).
+     */
+    node?: string;
+    /**
+     * Labels the task's nodes must carry, key to value, all of them: a pilot's `labels` (on all its nodes) and `nodeLabels` (per node) give them. A task no labelled node can hold fails (E_NEVER_FITS).
+     */
+    selector?: Labels;
+    /**
+     * Nodes to try first, in this order, when one has room now (the router names the nodes where a model ran before); a soft rule: the task goes elsewhere rather than wait for them.
+     *
+     * @maxItems 64
+     */
+    prefer?: string[];
+    /**
+     * The task sees every GPU of its node (CUDA_VISIBLE_DEVICES, PF_GPUS) without reserving any: for a daemon that shares the GPUs with the tasks that reserve them (a monitor, a cache, a model server that sizes itself). Its gpusPerRank must be 0; default false.
+     */
+    gpusVisible?: boolean;
   };
   /**
    * Tasks this one waits for: a uid (waits until it is DONE) or { task, on }.

@@ -35,6 +35,10 @@ export interface TaskRecord {
      */
     gpuShare?: number;
     memMb?: number;
+    /**
+     * The GPUs listed are seen, not reserved (placement.gpusVisible): other tasks may hold them.
+     */
+    gpusUnreserved?: true;
   }[];
   exitCode?: number | null;
   signal?: string | null;

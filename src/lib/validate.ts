@@ -31,6 +31,7 @@ import fileReply from '../../schemas/file-reply.schema.json';
 import fileRequest from '../../schemas/file-request.schema.json';
 import sandboxReply from '../../schemas/sandbox-reply.schema.json';
 import sandboxRequest from '../../schemas/sandbox-request.schema.json';
+import labels from '../../schemas/labels.schema.json';
 import notification from '../../schemas/notification.schema.json';
 import notificationBulk from '../../schemas/notification-bulk.schema.json';
 import pilotDescription from '../../schemas/pilot-description.schema.json';
@@ -77,6 +78,7 @@ ajv.addSchema([
   taskState,
   pilotState,
   stagingDirective,
+  labels,
   taskDescription,
   pilotDescription,
   taskRecord,

@@ -130,18 +130,11 @@ export class RouterCore {
     this.pump();
   }
 
-  /** A replica's service is ready at `endpoint`. */
-  onReplicaReady(id: string, endpoint: string): void {
+  /** A replica's service is ready at `endpoint`, on `node` when known. */
+  onReplicaReady(id: string, endpoint: string, node?: string): void {
     const r = this.h.replicas.get(id);
     if (r === undefined || (r.state !== 'starting' && r.state !== 'waiting')) return;
-    const now = this.clock.now();
-    r.state = 'ready';
-    r.endpoint = endpoint;
-    r.lastUsedMs = now;
-    const st = this.h.stateOf(r.model.name);
-    st.failedStarts = 0;
-    const loadMs = now - (r.startedMs ?? now);
-    st.lastLoadMs = loadMs;
+    const loadMs = this.h.ready(r, endpoint, node, this.clock.now());
     this.effects.record({
       type: 'replica_ready',
       model: r.model.name,
@@ -330,7 +323,7 @@ export class RouterCore {
       if (free.cores + 1e-9 < r.model.uses.cores || free.gpus + 1e-9 < r.model.uses.gpus) continue;
       r.state = 'starting';
       r.startedMs = now;
-      this.effects.startReplica(r.id, r.model, r.pilot);
+      this.effects.startReplica(r.id, r.model, r.pilot, this.h.stateOf(r.model.name).nodes);
       this.effects.record({
         type: 'replica_starting',
         model: r.model.name,

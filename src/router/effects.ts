@@ -35,7 +35,13 @@ export interface RouterEffects {
    * Starts a replica of `model` on `pilot`: a service task whose uid is `replica`. It comes
    * back as onReplicaReady (with its endpoint) or onReplicaEnded.
    */
-  startReplica(replica: string, model: CompiledModel, pilot: string): void;
+  startReplica(
+    replica: string,
+    model: CompiledModel,
+    pilot: string,
+    /** Nodes to try first: where the model was ready before, the latest first. */
+    prefer: readonly string[],
+  ): void;
   /** Stops a replica that was started (cancels its task); its end comes back as onReplicaEnded. */
   stopReplica(replica: string): void;
   /** Sends the request to the replica at `endpoint`; its end comes back as onRequestDone. */

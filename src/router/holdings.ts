@@ -1,3 +1,4 @@
+import type { Labels } from '../generated';
 import type { StopWhy } from './effects';
 import type { CompiledModel, CompiledRouterConfig } from './models';
 import type { Resources, RunningModel } from './swapper';
@@ -24,6 +25,8 @@ export interface Replica {
   startedMs?: number;
   drainSinceMs?: number;
   stopWhy?: StopWhy;
+  /** The node it runs on, once ready (its task's first rank's). */
+  node?: string;
   /** The replica this one takes over from before its pilot drains. */
   replaces?: string | undefined;
   replacedBy?: string | undefined;
@@ -36,6 +39,16 @@ export interface RouterPilot {
   gpus: number;
   /** When it drains (walltime-aware pilots): replicas on it are replaced on a pilot with time left. */
   drainAtMs?: number;
+  /** Its nodes with their labels, once its agent reported them (a model's placement rules). */
+  nodes?: readonly RouterNode[];
+}
+
+/** One node of a pilot: its size and labels. */
+export interface RouterNode {
+  name: string;
+  cores: number;
+  gpus: number;
+  labels: Labels;
 }
 
 /** What the router holds now, for status, metrics and GET /v1/models. */
@@ -49,6 +62,7 @@ export interface RouterSnapshot {
       id: string;
       state: ReplicaState;
       pilot: string;
+      node?: string;
       endpoint?: string;
       inFlight: number;
     }[];
@@ -60,7 +74,12 @@ export interface ModelState {
   lastLoadMs?: number;
   /** Starts in a row that ended before they were ready. */
   failedStarts: number;
+  /** Nodes its replicas were ready on, the latest first (where its files are likely cached). */
+  nodes: string[];
 }
+
+/** How many nodes a model remembers it ran on. */
+const NODES_KEPT = 8;
 
 /** The handoff lead when a model says none: twice its last load, at least this. */
 const MIN_HANDOFF_LEAD_MS = 60_000;
@@ -72,8 +91,26 @@ export class Holdings {
 
   constructor(config: CompiledRouterConfig, now: number) {
     for (const m of config.models.values()) {
-      this.modelState.set(m.name, { lastUsedMs: now, failedStarts: 0 });
+      this.modelState.set(m.name, { lastUsedMs: now, failedStarts: 0, nodes: [] });
     }
+  }
+
+  /**
+   * Replica `r` is ready at `endpoint`, on `node` if known (the model remembers it): returns
+   * how long it took to load.
+   */
+  ready(r: Replica, endpoint: string, node: string | undefined, now: number): number {
+    r.state = 'ready';
+    r.endpoint = endpoint;
+    r.lastUsedMs = now;
+    const st = this.stateOf(r.model.name);
+    st.failedStarts = 0;
+    st.lastLoadMs = now - (r.startedMs ?? now);
+    if (node !== undefined) {
+      r.node = node;
+      st.nodes = [node, ...st.nodes.filter((n) => n !== node)].slice(0, NODES_KEPT);
+    }
+    return st.lastLoadMs;
   }
 
   /** A ready replica of the model with room for one more request: the fewest in flight. */
@@ -175,6 +212,7 @@ export class Holdings {
             id: r.id,
             state: r.state,
             pilot: r.pilot,
+            ...(r.node !== undefined ? { node: r.node } : {}),
             ...(r.endpoint !== undefined ? { endpoint: r.endpoint } : {}),
             inFlight: r.inFlight.size,
           })),

@@ -1,5 +1,6 @@
 import type { RouteError, StopWhy } from './effects';
-import type { Replica, RouterPilot } from './holdings';
+import { describeRules, formatLabels, restricts } from '../components/shared/node-labels';
+import type { Replica, RouterNode, RouterPilot } from './holdings';
 import type { CompiledModel, CompiledRouterConfig } from './models';
 
 // The router's answers to requests it cannot serve: a status, a stable code, and words that say
@@ -64,15 +65,23 @@ export function replicaGone(r: Replica, expected: boolean, reason: string): Rout
 }
 
 export function noRoom(m: CompiledModel, pilots: Iterable<RouterPilot>): RouteError {
-  const most = { cores: 0, gpus: 0 };
-  for (const p of pilots) {
-    most.cores = Math.max(most.cores, p.cores);
-    most.gpus = Math.max(most.gpus, p.gpus);
-  }
+  const rules = restricts(m.service.placement) ? m.service.placement : undefined;
+  const nodeText = (n: RouterNode): string =>
+    `${n.name} (${n.cores} cores, ${n.gpus} GPUs${rules !== undefined ? `, ${formatLabels(n.labels)}` : ''})`;
+  const have = [...pilots]
+    .slice(0, 4)
+    .map((p) => {
+      const nodes =
+        p.nodes === undefined ? '' : `: ${p.nodes.slice(0, 8).map(nodeText).join(', ')}`;
+      return `${p.uid} ${p.cores} cores, ${p.gpus} GPUs${nodes}`;
+    })
+    .join('; ');
+  const d = m.service;
+  const on = rules !== undefined ? ` on ${describeRules(rules)}` : '';
   return {
     status: 503,
     code: 'E_NO_ROOM',
-    message: `model '${m.name}' needs ${m.uses.cores} cores and ${m.uses.gpus} GPUs per replica; the largest pilot has ${most.cores} cores and ${most.gpus} GPUs`,
+    message: `model '${m.name}' needs ${d.ranks ?? 1} rank(s) x ${d.coresPerRank ?? 1} cores and ${d.gpusPerRank ?? 0} GPUs per replica${on}; no pilot can ever hold it (${have})`,
   };
 }
 

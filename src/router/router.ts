@@ -106,7 +106,7 @@ export class RouterParts {
     this.core = new RouterCore(
       config,
       {
-        startReplica: (id, m, pilot) => this.tasks.startReplica(id, m, pilot),
+        startReplica: (id, m, pilot, prefer) => this.tasks.startReplica(id, m, pilot, prefer),
         stopReplica: (id) => this.tasks.stopReplica(id),
         dispatch: (req, id, endpoint) => this.proxy.dispatch(req, id, endpoint),
         reject: (req, error) => this.proxy.reject(req, error),

@@ -60,8 +60,13 @@ export class ReplicaTasks {
     this.unsubscribe?.();
   }
 
-  startReplica(replica: string, model: CompiledModel, pilot: string): void {
-    void this.start(replica, model, pilot);
+  startReplica(
+    replica: string,
+    model: CompiledModel,
+    pilot: string,
+    prefer: readonly string[],
+  ): void {
+    void this.start(replica, model, pilot, prefer);
   }
 
   stopReplica(replica: string): void {
@@ -80,13 +85,23 @@ export class ReplicaTasks {
     });
   }
 
-  private async start(replica: string, model: CompiledModel, pilot: string): Promise<void> {
+  private async start(
+    replica: string,
+    model: CompiledModel,
+    pilot: string,
+    prefer: readonly string[],
+  ): Promise<void> {
     const core = this.core!;
     this.submitting.set(replica, false);
+    const description = { ...model.service, uid: replica, pilot, name: `router ${model.name}` };
+    // where the model was ready before first (its files are likely cached there), then its own
+    const own = model.service.placement?.prefer ?? [];
+    if (prefer.length > 0) {
+      const names = [...new Set([...prefer, ...own])].slice(0, 64);
+      description.placement = { ...model.service.placement, prefer: names };
+    }
     try {
-      await this.tmgr.submitTasks([
-        { ...model.service, uid: replica, pilot, name: `router ${model.name}` },
-      ]);
+      await this.tmgr.submitTasks([description]);
     } catch (e) {
       this.submitting.delete(replica);
       this.log.error('router: a replica could not be submitted', { replica, ...errorMeta(e) });
@@ -98,7 +113,8 @@ export class ReplicaTasks {
     if (stop) this.cancel(replica);
     this.tmgr.waitReady(replica).then(
       (endpoint) => {
-        if (!this.closed) core.onReplicaReady(replica, `http://${endpoint}`);
+        if (this.closed) return;
+        core.onReplicaReady(replica, `http://${endpoint}`, this.tmgr.get(replica)?.node);
       },
       () => undefined, // it ended before it was ready: waitTasks below says how
     );
@@ -138,11 +154,15 @@ export class ReplicaTasks {
 }
 
 function placeOf(p: Pilot): RouterPilot {
+  const labelled = p.labelledNodes();
   return {
     uid: p.uid,
     cores: p.cores,
     gpus: p.gpus,
     ...(p.drainsAt !== undefined ? { drainAtMs: p.drainsAt } : {}),
+    ...(labelled !== undefined
+      ? { nodes: p.nodes.map((n, i) => ({ ...n, labels: labelled[i]!.labels })) }
+      : {}),
   };
 }
 

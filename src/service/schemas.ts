@@ -1,3 +1,4 @@
+import labels from '../../schemas/labels.schema.json';
 import pilotDescription from '../../schemas/pilot-description.schema.json';
 import stagingDirective from '../../schemas/staging-directive.schema.json';
 import taskDescription from '../../schemas/task-description.schema.json';
@@ -10,5 +11,6 @@ import taskDescription from '../../schemas/task-description.schema.json';
 export const SERVICE_SCHEMAS: readonly { readonly $id: string }[] = [
   taskDescription,
   stagingDirective,
+  labels,
   pilotDescription,
 ];

@@ -123,6 +123,20 @@ export function keepLateFacts(
     task.setSandbox(d.sandbox, sandboxDirs);
   }
   if (d.output !== undefined && task.output === undefined) task.output = d.output;
+  if (d.slots?.[0] !== undefined && task.node === undefined) {
+    task.node = sandboxDirs.get(d.slots[0].node);
+  }
+}
+
+/** Where the task's attempt runs, as a notification says: its pilot, its (first rank's) node. */
+export function keepPlace(
+  task: Task,
+  d: NotificationDetail,
+  pilotUid: (raw: string) => string,
+  dirs: Interner,
+): void {
+  if (d.pilot !== undefined) task.pilot = pilotUid(d.pilot);
+  if (d.slots?.[0] !== undefined) task.node = dirs.get(d.slots[0].node);
 }
 
 /** A task starts its next attempt: what the last one left (exit, output, reason, place) goes. */
@@ -136,6 +150,7 @@ export function restartAttempt(task: Task): void {
   delete task.result;
   delete task.reason;
   delete task.pilot;
+  delete task.node;
   delete task.output;
 }
 

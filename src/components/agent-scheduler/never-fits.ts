@@ -2,7 +2,8 @@ import type { Reason } from '../../generated';
 import { COMPONENTS } from '../../states/task-model';
 import { reason } from '../shared/reasons';
 import type { NodeResources } from './node-state';
-import { describeRequest, ranksPerEmptyNode, type Request } from './request';
+import { describeRules, formatLabels } from '../shared/node-labels';
+import { describeRequest, rankFitsSize, ranksPerEmptyNode, type Request } from './request';
 
 const ME = COMPONENTS.agentScheduler;
 
@@ -13,23 +14,16 @@ const ME = COMPONENTS.agentScheduler;
  */
 export class PilotFit {
   /** The pilot's node sizes, with how many nodes have each. */
-  private readonly sizes: { spec: NodeResources; count: number }[] = [];
+  private readonly sizes: NodeSize[];
   /** Keys of requests found to fit the pilot. */
   private readonly fitting = new Set<string>();
 
   constructor(
-    nodes: readonly NodeResources[],
+    private readonly nodes: readonly NodeResources[],
     /** The agent's node (Request.home). */
     private readonly home: NodeResources | undefined,
   ) {
-    const bySize = new Map<string, { spec: NodeResources; count: number }>();
-    for (const spec of nodes) {
-      const k = `${spec.cores}/${spec.gpus}/${spec.memMb}`;
-      const e = bySize.get(k) ?? { spec, count: 0 };
-      e.count++;
-      bySize.set(k, e);
-    }
-    this.sizes.push(...bySize.values());
+    this.sizes = sizesOf(nodes);
   }
 
   /** Why `r` can never run here, or undefined if it can. */
@@ -42,12 +36,16 @@ export class PilotFit {
   }
 
   private neverFitsAnywhere(r: Request): Reason | undefined {
+    // a node named or a selector: only the nodes it allows count (rankFitsSize says which)
+    const sizes =
+      r.where === undefined ? this.sizes : sizesOf(this.nodes.filter((n) => rankFitsSize(r, n)));
     const fits =
       r.ranks === 1 || r.colocate !== undefined
-        ? this.sizes.some((s) => ranksPerEmptyNode(r, s.spec) >= r.ranks)
-        : this.sizes.reduce((k, s) => k + s.count * ranksPerEmptyNode(r, s.spec), 0) >= r.ranks;
+        ? sizes.some((s) => ranksPerEmptyNode(r, s.spec) >= r.ranks)
+        : sizes.reduce((k, s) => k + s.count * ranksPerEmptyNode(r, s.spec), 0) >= r.ranks;
     if (fits) return undefined;
-    const has = this.sizes
+    if (r.where !== undefined && sizes.length === 0) return this.noNodeAllowed(r);
+    const has = sizes
       .map(
         (s) =>
           `${s.count} node(s) with ${s.spec.cores} cores, ${s.spec.gpus} GPUs, ${s.spec.memMb} MiB`,
@@ -60,7 +58,22 @@ export class PilotFit {
       ME,
       {
         asked: { ...r, key: undefined },
-        pilot: this.sizes.map((s) => ({ ...s.spec, count: s.count })),
+        pilot: sizes.map((s) => ({ ...s.spec, count: s.count })),
+      },
+    );
+  }
+
+  /** No node of the pilot is the one named, or carries the labels selected. */
+  private noNodeAllowed(r: Request): Reason {
+    const shown = this.nodes.slice(0, 8).map((n) => `${n.name} (${formatLabels(n.labels ?? {})})`);
+    if (this.nodes.length > 8) shown.push(`${this.nodes.length - 8} more`);
+    return reason(
+      'E_NEVER_FITS',
+      `task must run on ${describeRules(r.where!)}; no node of the pilot is one: its nodes (labels) are ${shown.join(', ')}`,
+      ME,
+      {
+        placement: r.where,
+        nodes: this.nodes.map((n) => ({ name: n.name, labels: n.labels ?? {} })),
       },
     );
   }
@@ -77,4 +90,21 @@ export class PilotFit {
       { asked: { ...r, key: undefined }, node: h },
     );
   }
+}
+
+interface NodeSize {
+  spec: NodeResources;
+  count: number;
+}
+
+/** Nodes grouped by size (cores, GPUs, memory), with how many have each. */
+function sizesOf(nodes: readonly NodeResources[]): NodeSize[] {
+  const bySize = new Map<string, NodeSize>();
+  for (const spec of nodes) {
+    const k = `${spec.cores}/${spec.gpus}/${spec.memMb}`;
+    const e = bySize.get(k) ?? { spec, count: 0 };
+    e.count++;
+    bySize.set(k, e);
+  }
+  return [...bySize.values()];
 }

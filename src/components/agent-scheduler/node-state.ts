@@ -1,3 +1,4 @@
+import type { Labels } from '../../generated';
 import { LANE_DEPTH } from '../shared/lane-calls';
 
 /** GPU capacity is counted in thousandths, so shares add up exactly (0.25 + 0.75 = 1). */
@@ -18,6 +19,8 @@ export interface NodeResources {
   cores: number;
   gpus: number;
   memMb: number;
+  /** Its labels (the pilot's and its own), for tasks' placement.selector; default none. */
+  labels?: Labels;
 }
 
 /** Free and used capacity of one node, and what owns it (tags, a reservation). */

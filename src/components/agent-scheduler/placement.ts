@@ -1,3 +1,4 @@
+import { nodeAllowed } from '../shared/node-labels';
 import { NodeIndex } from './node-index';
 import { NodeState, type NodeResources } from './node-state';
 import { rankFitsFree, ranksFitFree, type Request } from './request';
@@ -22,6 +23,8 @@ export class Placement {
   /** The agent's own node, where tasks that must run there go (Request.home). */
   readonly home: NodeState | undefined;
   private reservation: { uid: string; nodes: NodeState[] } | undefined;
+  /** Nodes by name (placement.prefer names them). */
+  private readonly byName = new Map<string, NodeState>();
 
   constructor(
     specs: readonly NodeResources[],
@@ -37,7 +40,10 @@ export class Placement {
       Math.max(0, ...specs.map((n) => n.cores)),
       Math.max(0, ...specs.map((n) => n.gpus)),
     );
-    for (const n of this.nodes) this.refile(n);
+    for (const n of this.nodes) {
+      this.byName.set(n.name, n);
+      this.refile(n);
+    }
   }
 
   /** The task nodes are held for, if any. */
@@ -153,6 +159,11 @@ export class Placement {
       const n = this.reservation.nodes.find(ok);
       if (n !== undefined) return n;
     }
+    // a soft rule: the first node named that may take the rank now, else any node
+    for (const name of r.prefer ?? []) {
+      const n = this.byName.get(name);
+      if (n !== undefined && n.open && ok(n)) return n;
+    }
     if (r.exclusive !== undefined) {
       for (const n of this.exclusive.get(r.exclusive) ?? []) if (ok(n)) return n;
       for (const n of this.empty) if (ok(n)) return n;
@@ -169,6 +180,9 @@ export class Placement {
   mayUse(uid: string, r: Request, n: NodeState): boolean {
     if (n.reservedFor !== undefined && n.reservedFor !== uid) return false;
     if (r.home && n !== this.home) return false;
+    if (r.where !== undefined && !nodeAllowed(r.where, n.spec.name, n.spec.labels ?? {})) {
+      return false;
+    }
     if (r.colocate !== undefined && this.opensHeadGroup(uid, r.colocate)) return false;
     if (r.exclusive !== undefined) {
       return n.exclusiveTag === r.exclusive || (n.exclusiveTag === undefined && n.slots === 0);

@@ -1,5 +1,6 @@
 import type { TaskDescription } from '../../generated';
 import { isLaneCall } from '../shared/lane-calls';
+import { describeRules, nodeAllowed, restricts, type TaskPlacement } from '../shared/node-labels';
 import { laneWithRoom } from './lanes';
 import { GPU_UNIT, type NodeResources, type NodeState } from './node-state';
 
@@ -23,6 +24,12 @@ export interface Request {
    * other such calls, up to the lane depth (lanes.ts).
    */
   lane: boolean;
+  /** Hard rules on its nodes (a node named, a selector), when it has any. */
+  where: TaskPlacement | undefined;
+  /** Nodes to try first, in order (placement.prefer). */
+  prefer: readonly string[] | undefined;
+  /** It sees its node's GPUs without reserving them (placement.gpusVisible). */
+  gpusVisible: boolean;
   /** Tasks with equal keys compete for exactly the same capacity. */
   key: string;
 }
@@ -45,6 +52,11 @@ export function requestOf(d: TaskDescription): Request | { error: string } {
   if (shared && share === 0) {
     return { error: `gpusPerRank ${gpr} is below the smallest share (0.001)` };
   }
+  const p = d.placement;
+  const gpusVisible = p?.gpusVisible === true;
+  if (gpusVisible && gpr > 0) {
+    return { error: `placement.gpusVisible reserves no GPU: gpusPerRank must be 0 (it is ${gpr})` };
+  }
   const r: Omit<Request, 'key'> = {
     ranks,
     cores,
@@ -57,8 +69,12 @@ export function requestOf(d: TaskDescription): Request | { error: string } {
     priority: d.priority ?? 0,
     home: d.mode === 'function',
     lane: isLaneCall(d),
+    where: restricts(p) ? p : undefined,
+    prefer: p?.prefer !== undefined && p.prefer.length > 0 ? p.prefer : undefined,
+    gpusVisible,
   };
-  const place = `${r.gpuIndices?.join(',') ?? ''}|${r.colocate ?? ''}|${r.exclusive ?? ''}`;
+  let place = `${r.gpuIndices?.join(',') ?? ''}|${r.colocate ?? ''}|${r.exclusive ?? ''}`;
+  if (p !== undefined) place += `|${JSON.stringify(p)}`;
   const where = r.lane ? 'lane' : r.home ? 'home' : '';
   const key = `${r.priority}|${r.ranks}|${r.cores}|${r.gpus}|${r.share}|${r.memMb}|${place}|${where}`;
   return { ...r, key };
@@ -66,6 +82,7 @@ export function requestOf(d: TaskDescription): Request | { error: string } {
 
 /** Whether one rank fits a node of this size when it is empty. */
 export function rankFitsSize(r: Request, n: NodeResources): boolean {
+  if (r.where !== undefined && !nodeAllowed(r.where, n.name, n.labels ?? {})) return false;
   if (r.cores > n.cores || r.memMb > n.memMb) return false;
   if (r.gpuIndices !== undefined) return r.gpuIndices.every((i) => i < n.gpus);
   return r.share > 0 ? n.gpus >= 1 : r.gpus <= n.gpus;
@@ -112,5 +129,6 @@ export function describeRequest(r: Request): string {
       : r.share > 0
         ? `${r.share / GPU_UNIT} of a GPU`
         : `${r.gpus} GPUs`;
-  return `${r.ranks} rank(s) x ${r.cores} cores, ${gpus}, ${r.memMb} MiB`;
+  const on = r.where === undefined ? '' : ` on ${describeRules(r.where)}`;
+  return `${r.ranks} rank(s) x ${r.cores} cores, ${gpus}, ${r.memMb} MiB${on}`;
 }

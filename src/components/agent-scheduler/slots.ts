@@ -15,6 +15,8 @@ export interface Hold {
   memMb: number;
   /** A call in a lane (its core is the lane's, given back with the lane's last call). */
   lane?: true;
+  /** GPUs seen, not reserved (placement.gpusVisible): every GPU of the node. */
+  seen?: number[];
 }
 
 /** Takes one rank's resources on `n` (the caller checked that they are free). */
@@ -42,7 +44,9 @@ export function takeRank(n: NodeState, r: Request): Hold {
   }
   n.memFree -= r.memMb;
   n.slots++;
-  return { node: n, cores, gpus, take, memMb: r.memMb };
+  const h: Hold = { node: n, cores, gpus, take, memMb: r.memMb };
+  if (r.gpusVisible && n.gpuFree.length > 0) h.seen = Array.from(n.gpuFree, (_, i) => i);
+  return h;
 }
 
 /** Gives a rank's resources back. */
@@ -63,10 +67,17 @@ export function giveBack(h: Hold): void {
 }
 
 export function slotOf(h: Hold): Slot {
+  if (h.seen !== undefined) {
+    return { node: h.node.name, cores: h.cores, gpus: h.seen, gpusUnreserved: true, ...mem(h) };
+  }
   const s: Slot = { node: h.node.name, cores: h.cores, gpus: h.gpus };
   if (h.gpus.length > 0 && h.take < GPU_UNIT) s.gpuShare = h.take / GPU_UNIT;
   if (h.memMb > 0) s.memMb = h.memMb;
   return s;
+}
+
+function mem(h: Hold): { memMb?: number } {
+  return h.memMb > 0 ? { memMb: h.memMb } : {};
 }
 
 /** The shared GPU with the least free share that still holds `share`, else a whole one. */

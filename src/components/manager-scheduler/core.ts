@@ -8,8 +8,8 @@ import { CancelSet, reason } from '../shared/reasons';
 import { checkArrivals, shift, transition } from '../shared/transition';
 import { DependencyGate, dependenciesOf, type Unmet } from './dependencies';
 import type { ManagerSchedulerEffects } from './effects';
-import { fitsAny, neverFits, PilotRoom, sizeOf, type Holding, type Size } from './pilot-room';
-import type { PilotCapacity } from './pilot-room';
+import { bestRoom, fitsAny, neverFits, PilotRoom, sizeOf, type Holding } from './pilot-room';
+import type { PilotCapacity, Size } from './pilot-room';
 import { noTimeLeft } from './pilot-time';
 import { noPilotLeft, pilotCanceled, unmetReason } from './end-reasons';
 import { ReadyQueue } from './ready-queue';
@@ -173,6 +173,7 @@ export class ManagerSchedulerCore {
     }
     room.cores = up?.cores ?? pilot.cores;
     room.gpus = up?.gpus ?? pilot.gpus;
+    room.nodes = up?.nodes ?? pilot.nodes ?? room.nodes;
     // an active pilot's size is its agent's report (PilotManager sizes it at agent_ready, and
     // a resumed one from the journal's record of that report)
     if (up !== undefined || pilot.active === true) room.reported = true;
@@ -189,6 +190,7 @@ export class ManagerSchedulerCore {
     if (room === undefined) return;
     room.cores = pilot.cores;
     room.gpus = pilot.gpus;
+    room.nodes = pilot.nodes ?? room.nodes;
     room.reported = true;
     const now = this.clock.now();
     if (pilot.drainInMs !== undefined) room.drainsAt = now + pilot.drainInMs;
@@ -314,7 +316,7 @@ export class ManagerSchedulerCore {
             : `pinned pilot '${d.pilot}' is not added to this task manager (pilots: ${known})`;
         return this.end(task, 'FAILED', reason('E_NO_SUCH_PILOT', why, ME), now);
       }
-      if (!fitsAny([pinned], cores, gpus)) {
+      if (!fitsAny([pinned], cores, gpus, d.placement)) {
         return this.end(task, 'FAILED', neverFits(task, [pinned]), now);
       }
       if (!pinned.active) return this.park(pinned.uid, task, now);
@@ -327,7 +329,9 @@ export class ManagerSchedulerCore {
       return this.end(task, 'FAILED', noPilotLeft(this.endedAdded, this.gone), now);
     }
     const rooms = this.rooms();
-    if (!fitsAny(rooms, cores, gpus)) return this.end(task, 'FAILED', neverFits(task, rooms), now);
+    if (!fitsAny(rooms, cores, gpus, d.placement)) {
+      return this.end(task, 'FAILED', neverFits(task, rooms), now);
+    }
     const late = noTimeLeft(task, rooms, now);
     if (late !== undefined) return this.end(task, 'FAILED', late, now);
     this.ready.add(task, now);
@@ -348,16 +352,9 @@ export class ManagerSchedulerCore {
         if (blocked.size === active.length) return 'stop';
         const d = task.description;
         const size = sizeOf(d);
-        let best: PilotRoom | undefined;
-        const usable = this.usable;
-        usable.length = 0;
         const pilots = d.pilot !== undefined ? [this.pilots.get(d.pilot)!] : active;
-        for (const p of pilots) {
-          if (!p.active || blocked.has(p) || !p.fitsEver(size.cores, size.gpus)) continue;
-          if (!p.hasTime(d.walltimeS, now)) continue;
-          usable.push(p);
-          if (p.hasRoom(size) && (best === undefined || p.load() < best.load())) best = p;
-        }
+        const usable = this.usable;
+        const best = bestRoom(pilots, blocked, size, d, now, usable);
         if (best === undefined) {
           for (const p of usable) blocked.add(p);
           if (usable.length > 0) return 'keep';

@@ -2,6 +2,14 @@ import type { Reason, TaskDescription, TaskRecord } from '../../generated';
 import { COMPONENTS } from '../../states/task-model';
 import { reason } from '../shared/reasons';
 import { isLaneCall, LANE_DEPTH } from '../shared/lane-calls';
+import {
+  describeRules,
+  formatLabels,
+  nodeAllowed,
+  restricts,
+  type NodeLabels,
+  type TaskPlacement,
+} from '../shared/node-labels';
 
 const ME = COMPONENTS.managerScheduler;
 
@@ -30,11 +38,30 @@ export class PilotRoom {
    */
   drainsAt: number | undefined;
 
+  /** Its nodes' names and labels: undefined until its agent reported them. */
+  nodes: readonly NodeLabels[] | undefined;
+
   constructor(
     readonly uid: string,
     public cores: number,
     public gpus: number,
   ) {}
+
+  /** Whether a node of it meets a task's placement rules: undefined while its nodes are unknown. */
+  allows(p: TaskPlacement | undefined): boolean | undefined {
+    if (!restricts(p)) return true;
+    if (this.nodes === undefined) return undefined;
+    for (const n of this.nodes) if (nodeAllowed(p, n.name, n.labels)) return true;
+    return false;
+  }
+
+  /** Whether it has a node the task would rather run on (placement.prefer). */
+  preferred(p: TaskPlacement | undefined): boolean {
+    const names = p?.prefer;
+    if (names === undefined || names.length === 0 || this.nodes === undefined) return false;
+    for (const n of this.nodes) if (names.includes(n.name)) return true;
+    return false;
+  }
 
   /** Whether the task could run here at all (its whole size at once). */
   fitsEver(cores: number, gpus: number): boolean {
@@ -118,8 +145,15 @@ export function sizeOf(d: TaskDescription): Size {
  * Whether any of `rooms` could ever hold a task of this size, as far as is known: a room whose
  * size is only estimated (not `reported`) might, so a task waits for its agent to say.
  */
-export function fitsAny(rooms: readonly PilotRoom[], cores: number, gpus: number): boolean {
-  for (const p of rooms) if (!p.reported || p.fitsEver(cores, gpus)) return true;
+export function fitsAny(
+  rooms: readonly PilotRoom[],
+  cores: number,
+  gpus: number,
+  placement: TaskPlacement | undefined,
+): boolean {
+  for (const p of rooms) {
+    if (!p.reported || (p.fitsEver(cores, gpus) && p.allows(placement) !== false)) return true;
+  }
   return false;
 }
 
@@ -127,6 +161,10 @@ export function fitsAny(rooms: readonly PilotRoom[], cores: number, gpus: number
 export function neverFits(task: TaskRecord, pilots: readonly PilotRoom[]): Reason {
   const d = task.description;
   const ranks = d.ranks ?? 1;
+  const sized = pilots.filter((p) =>
+    p.fitsEver(ranks * (d.coresPerRank ?? 1), ranks * (d.gpusPerRank ?? 0)),
+  );
+  if (sized.length > 0 && d.placement !== undefined) return noNodeAllowed(d.placement, sized);
   const have = pilots.map((p) => `${p.uid}: ${p.cores} cores, ${p.gpus} GPUs`).join('; ');
   return reason(
     'E_NEVER_FITS',
@@ -137,6 +175,23 @@ export function neverFits(task: TaskRecord, pilots: readonly PilotRoom[]): Reaso
   );
 }
 
+/** E_NEVER_FITS: pilots big enough have no node the task's placement rules allow. */
+function noNodeAllowed(placement: TaskPlacement, pilots: readonly PilotRoom[]): Reason {
+  const have = pilots
+    .slice(0, 4)
+    .map((p) => {
+      const nodes = (p.nodes ?? []).slice(0, 8);
+      return `${p.uid}: ${nodes.map((n) => `${n.name} (${formatLabels(n.labels)})`).join(', ')}`;
+    })
+    .join('; ');
+  return reason(
+    'E_NEVER_FITS',
+    `task must run on ${describeRules(placement)}; no pilot big enough has such a node (${have})`,
+    ME,
+    { placement },
+  );
+}
+
 /** What the scheduler knows of a pilot: enough to tell whether a task can ever fit it. */
 export interface PilotCapacity {
   uid: string;
@@ -144,4 +199,39 @@ export interface PilotCapacity {
   gpus: number;
   /** Milliseconds from now until it drains, as its agent said (agent_ready). */
   drainInMs?: number | undefined;
+  /** Its nodes' names and labels, once its agent reported them (tasks' placement rules). */
+  nodes?: readonly NodeLabels[] | undefined;
+}
+
+/**
+ * The pilot a task goes to now, if any: of `pilots`, those active, not `blocked`, that could
+ * ever hold it (its size, its placement rules) and have the time it needs are pushed to
+ * `usable`; of those with room, one with a node it prefers, else the least loaded.
+ */
+export function bestRoom(
+  pilots: readonly PilotRoom[],
+  blocked: ReadonlySet<PilotRoom>,
+  size: Size,
+  d: TaskDescription,
+  now: number,
+  usable: PilotRoom[],
+): PilotRoom | undefined {
+  usable.length = 0;
+  let best: PilotRoom | undefined;
+  for (const p of pilots) {
+    if (!p.active || blocked.has(p) || !p.fitsEver(size.cores, size.gpus)) continue;
+    if (!p.hasTime(d.walltimeS, now) || p.allows(d.placement) === false) continue;
+    usable.push(p);
+    if (p.hasRoom(size) && (best === undefined || suitsBetter(p, best, d.placement))) best = p;
+  }
+  return best;
+}
+
+/** Whether `p` suits a task better than `q`: a node it prefers first, then the lighter load. */
+function suitsBetter(p: PilotRoom, q: PilotRoom, placement: TaskPlacement | undefined): boolean {
+  if (placement?.prefer !== undefined) {
+    const a = p.preferred(placement);
+    if (a !== q.preferred(placement)) return a;
+  }
+  return p.load() < q.load();
 }

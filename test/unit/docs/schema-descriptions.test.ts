@@ -14,6 +14,7 @@ const USER_SCHEMAS = [
   'task-description',
   'pilot-description',
   'staging-directive',
+  'labels',
   'workload',
   'session-options',
   'agent-config',

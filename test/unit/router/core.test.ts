@@ -27,7 +27,10 @@ function harness(
   const clock = new FakeClock(0);
   const events: RouterEvent[] = [];
   const effects: RouterEffects = {
-    startReplica: (id, m, pilot) => fx.record(`start ${id} ${m.name} on ${pilot}`),
+    startReplica: (id, m, pilot, prefer) =>
+      fx.record(
+        `start ${id} ${m.name} on ${pilot}${prefer.length > 0 ? ` prefer ${prefer.join(',')}` : ''}`,
+      ),
     stopReplica: (id) => fx.record(`stop ${id}`),
     dispatch: (req, id, endpoint) => fx.record(`dispatch ${req} to ${id} at ${endpoint}`),
     reject: (req, e) => fx.record(`reject ${req} ${e.status} ${e.code}: ${e.message}`),
@@ -174,11 +177,11 @@ describe('RouterCore: replicas', () => {
     expect(fx.take()).toEqual(['dispatch q5 to r.a.2 at h:2']); // the one with none in flight
   });
 
-  it('refuses at once a model no pilot can hold (503 naming the need and the largest pilot)', () => {
+  it('refuses at once a model no pilot can hold (503 naming the need and the pilots)', () => {
     const { core, fx } = harness([model('big', 2)]);
     core.onRequest('q1', 'big');
     expect(fx.take()).toEqual([
-      "reject q1 503 E_NO_ROOM: model 'big' needs 1 cores and 2 GPUs per replica; the largest pilot has 8 cores and 1 GPUs",
+      "reject q1 503 E_NO_ROOM: model 'big' needs 1 rank(s) x 1 cores and 2 GPUs per replica; no pilot can ever hold it (p0 8 cores, 1 GPUs)",
     ]);
   });
 
@@ -471,5 +474,84 @@ describe("RouterCore: make-before-break at a pilot's end", () => {
     clock.advance(50_000);
     core.onRequest('q2', 'a');
     expect(fx.take()).toEqual(['dispatch q2 to r.a.0 at h:0']);
+  });
+});
+
+describe('RouterCore: placement by node', () => {
+  const node = (name: string, gpus: number, labels: Record<string, string> = {}) => ({
+    name,
+    cores: 8,
+    gpus,
+    labels,
+  });
+  const A: RouterPilot = { uid: 'pA', cores: 8, gpus: 1, nodes: [node('a1', 1, { gpu: 'l4' })] };
+  const B: RouterPilot = {
+    uid: 'pB',
+    cores: 16,
+    gpus: 2,
+    nodes: [node('b1', 1, { gpu: 'a100' }), node('b2', 1, { gpu: 'l4' })],
+  };
+
+  it('places a model with a selector only on a pilot with a node it selects', () => {
+    const { core, fx } = harness(
+      [
+        model('big', 1, {
+          service: { ...model('x').service, placement: { selector: { gpu: 'a100' } } },
+        }),
+      ],
+      { pilots: [A, B] },
+    );
+    core.onRequest('q1', 'big');
+    expect(fx.take()).toEqual(['start r.big.0 big on pB']);
+  });
+
+  it('refuses a model no pilot has a node for (503 naming why), not queueing it forever', () => {
+    const { core, fx } = harness(
+      [model('big', 1, { service: { ...model('x').service, placement: { node: 'zz' } } })],
+      { pilots: [A, B] },
+    );
+    core.onRequest('q1', 'big');
+    expect(fx.take()).toEqual([
+      "reject q1 503 E_NO_ROOM: model 'big' needs 1 rank(s) x 1 cores and 1 GPUs per replica on node 'zz'; " +
+        'no pilot can ever hold it (pA 8 cores, 1 GPUs: a1 (8 cores, 1 GPUs, gpu=l4); ' +
+        'pB 16 cores, 2 GPUs: b1 (8 cores, 1 GPUs, gpu=a100), b2 (8 cores, 1 GPUs, gpu=l4))',
+    ]);
+  });
+
+  it('counts a model of two GPUs on one rank as fitting no pilot whose nodes have one each', () => {
+    const { core, fx } = harness([model('two', 2)], { pilots: [B] });
+    core.onRequest('q1', 'two');
+    expect(fx.take()[0]).toMatch(/^reject q1 /);
+  });
+
+  it('starts a model again where it was ready before: that pilot first, those nodes preferred', () => {
+    const { core, fx, clock } = harness([model('a', 1, { idleTtlS: 60 })], { pilots: [A, B] });
+    core.onRequest('q1', 'a');
+    // the first goes where it displaces nothing and has the most time; both even: tightest, pA
+    expect(fx.take()).toEqual(['start r.a.0 a on pA']);
+    core.onReplicaReady('r.a.0', 'h:1', 'a1');
+    core.onRequestDone('q1');
+    expect(fx.take()).toEqual(['dispatch q1 to r.a.0 at h:1']);
+    clock.advance(60_000);
+    expect(fx.take()).toEqual(['stop r.a.0']);
+    core.onReplicaEnded('r.a.0', 'canceled');
+    expect(core.snapshot().models[0]!.replicas).toEqual([]);
+    core.onRequest('q2', 'a');
+    expect(fx.take()).toEqual(['start r.a.1 a on pA prefer a1']);
+  });
+
+  it('prefers the pilot it ran on over a tighter fit', () => {
+    const { core, fx, clock } = harness([model('a', 1, { idleTtlS: 60 })], { pilots: [B] });
+    core.onRequest('q1', 'a');
+    core.onReplicaReady('r.a.0', 'h:1', 'b2');
+    core.onRequestDone('q1');
+    expect(fx.take()).toEqual(['start r.a.0 a on pB', 'dispatch q1 to r.a.0 at h:1']);
+    expect(core.snapshot().models[0]!.replicas.map((r) => r.node)).toEqual(['b2']);
+    clock.advance(60_000);
+    core.onReplicaEnded('r.a.0', 'canceled');
+    expect(fx.take()).toEqual(['stop r.a.0']);
+    core.onPilot(A); // a tighter fit, where it never ran
+    core.onRequest('q2', 'a');
+    expect(fx.take()).toEqual(['start r.a.1 a on pB prefer b2']);
   });
 });

@@ -50,7 +50,8 @@ export const srun: LaunchMethodPlugin = {
       );
     }
     const cpusPerTask = Math.max(1, slots[0]?.cores.length ?? 1);
-    const gpusPerTask = slots[0]?.gpus.length ?? 0;
+    // GPUs seen, not reserved (placement.gpusVisible), are not Slurm's to give
+    const gpusPerTask = slots[0]?.gpusUnreserved === true ? 0 : (slots[0]?.gpus.length ?? 0);
     const memMb = task.description.memPerRankMb ?? 0;
     setRankTables(env, slots, opts);
     // ranks on one node need no hostfile, a file per task (output 'stream' makes none)
