@@ -496,7 +496,7 @@ describe('RouterCore: placement by node', () => {
     const { core, fx } = harness(
       [
         model('big', 1, {
-          service: { ...model('x').service, placement: { selector: { gpu: 'a100' } } },
+          service: { ...(model('x').service as Extra), placement: { selector: { gpu: 'a100' } } },
         }),
       ],
       { pilots: [A, B] },
@@ -507,7 +507,11 @@ describe('RouterCore: placement by node', () => {
 
   it('refuses a model no pilot has a node for (503 naming why), not queueing it forever', () => {
     const { core, fx } = harness(
-      [model('big', 1, { service: { ...model('x').service, placement: { node: 'zz' } } })],
+      [
+        model('big', 1, {
+          service: { ...(model('x').service as Extra), placement: { node: 'zz' } },
+        }),
+      ],
       { pilots: [A, B] },
     );
     core.onRequest('q1', 'big');
