@@ -40,7 +40,18 @@ const server = http.createServer((req, res) => {
     }
     const tag = req.headers['x-tag'];
     const job = process.env.SLURM_JOB_ID;
-    const meta = { model: NAME, pid: process.pid, served: n, tag, path: req.url, loadedMs, job };
+    // the node it runs on: Slurm's name for it inside a job step, else the host's
+    const node = process.env.SLURMD_NODENAME ?? require('node:os').hostname();
+    const meta = {
+      model: NAME,
+      pid: process.pid,
+      served: n,
+      tag,
+      path: req.url,
+      loadedMs,
+      job,
+      node,
+    };
     if (req.url === '/v1/embeddings') {
       return reply(res, 200, { object: 'list', data: [{ embedding: [0.5, 0.25] }], ...meta });
     }

@@ -4,6 +4,7 @@ import { serviceHost } from './service-host';
 import { slurmNodes } from './slurm/env';
 import { slurmJobEnd } from './slurm/job-end';
 import { probeMpi } from './slurm/mpi-probe';
+import { slurmNodeAddresses } from './slurm/node-addresses';
 
 /** What a Slurm allocation runs to learn more than its environment says (fakes in tests). */
 export interface SlurmEffects {
@@ -13,9 +14,16 @@ export interface SlurmEffects {
   probeMpi: typeof probeMpi;
   /** Where other nodes reach a service on the agent's node: service-host.ts. */
   serviceHost: typeof serviceHost;
+  /** Where services on the job's other nodes are reached (their NodeAddr): node-addresses.ts. */
+  nodeAddresses: typeof slurmNodeAddresses;
 }
 
-const SLURM_EFFECTS: SlurmEffects = { jobEnd: slurmJobEnd, probeMpi, serviceHost };
+const SLURM_EFFECTS: SlurmEffects = {
+  jobEnd: slurmJobEnd,
+  probeMpi,
+  serviceHost,
+  nodeAddresses: slurmNodeAddresses,
+};
 
 /**
  * The Slurm job the agent runs in (its batch step), read from the job's environment:
@@ -29,7 +37,7 @@ const SLURM_EFFECTS: SlurmEffects = { jobEnd: slurmJobEnd, probeMpi, serviceHost
  *   ranks or their slot is on another node; the steps ask for GPUs as GRES when Slurm gave the
  *   job some (SLURM_JOB_GPUS, SLURM_GPUS_ON_NODE), use the PMI plug-in probed at start
  *   (slurm/mpi-probe.ts: the config's `mpi`, else chosen), and services on the agent's node are
- *   reached at its service host.
+ *   reached at its service host, those on other nodes at their NodeAddr.
  *
  * @throws ValidationError naming the variable when the job's environment is missing or
  * malformed (slurm/env.ts).
@@ -71,11 +79,17 @@ export function slurmAllocation(
         gpuGres: env.SLURM_JOB_GPUS !== undefined || env.SLURM_GPUS_ON_NODE !== undefined,
       };
       if (choice.mpi !== undefined) srun.mpi = choice.mpi;
-      const agentNode: AgentNode = {
-        name: node,
-        host: await effects.serviceHost(cfg.addresses.managerOutput),
-      };
-      return { options: { agentNode, srun }, warnings };
+      const [host, nodeHosts] = await Promise.all([
+        effects.serviceHost(cfg.addresses.managerOutput),
+        nodes.length > 1
+          ? effects.nodeAddresses(nodes.map((n) => n.name).join(','), (warning) => {
+              warnings.push(warning);
+              log.warn('services on other nodes are reached by node name', { warning });
+            })
+          : new Map<string, string>(),
+      ]);
+      const agentNode: AgentNode = { name: node, host };
+      return { options: { agentNode, srun, nodeHosts }, warnings };
     },
   };
 }

@@ -54,6 +54,36 @@ describe(`GPU binding on a pilot with ${GPUS} ${REAL ? 'real' : 'fake'} GPUs`, (
     }
   }, 60_000);
 
+  it('shows every GPU to a daemon with gpusVisible, reserving none: a task that reserves them all still runs beside it', async () => {
+    const fx = await fixture.open({ cores: 4, gpus: GPUS });
+    const all = Array.from({ length: GPUS }, (_, i) => String(i)).join(',');
+    // the daemon holds on until the reserving task has run, so both hold their slots at once
+    const [daemon] = await fx.tmgr.submitTasks([
+      {
+        executable: '/bin/sh',
+        arguments: ['-c', `${SHOW}; while [ ! -e "$PF_TASK_SANDBOX/../go" ]; do sleep 0.05; done`],
+        placement: { gpusVisible: true },
+        timeoutS: 30,
+      },
+    ]);
+    await fx.tmgr.waitTasks({
+      uids: [daemon!.uid],
+      states: ['AGENT_EXECUTING'],
+      timeoutMs: 20_000,
+    });
+    const [reserving] = await fx.tmgr.submitTasks([
+      {
+        executable: '/bin/sh',
+        arguments: ['-c', `${SHOW}; touch "$PF_TASK_SANDBOX/../go"`],
+        gpusPerRank: GPUS,
+      },
+    ]);
+    await fx.tmgr.waitTasks({ timeoutMs: 30_000 });
+    expect([daemon!.state, reserving!.state]).toEqual(['DONE', 'DONE']);
+    expect(daemon!.stdout).toMatch(new RegExp(`^cvd=${all} pf=${all}$`, 'm'));
+    expect(reserving!.stdout).toMatch(new RegExp(`^cvd=${all} pf=${all}$`, 'm'));
+  }, 60_000);
+
   it("a local pilot that does not say how many GPUs takes the machine's (what the NVIDIA driver lists), and its agent has them", async () => {
     const fx = await fixture.open({ cores: 2 });
     expect(fx.pilot.gpus).toBe(nvidiaGpus());

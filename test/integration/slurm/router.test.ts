@@ -45,4 +45,37 @@ describeSlurm('the model router on a Slurm pilot', () => {
     const [replica] = router.snapshot().models[0]!.replicas;
     expect(replica).toMatchObject({ state: 'ready', pilot: fx.pilot.uid });
   }, 180_000);
+
+  it('places a model on the labelled node its selector asks for, and says which', async () => {
+    Object.assign(process.env, slurmEnv());
+    const fx = await fixture.open(
+      { resource: 'slurm', nodes: 2, runtimeMin: 5, nodeLabels: { n2: { disk: 'nvme' } } },
+      false,
+    );
+    router = await startRouter(fx.tmgr, fx.pmgr, {
+      config: {
+        models: [
+          {
+            name: 'cached',
+            service: {
+              executable: process.execPath,
+              arguments: [SERVER, '--name', 'cached'],
+              placement: { selector: { disk: 'nvme' } },
+              service: { port: 'auto', ready: { http: '/health' }, startupTimeoutS: 60 },
+            },
+          },
+        ],
+      },
+    });
+    const res = await fetch(`${router.url}/v1/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${router.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'cached', prompt: 'hi' }),
+    });
+    const body = (await res.json()) as { model?: string; node?: string };
+    // the server itself says it runs on n2, as does the router
+    expect([res.status, body.model, body.node]).toEqual([200, 'cached', 'n2']);
+    const [replica] = router.snapshot().models[0]!.replicas;
+    expect(replica).toMatchObject({ state: 'ready', pilot: fx.pilot.uid, node: 'n2' });
+  }, 180_000);
 });

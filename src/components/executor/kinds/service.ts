@@ -26,7 +26,7 @@ export const serviceKind: ExecutorKind<ServiceJob> = {
     const process = prepared.job;
     if (typeof s.port === 'number') process.spec.env.PF_PORT = String(s.port);
     // On one machine the agent's node is this machine: its loopback reaches a service bound to
-    // any address. In an allocation: the agent's host name on its node, else the node's name.
+    // any address. In an allocation: the agent's host name on its node, else the node's address.
     const node = task.slots?.[0]?.node;
     const agent = launch.agentNode;
     const host =
@@ -34,7 +34,7 @@ export const serviceKind: ExecutorKind<ServiceJob> = {
         ? '127.0.0.1'
         : node === undefined || node === agent.name
           ? (agent.host ?? agent.name)
-          : node;
+          : (launch.nodeHosts?.get(node) ?? node);
     const ready: ReadyChecks = s.ready ?? (s.port !== undefined ? { tcp: true } : {});
     const job: ServiceJob = { kind: 'service', process, host, ready };
     if (s.port !== undefined) job.port = s.port;

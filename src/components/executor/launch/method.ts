@@ -24,6 +24,11 @@ export interface LaunchOptions {
    */
   srun?: SrunOptions;
   /**
+   * Where a service on another node of the allocation is reached, by node name (Slurm's
+   * NodeAddr). A node missing: its name.
+   */
+  nodeHosts?: ReadonlyMap<string, string>;
+  /**
    * The CPU ids of each node's cores, by node name: core i of a slot on node N is CPU
    * `cpuIds.get(N)[i]`, and each rank is pinned to its slot's CPUs. A node that is missing (the
    * pilot declares more cores there than the machine has) or no map at all: ranks run unpinned.

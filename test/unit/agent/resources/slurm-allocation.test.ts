@@ -19,11 +19,12 @@ const JOB = {
 
 /** Fake effects that record what they were asked and answer as told. */
 function fakes(answer: { end?: number; mpi?: string; warning?: string; host?: string } = {}) {
-  const calls: { jobEnd: NodeJS.ProcessEnv[]; probe: MpiProbeOptions[]; host: string[] } = {
-    jobEnd: [],
-    probe: [],
-    host: [],
-  };
+  const calls: {
+    jobEnd: NodeJS.ProcessEnv[];
+    probe: MpiProbeOptions[];
+    host: string[];
+    nodes: string[];
+  } = { jobEnd: [], probe: [], host: [], nodes: [] };
   const effects: SlurmEffects = {
     jobEnd: (env) => {
       calls.jobEnd.push(env);
@@ -41,6 +42,10 @@ function fakes(answer: { end?: number; mpi?: string; warning?: string; host?: st
     serviceHost: (address) => {
       calls.host.push(address);
       return Promise.resolve(answer.host ?? 'c1.example');
+    },
+    nodeAddresses: (list) => {
+      calls.nodes.push(list);
+      return Promise.resolve(new Map([['c2', '10.0.0.2']]));
     },
   };
   return { effects, calls };
@@ -77,7 +82,7 @@ describe('slurmAllocation', () => {
     expect(calls.jobEnd).toEqual([JOB]);
   });
 
-  it('offers srun on its node, with the probed PMI plug-in and the service host', async () => {
+  it("offers srun on its node, with the probed PMI plug-in, the service host and the other nodes' addresses", async () => {
     const { effects, calls } = fakes({ mpi: 'pmix', host: '10.0.0.7' });
     const cfg = { resource: 'slurm' as const, mpi: 'auto' };
     const a = slurmAllocation(site(cfg, JOB), effects);
@@ -87,6 +92,7 @@ describe('slurmAllocation', () => {
       options: {
         agentNode: { name: 'c1', host: '10.0.0.7' },
         srun: { executable: 'srun', gpuGres: false, mpi: 'pmix' },
+        nodeHosts: new Map([['c2', '10.0.0.2']]),
       },
       warnings: [],
     });
@@ -94,6 +100,7 @@ describe('slurmAllocation', () => {
       { srun: 'srun', node: 'c1', env: JOB, timeoutMs: 500, requested: 'auto' },
     ]);
     expect(calls.host).toEqual(['tcp://10.0.0.1:2']);
+    expect(calls.nodes).toEqual(['c1,c2']);
     expect(log.lines).toEqual([
       ['info', 'srun mpi plug-in', { mpi: 'pmix', why: 'asked', srunTypes: ['pmix', 'none'] }],
     ]);
@@ -108,6 +115,7 @@ describe('slurmAllocation', () => {
       expect(options).toEqual({
         agentNode: { name: 'c1', host: 'c1.example' },
         srun: { executable: 'srun', gpuGres: true },
+        nodeHosts: new Map([['c2', '10.0.0.2']]),
       });
       expect(calls.probe[0]).not.toHaveProperty('requested');
       expect(log.lines[0]![2]).toMatchObject({ mpi: "(Slurm's default)" });
