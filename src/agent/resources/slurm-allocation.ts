@@ -82,7 +82,8 @@ export function slurmAllocation(
       const [host, nodeHosts] = await Promise.all([
         effects.serviceHost(cfg.addresses.managerOutput),
         nodes.length > 1
-          ? effects.nodeAddresses(nodes.map((n) => n.name).join(','), (warning) => {
+          ? // the job's list as Slurm wrote it (n[1-9000]), not thousands of names on one line
+            effects.nodeAddresses(env.SLURM_JOB_NODELIST ?? env.SLURM_NODELIST ?? '', (warning) => {
               warnings.push(warning);
               log.warn('services on other nodes are reached by node name', { warning });
             })

@@ -1,4 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
+import * as path from 'node:path';
 import { nvidiaGpus } from '../../../src/lib/gpus';
 import { fixtures } from '../../support/session-fixture';
 
@@ -57,11 +59,14 @@ describe(`GPU binding on a pilot with ${GPUS} ${REAL ? 'real' : 'fake'} GPUs`, (
   it('shows every GPU to a daemon with gpusVisible, reserving none: a task that reserves them all still runs beside it', async () => {
     const fx = await fixture.open({ cores: 4, gpus: GPUS });
     const all = Array.from({ length: GPUS }, (_, i) => String(i)).join(',');
-    // the daemon holds on until the reserving task has run, so both hold their slots at once
+    // the daemon reads a FIFO until the reserving task has opened it: both hold their slots at once
+    const go = path.join(fx.dir, 'go');
+    execFileSync('mkfifo', [go]);
     const [daemon] = await fx.tmgr.submitTasks([
       {
         executable: '/bin/sh',
-        arguments: ['-c', `${SHOW}; while [ ! -e "$PF_TASK_SANDBOX/../go" ]; do sleep 0.05; done`],
+        arguments: ['-c', `${SHOW}; cat "$GO" > /dev/null`],
+        environment: { GO: go },
         placement: { gpusVisible: true },
         timeoutS: 30,
       },
@@ -74,7 +79,8 @@ describe(`GPU binding on a pilot with ${GPUS} ${REAL ? 'real' : 'fake'} GPUs`, (
     const [reserving] = await fx.tmgr.submitTasks([
       {
         executable: '/bin/sh',
-        arguments: ['-c', `${SHOW}; touch "$PF_TASK_SANDBOX/../go"`],
+        arguments: ['-c', `${SHOW}; : > "$GO"`],
+        environment: { GO: go },
         gpusPerRank: GPUS,
       },
     ]);

@@ -100,7 +100,7 @@ describe('slurmAllocation', () => {
       { srun: 'srun', node: 'c1', env: JOB, timeoutMs: 500, requested: 'auto' },
     ]);
     expect(calls.host).toEqual(['tcp://10.0.0.1:2']);
-    expect(calls.nodes).toEqual(['c1,c2']);
+    expect(calls.nodes).toEqual(['c[1-2]']);
     expect(log.lines).toEqual([
       ['info', 'srun mpi plug-in', { mpi: 'pmix', why: 'asked', srunTypes: ['pmix', 'none'] }],
     ]);
