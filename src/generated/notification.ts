@@ -38,6 +38,10 @@ export interface Notification {
     endpoint?: string;
     sandbox?: string;
     /**
+     * With the client's final state of an attempt that ran: the node it ran on (its first rank's), from its slots; the agent's note naming its slots may come after it.
+     */
+    node?: string;
+    /**
      * Where an executable's (or a service's) stdout and stderr go: 'files', `stdout` and `stderr` in its sandbox; 'stream', its pilot's stream files (<pilot sandbox>/output/*.pfout). Sent, either way, with the state that ends its input staging and with its hand-back's final state, so readers never guess it.
      */
     output?: 'files' | 'stream';

@@ -123,8 +123,9 @@ export function keepLateFacts(
     task.setSandbox(d.sandbox, sandboxDirs);
   }
   if (d.output !== undefined && task.output === undefined) task.output = d.output;
-  if (d.slots?.[0] !== undefined && task.node === undefined) {
-    task.node = sandboxDirs.get(d.slots[0].node);
+  if (task.node === undefined) {
+    const node = d.slots?.[0]?.node ?? d.node;
+    if (node !== undefined) task.node = sandboxDirs.get(node);
   }
 }
 
@@ -137,6 +138,7 @@ export function keepPlace(
 ): void {
   if (d.pilot !== undefined) task.pilot = pilotUid(d.pilot);
   if (d.slots?.[0] !== undefined) task.node = dirs.get(d.slots[0].node);
+  else if (d.node !== undefined) task.node = dirs.get(d.node);
 }
 
 /** A task starts its next attempt: what the last one left (exit, output, reason, place) goes. */

@@ -61,6 +61,8 @@ export class ManagerOutputStagerCore {
       if (task.outputLost !== undefined) detail.outputLost = task.outputLost;
       if (task.pilot !== undefined) detail.pilot = task.pilot;
       if (task.sandbox !== undefined) detail.sandbox = task.sandbox;
+      const node = task.slots?.[0]?.node;
+      if (node !== undefined) detail.node = node;
       // the agent's note of it may come after this: a tail read at once must know
       if (task.output !== undefined) detail.output = task.output;
       if (why === undefined) {

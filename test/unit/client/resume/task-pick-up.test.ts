@@ -4,6 +4,7 @@ import {
   handBackOf,
   keepHandBack,
   keepLateFacts,
+  keepPlace,
   planPickUp,
   recordOf,
 } from '../../../../src/client/resume/task-pick-up';
@@ -140,5 +141,18 @@ describe('keepLateFacts', () => {
     // what the task already knows of this attempt stays; the retries used never go down
     keepLateFacts(t, { retried: 0, pilot: 'pilot.0002', sandbox: '/elsewhere/x' }, (p) => p, dirs);
     expect([t.retried, t.pilot, t.sandbox]).toEqual([1, 'pilot.0001', '/s/pilot.0001/x']);
+  });
+
+  it('names the node from the final state, which may come before the note of the slots', () => {
+    const t = task('x', 'DONE');
+    const dirs = new Interner();
+    keepPlace(t, { pilot: 'pilot.0000', node: 'n7' }, (p) => p, dirs);
+    expect(t.node).toBe('n7');
+    // the start's note, late: its slots name the same node, and a known node stays
+    keepLateFacts(t, { slots: [{ node: 'n7', cores: [0], gpus: [] }] }, (p) => p, dirs);
+    expect(t.node).toBe('n7');
+    const u = task('y', 'DONE');
+    keepLateFacts(u, { node: 'n8' }, (p) => p, dirs);
+    expect(u.node).toBe('n8');
   });
 });

@@ -75,6 +75,16 @@ describe('ManagerOutputStagerCore', () => {
     },
   );
 
+  it("names the node its attempt ran on in its final state (the agent's note of its slots may come later)", () => {
+    const { notes, core } = setup();
+    const slots = [
+      { node: 'n7', cores: [0, 1], gpus: [] },
+      { node: 'n8', cores: [0], gpus: [] },
+    ];
+    core.onTasks([back('t1', { slots })]);
+    expect(facts(notes.at(-1))).toMatchObject({ node: 'n7' });
+  });
+
   it('leaves pilot and sandbox out of the detail when the task has none', () => {
     const { rec, notes, core } = setup();
     const t = taskIn('TMGR_STAGING_OUTPUT_PENDING', { exitCode: 0, signal: null });
