@@ -58,6 +58,16 @@ export type {
   PilotNode,
   Stamp,
 } from './profile/types';
+export type { ModelProfile, ReplicaProfile } from './profile/models';
 export { startRouter, type ModelRouter, type RouterOptions } from './router/router';
 export type { RouterSnapshot, ReplicaState } from './router/core';
-export type { RouterConfig, RouterModel, RouterGroup } from './generated';
+export type {
+  RouterConfig,
+  RouterModel,
+  RouterGroup,
+  RouterStatus,
+  RouterModelStatus,
+  ReplicaStatus,
+  Labels,
+} from './generated';
+export type { NodeLabels } from './components/shared/node-labels';

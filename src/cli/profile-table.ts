@@ -1,3 +1,4 @@
+import type { ModelProfile } from '../profile/models';
 import { BUCKETS, type Account, type UtilizationReport } from '../profile/utilization';
 import type { Profile } from '../profile/types';
 
@@ -39,5 +40,37 @@ export function formatProfile(profile: Profile, report: UtilizationReport): stri
   }
   lines.push('tasks:');
   for (const [s, n] of [...states].sort()) lines.push(`  ${s.padEnd(28)} ${n}`);
+  if (profile.models !== undefined) lines.push(...modelLines(profile.models));
   return `${lines.join('\n')}\n`;
+}
+
+/** Per model of the router: its loads and their times, its swaps, each replica's life. */
+function modelLines(models: readonly ModelProfile[]): string[] {
+  const lines = ['models:'];
+  for (const m of models) {
+    const loads = m.replicas.flatMap((r) => (r.loadMs !== undefined ? [r.loadMs] : []));
+    const times =
+      loads.length > 0 ? ` (load ${sec(Math.min(...loads))} to ${sec(Math.max(...loads))})` : '';
+    const lost = m.replicas.filter((r) => r.expected === false).length;
+    lines.push(
+      `  ${m.name}: ${m.replicas.length} replicas, ${loads.length} loaded${times}, ${m.swaps.length} swaps, ${lost} lost`,
+    );
+    for (const r of m.replicas) {
+      const load = r.loadMs !== undefined ? `, ready in ${sec(r.loadMs)}` : ', never ready';
+      const served =
+        r.ready !== undefined && (r.stopping ?? r.ended) !== undefined
+          ? `, served ${sec((r.stopping ?? r.ended)! - r.ready)}`
+          : '';
+      const end =
+        r.ended !== undefined
+          ? `, ended${r.why !== undefined ? ` (${r.why})` : ''}${r.expected === false ? `: ${r.reason ?? 'lost'}` : ''}`
+          : '';
+      lines.push(`    ${r.id} on ${r.pilot ?? '?'}${load}${served}${end}`);
+    }
+  }
+  return lines;
+}
+
+function sec(ms: number): string {
+  return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
 }

@@ -7,6 +7,7 @@ import type {
   SessionStatus,
 } from '../client/control/protocol';
 import type { Explanation } from '../client/tasks/explain';
+import { journaledRouterStatus } from '../profile/models';
 import { readProfile } from '../profile/read';
 import type { Profile, TaskProfile } from '../profile/types';
 import { TASK_STATES, type TaskState } from '../states/task-model';
@@ -179,6 +180,7 @@ export function profileStatus(
     runningTotal,
     pending,
     pendingTotal,
+    ...(profile.models !== undefined ? { routers: [journaledRouterStatus(profile.models)] } : {}),
   };
 }
 

@@ -1,4 +1,5 @@
 import type { SessionStatus } from '../client/control/protocol';
+import type { RouterStatus } from '../generated';
 import type { Explanation } from '../client/tasks/explain';
 import { TASK_STATES } from '../states/task-model';
 
@@ -70,7 +71,39 @@ export function formatStatus(st: SessionStatus, now: number): string {
     lines.push(`pending: ${st.pendingTotal}${of}`);
     for (const e of st.pending) lines.push(`  ${explanationLine(e, now)}`);
   }
+  for (const r of st.routers ?? []) lines.push(...routerLines(r, st.state));
   return lines.join('\n') + '\n';
+}
+
+/**
+ * A model router: per model, its replicas (state, where, in flight), its queue, and what it
+ * did (loads and their times, swaps, replicas lost, requests served).
+ */
+function routerLines(r: RouterStatus, state: SessionStatus['state']): string[] {
+  const lines = [`router${r.url !== undefined ? ` ${r.url}` : ''}: ${r.models.length} models`];
+  const ended = state !== 'live' && state !== 'closing';
+  for (const m of r.models) {
+    const now = ended
+      ? ''
+      : `${m.replicas.length} replicas, ${m.queued} queued, ${m.inFlight} in flight; `;
+    const load =
+      m.loads > 0
+        ? `${m.loads} loads (last ${ms(m.lastLoadMs!)}, mean ${ms(m.meanLoadMs!)}, max ${ms(m.maxLoadMs!)})`
+        : 'never loaded';
+    const served = m.served !== undefined ? `, ${m.served} served` : '';
+    lines.push(`  ${m.name}: ${now}${load}, ${m.swaps} swaps, ${m.lost} lost${served}`);
+    for (const x of m.replicas) {
+      const node = x.node !== undefined ? ` node ${x.node}` : '';
+      const at = x.endpoint !== undefined ? ` at ${x.endpoint}` : '';
+      lines.push(`    ${x.id} ${x.state} on ${x.pilot}${node}${at}, ${x.inFlight} in flight`);
+    }
+  }
+  return lines;
+}
+
+/** `850 ms`, `12.3 s`: a load time. */
+function ms(v: number): string {
+  return v < 1000 ? `${Math.round(v)} ms` : `${(v / 1000).toFixed(1)} s`;
 }
 
 /** One line that changes when the session does (`status --watch` off a terminal). */

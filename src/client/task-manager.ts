@@ -22,7 +22,7 @@ import { Listeners } from './calls/listeners';
 import { managersOf } from './control/managers';
 import type { Pilot } from './pilot';
 import type { DeliveryCursor } from './resume/delivered';
-import { runtimeOf, type ClientRuntime } from './runtime/runtime';
+import { bindRuntime, runtimeOf, type ClientRuntime } from './runtime/runtime';
 import type { Session } from './session';
 import { Task, type StateInfo } from './task';
 import type { TransferListener, TransferProgress } from './files/transfer-progress';
@@ -50,8 +50,7 @@ import { pilotSandboxIn, placeInPilotSandbox, tailTask, type TailOptions } from 
  * callbacks exactly once per attempt, in model order, whatever order notifications arrive in.
  */
 export class TaskManager {
-  /** The session's runtime: what this facade drives. */
-  private readonly rt: ClientRuntime;
+  private readonly rt: ClientRuntime; // the session's runtime: what this facade drives
   private readonly tasks = new Map<string, Task>();
   /** Every task of a pilot holds the same copy of its uid. */
   private readonly pilotUids = new Interner();
@@ -80,6 +79,7 @@ export class TaskManager {
     this.callbacks = new Listeners(this.log);
     ({ name: this.name, delivery: this.delivery } = rt.registerManager('tmgr'));
     managersOf(rt).tasks.add(this);
+    bindRuntime(this, rt); // what runs over the manager (a router) reaches the session's parts
     if (rt.replayPending) this.adopt();
     rt.onNotifications((ns) => this.ingest(ns));
     rt.control.on((msg) => {

@@ -93,6 +93,10 @@ export interface SessionStatus {
    * Tasks not yet executing, in all.
    */
   pendingTotal: number;
+  /**
+   * The session's model routers (docs/router.md), where it runs any: of a live session as they are now; of an ended one as its journal tells (no replicas, queue or requests).
+   */
+  routers?: RouterStatus[];
 }
 /**
  * A pilot of the session now.
@@ -192,6 +196,76 @@ export interface Explanation {
    * Once it ended other than DONE: why.
    */
   reason?: Reason;
+}
+/**
+ * A model router: per model, its replicas, its queue, its requests in flight, and what it did (loads and their times, swaps, replicas lost, requests served).
+ */
+export interface RouterStatus {
+  /**
+   * Where it answers (absent where it shares the service's address).
+   */
+  url?: string;
+  models: RouterModelStatus[];
+}
+export interface RouterModelStatus {
+  name: string;
+  /**
+   * Requests waiting for a replica of it.
+   */
+  queued: number;
+  /**
+   * Requests its replicas serve now.
+   */
+  inFlight: number;
+  /**
+   * How long its latest replica took from its start to ready.
+   */
+  lastLoadMs?: number;
+  /**
+   * Its replicas that became ready.
+   */
+  loads: number;
+  /**
+   * Their mean load time.
+   */
+  meanLoadMs?: number;
+  /**
+   * Their longest load time.
+   */
+  maxLoadMs?: number;
+  /**
+   * Its starts that stopped other models (its swap policy, or for room).
+   */
+  swaps: number;
+  /**
+   * Its replicas that ended without being stopped (killed, crashed, unhealthy).
+   */
+  lost: number;
+  /**
+   * Requests its replicas answered, or that ended while served (absent where read from a journal).
+   */
+  served?: number;
+  replicas: ReplicaStatus[];
+}
+export interface ReplicaStatus {
+  /**
+   * Its service task's uid.
+   */
+  id: string;
+  /**
+   * waiting: for room; starting: its task runs, not ready yet; ready: serving; draining: finishing its requests before it stops; stopping: its task is being canceled.
+   */
+  state: 'waiting' | 'starting' | 'ready' | 'draining' | 'stopping';
+  pilot: string;
+  /**
+   * The node it runs on, once ready.
+   */
+  node?: string;
+  /**
+   * host:port, once ready.
+   */
+  endpoint?: string;
+  inFlight: number;
 }
 /**
  * What `cancel` answers: each uid asked, in one of three lists.

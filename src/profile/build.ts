@@ -3,12 +3,15 @@ import { isFinalState } from '../states/model';
 import { passedStates } from '../states/passed';
 import { PILOT_MODEL, type PilotState } from '../states/pilot-model';
 import { TASK_MODEL, type TaskState } from '../states/task-model';
+import { modelProfiles, type RouterEntry } from './models';
 import type { AttemptProfile, PilotNode, PilotProfile, Profile, Stamp, TaskProfile } from './types';
 
 /** What a session's journal says that its store does not: descriptions and the agents' nodes. */
 export interface SessionFacts {
   tasks: Map<string, TaskDescription>;
   pilots: Map<string, { resource?: string; nodes?: PilotNode[]; sandbox?: string }>;
+  /** What its model routers did, in journal order (absent or empty: it ran none). */
+  router?: RouterEntry[];
 }
 
 /**
@@ -59,7 +62,14 @@ export function buildProfile(
       attempts: [],
     });
   }
-  return { session, readAt, pilots: [...pilots.values()], tasks: out };
+  const models = modelProfiles(facts.router ?? []);
+  return {
+    session,
+    readAt,
+    pilots: [...pilots.values()],
+    tasks: out,
+    ...(models.length > 0 ? { models } : {}),
+  };
 }
 
 function addTaskNote(tasks: Map<string, Map<number, AttemptProfile>>, n: Notification): void {

@@ -1,3 +1,4 @@
+import type { ModelProfile } from './models';
 import { attemptEnd, attemptTimes, PHASES, pilotWindow } from './phases';
 import type { AttemptProfile, PilotProfile, Profile, TaskProfile } from './types';
 import { utilization, type UtilizationReport } from './utilization';
@@ -31,6 +32,8 @@ export interface ProfileReport {
     attempts: (AttemptProfile & { intervals: AttemptIntervals })[];
   })[];
   utilization: UtilizationReport;
+  /** The models its router ran: each replica's life, the swaps (where it ran one). */
+  models?: ModelProfile[];
 }
 
 export function attemptIntervals(task: TaskProfile, i: number, readAt: number): AttemptIntervals {
@@ -69,5 +72,6 @@ export function profileReport(profile: Profile): ProfileReport {
       })),
     })),
     utilization: utilization(profile),
+    ...(profile.models !== undefined ? { models: profile.models } : {}),
   };
 }

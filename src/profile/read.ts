@@ -5,6 +5,7 @@ import { readStoreNotifications } from '../updater/embedded/read-only';
 import { MongoStore } from '../updater/mongodb/store';
 import { readStoreChoice } from '../updater/store-choice';
 import { buildProfile, type SessionFacts } from './build';
+import type { RouterEntry } from './models';
 import type { PilotNode, Profile } from './types';
 
 /**
@@ -44,6 +45,7 @@ type JournalLine =
     }
   | { t: 'agent'; pilot: string; nodes?: PilotNode[] }
   | { t: 'tasks'; tasks: [string, TaskDescription][] }
+  | ({ t: 'router' } & RouterEntry)
   | { t: string };
 
 /**
@@ -78,6 +80,8 @@ export function readSessionFacts(sessionDir: string): SessionFacts {
           ...(p.sandbox !== undefined ? { sandbox: p.sandbox } : {}),
         });
       }
+    } else if (entry.t === 'router' && 'event' in entry) {
+      (facts.router ??= []).push({ ts: entry.ts, event: entry.event });
     } else if (entry.t === 'agent' && 'pilot' in entry && entry.nodes !== undefined) {
       facts.pilots.set(entry.pilot, { ...facts.pilots.get(entry.pilot), nodes: entry.nodes });
     }

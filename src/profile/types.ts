@@ -1,3 +1,4 @@
+import type { ModelProfile } from './models';
 import type { Reason } from '../generated';
 import type { PilotState } from '../states/pilot-model';
 import type { TaskState } from '../states/task-model';
@@ -13,6 +14,8 @@ export interface Profile {
   readAt: number;
   pilots: PilotProfile[];
   tasks: TaskProfile[];
+  /** The models its router ran (their replicas and swaps), where it ran one. */
+  models?: ModelProfile[];
 }
 
 /** A state and the time it was entered (epoch ms). */

@@ -93,6 +93,7 @@ export class RouterCore {
         r.inFlight.delete(id);
         r.lastUsedMs = this.clock.now();
         this.h.used(r.model.name, this.clock.now());
+        this.h.stateOf(r.model.name).served++;
       }
     } else if (!this.queue.remove(id)) return;
     this.retried.delete(id);
@@ -154,6 +155,7 @@ export class RouterCore {
     if (r === undefined) return;
     this.h.replicas.delete(id);
     const expected = r.state === 'stopping';
+    if (!expected) this.h.stateOf(r.model.name).lost++;
     this.effects.record({
       type: 'replica_ended',
       model: r.model.name,
@@ -199,12 +201,14 @@ export class RouterCore {
     return this.h.snapshot(this.config, (m) => this.queue.waiting(m));
   }
 
-  /** The router is closing: no decision any more (the ends of its replicas are still heard). */
-  close(): void {
+  /** Closing: no decision any more, every replica stopped; the uids whose ends to wait for. */
+  close(): string[] {
     this.closed = true;
     this.timer?.cancel();
     this.timer = undefined;
     this.timerAt = Infinity;
+    for (const r of [...this.h.replicas.values()]) this.drain(r, 'close', true);
+    return [...this.h.replicas.keys()];
   }
 
   // ---- the decisions -----------------------------------------------------------------------
@@ -363,6 +367,7 @@ export class RouterCore {
       }
     }
     if (stopped.size > 0) {
+      this.h.stateOf(m.name).swaps++;
       this.effects.record({ type: 'swap', model: m.name, stopped: [...stopped] });
     }
     // a task uid: 128 of letters, digits, '.', '_', '-' (a model name may hold more)
@@ -402,15 +407,18 @@ export class RouterCore {
     this.refuseWaiting(m, refuse.failedToStart(m, FAILED_STARTS, reason));
   }
 
-  private drain(r: Replica, why: StopWhy): void {
-    if (r.state === 'draining' || r.state === 'stopping') return;
+  /** Stops `r` once its requests are done (within its grace), or `atOnce` (a draining one too). */
+  private drain(r: Replica, why: StopWhy, atOnce = false): void {
+    if (r.state === 'stopping' || (r.state === 'draining' && !atOnce)) return;
     if (r.state === 'waiting') {
       this.h.replicas.delete(r.id);
       return;
     }
-    r.stopWhy = why;
-    this.effects.record({ type: 'replica_stopping', model: r.model.name, replica: r.id, why });
-    if (r.state === 'starting' || r.inFlight.size === 0) {
+    if (r.state !== 'draining') {
+      r.stopWhy = why;
+      this.effects.record({ type: 'replica_stopping', model: r.model.name, replica: r.id, why });
+    }
+    if (atOnce || r.state === 'starting' || r.inFlight.size === 0) {
       r.state = 'stopping';
       this.effects.stopReplica(r.id);
       return;

@@ -24,7 +24,7 @@ export type RouterEvent =
   | { type: 'swap'; model: string; stopped: string[] };
 
 /** Why a replica is stopped. */
-export type StopWhy = 'idle' | 'swap' | 'room' | 'handoff' | 'unload' | 'unreachable';
+export type StopWhy = 'idle' | 'swap' | 'room' | 'handoff' | 'unload' | 'unreachable' | 'close';
 
 /**
  * The router core's effects (its "syscall table"): fire-and-forget, each result comes back as

@@ -1,4 +1,4 @@
-import type { Labels } from '../generated';
+import type { Labels, RouterModelStatus, RouterStatus } from '../generated';
 import type { StopWhy } from './effects';
 import type { CompiledModel, CompiledRouterConfig } from './models';
 import type { Resources, RunningModel } from './swapper';
@@ -51,27 +51,23 @@ export interface RouterNode {
   labels: Labels;
 }
 
-/** What the router holds now, for status, metrics and GET /v1/models. */
-export interface RouterSnapshot {
-  models: {
-    name: string;
-    queued: number;
-    inFlight: number;
-    lastLoadMs?: number;
-    replicas: {
-      id: string;
-      state: ReplicaState;
-      pilot: string;
-      node?: string;
-      endpoint?: string;
-      inFlight: number;
-    }[];
-  }[];
-}
+/**
+ * What the router holds now, for status, metrics and GET /v1/router (schemas/control-reply:
+ * RouterStatus, less the url its shell knows).
+ */
+export type RouterSnapshot = Omit<RouterStatus, 'url'> & {
+  models: (RouterModelStatus & { served: number })[];
+};
 
 export interface ModelState {
   lastUsedMs: number;
   lastLoadMs?: number;
+  loads: number;
+  loadMsTotal: number;
+  maxLoadMs: number;
+  swaps: number;
+  lost: number;
+  served: number;
   /** Starts in a row that ended before they were ready. */
   failedStarts: number;
   /** Nodes its replicas were ready on, the latest first (where its files are likely cached). */
@@ -91,7 +87,17 @@ export class Holdings {
 
   constructor(config: CompiledRouterConfig, now: number) {
     for (const m of config.models.values()) {
-      this.modelState.set(m.name, { lastUsedMs: now, failedStarts: 0, nodes: [] });
+      this.modelState.set(m.name, {
+        lastUsedMs: now,
+        loads: 0,
+        loadMsTotal: 0,
+        maxLoadMs: 0,
+        swaps: 0,
+        lost: 0,
+        served: 0,
+        failedStarts: 0,
+        nodes: [],
+      });
     }
   }
 
@@ -105,12 +111,16 @@ export class Holdings {
     r.lastUsedMs = now;
     const st = this.stateOf(r.model.name);
     st.failedStarts = 0;
-    st.lastLoadMs = now - (r.startedMs ?? now);
+    const load = now - (r.startedMs ?? now);
+    st.lastLoadMs = load;
+    st.loads++;
+    st.loadMsTotal += load;
+    st.maxLoadMs = Math.max(st.maxLoadMs, load);
     if (node !== undefined) {
       r.node = node;
       st.nodes = [node, ...st.nodes.filter((n) => n !== node)].slice(0, NODES_KEPT);
     }
-    return st.lastLoadMs;
+    return load;
   }
 
   /** A ready replica of the model with room for one more request: the fewest in flight. */
@@ -208,6 +218,13 @@ export class Holdings {
           queued: queued(m.name),
           inFlight: reps.reduce((n, r) => n + r.inFlight.size, 0),
           ...(st.lastLoadMs !== undefined ? { lastLoadMs: st.lastLoadMs } : {}),
+          loads: st.loads,
+          ...(st.loads > 0
+            ? { meanLoadMs: Math.round(st.loadMsTotal / st.loads), maxLoadMs: st.maxLoadMs }
+            : {}),
+          swaps: st.swaps,
+          lost: st.lost,
+          served: st.served,
           replicas: reps.map((r) => ({
             id: r.id,
             state: r.state,

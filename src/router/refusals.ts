@@ -46,6 +46,7 @@ const STOP_TEXT: Record<StopWhy, string> = {
   handoff: 'its pilot drains: a replacement serves',
   unload: 'unloaded',
   unreachable: 'its connection failed',
+  close: 'the router closed',
 };
 
 /** A request in flight on a replica that ended: stopped on purpose, or lost. */

@@ -1,10 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { managersOf, type Managers } from '../client/control/managers';
 import type { PilotManager } from '../client/pilot-manager';
+import type { Journal } from '../client/resume/journal';
+import { runtimeOf } from '../client/runtime/runtime';
 import type { TaskManager } from '../client/task-manager';
 import { UsageError } from '../errors';
-import type { RouterConfig } from '../generated';
+import type { RouterConfig, RouterStatus } from '../generated';
 import { systemClock, type Clock, type Timer } from '../lib/clock';
 import { silentLogger, type Logger } from '../lib/logger';
 import { RouterCore, type RouterSnapshot } from './core';
@@ -71,8 +74,9 @@ export async function startRouter(
   });
   const address = server.address() as AddressInfo;
   const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  parts.url = `http://${shown}:${address.port}`;
   return {
-    url: `http://${shown}:${address.port}`,
+    url: parts.url,
     token,
     snapshot: () => parts.snapshot(),
     unload: (model) => parts.unload(model),
@@ -91,6 +95,10 @@ export class RouterParts {
   private readonly tasks: ReplicaTasks;
   private readonly ends = new Map<string, (() => void)[]>();
   private readonly listeners = new Set<(e: RouterEvent) => void>();
+  private readonly journal: Journal;
+  private readonly managers: Managers;
+  /** Where it answers, where it has an address of its own (startRouter). */
+  url: string | undefined;
 
   constructor(
     readonly config: CompiledRouterConfig,
@@ -117,10 +125,19 @@ export class RouterParts {
     );
     this.proxy.attach(this.core);
     this.tasks.attach(this.core, prefix);
+    const rt = runtimeOf(tmgr);
+    this.journal = rt.journal;
+    this.managers = managersOf(rt);
+    this.managers.routers.add(this);
   }
 
   snapshot(): RouterSnapshot {
     return this.core.snapshot();
+  }
+
+  /** How it stands, for `pilotfish status`: its snapshot, and its own address if it has one. */
+  status(): RouterStatus {
+    return { ...(this.url !== undefined ? { url: this.url } : {}), ...this.core.snapshot() };
   }
 
   /** Follows what the router does (metrics, status); returns how to stop. */
@@ -136,12 +153,9 @@ export class RouterParts {
   }
 
   async close(): Promise<void> {
+    this.managers.routers.delete(this);
     this.proxy.close();
-    const live = this.core
-      .snapshot()
-      .models.flatMap((m) => m.replicas.filter((r) => r.state !== 'waiting').map((r) => r.id));
-    this.core.close();
-    for (const id of live) this.tasks.stopReplica(id);
+    const live = this.core.close(); // each stopped through its task (stopReplica)
     // a replica whose end is never heard (its agent gone) must not hold the close up: the
     // session's own close ends what is left
     let timer: Timer | undefined;
@@ -165,6 +179,8 @@ export class RouterParts {
   }
 
   private heard(e: RouterEvent): void {
+    // held, not refused, when the disk is full (journal.ts): what it did is only told
+    this.journal.append({ t: 'router', ts: this.clock.now(), event: e });
     if (e.type === 'replica_ended') {
       if (e.endpoint !== undefined) this.proxy.forget(e.endpoint);
       for (const resolve of this.ends.get(e.replica) ?? []) resolve();

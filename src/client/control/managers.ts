@@ -1,3 +1,4 @@
+import type { RouterStatus } from '../../generated';
 import type { Pilot } from '../pilot';
 import type { Task } from '../task';
 
@@ -13,6 +14,11 @@ export interface ManagedTasks {
   cancelTasks(uids?: string[]): Promise<void>;
 }
 
+/** What the control socket reads of a model router running in the session: how it stands. */
+export interface ManagedRouter {
+  status(): RouterStatus;
+}
+
 /**
  * A session's managers, for what reads or acts across all of them (the control socket). The
  * managers add themselves; this file names what it needs of them and imports none.
@@ -20,6 +26,8 @@ export interface ManagedTasks {
 export interface Managers {
   readonly pilots: Set<ManagedPilots>;
   readonly tasks: Set<ManagedTasks>;
+  /** Model routers (docs/router.md), from their start to their close. */
+  readonly routers: Set<ManagedRouter>;
 }
 
 const byRuntime = new WeakMap<object, Managers>();
@@ -27,6 +35,8 @@ const byRuntime = new WeakMap<object, Managers>();
 /** The managers created on a session's runtime so far (each adds itself as it is made). */
 export function managersOf(runtime: object): Managers {
   let m = byRuntime.get(runtime);
-  if (m === undefined) byRuntime.set(runtime, (m = { pilots: new Set(), tasks: new Set() }));
+  if (m === undefined) {
+    byRuntime.set(runtime, (m = { pilots: new Set(), tasks: new Set(), routers: new Set() }));
+  }
   return m;
 }

@@ -65,6 +65,7 @@ export function liveStatus(
     runningTotal,
     pending: pending.map((u) => explainTask(rt, u)!),
     pendingTotal,
+    ...(managers.routers.size > 0 ? { routers: [...managers.routers].map((r) => r.status()) } : {}),
   };
 }
 

@@ -59,6 +59,12 @@ export type JournalEntry =
    * resume/addresses.ts): the highest epoch wins over `session`, `pilots` and earlier entries.
    */
   | ({ t: 'addresses' } & PublishedAddresses)
+  /**
+   * What a model router of the session did (src/router/effects.ts RouterEvent: a replica's
+   * start, readiness with its load time, stop, end; a swap), at `ts`: for the profile, the
+   * timeline and the status of an ended session.
+   */
+  | { t: 'router'; ts: number; event: { type: string; model: string } & Record<string, unknown> }
   /** The session was closed (`closed`) or taken up again (`resumed`): the last says which. */
   | { t: 'closed' | 'resumed'; at: number };
 
@@ -83,7 +89,7 @@ export function journaledKeys(
  *
  * When the file cannot be written, what the user asks for (a session, pilots, tasks) is
  * refused: `append` throws a StoreUnwritableError and the call that asked fails whole. What
- * happened without asking (an agent's pid and size, `t: 'agent'`), and a cancel, are not refused: each is held
+ * happened without asking (an agent's pid and size, `t: 'agent'`, a router's doings), and a cancel, are not refused: each is held
  * and written, in order, before the next entry or at `retry()`; `unwritable` says so meanwhile.
  */
 export class Journal {
@@ -161,7 +167,7 @@ export class Journal {
 
   append(entry: JournalEntry): void {
     // a cancel is not refused either: it ends work, and a full disk must not keep it running
-    const held = entry.t === 'agent' || entry.t === 'cancel';
+    const held = entry.t === 'agent' || entry.t === 'cancel' || entry.t === 'router';
     if (this.write([...this.held, entry])) return;
     if (!held) throw this.failure!;
     this.held.push(entry);

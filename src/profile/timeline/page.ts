@@ -2,6 +2,7 @@ import type { Profile } from '../types';
 import { BUCKETS, type PilotUtilization } from '../utilization';
 import { CLIENT_JS } from './client';
 import { timelineData, type TimelineData } from './data';
+import { MODEL_LEGEND, modelsPanel } from './models-panel';
 
 const CSS = `
 body { font: 13px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 16px; color: #1f2328; }
@@ -103,6 +104,17 @@ function embedded(d: TimelineData): string {
   return json.replace(/</g, '\\u003c');
 }
 
+/** The models panel, on the chart's origin, as long as the latest replica's end asks. */
+function models(profile: Profile, origin: number, span: number): string {
+  if (profile.models === undefined) return '';
+  let end = origin + span;
+  for (const m of profile.models) {
+    for (const r of m.replicas) end = Math.max(end, r.ended ?? profile.readAt);
+  }
+  const panel = modelsPanel(profile.models, origin, end - origin, profile.readAt);
+  return `${panel}\n${legend(MODEL_LEGEND)}`;
+}
+
 /**
  * The timeline of a session as one self-contained HTML file: no network, no external script or
  * font. docs/profiling.md says how to read it.
@@ -119,6 +131,7 @@ Hover a task for its phases; wheel to zoom, drag to pan, double-click to reset.<
 ${summary(d.report.pilots)}
 ${legend(LEGEND)}${legend(PILOT_LEGEND)}${legend(COUNT_LEGEND)}
 <div id="pf-chart"></div><div id="pf-tip"></div>
+${models(profile, d.origin, d.span)}
 <script type="application/json" id="pf-data">${embedded(d)}</script>
 <script>${CLIENT_JS}</script>
 </body></html>

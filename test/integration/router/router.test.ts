@@ -2,6 +2,12 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import * as path from 'node:path';
 import type { RouterModel } from '../../../src/generated';
 import { startRouter, type ModelRouter } from '../../../src/router/router';
+import { formatProfile } from '../../../src/cli/profile-table';
+import { statusOf } from '../../../src/cli/session-info';
+import { formatStatus } from '../../../src/cli/status-format';
+import { profileReport } from '../../../src/profile/intervals';
+import { readProfile } from '../../../src/profile/read';
+import { renderTimeline } from '../../../src/profile/timeline/page';
 import { fixtures, type Fixture } from '../../support/session-fixture';
 
 // The model router over a real session: a local pilot with one (declared) GPU, models that
@@ -118,6 +124,68 @@ describe('the model router over service tasks', () => {
     const third = await chat(r, 'a');
     expect(third).toMatchObject({ status: 200, body: { model: 'a' } });
     expect(third.body.pid).not.toBe(first.body.pid); // loaded again
+  }, 120_000);
+
+  it('shows its models, replicas and swaps in status, and in the profile and timeline once ended', async () => {
+    const fx = await routed([model('a'), model('b')]);
+    const r = router!;
+    expect((await chat(r, 'a')).status).toBe(200);
+    expect((await chat(r, 'b')).status).toBe(200);
+    const live = await statusOf(fx.session.dir);
+    expect(live.routers).toEqual([
+      {
+        url: r.url,
+        models: [
+          expect.objectContaining({
+            name: 'a',
+            loads: 1,
+            swaps: 0,
+            lost: 0,
+            served: 1,
+            replicas: [],
+          }),
+          expect.objectContaining({
+            name: 'b',
+            loads: 1,
+            swaps: 1,
+            served: 1,
+            replicas: [
+              expect.objectContaining({ state: 'ready', pilot: fx.pilot.uid, inFlight: 0 }),
+            ],
+          }),
+        ],
+      },
+    ]);
+    const b = live.routers![0]!.models[1]!;
+    expect(b.lastLoadMs).toBeGreaterThanOrEqual(200); // the stand-in's own load time
+    expect(formatStatus(live, Date.now())).toMatch(
+      /router http:\/\/127\.0\.0\.1:\d+: 2 models\n {2}a: 0 replicas, 0 queued, 0 in flight; 1 loads \(last \d+ ms, mean \d+ ms, max \d+ ms\), 0 swaps, 0 lost, 1 served\n {2}b: 1 replicas, .*1 swaps, 0 lost, 1 served\n {4}\S+ ready on pilot\.0000 node \S+ at \S+, 0 in flight/,
+    );
+    await router!.close();
+    router = undefined;
+    await fx.session.close();
+    const ended = await statusOf(fx.session.dir);
+    expect(ended.routers?.[0]?.models.map((m) => [m.name, m.loads, m.swaps, m.lost])).toEqual([
+      ['a', 1, 0, 0],
+      ['b', 1, 1, 0],
+    ]);
+    const profile = await readProfile(fx.session.dir);
+    const [pa, pb] = profile.models!;
+    expect(pa!.replicas).toEqual([
+      expect.objectContaining({ pilot: fx.pilot.uid, why: 'room', expected: true }),
+    ]);
+    expect(pb!.swaps).toEqual([{ ts: expect.any(Number), stopped: ['a'] }]);
+    expect(pb!.replicas[0]).toMatchObject({ why: 'close', expected: true }); // with the router
+    const rep = pb!.replicas[0]!;
+    // its load time as the core measured it, its start and readiness as journaled (a ms apart)
+    expect(Math.abs(rep.ready! - rep.started! - rep.loadMs!)).toBeLessThanOrEqual(5);
+    expect(formatProfile(profile, profileReport(profile).utilization)).toMatch(
+      /models:\n {2}a: 1 replicas, 1 loaded \(load [\d.]+ s to [\d.]+ s\), 0 swaps, 0 lost\n {4}\S+ on pilot\.0000, ready in [\d.]+ s, served [\d.]+ s, ended \(room\)/,
+    );
+    const page = renderTimeline(profile);
+    expect(page).toContain('<h2>Models</h2>');
+    expect(page).toMatch(/<title>a \S+: loading [\d.]+ s<\/title>/);
+    expect(page).toContain('<title>swap: b in, a out</title>');
   }, 120_000);
 
   it('follows a matrix of three: a and b together, c alone', async () => {

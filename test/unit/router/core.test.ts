@@ -289,6 +289,48 @@ describe('RouterCore: swapping', () => {
     expect(fx.take()).toEqual(['dispatch qb to r.b.1 at h:b']);
   });
 
+  it('counts per model what status shows: loads and their times, swaps, replicas lost, requests served', () => {
+    const { core, clock } = harness([model('a'), model('b')]);
+    const counts = (name: string) => {
+      const m = core.snapshot().models.find((x) => x.name === name)!;
+      return [m.loads, m.lastLoadMs, m.meanLoadMs, m.maxLoadMs, m.swaps, m.lost, m.served];
+    };
+    core.onRequest('qa', 'a');
+    clock.advance(2_000);
+    core.onReplicaReady('r.a.0', 'h:a');
+    core.onRequestDone('qa');
+    core.onRequest('qb', 'b'); // a is stopped for b: a swap of b's
+    core.onReplicaEnded('r.a.0', 'DONE');
+    clock.advance(4_000);
+    core.onReplicaReady('r.b.1', 'h:b');
+    core.onReplicaEnded('r.b.1', 'FAILED E_SERVICE_UNHEALTHY'); // lost under qb: not served
+    expect(counts('a')).toEqual([1, 2_000, 2_000, 2_000, 0, 0, 1]);
+    expect(counts('b')).toEqual([1, 4_000, 4_000, 4_000, 1, 1, 0]);
+    core.onRequest('qb2', 'b');
+    clock.advance(1_000);
+    core.onReplicaReady('r.b.2', 'h:b2'); // the next one loads in 1 s
+    expect(counts('b')).toEqual([2, 1_000, 2_500, 4_000, 1, 1, 0]);
+  });
+
+  it('stops every replica at its close, a draining one too, none counted lost', () => {
+    const { core, fx, events } = harness([model('a', 0, { concurrency: 2 }), model('b', 0)]);
+    core.onRequest('qa', 'a');
+    core.onReplicaReady('r.a.0', 'h:a');
+    core.onRequest('qb', 'b');
+    core.onReplicaReady('r.b.1', 'h:b');
+    core.unload('a'); // a drains: qa is in flight
+    fx.take();
+    expect(core.close()).toEqual(['r.a.0', 'r.b.1']);
+    expect(fx.take()).toEqual(['stop r.a.0', 'stop r.b.1']);
+    core.onReplicaEnded('r.a.0', 'CANCELED');
+    core.onReplicaEnded('r.b.1', 'CANCELED');
+    expect(events.filter((e) => e.type === 'replica_stopping')).toEqual([
+      { type: 'replica_stopping', model: 'a', replica: 'r.a.0', why: 'unload' },
+      { type: 'replica_stopping', model: 'b', replica: 'r.b.1', why: 'close' },
+    ]);
+    expect(core.snapshot().models.map((m) => m.lost)).toEqual([0, 0]);
+  });
+
   it('lets the stopped model finish its in-flight requests first, within its stopGraceS', () => {
     const { core, fx, clock } = harness([model('a', 1, { stopGraceS: 10 }), model('b')]);
     core.onRequest('qa1', 'a');

@@ -12,7 +12,11 @@ function runtimeIn(dir: string): { rt: ControlContext; warned: () => string[] } 
   const log = linesLogger();
   const runtime = { dir, log } as unknown as ControlRuntime;
   return {
-    rt: { runtime, managers: { pilots: new Set(), tasks: new Set() }, closing: () => false },
+    rt: {
+      runtime,
+      managers: { pilots: new Set(), tasks: new Set(), routers: new Set() },
+      closing: () => false,
+    },
     warned: () => log.warned(),
   };
 }

@@ -17,7 +17,7 @@ import type {
 import { Pilot } from '../../../../src/client/pilot';
 import { Task } from '../../../../src/client/task';
 import { TaskRegistry } from '../../../../src/client/tasks/registry';
-import type { WaitReason } from '../../../../src/generated';
+import type { RouterStatus, WaitReason } from '../../../../src/generated';
 import { parseControlReply } from '../../../../src/lib/validate';
 import controlReply from '../../../../schemas/control-reply.schema.json';
 import controlRequest from '../../../../schemas/control-request.schema.json';
@@ -29,6 +29,35 @@ const HELD: WaitReason = {
   message: 'no pilot it may use has room',
   component: 'ManagerScheduler',
   ts: 5,
+};
+
+/** A model router of the session, as it tells how it stands. */
+const ROUTER: RouterStatus = {
+  url: 'http://127.0.0.1:8080',
+  models: [
+    {
+      name: 'llm',
+      queued: 2,
+      inFlight: 1,
+      lastLoadMs: 1_200,
+      loads: 2,
+      meanLoadMs: 1_100,
+      maxLoadMs: 1_200,
+      swaps: 1,
+      lost: 0,
+      served: 40,
+      replicas: [
+        {
+          id: 'r.llm.1',
+          state: 'ready',
+          pilot: 'pilot.0000',
+          node: 'n1',
+          endpoint: 'n1:8000',
+          inFlight: 1,
+        },
+      ],
+    },
+  ],
 };
 
 /**
@@ -60,6 +89,7 @@ function session(opts: { closing?: boolean; cancel?: () => Promise<void> } = {})
   const managers: Managers = {
     pilots: new Set([{ get: (u) => (u === pilot.uid ? pilot : undefined), list: () => [pilot] }]),
     tasks: new Set([tmgr]),
+    routers: new Set([{ status: () => ROUTER }]),
   };
   const log = linesLogger();
   const runtime: ControlRuntime = {
@@ -123,6 +153,7 @@ const CASES: {
       runningTotal: 1,
       pending: [EXPLAINED_B],
       pendingTotal: 1,
+      routers: [ROUTER],
     },
   },
   explain: { request: { op: 'explain', id: 'x', uid: 'b' }, result: EXPLAINED_B },
