@@ -79,6 +79,7 @@ export default tseslint.config(
         console: 'readonly',
         Buffer: 'readonly',
         setTimeout: 'readonly',
+        clearTimeout: 'readonly',
         setImmediate: 'readonly',
       },
     },

@@ -1,8 +1,9 @@
-import type { Clock, Timer } from '../lib/clock';
+import type { Clock } from '../lib/clock';
 import type { RouteError, RouterEffects, StopWhy } from './effects';
 import { Holdings, type Replica, type RouterPilot, type RouterSnapshot } from './holdings';
 import type { CompiledModel, CompiledRouterConfig } from './models';
 import { place } from './placement';
+import { DeadlineTimer } from './deadline';
 import { RequestQueue, type QueuedRequest } from './queue';
 import * as refuse from './refusals';
 
@@ -28,8 +29,7 @@ export class RouterCore {
   private readonly h: Holdings;
   private seq = 0;
   private replicaSeq = 0;
-  private timer: Timer | undefined;
-  private timerAt = Infinity;
+  private readonly timer: DeadlineTimer;
   private closed = false;
   /** Requests queued again after a replica refused them: how often they were sent. */
   private readonly retried = new Map<string, number>();
@@ -45,6 +45,7 @@ export class RouterCore {
     private readonly uidPrefix = 'router.',
   ) {
     this.h = new Holdings(config, clock.now());
+    this.timer = new DeadlineTimer(clock, () => this.pump());
   }
 
   /** A pilot that may run replicas (again, to say it drains). */
@@ -73,14 +74,15 @@ export class RouterCore {
       return this.effects.reject(id, refuse.queueFull(m));
     }
     const now = this.clock.now();
-    this.queue.add({
-      id,
-      model: m.name,
-      priority: priority ?? m.priority,
-      seq: this.seq++,
-      atMs: now,
-    });
-    this.pump();
+    const q = { id, model: m.name, priority: priority ?? m.priority, seq: this.seq++, atMs: now };
+    // nothing waits, a replica has room: it goes there now (what the pump would do, less its work)
+    const r = this.queue.size === 0 && !this.closed ? this.h.pick(m.name) : undefined;
+    if (r === undefined) {
+      this.queue.add(q);
+      return this.pump();
+    }
+    this.send(r, q, now);
+    this.arm(now);
   }
 
   /** A request ended (answered, failed or its client gone): waiting or in flight. */
@@ -94,6 +96,10 @@ export class RouterCore {
         r.lastUsedMs = this.clock.now();
         this.h.used(r.model.name, this.clock.now());
         this.h.stateOf(r.model.name).served++;
+        // a ready replica done with a request, none waiting: only its idle deadline moved
+        if (r.state === 'ready' && this.queue.size === 0 && !this.retried.has(id)) {
+          return this.arm(this.clock.now());
+        }
       }
     } else if (!this.queue.remove(id)) return;
     this.retried.delete(id);
@@ -204,9 +210,7 @@ export class RouterCore {
   /** Closing: no decision any more, every replica stopped; the uids whose ends to wait for. */
   close(): string[] {
     this.closed = true;
-    this.timer?.cancel();
-    this.timer = undefined;
-    this.timerAt = Infinity;
+    this.timer.cancel();
     for (const r of [...this.h.replicas.values()]) this.drain(r, 'close', true);
     return [...this.h.replicas.keys()];
   }
@@ -286,13 +290,7 @@ export class RouterCore {
       const r = this.h.pick(m.name);
       if (r !== undefined) {
         this.queue.remove(q.id);
-        r.inFlight.add(q.id);
-        r.lastUsedMs = now;
-        this.h.used(m.name, now);
-        const tries = (this.retried.get(q.id) ?? 0) + 1;
-        this.retried.delete(q.id);
-        this.inFlight.set(q.id, { replica: r.id, q, tries });
-        this.effects.dispatch(q.id, r.id, r.endpoint!);
+        this.send(r, q, now);
       } else if (!planned.has(m.name)) {
         planned.add(m.name);
         for (
@@ -305,6 +303,17 @@ export class RouterCore {
       }
       neededEarlier.add(m.name);
     }
+  }
+
+  /** Request `q` goes to replica `r`. */
+  private send(r: Replica, q: QueuedRequest, now: number): void {
+    r.inFlight.add(q.id);
+    r.lastUsedMs = now;
+    this.h.used(r.model.name, now);
+    const tries = (this.retried.get(q.id) ?? 0) + 1;
+    this.retried.delete(q.id);
+    this.inFlight.set(q.id, { replica: r.id, q, tries });
+    this.effects.dispatch(q.id, r.id, r.endpoint!);
   }
 
   /** Models below replicas.min get theirs (stopping nothing a request waits for). */
@@ -427,24 +436,12 @@ export class RouterCore {
     r.drainSinceMs = this.clock.now();
   }
 
-  /** One timer, at the next deadline: a queue timeout, an idle TTL, a drain grace, a handoff. */
+  /** The timer at the next deadline: a queue timeout, an idle TTL, a drain grace, a handoff. */
   private arm(now: number): void {
     let next = this.h.nextReplicaDeadline(now);
     for (const q of this.queue.ordered()) {
       next = Math.min(next, q.atMs + this.config.models.get(q.model)!.queueTimeoutMs);
     }
-    if (next === this.timerAt) return;
-    this.timer?.cancel();
-    this.timer = undefined;
-    this.timerAt = next;
-    if (next === Infinity) return;
-    this.timer = this.clock.setTimeout(
-      () => {
-        this.timer = undefined;
-        this.timerAt = Infinity;
-        this.pump();
-      },
-      Math.max(0, next - now),
-    );
+    this.timer.arm(next, now);
   }
 }

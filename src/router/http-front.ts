@@ -24,6 +24,9 @@ export interface FrontOptions {
   bodyLimitBytes?: number;
 }
 
+/** How long the rest of a body too large is read and dropped before its connection is cut. */
+const LINGER_MS = 5_000;
+
 /** The OpenAI routes whose body names the model. */
 export const BY_BODY = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings']);
 const RAW = /^\/v1\/router\/models\/([^/]+)\/raw(\/.*)?$/;
@@ -40,8 +43,11 @@ export function routerHandler(
     return got.length === want.length && timingSafeEqual(got, want);
   };
   return (req, res) => {
-    const url = new URL(req.url ?? '/', 'http://router');
-    const path = url.pathname;
+    // the path and the query as sent (a URL object per request costs more than the split)
+    const target = req.url ?? '/';
+    const q = target.indexOf('?');
+    const path = q < 0 ? target : target.slice(0, q);
+    const search = q < 0 ? '' : target.slice(q);
     if (path === '/healthz' && req.method === 'GET') return json(res, 200, { ok: true });
     if (!authorized(req)) {
       res.setHeader('www-authenticate', 'Bearer');
@@ -76,33 +82,37 @@ export function routerHandler(
     if (typeof priority === 'string') {
       return sendError(res, { status: 400, code: 'E_VALIDATION', message: priority });
     }
-    readBody(req, limit).then(
-      (body) => {
-        if (body === undefined) {
-          return sendError(res, {
-            status: 413,
-            code: 'E_TOO_LARGE',
-            message: `a request body may hold ${limit} bytes at most`,
-          });
-        }
-        if (raw !== null) {
-          const name = decodeURIComponent(raw[1]!);
-          if (router.config.lookup(name) === undefined) return unknown(res, name, router);
-          const rest = `${raw[2] ?? '/'}${url.search}`;
-          return router.proxy.forward(req, res, body, name, rest, priority);
-        }
-        const model = modelOf(body);
-        if (typeof model !== 'string' || model === '') {
-          return sendError(res, {
-            status: 400,
-            code: 'E_VALIDATION',
-            message: 'body/model must be the name of a model (a JSON object with a string `model`)',
-          });
-        }
-        router.proxy.forward(req, res, body, model, `${path}${url.search}`, priority);
-      },
-      () => undefined, // the client went away while it sent its body
-    );
+    readBody(req, limit, (body) => {
+      if (body === undefined) {
+        // the connection closes once the answer is out; what the client still sends is read
+        // and dropped meanwhile (a close with unread bytes resets it, and its answer with it)
+        res.setHeader('connection', 'close');
+        res.once('finish', () => {
+          req.resume();
+          setTimeout(() => req.destroy(), LINGER_MS).unref();
+        });
+        return sendError(res, {
+          status: 413,
+          code: 'E_TOO_LARGE',
+          message: `a request body may hold ${limit} bytes at most`,
+        });
+      }
+      if (raw !== null) {
+        const name = decodeURIComponent(raw[1]!);
+        if (router.config.lookup(name) === undefined) return unknown(res, name, router);
+        const rest = `${raw[2] ?? '/'}${search}`;
+        return router.proxy.forward(req, res, body, name, rest, priority);
+      }
+      const model = modelOf(body);
+      if (typeof model !== 'string' || model === '') {
+        return sendError(res, {
+          status: 400,
+          code: 'E_VALIDATION',
+          message: 'body/model must be the name of a model (a JSON object with a string `model`)',
+        });
+      }
+      router.proxy.forward(req, res, body, model, target, priority);
+    });
   };
 }
 
@@ -125,23 +135,37 @@ export function modelOf(body: Buffer): unknown {
   }
 }
 
-/** The body, or undefined when it is over `limit` (the rest is not read). */
-function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer | undefined> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > limit) return resolve(undefined);
-    const parts: Buffer[] = [];
-    let size = 0;
-    req.on('data', (d: Buffer) => {
-      size += d.length;
-      if (size > limit) {
-        resolve(undefined);
-        req.destroy();
-      } else parts.push(d);
-    });
-    req.once('end', () => resolve(Buffer.concat(parts, size)));
-    req.once('error', reject);
+/**
+ * Hands `done` the body, or undefined when it is over `limit` (the rest is not read); never
+ * when the client goes away while it sends it. A callback, not a promise: this is per request.
+ */
+function readBody(
+  req: http.IncomingMessage,
+  limit: number,
+  done: (body: Buffer | undefined) => void,
+): void {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > limit) return done(undefined);
+  let first: Buffer | undefined;
+  let parts: Buffer[] | undefined;
+  let size = 0;
+  let over = false;
+  req.on('data', (d: Buffer) => {
+    if (over) return;
+    size += d.length;
+    if (size > limit) {
+      over = true;
+      first = parts = undefined;
+      req.pause();
+      return done(undefined);
+    }
+    if (first === undefined) first = d;
+    else (parts ??= [first]).push(d);
   });
+  req.once('end', () => {
+    if (!over) done(parts !== undefined ? Buffer.concat(parts, size) : (first ?? Buffer.alloc(0)));
+  });
+  req.once('error', () => undefined); // the client went away while it sent its body
 }
 
 export function modelList(router: Pick<FrontRouter, 'config' | 'snapshot'>): unknown {

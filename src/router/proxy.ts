@@ -1,8 +1,10 @@
 import type * as http from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import type { Logger } from '../lib/logger';
 import type { RouterCore } from './core';
 import type { RouteError } from './effects';
+import { RequestSlots } from './request-slots';
 
 // The router's data path: a request held until the core dispatches it, then forwarded to its
 // replica as it came (method, path, body) and the answer streamed back as it comes, chunk by
@@ -22,15 +24,18 @@ const HOP = new Set([
   'host',
 ]);
 
+type DispatchController = Dispatcher.DispatchController;
+
 interface Held {
+  id: string;
   req: http.IncomingMessage;
   res: http.ServerResponse;
   body: Buffer;
   /** The path and query the replica gets. */
   path: string;
   model: string;
-  /** Aborts its request to the replica (the client went away, or it failed). */
-  abort?: AbortController;
+  /** Its request to the replica, once dispatched: how to abort it (the client went away). */
+  upstream: DispatchController | undefined;
   /** The replica's answer came whole (its connection may serve the next one). */
   answered?: boolean;
   /** The answer is a stream of server-sent events (an error ends it as an event). */
@@ -38,10 +43,12 @@ interface Held {
   ended: boolean;
 }
 
+/** Why a request to a replica was aborted: its client went away, or it failed. */
+const GONE = new Error('the request ended on the client side');
+
 export class RouterProxy {
   private core: RouterCore | undefined;
-  private readonly held = new Map<string, Held>();
-  private seq = 0;
+  private readonly held = new RequestSlots<Held>();
   /** Keep-alive connections to each replica, by endpoint. */
   private readonly pools = new Map<string, Pool>();
 
@@ -68,46 +75,71 @@ export class RouterProxy {
     path: string,
     priority: number | undefined,
   ): void {
-    const id = `q${this.seq++}`;
-    const h: Held = { req, res, body, path, model, ended: false };
-    this.held.set(id, h);
+    const h = this.held.add((id) => ({
+      id,
+      req,
+      res,
+      body,
+      path,
+      model,
+      upstream: undefined,
+      ended: false,
+    }));
     // the client went away (or the answer is done): the core hears once
-    res.once('close', () => this.end(id));
-    this.core!.onRequest(id, model, priority);
+    res.once('close', () => this.end(h.id));
+    this.core!.onRequest(h.id, model, priority);
   }
 
-  /** RouterEffects.dispatch: the request goes to its replica now. */
+  /**
+   * RouterEffects.dispatch: the request goes to its replica now, through undici's lowest
+   * layer (dispatch with a handler: no stream, promise or AbortSignal per request, headers as
+   * they came), and its answer is written to the client as it comes, with backpressure.
+   */
   dispatch(id: string, replica: string, endpoint: string): void {
     const h = this.held.get(id);
     if (h === undefined || h.ended) return;
-    const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(h.req.headers)) {
-      if (!HOP.has(k) && k !== 'authorization' && k !== 'content-length' && v !== undefined) {
-        headers[k] = v;
+    const raw = h.req.rawHeaders;
+    const headers: string[] = [];
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const k = raw[i]!.toLowerCase();
+      if (!HOP.has(k) && k !== 'authorization' && k !== 'content-length') {
+        headers.push(raw[i]!, raw[i + 1]!);
       }
     }
-    headers['x-forwarded-for'] = h.req.socket.remoteAddress ?? '';
-    const abort = new AbortController();
-    h.abort = abort;
-    this.poolFor(endpoint)
-      .request({
-        path: h.path,
-        method: h.req.method as Dispatcher.HttpMethod,
-        headers,
-        body: h.body,
-        signal: abort.signal,
-      })
-      .then(
-        (ans) => this.answer(id, h, replica, ans),
-        (e: NodeJS.ErrnoException) => {
-          if (h.ended) return;
-          if (e.code === 'ECONNREFUSED') {
-            // it never reached the replica (nothing listens there now): safe to send elsewhere
-            delete h.abort;
-            this.core!.onDispatchFailed(id, `${e.message} (replica ${replica})`);
-          } else this.broken(id, h, replica, e);
-        },
-      );
+    headers.push('x-forwarded-for', h.req.socket.remoteAddress ?? '');
+    const opts = {
+      path: h.path,
+      method: h.req.method as Dispatcher.HttpMethod,
+      headers,
+      body: h.body,
+    };
+    this.poolFor(endpoint).dispatch(opts, {
+      onRequestStart: (c) => {
+        if (h.ended) c.abort(GONE);
+        else h.upstream = c;
+      },
+      onResponseStart: (_c, status, head) => this.answer(h, replica, status, head),
+      onResponseData: (c, chunk) => {
+        if (h.ended || h.res.write(chunk)) return;
+        c.pause();
+        h.res.once('drain', () => c.resume());
+      },
+      onResponseEnd: () => {
+        h.answered = true;
+        // nothing to abort now: what undici keeps of the request after its end goes with it
+        // (held, the objects of every request outlived young-generation collections)
+        h.upstream = undefined;
+        if (!h.ended) h.res.end();
+      },
+      onResponseError: (_c, e: NodeJS.ErrnoException) => {
+        if (h.ended || e === GONE) return;
+        if (e.code === 'ECONNREFUSED' && !h.res.headersSent) {
+          // it never reached the replica (nothing listens there now): safe to send elsewhere
+          h.upstream = undefined;
+          this.core!.onDispatchFailed(id, `${e.message} (replica ${replica})`);
+        } else this.broken(id, h, replica, e);
+      },
+    });
   }
 
   /** A replica's endpoint is gone: its connections are closed. */
@@ -128,25 +160,20 @@ export class RouterProxy {
     return pool;
   }
 
-  private answer(id: string, h: Held, replica: string, ans: Dispatcher.ResponseData): void {
-    if (h.ended) {
-      ans.body.resume();
-      return;
-    }
+  private answer(h: Held, replica: string, status: number, head: IncomingHttpHeaders): void {
+    if (h.ended) return;
     // its content-length kept: the answer goes in one write, not chunked in several
     const out: http.OutgoingHttpHeaders = {};
-    for (const [k, v] of Object.entries(ans.headers)) {
+    for (const k in head) {
+      const v = head[k];
       if (!HOP.has(k) && v !== undefined) out[k] = v;
     }
     out['x-pilotfish-replica'] = replica;
-    h.eventStream = String(ans.headers['content-type'] ?? '').startsWith('text/event-stream');
-    h.res.writeHead(ans.statusCode, out);
+    const type = head['content-type'];
+    h.eventStream = typeof type === 'string' && type.startsWith('text/event-stream');
+    h.res.writeHead(status, out);
     // a stream's head goes at once; any other goes with its first bytes (one write, not two)
     if (h.eventStream) h.res.flushHeaders();
-    // chunk by chunk as they come, with backpressure; the end ends the answer
-    ans.body.once('end', () => (h.answered = true));
-    ans.body.once('error', (e) => this.broken(id, h, replica, e));
-    ans.body.pipe(h.res);
   }
 
   /** RouterEffects.reject: the request's answer is this error (or its stream ends with it). */
@@ -181,7 +208,7 @@ export class RouterProxy {
   }
 
   private fail(h: Held, error: RouteError): void {
-    h.abort?.abort();
+    h.upstream?.abort(GONE);
     const res = h.res;
     if (!res.headersSent) {
       sendError(res, error);
@@ -198,7 +225,7 @@ export class RouterProxy {
     if (h === undefined) return;
     this.held.delete(id);
     h.ended = true;
-    if (h.answered !== true) h.abort?.abort();
+    if (h.answered !== true) h.upstream?.abort(GONE);
     this.core!.onRequestDone(id);
   }
 }

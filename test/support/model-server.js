@@ -3,6 +3,7 @@
 // on $PF_PORT, answers GET /health, and serves OpenAI-style completions, streamed token by
 // token (--token-ms apart) when the body says `stream: true`. Each answer names the model,
 // this process, and the order in which requests reached it (`served`), and echoes `x-tag`.
+// GET /cancelled answers once a stream was cut off by its client (at once if one was).
 const http = require('node:http');
 
 const arg = (name, fallback) => {
@@ -13,6 +14,9 @@ const NAME = arg('name', 'model');
 const LOAD_MS = Number(arg('load-ms', '0'));
 const TOKEN_MS = Number(arg('token-ms', '0'));
 let served = 0;
+/** Streams whose client went away before their end, and who waits to hear of one. */
+let cancelled = 0;
+const cancelWaiters = [];
 /** From this process's start to its listening (node's own start included), in ms. */
 let loadedMs;
 
@@ -28,6 +32,10 @@ function reply(res, status, value) {
 const server = http.createServer((req, res) => {
   if (req.method === 'GET' && req.url === '/health') return reply(res, 200, { ok: true });
   if (req.method === 'GET' && req.url === '/pid') return reply(res, 200, { pid: process.pid });
+  if (req.method === 'GET' && req.url === '/cancelled') {
+    if (cancelled > 0) return reply(res, 200, { cancelled });
+    return void cancelWaiters.push(res);
+  }
   const parts = [];
   req.on('data', (d) => parts.push(d));
   req.on('end', () => {
@@ -72,6 +80,13 @@ const server = http.createServer((req, res) => {
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     let i = 0;
+    let timer;
+    res.once('close', () => {
+      if (res.writableFinished) return;
+      clearTimeout(timer);
+      cancelled++;
+      for (const w of cancelWaiters.splice(0)) reply(w, 200, { cancelled });
+    });
     const next = () => {
       if (i === tokens) {
         res.end('data: [DONE]\n\n');
@@ -84,7 +99,7 @@ const server = http.createServer((req, res) => {
       };
       res.write(`data: ${JSON.stringify(chunk)}\n\n`);
       i++;
-      setTimeout(next, TOKEN_MS);
+      timer = setTimeout(next, TOKEN_MS);
     };
     next();
   });

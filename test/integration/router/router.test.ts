@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
+import * as http from 'node:http';
 import * as path from 'node:path';
 import type { RouterModel } from '../../../src/generated';
 import { startRouter, type ModelRouter } from '../../../src/router/router';
@@ -111,6 +112,40 @@ describe('the model router over service tasks', () => {
       data: [{ id: 'a', object: 'model', replicas: [], queued: 0 }],
     });
     expect((await chat(r, 'nope')).body.error).toMatchObject({ code: 'E_UNKNOWN_MODEL' });
+  }, 60_000);
+
+  it('refuses a body over 16 MiB with 413, declared or sent in chunks, and serves the next', async () => {
+    await routed([model('a')]);
+    const r = router!;
+    const big = Buffer.alloc(17 * 1024 * 1024, 0x20);
+    const send = (chunked: boolean) =>
+      new Promise<number>((resolve, reject) => {
+        const req = http.request(
+          `${r.url}/v1/chat/completions`,
+          {
+            method: 'POST',
+            headers: {
+              authorization: `Bearer ${r.token}`,
+              'content-type': 'application/json',
+              ...(chunked ? {} : { 'content-length': big.length }),
+            },
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode!);
+          },
+        );
+        // the router may close the connection before all of it is sent
+        req.once('error', (e: NodeJS.ErrnoException) =>
+          e.code === 'EPIPE' || e.code === 'ECONNRESET' ? undefined : reject(e),
+        );
+        if (chunked) for (let i = 0; i < 17; i++) req.write(big.subarray(i << 20, (i + 1) << 20));
+        else req.write(big);
+        req.end();
+      });
+    expect(await send(false)).toBe(413);
+    expect(await send(true)).toBe(413);
+    expect((await chat(r, 'a')).status).toBe(200);
   }, 60_000);
 
   it('swaps two models that do not fit on one GPU together, every request answered', async () => {
@@ -238,6 +273,30 @@ describe('the model router over service tasks', () => {
       .map((i) => `r${i}`);
     expect(order).toEqual(want);
   }, 120_000);
+
+  it('cancels the request to its replica when the client goes away mid-stream', async () => {
+    await routed([model('a', {}, ['--token-ms', '50'])]);
+    const r = router!;
+    const auth = { authorization: `Bearer ${r.token}` };
+    const gone = new AbortController();
+    const res = await fetch(`${r.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'a', stream: true, max_tokens: 1_000 }),
+      signal: gone.signal,
+    });
+    const reader = res.body!.getReader();
+    await reader.read(); // its first token came through
+    gone.abort();
+    // the replica hears its client went away: the stream stops there, not 50 s later
+    const heard = await fetch(`${r.url}/v1/router/models/a/raw/cancelled`, {
+      headers: auth,
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(await heard.json()).toEqual({ cancelled: 1 });
+    await until(() => r.snapshot().models[0]!.inFlight === 0, 10_000, 'the request ended');
+    expect(r.snapshot().models[0]!.served).toBe(2);
+  }, 60_000);
 
   it('streams an answer as it comes; a backend killed mid-stream fails only its own requests', async () => {
     await routed([model('a', { concurrency: 4 }, ['--token-ms', '100'])]);
