@@ -62,6 +62,30 @@ describe('pilotfish serve --router', () => {
     expect(text).toContain('pilotfish_router_queued{model="a"} 0');
     // the replica is a task of the service's session, as any other
     const uid = (list.body.data as { replicas: { id: string }[] }[])[0]!.replicas[0]!.id;
+    // and the router stands in the service's status, for the API and `status --server`
+    const status = await api({ url: s!.url, token: readToken }, 'GET', '/v1/status');
+    expect(status.body).toMatchObject({
+      routers: [
+        {
+          models: [
+            {
+              name: 'a',
+              loads: 1,
+              served: 1,
+              replicas: [{ id: uid, state: 'ready', inFlight: 0 }],
+            },
+          ],
+        },
+      ],
+    });
+    const tokenFile = path.join(dir, 'read.token');
+    fs.writeFileSync(tokenFile, readToken, { mode: 0o600 });
+    const shown = await runCli(['status', '--server', s!.url, '--token-file', tokenFile]);
+    expect(shown.stdout).toMatch(
+      new RegExp(
+        `router: 1 models\\n {2}a: 1 replicas, 0 queued, 0 in flight; 1 loads .*\\n {4}${uid.replace(/\./g, '\\.')} ready on pilot\\.0000`,
+      ),
+    );
     expect((await api(s!, 'GET', `/v1/tasks/${uid}`)).body).toMatchObject({
       uid,
       state: 'AGENT_EXECUTING',
