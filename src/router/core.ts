@@ -97,7 +97,7 @@ export class RouterCore {
         this.h.used(r.model.name, this.clock.now());
         this.h.stateOf(r.model.name).served++;
         // a ready replica done with a request, none waiting: only its idle deadline moved
-        if (r.state === 'ready' && this.queue.size === 0 && !this.retried.has(id)) {
+        if (r.state === 'ready' && this.queue.size === 0) {
           return this.arm(this.clock.now());
         }
       }

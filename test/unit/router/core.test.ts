@@ -92,6 +92,25 @@ describe('RouterCore: a model on demand', () => {
     expect(fx.take()).toEqual(['start r.a.1 a on p0']);
   });
 
+  it('keeps one timer through a stream of requests, and stops the replica a TTL after the last', () => {
+    const { core, fx, clock } = harness([model('a', 1, { idleTtlS: 60, concurrency: 4 })]);
+    core.onRequest('q0', 'a');
+    core.onReplicaReady('r.a.0', 'h:1');
+    core.onRequestDone('q0');
+    fx.take();
+    for (let i = 1; i <= 100; i++) {
+      clock.advance(1_000); // each request moves the idle deadline a second later
+      core.onRequest(`q${i}`, 'a');
+      core.onRequestDone(`q${i}`);
+      expect(clock.pending()).toBe(1);
+    }
+    expect(fx.take()).toHaveLength(100); // each sent at once
+    clock.advance(59_999);
+    fx.expectNoMore(); // the timers that fired early looked, and armed again
+    clock.advance(1);
+    expect(fx.take()).toEqual(['stop r.a.0']);
+  });
+
   it('keeps replicas.min running, idle or not', () => {
     const { core, fx, clock } = harness([
       model('a', 0, { idleTtlS: 1, replicas: { min: 1, max: 2 } }),
