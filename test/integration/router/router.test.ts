@@ -194,7 +194,7 @@ describe('the model router over service tasks', () => {
     const b = live.routers![0]!.models[1]!;
     expect(b.lastLoadMs).toBeGreaterThanOrEqual(200); // the stand-in's own load time
     expect(formatStatus(live, Date.now())).toMatch(
-      /router http:\/\/127\.0\.0\.1:\d+: 2 models\n {2}a: 0 replicas, 0 queued, 0 in flight; 1 loads \(last \d+ ms, mean \d+ ms, max \d+ ms\), 0 swaps, 0 lost, 1 served\n {2}b: 1 replicas, .*1 swaps, 0 lost, 1 served\n {4}\S+ ready on pilot\.0000 node \S+ at \S+, 0 in flight/,
+      /router http:\/\/127\.0\.0\.1:\d+: 2 models\n {2}a: 0 replicas, 0 queued, 0 in flight; 1 loads \(last [\d.]+ m?s, mean [\d.]+ m?s, max [\d.]+ m?s\), 0 swaps, 0 lost, 1 served\n {2}b: 1 replicas, .*1 swaps, 0 lost, 1 served\n {4}\S+ ready on pilot\.0000 node \S+ at \S+, 0 in flight/,
     );
     await router!.close();
     router = undefined;
