@@ -123,10 +123,8 @@ export function keepLateFacts(
     task.setSandbox(d.sandbox, sandboxDirs);
   }
   if (d.output !== undefined && task.output === undefined) task.output = d.output;
-  if (task.node === undefined) {
-    const node = d.slots?.[0]?.node ?? d.node;
-    if (node !== undefined) task.node = sandboxDirs.get(node);
-  }
+  const node = nodeOf(d);
+  if (task.node === undefined && node !== undefined) task.node = sandboxDirs.get(node);
 }
 
 /** Where the task's attempt runs, as a notification says: its pilot, its (first rank's) node. */
@@ -137,8 +135,13 @@ export function keepPlace(
   dirs: Interner,
 ): void {
   if (d.pilot !== undefined) task.pilot = pilotUid(d.pilot);
-  if (d.slots?.[0] !== undefined) task.node = dirs.get(d.slots[0].node);
-  else if (d.node !== undefined) task.node = dirs.get(d.node);
+  const node = nodeOf(d);
+  if (node !== undefined) task.node = dirs.get(node);
+}
+
+/** The node a notification names: its first rank's slots, else the final state's `node`. */
+function nodeOf(d: NotificationDetail): string | undefined {
+  return d.slots?.[0]?.node ?? d.node;
 }
 
 /** A task starts its next attempt: what the last one left (exit, output, reason, place) goes. */

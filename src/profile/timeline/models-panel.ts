@@ -1,4 +1,5 @@
 import type { ModelProfile } from '../models';
+import { esc } from './html';
 
 // The timeline's models panel (a session that ran a model router): one row per replica on the
 // chart's time axis, loading (its start to ready), serving (ready to its stop), stopping (to its
@@ -16,10 +17,6 @@ export const MODEL_LEGEND: [string, string][] = [
   [COLORS.stopping, 'model stopping (draining, then ended)'],
   [COLORS.lost, 'replica lost (ended without being stopped)'],
 ];
-
-function esc(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
 
 const sec = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 

@@ -2,6 +2,7 @@ import type { Profile } from '../types';
 import { BUCKETS, type PilotUtilization } from '../utilization';
 import { CLIENT_JS } from './client';
 import { timelineData, type TimelineData } from './data';
+import { esc } from './html';
 import { MODEL_LEGEND, modelsPanel } from './models-panel';
 
 const CSS = `
@@ -54,13 +55,6 @@ const COUNT_LEGEND: [string, string][] = [
   ['#2a9d4b', 'done'],
   ['#d93025', 'failed or canceled'],
 ];
-
-function esc(s: string): string {
-  return s.replace(
-    /[&<>"]/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!,
-  );
-}
 
 const pct = (x: number | null): string => (x === null ? '-' : `${(100 * x).toFixed(1)}%`);
 
