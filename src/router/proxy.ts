@@ -1,9 +1,8 @@
 import type * as http from 'node:http';
-import type { IncomingHttpHeaders } from 'node:http';
-import { Pool, type Dispatcher } from 'undici';
 import type { Logger } from '../lib/logger';
 import type { RouterCore } from './core';
 import type { RouteError } from './effects';
+import { ReplicaPool, type Exchange, type ReplicaError } from './replica-pool';
 import { RequestSlots } from './request-slots';
 
 // The router's data path: a request held until the core dispatches it, then forwarded to its
@@ -24,7 +23,8 @@ const HOP = new Set([
   'host',
 ]);
 
-type DispatchController = Dispatcher.DispatchController;
+/** Request headers not passed on: the router sets them, or they are between it and its client. */
+const NOT_SENT = new Set([...HOP, 'authorization', 'content-length', 'expect']);
 
 interface Held {
   id: string;
@@ -35,7 +35,10 @@ interface Held {
   path: string;
   model: string;
   /** Its request to the replica, once dispatched: how to abort it (the client went away). */
-  upstream: DispatchController | undefined;
+  upstream: Exchange | undefined;
+  /** The answer's status and headers, written with its first bytes (one write, not two). */
+  status?: number | undefined;
+  head?: string[] | undefined;
   /** The replica's answer came whole (its connection may serve the next one). */
   answered?: boolean;
   /** The answer is a stream of server-sent events (an error ends it as an event). */
@@ -43,14 +46,11 @@ interface Held {
   ended: boolean;
 }
 
-/** Why a request to a replica was aborted: its client went away, or it failed. */
-const GONE = new Error('the request ended on the client side');
-
 export class RouterProxy {
   private core: RouterCore | undefined;
   private readonly held = new RequestSlots<Held>();
   /** Keep-alive connections to each replica, by endpoint. */
-  private readonly pools = new Map<string, Pool>();
+  private readonly pools = new Map<string, ReplicaPool>();
 
   constructor(private readonly log: Logger) {}
 
@@ -91,89 +91,91 @@ export class RouterProxy {
   }
 
   /**
-   * RouterEffects.dispatch: the request goes to its replica now, through undici's lowest
-   * layer (dispatch with a handler: no stream, promise or AbortSignal per request, headers as
-   * they came), and its answer is written to the client as it comes, with backpressure.
+   * RouterEffects.dispatch: the request goes to its replica now, as it came (its body whole),
+   * and its answer is written to the client as it comes, with backpressure.
    */
   dispatch(id: string, replica: string, endpoint: string): void {
     const h = this.held.get(id);
     if (h === undefined || h.ended) return;
     const raw = h.req.rawHeaders;
-    const headers: string[] = [];
+    let headers = '';
     for (let i = 0; i + 1 < raw.length; i += 2) {
-      const k = raw[i]!.toLowerCase();
-      if (!HOP.has(k) && k !== 'authorization' && k !== 'content-length') {
-        headers.push(raw[i]!, raw[i + 1]!);
-      }
+      if (!NOT_SENT.has(raw[i]!.toLowerCase())) headers += `${raw[i]}: ${raw[i + 1]}\r\n`;
     }
-    headers.push('x-forwarded-for', h.req.socket.remoteAddress ?? '');
-    const opts = {
-      path: h.path,
-      method: h.req.method as Dispatcher.HttpMethod,
-      headers,
-      body: h.body,
-    };
-    this.poolFor(endpoint).dispatch(opts, {
-      onRequestStart: (c) => {
-        if (h.ended) c.abort(GONE);
-        else h.upstream = c;
-      },
-      onResponseStart: (_c, status, head) => this.answer(h, replica, status, head),
-      onResponseData: (c, chunk) => {
-        if (h.ended || h.res.write(chunk)) return;
-        c.pause();
-        h.res.once('drain', () => c.resume());
-      },
-      onResponseEnd: () => {
-        h.answered = true;
-        // nothing to abort now: what undici keeps of the request after its end goes with it
-        // (held, the objects of every request outlived young-generation collections)
-        h.upstream = undefined;
-        if (!h.ended) h.res.end();
-      },
-      onResponseError: (_c, e: NodeJS.ErrnoException) => {
-        if (h.ended || e === GONE) return;
-        if (e.code === 'ECONNREFUSED' && !h.res.headersSent) {
-          // it never reached the replica (nothing listens there now): safe to send elsewhere
-          h.upstream = undefined;
-          this.core!.onDispatchFailed(id, `${e.message} (replica ${replica})`);
-        } else this.broken(id, h, replica, e);
-      },
+    headers += `x-forwarded-for: ${h.req.socket.remoteAddress ?? ''}\r\n`;
+    h.upstream = this.poolFor(endpoint).send(h.req.method!, h.path, headers, h.body, {
+      head: (status, head) => this.answer(h, replica, status, head),
+      body: (chunk, last) => this.relay(h, chunk, last),
+      onError: (e) => this.upstreamFailed(id, h, replica, e),
     });
   }
 
   /** A replica's endpoint is gone: its connections are closed. */
   forget(endpoint: string): void {
-    const pool = this.pools.get(endpoint);
+    this.pools.get(endpoint)?.destroy();
     this.pools.delete(endpoint);
-    void pool?.destroy().catch(() => undefined);
   }
 
-  private poolFor(endpoint: string): Pool {
+  private poolFor(endpoint: string): ReplicaPool {
     let pool = this.pools.get(endpoint);
     if (pool === undefined) {
-      // keep-alive connections, one request at a time on each (no pipelining: a slow answer
-      // must not hold up the next one)
-      pool = new Pool(endpoint, { connections: 512, pipelining: 1, keepAliveTimeout: 10_000 });
+      pool = new ReplicaPool(endpoint);
       this.pools.set(endpoint, pool);
     }
     return pool;
   }
 
-  private answer(h: Held, replica: string, status: number, head: IncomingHttpHeaders): void {
+  private answer(h: Held, replica: string, status: number, head: string[]): void {
     if (h.ended) return;
     // its content-length kept: the answer goes in one write, not chunked in several
-    const out: http.OutgoingHttpHeaders = {};
-    for (const k in head) {
-      const v = head[k];
-      if (!HOP.has(k) && v !== undefined) out[k] = v;
+    const out: string[] = [];
+    let type = '';
+    for (let i = 0; i < head.length; i += 2) {
+      const k = head[i]!;
+      if (HOP.has(k)) continue;
+      if (k === 'content-type') type = head[i + 1]!;
+      out.push(k, head[i + 1]!);
     }
-    out['x-pilotfish-replica'] = replica;
-    const type = head['content-type'];
-    h.eventStream = typeof type === 'string' && type.startsWith('text/event-stream');
-    h.res.writeHead(status, out);
-    // a stream's head goes at once; any other goes with its first bytes (one write, not two)
-    if (h.eventStream) h.res.flushHeaders();
+    out.push('x-pilotfish-replica', replica);
+    h.eventStream = type.startsWith('text/event-stream');
+    if (h.eventStream) {
+      // a stream's head goes at once, before its first event
+      h.res.writeHead(status, out);
+      h.res.flushHeaders();
+    } else {
+      h.status = status;
+      h.head = out;
+    }
+  }
+
+  private relay(h: Held, chunk: Buffer, last: boolean): void {
+    if (h.ended) return;
+    const res = h.res;
+    if (h.status !== undefined) {
+      res.writeHead(h.status, h.head);
+      h.status = h.head = undefined;
+    }
+    if (last) {
+      h.answered = true;
+      // nothing to abort now: what is left of the request to the replica goes with it
+      h.upstream = undefined;
+      if (chunk.length > 0) res.end(chunk);
+      else res.end();
+      return;
+    }
+    if (res.write(chunk)) return;
+    const x = h.upstream!;
+    x.pause();
+    res.once('drain', () => x.resume());
+  }
+
+  private upstreamFailed(id: string, h: Held, replica: string, e: ReplicaError): void {
+    h.upstream = undefined;
+    if (h.ended) return;
+    if (!e.reached && !h.res.headersSent) {
+      // it never reached the replica (nothing listens there now): safe to send elsewhere
+      this.core!.onDispatchFailed(id, `${e.message} (replica ${replica})`);
+    } else this.broken(id, h, replica, e);
   }
 
   /** RouterEffects.reject: the request's answer is this error (or its stream ends with it). */
@@ -208,7 +210,8 @@ export class RouterProxy {
   }
 
   private fail(h: Held, error: RouteError): void {
-    h.upstream?.abort(GONE);
+    h.upstream?.abort();
+    h.upstream = undefined;
     const res = h.res;
     if (!res.headersSent) {
       sendError(res, error);
@@ -225,7 +228,7 @@ export class RouterProxy {
     if (h === undefined) return;
     this.held.delete(id);
     h.ended = true;
-    if (h.answered !== true) h.upstream?.abort(GONE);
+    if (h.answered !== true) h.upstream?.abort();
     this.core!.onRequestDone(id);
   }
 }
