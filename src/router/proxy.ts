@@ -1,8 +1,8 @@
-import type * as http from 'node:http';
 import type { Logger } from '../lib/logger';
+import { HOP, sendError, type ClientSide } from './client-side';
 import type { RouterCore } from './core';
 import type { RouteError } from './effects';
-import { ReplicaPool, type Exchange, type ReplicaError } from './replica-pool';
+import { ReplicaPool, type Exchange, type ReplicaAnswer, type ReplicaError } from './replica-pool';
 import { RequestSlots } from './request-slots';
 
 // The router's data path: a request held until the core dispatches it, then forwarded to its
@@ -10,40 +10,45 @@ import { RequestSlots } from './request-slots';
 // chunk (server-sent events pass through unbuffered). A client that goes away aborts the
 // upstream request. The core hears of every end (onRequestDone), whatever it was.
 
-/** Headers that belong to one hop of a connection, never forwarded (RFC 9110 7.6.1). */
-const HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'host',
-]);
-
 /** Request headers not passed on: the router sets them, or they are between it and its client. */
 const NOT_SENT = new Set([...HOP, 'authorization', 'content-length', 'expect']);
 
-interface Held {
-  id: string;
-  req: http.IncomingMessage;
-  res: http.ServerResponse;
-  body: Buffer;
-  /** The path and query the replica gets. */
-  path: string;
-  model: string;
+/** A request held or in flight, and where its replica's answer goes (one object, no closures). */
+class Held implements ReplicaAnswer {
   /** Its request to the replica, once dispatched: how to abort it (the client went away). */
-  upstream: Exchange | undefined;
+  upstream: Exchange | undefined = undefined;
+  /** The replica it went to. */
+  replica = '';
   /** The answer's status and headers, written with its first bytes (one write, not two). */
-  status?: number | undefined;
-  head?: string[] | undefined;
+  status: number | undefined = undefined;
+  heading: string[] | undefined = undefined;
   /** The replica's answer came whole (its connection may serve the next one). */
-  answered?: boolean;
+  answered = false;
   /** The answer is a stream of server-sent events (an error ends it as an event). */
-  eventStream?: boolean;
-  ended: boolean;
+  eventStream = false;
+  ended = false;
+
+  constructor(
+    readonly id: string,
+    readonly client: ClientSide,
+    readonly request: Buffer,
+    /** The path and query the replica gets. */
+    readonly path: string,
+    readonly model: string,
+    private readonly proxy: RouterProxy,
+  ) {}
+
+  head(status: number, headers: string[]): void {
+    this.proxy.answer(this, status, headers);
+  }
+
+  body(chunk: Buffer, last: boolean): void {
+    this.proxy.relay(this, chunk, last);
+  }
+
+  onError(e: ReplicaError): void {
+    this.proxy.upstreamFailed(this, e);
+  }
 }
 
 export class RouterProxy {
@@ -68,25 +73,15 @@ export class RouterProxy {
    * replica, where it goes to `path`.
    */
   forward(
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
+    client: ClientSide,
     body: Buffer,
     model: string,
     path: string,
     priority: number | undefined,
   ): void {
-    const h = this.held.add((id) => ({
-      id,
-      req,
-      res,
-      body,
-      path,
-      model,
-      upstream: undefined,
-      ended: false,
-    }));
+    const h = this.held.add((id) => new Held(id, client, body, path, model, this));
     // the client went away (or the answer is done): the core hears once
-    res.once('close', () => this.end(h.id));
+    client.onceClose(() => this.end(h.id));
     this.core!.onRequest(h.id, model, priority);
   }
 
@@ -97,17 +92,14 @@ export class RouterProxy {
   dispatch(id: string, replica: string, endpoint: string): void {
     const h = this.held.get(id);
     if (h === undefined || h.ended) return;
-    const raw = h.req.rawHeaders;
+    const raw = h.client.headers;
     let headers = '';
     for (let i = 0; i + 1 < raw.length; i += 2) {
       if (!NOT_SENT.has(raw[i]!.toLowerCase())) headers += `${raw[i]}: ${raw[i + 1]}\r\n`;
     }
-    headers += `x-forwarded-for: ${h.req.socket.remoteAddress ?? ''}\r\n`;
-    h.upstream = this.poolFor(endpoint).send(h.req.method!, h.path, headers, h.body, {
-      head: (status, head) => this.answer(h, replica, status, head),
-      body: (chunk, last) => this.relay(h, chunk, last),
-      onError: (e) => this.upstreamFailed(id, h, replica, e),
-    });
+    headers += `x-forwarded-for: ${h.client.remoteAddress}\r\n`;
+    h.replica = replica;
+    h.upstream = this.poolFor(endpoint).send(h.client.method, h.path, headers, h.request, h);
   }
 
   /** A replica's endpoint is gone: its connections are closed. */
@@ -125,35 +117,33 @@ export class RouterProxy {
     return pool;
   }
 
-  private answer(h: Held, replica: string, status: number, head: string[]): void {
+  /** Held.head: the replica's answer's head; an event stream's goes at once. */
+  answer(h: Held, status: number, head: string[]): void {
     if (h.ended) return;
-    // its content-length kept: the answer goes in one write, not chunked in several
-    const out: string[] = [];
+    // as they came (the client side drops those of one hop), its content-length kept: the
+    // answer goes in one write, not chunked in several
     let type = '';
-    for (let i = 0; i < head.length; i += 2) {
-      const k = head[i]!;
-      if (HOP.has(k)) continue;
-      if (k === 'content-type') type = head[i + 1]!;
-      out.push(k, head[i + 1]!);
-    }
-    out.push('x-pilotfish-replica', replica);
+    for (let i = 0; i < head.length; i += 2) if (head[i] === 'content-type') type = head[i + 1]!;
+    const out = head;
+    out.push('x-pilotfish-replica', h.replica);
     h.eventStream = type.startsWith('text/event-stream');
     if (h.eventStream) {
       // a stream's head goes at once, before its first event
-      h.res.writeHead(status, out);
-      h.res.flushHeaders();
+      h.client.writeHead(status, out, true);
+      h.client.flushHeaders();
     } else {
       h.status = status;
-      h.head = out;
+      h.heading = out;
     }
   }
 
-  private relay(h: Held, chunk: Buffer, last: boolean): void {
+  /** Held.body: bytes of the answer, to the client as they come. */
+  relay(h: Held, chunk: Buffer, last: boolean): void {
     if (h.ended) return;
-    const res = h.res;
+    const res = h.client;
     if (h.status !== undefined) {
-      res.writeHead(h.status, h.head);
-      h.status = h.head = undefined;
+      res.writeHead(h.status, h.heading!, true);
+      h.status = h.heading = undefined;
     }
     if (last) {
       h.answered = true;
@@ -166,16 +156,17 @@ export class RouterProxy {
     if (res.write(chunk)) return;
     const x = h.upstream!;
     x.pause();
-    res.once('drain', () => x.resume());
+    res.onceDrain(() => x.resume());
   }
 
-  private upstreamFailed(id: string, h: Held, replica: string, e: ReplicaError): void {
+  /** Held.onError: the request to the replica failed. */
+  upstreamFailed(h: Held, e: ReplicaError): void {
     h.upstream = undefined;
     if (h.ended) return;
-    if (!e.reached && !h.res.headersSent) {
+    if (!e.reached && !h.client.headersSent) {
       // it never reached the replica (nothing listens there now): safe to send elsewhere
-      this.core!.onDispatchFailed(id, `${e.message} (replica ${replica})`);
-    } else this.broken(id, h, replica, e);
+      this.core!.onDispatchFailed(h.id, `${e.message} (replica ${h.replica})`);
+    } else this.broken(h.id, h, h.replica, e);
   }
 
   /** RouterEffects.reject: the request's answer is this error (or its stream ends with it). */
@@ -212,7 +203,7 @@ export class RouterProxy {
   private fail(h: Held, error: RouteError): void {
     h.upstream?.abort();
     h.upstream = undefined;
-    const res = h.res;
+    const res = h.client;
     if (!res.headersSent) {
       sendError(res, error);
     } else if (h.eventStream === true) {
@@ -231,14 +222,4 @@ export class RouterProxy {
     if (h.answered !== true) h.upstream?.abort();
     this.core!.onRequestDone(id);
   }
-}
-
-/** The API's error shape, `{error: {code, message}}`, with its status. */
-export function sendError(res: http.ServerResponse, error: RouteError): void {
-  const body = JSON.stringify({ error: { code: error.code, message: error.message } });
-  res.writeHead(error.status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body),
-  });
-  res.end(body);
 }

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { managersOf, type Managers } from '../client/control/managers';
 import type { PilotManager } from '../client/pilot-manager';
@@ -12,6 +11,7 @@ import { systemClock, type Clock, type Timer } from '../lib/clock';
 import { silentLogger, type Logger } from '../lib/logger';
 import { RouterCore, type RouterSnapshot } from './core';
 import type { RouterEvent } from './effects';
+import { createFrontServer } from './front-server';
 import { routerHandler } from './http-front';
 import { compileRouterConfig, type CompiledRouterConfig } from './models';
 import { RouterProxy } from './proxy';
@@ -66,13 +66,12 @@ export async function startRouter(
   const token = opts.token ?? randomBytes(24).toString('base64url');
   const log = opts.log ?? silentLogger;
   const parts = new RouterParts(config, tmgr, pmgr, systemClock, log);
-  const server = http.createServer(routerHandler(parts, { token }));
-  server.keepAliveTimeout = 10_000;
+  const front = createFrontServer(routerHandler(parts, { token }));
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 0, host, () => resolve());
+    front.server.once('error', reject);
+    front.server.listen(opts.port ?? 0, host, () => resolve());
   });
-  const address = server.address() as AddressInfo;
+  const address = front.server.address() as AddressInfo;
   const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   parts.url = `http://${shown}:${address.port}`;
   return {
@@ -82,8 +81,7 @@ export async function startRouter(
     unload: (model) => parts.unload(model),
     close: async () => {
       await parts.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await front.close();
     },
   };
 }

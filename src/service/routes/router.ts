@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { nodeClientSide } from '../../router/client-side';
 import { BY_BODY, modelList, modelOf, priorityOf } from '../../router/http-front';
 import { unknownModel } from '../../router/refusals';
 import type { RouterParts } from '../../router/router';
@@ -102,10 +103,10 @@ function forward(
   model: string,
   path: string,
 ): FastifyReply | undefined {
-  const priority = priorityOf(req.raw);
+  const priority = priorityOf(req.headers['x-pilotfish-priority']);
   if (typeof priority === 'string') return sendError(reply, 400, 'E_VALIDATION', priority);
   void reply.hijack();
-  router.proxy.forward(req.raw, reply.raw, body, model, path, priority);
+  router.proxy.forward(nodeClientSide(req.raw, reply.raw), body, model, path, priority);
   return undefined;
 }
 
