@@ -50,6 +50,7 @@ export function createFrontServer(
     keepAliveMs: opts.keepAliveMs ?? 5_000,
   };
   const open = new Set<FrontConnection>();
+  // a client that ends its side is gone (as node:http takes it): what it asked is cancelled
   const server = net.createServer({ noDelay: true }, (socket) => {
     const c = new FrontConnection(socket, handle, o);
     open.add(c);
@@ -184,7 +185,9 @@ class FrontConnection {
   answered(reply: FrontReply, reusable: boolean): void {
     if (this.reply !== reply) return;
     this.reply = undefined;
-    if (!reusable || !this.head!.keepAlive) return this.close();
+    const keepAlive = this.head!.keepAlive;
+    this.head = undefined; // its body with it
+    if (!reusable || !keepAlive) return this.close();
     this.arm(this.o.keepAliveMs, 0);
     const rest = this.stash;
     this.stash = undefined;
