@@ -74,9 +74,16 @@ export function sendError(
   sendJson(client, error.status, { error: { code: error.code, message: error.message } });
 }
 
-export function sendJson(client: ClientSide, status: number, value: unknown): void {
+/** `value` as JSON with `status`, and `extra` headers (name, value, ...). */
+export function sendJson(
+  client: ClientSide,
+  status: number,
+  value: unknown,
+  extra: string[] = [],
+): void {
   const body = Buffer.from(JSON.stringify(value));
   client.writeHead(status, [
+    ...extra,
     'content-type',
     'application/json',
     'content-length',

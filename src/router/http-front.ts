@@ -46,21 +46,11 @@ export function routerHandler(
     const search = q < 0 ? '' : target.slice(q);
     if (path === '/healthz' && req.method === 'GET') return sendJson(reply, 200, { ok: true });
     if (!authorized(req)) {
-      const body = JSON.stringify({
-        error: {
-          code: 'E_UNAUTHORIZED',
-          message: 'a bearer token is required (Authorization: Bearer <token>)',
-        },
-      });
-      reply.writeHead(401, [
+      const message = 'a bearer token is required (Authorization: Bearer <token>)';
+      return sendJson(reply, 401, { error: { code: 'E_UNAUTHORIZED', message } }, [
         'www-authenticate',
         'Bearer',
-        'content-type',
-        'application/json',
-        'content-length',
-        String(body.length),
       ]);
-      return reply.end(body);
     }
     if (path === '/v1/models' && req.method === 'GET') {
       return sendJson(reply, 200, modelList(router));

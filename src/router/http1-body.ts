@@ -17,7 +17,8 @@ export const EMPTY = Buffer.alloc(0);
 const LINE_END = Buffer.from('\r\n');
 /** The most a chunk's size line or a trailer line may hold. */
 const MAX_LINE = 4 * 1024;
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** A header name (RFC 9110 5.1: a token). */
+export const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const BAD_VALUE = /[\0\r\n]/;
 const CHUNK = /^([0-9A-Fa-f]{1,12})[ \t]*(?:;.*)?$/;
 

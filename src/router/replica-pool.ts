@@ -85,13 +85,13 @@ export class ReplicaPool {
     answer: ReplicaAnswer,
   ): Exchange {
     if (this.destroyed) {
-      const x = new Request(undefined, answer);
+      const x = new InFlightRequest(undefined, answer);
       queueMicrotask(() => answer.onError(new ReplicaError('the replica is gone', false)));
       return x;
     }
     const head = `${method} ${path} HTTP/1.1\r\nhost: ${this.hostHeader}\r\n${headers}content-length: ${body.length}\r\n\r\n`;
     const conn = this.take() ?? this.connect();
-    const x = new Request(conn, answer);
+    const x = new InFlightRequest(conn, answer);
     conn.start(x, method === 'HEAD', head, body);
     return x;
   }
@@ -162,7 +162,7 @@ export class ReplicaPool {
 }
 
 /** One request's hold on its connection. */
-class Request implements Exchange {
+class InFlightRequest implements Exchange {
   constructor(
     public conn: Connection | undefined,
     readonly answer: ReplicaAnswer,
@@ -187,7 +187,7 @@ class Request implements Exchange {
 
 class Connection implements AnswerSink {
   private readonly reader = new AnswerReader();
-  current: Request | undefined;
+  current: InFlightRequest | undefined;
   connected = false;
   /** When it was last released, and for how long it may stay idle. */
   idleSince = 0;
@@ -215,7 +215,7 @@ class Connection implements AnswerSink {
     return !this.socket.destroyed && this.socket.writable && this.socket.readable;
   }
 
-  start(x: Request, headRequest: boolean, head: string, body: Buffer): void {
+  start(x: InFlightRequest, headRequest: boolean, head: string, body: Buffer): void {
     this.current = x;
     this.answered = false;
     this.reader.expect(this, headRequest);
@@ -267,7 +267,7 @@ class Connection implements AnswerSink {
     this.close();
   }
 
-  private finish(x: Request): void {
+  private finish(x: InFlightRequest): void {
     this.current = undefined;
     x.conn = undefined;
     if (this.reader.keepAlive && this.usable) {
