@@ -149,11 +149,6 @@ export class BodyReader {
     return this.s === B.UntilClose;
   }
 
-  /** Whether it began and has not ended: a close now cuts it. */
-  get started(): boolean {
-    return this.s !== B.Done;
-  }
-
   /** A body of `length` bytes (0: none, ended at once), else chunked, else until the close. */
   start(sink: BodySink, length: number | undefined, chunked: boolean): void {
     this.sink = sink;
