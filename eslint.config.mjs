@@ -30,7 +30,7 @@ function processFence(files, what, also = []) {
 }
 
 /** The dependency-free files of src/lib that the Node spawner helper shares with the agent. */
-const HELPER_LIB = ['errno-text', 'file-tail', 'output-frames'];
+const HELPER_LIB = ['errno-text', 'file-tail', 'output-frames', 'stream-appender'];
 
 export default tseslint.config(
   {

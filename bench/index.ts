@@ -3,6 +3,7 @@ import * as e2e from './e2e';
 import * as functions from './functions';
 import type { Benchmark } from './harness';
 import * as memory from './memory';
+import * as python from './python';
 import * as router from './router';
 import * as scheduler from './scheduler';
 import * as serve from './serve';
@@ -26,6 +27,7 @@ export const BENCHMARKS: readonly Benchmark[] = [
   utilization,
   serve,
   router,
+  python,
 ];
 
 /** Files of bench/ that are not benchmarks. */

@@ -384,7 +384,7 @@ function expectAll(states: ReadonlyMap<string, string>, want: string, what: stri
 
 // ---- the service in a child process ---------------------------------------------------------
 
-interface Service {
+export interface Service {
   url: URL;
   token: string;
   pid: number;
@@ -406,7 +406,7 @@ function cliScript(): string {
 }
 
 /** `pilotfish serve` on a free port of loopback, `pilots` its pilots; resolves once it serves. */
-async function startService(dir: string, pilots: PilotDescription[]): Promise<Service> {
+export async function startService(dir: string, pilots: PilotDescription[]): Promise<Service> {
   const pilotsFile = path.join(dir, 'pilots.json');
   fs.writeFileSync(pilotsFile, JSON.stringify(pilots));
   const home = path.join(dir, 'svc');

@@ -8,6 +8,12 @@
 #     daemons when that changes under them.
 #   - python3-msgpack: the msgpack package of the system's python3, which Python function workers
 #     (workers/python_worker.py) need; the tests run them with /usr/bin/python3.
+#   - python3-cloudpickle: the Python client's remote functions (python/pilotfish) pickle
+#     closures with it, on the client's side and in the workers (workers/pilotfish_remote.py).
+#   - jupyter-nbconvert, python3-ipykernel: test/integration/python/notebook.test.ts executes a
+#     real notebook headless (nbconvert --execute) with the system's python3 as its kernel.
+#   - python3-pip, python3-setuptools, python3-wheel: test/integration/python/packaging.test.ts
+#     installs the client (python/pyproject.toml) into a virtual environment, offline.
 #   - qemu-system-x86, linux-image-amd64, busybox-static: the test machine with a cgroup v2 tree
 #     alone (test/support/vm.ts), in which test/integration/agent/cgroup-v2-limits.test.ts checks
 #     the task limits of machines without cgroup v1 (this kind of host has v1 controllers).
@@ -29,6 +35,16 @@ command -v "${CXX:-c++}" >/dev/null 2>&1 || missing+=(g++)        # native/memor
 # Python function workers; a system without python3 has no Python functions to test
 if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import msgpack' >/dev/null 2>&1; then
   missing+=(python3-msgpack)
+fi
+if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import cloudpickle' >/dev/null 2>&1; then
+  missing+=(python3-cloudpickle)
+fi
+if [ -x /usr/bin/python3 ] && { ! command -v jupyter-nbconvert >/dev/null 2>&1 ||
+  ! /usr/bin/python3 -c 'import ipykernel' >/dev/null 2>&1; }; then
+  missing+=(jupyter-nbconvert python3-ipykernel)
+fi
+if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import setuptools, wheel, pip' >/dev/null 2>&1; then
+  missing+=(python3-pip python3-setuptools python3-wheel)
 fi
 
 # the cgroup v2 test machine (x86-64 only: Debian's amd64 kernel under qemu-system-x86_64)

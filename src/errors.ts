@@ -1,3 +1,5 @@
+import type { Reason } from './generated/reason';
+
 /** Base class: every error pilotfish throws on purpose carries a stable machine-readable code. */
 export abstract class PilotfishError extends Error {
   abstract readonly code: string;
@@ -79,6 +81,33 @@ export class TaskEndedError extends PilotfishError {
       `task ${task} ended ${state} before it was ready` +
         (reason !== undefined ? `: ${reason.code}: ${reason.message}` : ''),
     );
+  }
+}
+
+/**
+ * Thrown (a rejection of a function handle's `call` or `map`, docs/functions.md "Typed
+ * handles") when the task of a call ended FAILED or CANCELED: `reason` says why (its `code`,
+ * e.g. E_FUNCTION_THREW, and `message`; a throw's stack in `reason.detail.stack`), `task` is
+ * the call's task uid and, for a call of a `map`, `index` its place in the list.
+ */
+export class FunctionCallError extends PilotfishError {
+  /** The same for every failed call: the task's own code is `reason.code`. */
+  readonly code = 'E_FUNCTION_CALL';
+  constructor(
+    /** The export name of the handle: the function called. */
+    readonly fn: string,
+    /** The uid of the call's task (`tmgr.get(task)` has its history). */
+    readonly task: string,
+    /** How the task ended: FAILED or CANCELED. */
+    readonly state: string,
+    /** Why, as the task's `reason`: undefined only if its end said none. */
+    readonly reason: Reason | undefined,
+    /** For a call of a `map` or `mapSettled`: its place in the list; else undefined. */
+    readonly index?: number,
+  ) {
+    const which = index === undefined ? '' : ` (call ${index} of a map)`;
+    const why = reason === undefined ? '' : `: ${reason.code}: ${reason.message}`;
+    super(`${fn}${which} ended ${state} in task ${task}${why}`);
   }
 }
 

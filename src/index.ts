@@ -3,6 +3,18 @@ export { Session, type SessionOptions } from './client/session';
 export { PilotManager, type PilotManagerOptions } from './client/pilot-manager';
 export { TaskManager } from './client/task-manager';
 export { Task, type StateInfo, type TaskHistoryEntry, type OutputMode } from './client/task';
+export {
+  functionModule,
+  type FunctionModule,
+  type FunctionModuleOptions,
+  type FunctionHandle,
+  type FunctionCallOptions,
+  type FunctionExports,
+  type CallArgs,
+  type CallResult,
+  type CallSettled,
+  type UntypedModule,
+} from './client/function-handle';
 export type { TransferProgress, TransferListener } from './client/files/transfer-progress';
 export type { Explanation, WaitReason } from './client/tasks/explain';
 export { Pilot } from './client/pilot';
@@ -29,6 +41,7 @@ export {
   UsageError,
   PilotError,
   OutputUnavailableError,
+  FunctionCallError,
   type ValidationIssue,
 } from './errors';
 export type { TailOptions, OutputStream } from './client/tasks/output';

@@ -1,8 +1,9 @@
 """The Python function worker of pilotfish: a warm process that runs function tasks of
 `language: 'python'` for a FunctionPool, in the protocol of docs/function-workers.md (the Node
 worker, src/components/executor/functions/worker/main.ts, is the reference). Requests on fd 3,
-replies on fd 4, both frames of a 4-byte big-endian length and one msgpack map; what the
-functions print goes to fds 1 and 2 (the pool's log files), never to 3 and 4.
+replies on fd 4, both frames of a 4-byte big-endian length and one msgpack map; what a call
+prints while it runs goes with its result when init asks for it (maxOutputBytes), else (and what
+is printed between calls) to fds 1 and 2 (the pool's log files), never to 3 and 4.
 
 Calls run one at a time, in the order received. A sync function runs outside the asyncio loop
 (it may call asyncio.run itself); a coroutine runs in the worker's loop, which meanwhile still
@@ -41,6 +42,7 @@ import importlib.util
 import inspect
 import os
 import platform
+import threading
 import traceback
 
 PROTOCOL_VERSION = 2
@@ -54,8 +56,12 @@ NIL = b"\xc0"  # the msgpack encoding of None
 # Modules are found from the call's working directory (it is the cwd while the call runs), not
 # from this script's folder.
 sys.path[0] = ""
+# ... and, last of all (a user's module of the same name wins), the modules shipped beside this
+# worker: pilotfish_remote, which runs the Python client's remote functions.
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))
 
 max_result_bytes = 1024 * 1024
+max_output_bytes = 0  # what one call may print, kept for it (init); 0: it goes to the log files
 home_dir = os.getcwd()
 
 # module key -> ('ok', module) or ('error', wire error)
@@ -117,8 +123,8 @@ os.fchdir = _watched_fchdir
 
 
 def die(why):
-    sys.stderr.write(f"pilotfish function worker: {why}\n")
     sys.stderr.flush()
+    os.write(2, f"pilotfish function worker: {why}\n".encode())  # never a call's output
     os._exit(70)
 
 
@@ -135,6 +141,160 @@ def write_all(data):
 def send(msg):
     payload = msgpack.packb(msg, use_bin_type=True)
     write_all(len(payload).to_bytes(4, "big") + payload)
+
+
+# ---- what a call prints -------------------------------------------------------------------
+# With init's maxOutputBytes, sys.stdout and sys.stderr keep what is written while a call runs
+# (from just before its function is called to its answer) for that call, threads it started
+# included, and pass the rest to the log files as before: a module's import, a thread or
+# coroutine still running after its call was answered. What a subprocess writes to the
+# inherited fds 1 and 2 (and os.write(1, ...)) goes to the log files too. The bytes kept are
+# call-output.ts's (the Node worker): keep the two in step.
+
+cap_id = None  # the call whose output is kept now
+cap_call = None  # ... and that call
+cap_out = None
+cap_lock = threading.Lock()
+
+
+class CallOutput:
+    """One call's output under its cap (both streams together): the first half as it comes,
+    past it only the last half, after a line '[pilotfish: N bytes dropped]' in each stream that
+    lost bytes (a newline first when the head ended in a line)."""
+
+    __slots__ = ("head", "tail", "framed", "heads", "held", "held_bytes", "dropped", "ended")
+
+    def __init__(self, cap):
+        self.head = (cap + 1) // 2
+        self.tail = cap - self.head
+        self.framed = 0
+        self.heads = ([], [])
+        self.held = collections.deque()  # [k, bytes], oldest first
+        self.held_bytes = 0
+        self.dropped = [0, 0]
+        self.ended = [True, True]  # a stream's last byte kept ended a line
+
+    def write(self, k, data):
+        if not data:
+            return
+        room = self.head - self.framed
+        if room > 0:
+            now = data[:room]
+            self.framed += len(now)
+            self.heads[k].append(now)
+            self.ended[k] = now[-1:] == b"\n"
+            data = data[len(now) :]
+        if not data:
+            return
+        self.held.append([k, data])
+        self.held_bytes += len(data)
+        while self.held_bytes > self.tail:
+            first = self.held[0]
+            cut = min(self.held_bytes - self.tail, len(first[1]))
+            self.dropped[first[0]] += cut
+            self.held_bytes -= cut
+            if cut == len(first[1]):
+                self.held.popleft()
+            else:
+                first[1] = first[1][cut:]
+
+    def result(self, r):
+        """Puts the output in result r: stdout, stderr (a stream that got nothing left out)."""
+        for k, key in ((0, "stdout"), (1, "stderr")):
+            parts = self.heads[k]
+            if self.dropped[k]:
+                nl = "" if self.ended[k] else "\n"
+                parts.append(f"{nl}[pilotfish: {self.dropped[k]} bytes dropped]\n".encode())
+            parts.extend(d for j, d in self.held if j == k)
+            if parts:
+                r[key] = b"".join(parts)
+        if self.dropped[0] + self.dropped[1]:
+            r["dropped"] = self.dropped[0] + self.dropped[1]
+
+
+def keep(k, data):
+    """Keeps data for the call that runs; False when none does (the caller writes it through)."""
+    global cap_out
+    with cap_lock:
+        if cap_id is None:
+            return False
+        if cap_out is None:
+            cap = cap_call.get("cap", max_output_bytes)
+            cap_out = CallOutput(min(cap, max_output_bytes))
+        cap_out.write(k, data)
+        return True
+
+
+def spill():
+    """The worker ends while a call runs: what it printed goes to the log files."""
+    global cap_id, cap_out
+    with cap_lock:
+        out, cap_out, cap_id = cap_out, None, None
+    if out is None:
+        return
+    r = {}
+    out.result(r)
+    for fd, key in ((1, "stdout"), (2, "stderr")):
+        data = r.get(key, b"")
+        while data:
+            try:
+                data = data[os.write(fd, data) :]
+            except OSError:
+                break
+
+
+def encoded(s):
+    try:
+        return s.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace")
+
+
+class _CapturedBuffer:
+    """sys.stdout.buffer (bytes) of a captured stream."""
+
+    def __init__(self, real, k):
+        self._real = real
+        self._k = k
+
+    def write(self, b):
+        if cap_id is not None and keep(self._k, bytes(b)):
+            return len(b)
+        return self._real.write(b)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+class _CapturedStream:
+    """sys.stdout or sys.stderr once capture is on (text)."""
+
+    def __init__(self, real, k):
+        self._real = real
+        self._k = k
+        raw = getattr(real, "buffer", None)
+        self.buffer = _CapturedBuffer(raw, k) if raw is not None else None
+
+    def write(self, s):
+        if cap_id is not None:
+            if not isinstance(s, str):
+                raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+            if keep(self._k, encoded(s)):
+                return len(s)
+        return self._real.write(s)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+def install_capture():
+    if not isinstance(sys.stdout, _CapturedStream):
+        sys.stdout = _CapturedStream(sys.stdout, 0)
+        sys.stderr = _CapturedStream(sys.stderr, 1)
 
 
 # ---- reading fd 3 -------------------------------------------------------------------------
@@ -166,12 +326,15 @@ def on_readable():
 
 
 def on_message(m):
-    global max_result_bytes
+    global max_result_bytes, max_output_bytes
     t = m.get("t") if isinstance(m, dict) else None
     if t == "init":
         if m.get("protocol") != PROTOCOL_VERSION:
             die(f"protocol {m.get('protocol')} asked, {PROTOCOL_VERSION} spoken")
         max_result_bytes = m.get("maxResultBytes", max_result_bytes)
+        max_output_bytes = m.get("maxOutputBytes") or 0
+        if max_output_bytes > 0:
+            install_capture()
     elif t == "calls":
         for c in m["calls"]:
             waiting.add(c["id"])
@@ -233,6 +396,7 @@ def serve():
 
 
 def run(c):
+    global cap_id, cap_call
     try:
         enter()
         target = find_target(c)
@@ -242,6 +406,11 @@ def run(c):
     if "error" in target:
         reply(failure(c["id"], target["error"], target["phase"]))
         return
+    if max_output_bytes:  # what it prints from now until its answer is its own
+        if cap_out is not None:
+            spill()  # a thread printed just as its call was answered: to the log files
+        cap_call = c  # its cap is read when it first prints
+        cap_id = c["id"]  # last: keep() takes this for the call's start (no lock: the GIL)
     try:
         value = target["fn"](*c.get("args", []))
     except Exception as e:  # noqa: BLE001 - what the function raised is the call's outcome
@@ -539,6 +708,14 @@ def wire_error(e):
 
 
 def reply(r):
+    global cap_id, cap_out
+    if cap_id is not None and r["id"] == cap_id:
+        if cap_out is None:
+            cap_id = None  # it printed nothing (what a thread prints from now goes to the log)
+        else:
+            with cap_lock:  # a thread of the call may be writing
+                out, cap_out, cap_id = cap_out, None, None
+            out.result(r)
     outbox.append(r)
 
 
@@ -556,6 +733,7 @@ def flush():
             size += len(r["value"])
         else:
             size += 3 * (len(r["error"]["message"]) + len(r["error"].get("stack", "")))
+        size += len(r.get("stdout", b"")) + len(r.get("stderr", b""))
         if size >= REPLY_FRAME_TARGET_BYTES:
             send({"t": "done", "results": batch})
             batch = []
@@ -591,6 +769,7 @@ def main():
         # a function ended the worker (sys.exit): the calls that ran before it still answer, else
         # the pool would take the first of them for the one that ended it, and run that again
         flush()
+        spill()  # what that function printed: to the log files
 
 
 if __name__ == "__main__":

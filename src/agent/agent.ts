@@ -1,6 +1,6 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { AgentConfig, Reason, TaskRecord } from '../generated';
+import type { AgentConfig, TaskRecord } from '../generated';
 import { coerceError, errorMeta } from '../errors';
 import { systemClock } from '../lib/clock';
 import { streamDirOf } from '../lib/stream-cursor';
@@ -39,7 +39,7 @@ import { RelocationShell } from './relocation/shell';
 import { releasedOf, type Released } from '../components/agent-scheduler/dead-services';
 import type { NodeResources } from '../components/agent-scheduler/node-state';
 import { labelsOfNode } from '../components/shared/node-labels';
-import type { ShapeWait } from '../components/agent-scheduler/wait-reports';
+import { Uplink } from './uplink';
 
 /** How long the agent waits for a silent client unless its config says (heartbeatTimeoutMs). */
 const CLIENT_TIMEOUT_MS = 30_000;
@@ -69,6 +69,7 @@ export class Agent {
   private nodes: NodeResources[] = [];
   /** What the agent found wrong with the pilot's resources at start, told to the client. */
   private warnings: string[] = [];
+  private readonly uplink: Uplink;
   private notes: AgentNotifications | undefined;
   private files: FileChannel | undefined;
   /** A MongoDB session's: finds where a silent client listens now, and moves there. */
@@ -92,6 +93,7 @@ export class Agent {
       endFile: path.join(cfg.sandbox, AGENT_END_FILE),
     });
     this.done = this.lifecycle.done;
+    this.uplink = new Uplink(cfg.pilot, log, () => this.control);
   }
 
   /**
@@ -194,10 +196,10 @@ export class Agent {
       { notes, next: toExecutor, log: logSched, clock },
       this.nodes,
       home?.name,
-      (waits) => this.publishWaits(waits),
+      (waits) => this.uplink.waits(waits),
       cfg.backfillLimit,
       cfg.followOns ?? true, // its spawner helpers start follow-on tasks (SpawnSpec.after)
-      (tasks, why) => this.publishReturns(tasks, why),
+      (tasks, why) => this.uplink.returns(tasks, why),
     );
     const logExec = this.log.child({ component: C.executor });
     const homeCpus = home === undefined ? undefined : launch.cpuIds?.get(home.name);
@@ -219,6 +221,10 @@ export class Agent {
       holdMs: HELPER_HOLD_MS,
       onUnusable: (message) =>
         this.lifecycle.core.onShutdownRequested('FAILED', `cannot start tasks: ${message}`),
+      onWarning: (message) => {
+        this.warnings.push(message); // a client that resumes hears it with agent_ready
+        this.uplink.warning(message);
+      },
       functions: {
         workers: cfg.functionWorkers ?? Math.max(1, home?.cores ?? 1),
         logDir: cfg.sandbox,
@@ -312,6 +318,7 @@ export class Agent {
         case 'agent_final':
         case 'agent_waits':
         case 'agent_returns':
+        case 'agent_warning':
         case 'probe':
           return; // what agents say, or the bus's own
       }
@@ -398,34 +405,6 @@ export class Agent {
       scheduler: this.scheduler?.core,
       executor: this.executor?.core,
     };
-  }
-
-  /** Waiting reasons to the client over this pilot's uplink, in bulks its schema takes. */
-  private publishWaits(waits: ShapeWait[]): void {
-    const control = this.control;
-    if (control === undefined) return; // no task is given before the agent announced itself
-    for (let i = 0; i < waits.length; i += 1_000) {
-      const bulk = waits.slice(i, i + 1_000);
-      control
-        .publish({ type: 'agent_waits', pilot: this.cfg.pilot, waits: bulk })
-        .catch((e: unknown) => this.log.warn('waiting reasons not sent', errorMeta(e)));
-    }
-  }
-
-  /**
-   * Tasks too late to start before the drain point, to the client (which starts them elsewhere)
-   * over this pilot's uplink; if that fails they stay with the scheduler until the end.
-   */
-  private publishReturns(tasks: TaskRecord[], reason: Reason): void {
-    const control = this.control;
-    if (control === undefined) return;
-    this.log.info('tasks given back', { count: tasks.length, code: reason.code });
-    for (let i = 0; i < tasks.length; i += 1_000) {
-      const bulk = tasks.slice(i, i + 1_000).map((t) => ({ uid: t.uid, attempt: t.attempt }));
-      control
-        .publish({ type: 'agent_returns', pilot: this.cfg.pilot, tasks: bulk, reason })
-        .catch((e: unknown) => this.log.warn('tasks not given back', errorMeta(e)));
-    }
   }
 
   /** Tells the client what this pilot holds (at start, and to a client that resumed). */

@@ -32,12 +32,15 @@ export function storeOutputSource(
     const mine = (await readNotifications(sessionDir)).filter(
       (n) => n.kind === 'task' && n.uid === uid,
     );
-    return viewOf(
+    const view = viewOf(
       mine,
       (pilot) =>
         journal.pilots.get(pilot)?.sandbox ??
         readSessionFacts(sessionDir).pilots.get(pilot)?.sandbox,
     );
+    // a function call's output is framed into its pilot's stream files (what it printed)
+    if (description.mode === 'function') view.output = 'stream';
+    return view;
   };
   const source: OutputSource = {
     uid,

@@ -115,6 +115,13 @@ export class PilotManager {
             drainInMs: msg.drainInMs,
           });
         }
+      } else if (msg.type === 'agent_warning') {
+        // found while it runs (function workers that cannot start): said once, kept with the pilot
+        this.log.warn('pilot warning', { pilot: msg.pilot, warning: msg.warning });
+        const pilot = this.pilots.get(msg.pilot);
+        if (pilot !== undefined && !pilot.warnings.includes(msg.warning)) {
+          pilot.warnings.push(msg.warning);
+        }
       } else if (msg.type === 'agent_heartbeat') {
         this.launcher.core.onAgentHeartbeat(msg.pilot);
         // an adopted agent that beats without reporting in missed client_resumed (published

@@ -12,7 +12,8 @@ export class Pilot {
   /**
    * What its agent said is not as asked, once per agent start (empty until then): task limits
    * it cannot enforce on its node, resources beyond the machine's, task directories kept in the
-   * sandbox, a job end it cannot read.
+   * sandbox, a job end it cannot read; and what it found since, as it found it: function
+   * workers that cannot start.
    */
   warnings: string[] = [];
   /**

@@ -39,7 +39,7 @@ export type ControlMessage =
        */
       drainInMs?: number;
       /**
-       * What the agent found wrong with the pilot's resources at start (more cores or GPUs than the machine has; an MPI that srun cannot start), said once.
+       * What the agent found wrong with the pilot's resources at start (more cores or GPUs than the machine has; an MPI that srun cannot start), said once, and what it found since (agent_warning).
        */
       warnings?: string[];
     }
@@ -121,4 +121,10 @@ export type ControlMessage =
         attempt: number;
       }[];
       reason: Reason;
+    }
+  | {
+      type: 'agent_warning';
+      session: string;
+      pilot: string;
+      warning: string;
     };

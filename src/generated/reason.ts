@@ -51,6 +51,7 @@ export interface Reason {
     | 'E_TOO_LARGE'
     | 'E_UNSUPPORTED'
     | 'E_WORKER_DIED'
+    | 'E_WORKER_START'
     | 'I_PILOT_DONE';
   message: string;
   component: string;

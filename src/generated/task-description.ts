@@ -128,11 +128,11 @@ export type TaskDescription = {
    */
   workdir?: string;
   /**
-   * Where an executable's stdout and stderr go. 'files': `stdout` and `stderr` in its own sandbox. 'stream': through pipes into a few stream files of its pilot (<pilot sandbox>/output/*.pfout), framed per task: no file or directory of its own; tmgr.tail, `pilotfish tail` and `pilotfish logs` read them. Either way the last lines come back as task.stdout and task.stderr. Default: the pilot's agent.output ('stream' unless the pilot says). A service always writes files; a function call has no output of its own.
+   * Where an executable's stdout and stderr go. 'files': `stdout` and `stderr` in its own sandbox. 'stream': through pipes into a few stream files of its pilot (<pilot sandbox>/output/*.pfout), framed per task: no file or directory of its own; tmgr.tail, `pilotfish tail` and `pilotfish logs` read them. Either way the last lines come back as task.stdout and task.stderr. Default: the pilot's agent.output ('stream' unless the pilot says). A service always writes files; a function call's output is what it prints while it runs, streamed (docs/functions.md).
    */
   output?: 'files' | 'stream';
   /**
-   * The most bytes of its stdout and stderr (together) kept, per attempt, with output 'stream': the first half as it comes, then only the last half (held by its spawner helper until its output ends); what lies between is dropped, in its place a line '[pilotfish: N bytes dropped]' in each stream that lost bytes, and task.outputDropped says how many. Default: the pilot's agent.outputCapBytes (64 MiB). Output 'files' is not capped (docs/output.md).
+   * The most bytes of its stdout and stderr (together) kept, per attempt, with output 'stream': the first half as it comes, then only the last half (held by its spawner helper until its output ends); what lies between is dropped, in its place a line '[pilotfish: N bytes dropped]' in each stream that lost bytes, and task.outputDropped says how many. Default: the pilot's agent.outputCapBytes (64 MiB). Output 'files' is not capped (docs/output.md). A function call keeps at most 1 MiB, or this if lower.
    */
   outputCapBytes?: number;
   /**

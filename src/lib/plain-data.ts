@@ -7,7 +7,7 @@ import type { ValidationIssue } from '../errors';
  */
 export type BinaryZones = { readonly [key: string]: BinaryZones | true };
 
-/** Deeper than this is refused: a cycle, or nothing a description needs. */
+/** Deeper than this is refused: nothing a description needs (a cycle is named as one). */
 const MAX_DEPTH = 512;
 
 interface Entry {
@@ -29,6 +29,17 @@ function pathOf(e: Entry): string {
   return out;
 }
 
+/**
+ * How many levels above `e` its value `obj` is already (a cycle), or undefined: a count, not a
+ * path, since callers prefix the paths of issues. Walking up costs the depth, which is small in
+ * what is submitted (a description's values nest a few levels).
+ */
+function levelsUpTo(e: Entry, obj: object): number | undefined {
+  let up = 1;
+  for (let at = e.parent; at !== undefined; at = at.parent, up++) if (at.v === obj) return up;
+  return undefined;
+}
+
 /** What a value that is not plain JSON data is, for the message. */
 function kindOf(v: object): string {
   if (v instanceof Map) return 'a Map';
@@ -48,7 +59,8 @@ function kindOf(v: object): string {
  * null, arrays, strings, finite numbers, booleans, null), each naming its JSON path: ajv sees a
  * Map, a RegExp or a Date as an object with no properties and passes it, and the encoder then
  * sends `{}`. An `undefined` property is left out, as JSON does; `undefined` in an array is
- * refused. One iterative walk, no copy: submit checks every description of a bulk with it.
+ * refused, and so is a cycle (naming the path it leads back to). One iterative walk, no copy:
+ * submit checks every description of a bulk with it.
  */
 export function plainDataIssues(
   value: unknown,
@@ -92,7 +104,7 @@ export function plainDataIssues(
     bytes += 5;
     if (v === null) continue;
     if (e.depth >= MAX_DEPTH) {
-      refuse(e, `must nest at most ${MAX_DEPTH} levels (a cycle?)`);
+      refuse(e, `must nest at most ${MAX_DEPTH} levels`);
       continue;
     }
     const obj = v;
@@ -112,6 +124,11 @@ export function plainDataIssues(
         );
         continue;
       }
+    }
+    const up = levelsUpTo(e, obj);
+    if (up !== undefined) {
+      refuse(e, `must not be a cycle (it is the value ${up} level${up === 1 ? '' : 's'} up)`);
+      continue;
     }
     const depth = e.depth + 1;
     if (items !== undefined) {

@@ -16,6 +16,7 @@ import {
   sendError,
 } from './errors';
 import { eventRoutes } from './routes/events';
+import { fileRoutes } from './routes/files';
 import { metricsRoutes } from './metrics';
 import { metaRoutes } from './routes/meta';
 import { outputRoutes } from './routes/output';
@@ -98,6 +99,7 @@ export async function buildApi(ctx: ServiceContext, opts: ApiOptions): Promise<F
   metaRoutes(app, ctx, () => opts.closing());
   taskRoutes(app, ctx);
   taskFileRoutes(app, ctx);
+  fileRoutes(app, ctx);
   eventRoutes(app, ctx);
   outputRoutes(app, ctx);
   pilotRoutes(app, ctx);

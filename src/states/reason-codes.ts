@@ -212,6 +212,11 @@ export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
       'the warm worker running the function call died (crash, abort, exit, out of memory); it was replaced',
     emitters: ['Executor'],
   },
+  E_WORKER_START: {
+    meaning:
+      "the pilot's function workers of the call's language cannot start (no such interpreter, no msgpack, they die before ready): their error is given; tried once per pilot, not retried",
+    emitters: ['Executor'],
+  },
   I_PILOT_DONE: {
     meaning: 'the pilot ended as asked (its agent said DONE)',
     emitters: ['PilotLauncher'],

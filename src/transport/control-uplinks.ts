@@ -14,6 +14,7 @@ const FROM_AGENTS = new Set<ControlMessage['type']>([
   'agent_final',
   'agent_waits',
   'agent_returns',
+  'agent_warning',
 ]);
 
 /**

@@ -22,3 +22,21 @@ export function lines(file: string, n: number, timeoutMs = 60_000): Promise<stri
     `${n} lines in ${file}`,
   );
 }
+
+/** Resolves once `file` holds `text` (fs.watch on its directory, with a deadline). */
+export function fileContains(file: string, text: string, timeoutMs = 10_000): Promise<void> {
+  const holds = (): boolean => existsSync(file) && readFileSync(file, 'utf8').includes(text);
+  return withTimeout(
+    new Promise<void>((resolve) => {
+      const check = (): void => {
+        if (!holds()) return;
+        w.close();
+        resolve();
+      };
+      const w = watch(path.dirname(file), check);
+      check();
+    }),
+    timeoutMs,
+    `'${text}' in ${file}`,
+  );
+}

@@ -21,8 +21,7 @@ exit status:
   0  the output was printed (with --out: written)
   1  a named task is not in the session (nothing is printed), or some output cannot be read
      here (a pilot's sandbox on nodes that share no file system with this machine, of a session
-     that has ended; a damaged stream file; a named function call): the rest is printed, the
-     message is on stderr
+     that has ended; a damaged stream file): the rest is printed, the message is on stderr
   2  wrong usage, or no such session (the message is on stderr)
 
 SESSION is a session uid in --dir or a session directory.
@@ -81,10 +80,6 @@ async function logs(session: string, uids: string[], flags: LogsFlags): Promise<
   const views = viewsOf(await readNotifications(dir), (p) => facts.pilots.get(p)?.sandbox);
   const wanted = new Map<string, Wanted>();
   for (const uid of uids.length > 0 ? new Set(uids) : facts.tasks.keys()) {
-    if (facts.tasks.get(uid)!.mode === 'function') {
-      if (uids.length > 0) problems.push(`task ${uid} is a function call: it writes no output`);
-      continue;
-    }
     if (flags.out !== undefined && (uid === '.' || uid === '..')) {
       problems.push(`task '${uid}' cannot be written out: its uid is not a file name`);
       continue;

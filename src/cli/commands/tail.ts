@@ -24,8 +24,7 @@ const EXIT_STATUS = `
 exit status:
   0  the output was printed (with -f: the task has ended)
   1  the session has no task with that uid, or its output cannot be read here (the sandbox is
-     on nodes that share no file system with this machine and the session has ended, or the
-     task is a function call, which writes no output file)
+     on nodes that share no file system with this machine and the session has ended)
   2  wrong usage, or no such session (the message is on stderr)
   4  with --server: no server answers at the URL (with -f: not even after reconnecting)
 
@@ -84,10 +83,7 @@ async function tail(session: string, uid: string, flags: TailFlags): Promise<num
       process.stderr.write(`pilotfish tail: no task '${uid}' in session ${path.basename(dir)}\n`);
       return EXIT.failed;
     }
-    const { source, description } = found;
-    if (description.mode === 'function') {
-      throw new OutputUnavailableError(`task ${uid} is a function call: it writes no output file`);
-    }
+    const { source } = found;
     const stream = flags.stderr === true ? 'stderr' : 'stdout';
     const lines = tailOutput(source, { follow: flags.follow === true, stream });
     const out =

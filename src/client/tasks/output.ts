@@ -210,8 +210,8 @@ function watchedDir(origin: Origin): string {
 /**
  * tailOutput of a task this client follows: its sandbox and its end as its states are delivered
  * (`onState`: the TaskManager's), its pilot's sandbox from `pilotSandbox`, read through its
- * agent (`agents`) where this machine does not see it. A function call writes no output file:
- * OutputUnavailableError.
+ * agent (`agents`) where this machine does not see it. A function call's output is framed into
+ * its pilot's stream files (what it printed while it ran: docs/functions.md), as 'stream'.
  */
 export function tailTask(
   task: Task,
@@ -220,18 +220,14 @@ export function tailTask(
   pilotSandbox: (pilot: string) => string | undefined = () => undefined,
   agents?: { files(pilot: string): SandboxFiles },
 ): AsyncGenerator<string, void, undefined> {
-  if (task.description.mode === 'function') {
-    throw new OutputUnavailableError(
-      `task ${task.uid} is a function call: it writes no output file`,
-    );
-  }
+  const call = task.description.mode === 'function';
   return tailOutput(
     {
       uid: task.uid,
       now: () => ({
         sandbox: task.sandbox,
         final: task.final,
-        output: task.output,
+        output: call ? 'stream' : task.output,
         pilotSandbox: task.pilot === undefined ? undefined : pilotSandbox(task.pilot),
         pilot: task.pilot,
         attempt: task.attempt,

@@ -15,11 +15,13 @@ import type {
   StopHow,
 } from './effects';
 import type { LaunchOptions } from './launch';
+import { CallOutputFile } from './functions/call-output-file';
 import { FunctionRunner } from './functions/function-runner';
+import { DEFAULT_MAX_OUTPUT_BYTES } from './functions/worker/protocol';
 import { ServiceRunner } from './service/service-runner';
 import { readStepFailures } from './process/step-status';
 import { SpawnerPool, type SpawnerHelper, type SpawnerPoolOptions } from './process/spawner-pool';
-import type { StreamLimits } from './process/spawner-pool-options';
+import { streamShare, type StreamLimits } from './process/spawner-pool-options';
 
 export interface ExecutorShellOptions {
   /** Spawner helper processes. */
@@ -42,6 +44,8 @@ export interface ExecutorShellOptions {
   holdMs?: number;
   /** The runners cannot start tasks any more (spawner helpers keep dying): the pilot should end. */
   onUnusable?(message: string): void;
+  /** Something the pilot should say it found wrong, once (function workers that cannot start). */
+  onWarning?(message: string): void;
   /** Function tasks: warm workers (default: one per core of the agent's node), their logs' dir. */
   functions?: {
     workers: number;
@@ -177,6 +181,7 @@ export class ExecutorShell implements ExecutorEffects {
       for (const e of events) this.calls.delete(e.uid);
     };
     return new FunctionRunner({
+      ...this.callOutput(),
       workers: f?.workers ?? 1,
       logDir: f?.logDir ?? '.',
       ...(f?.cpusOf !== undefined ? { cpusOf: f.cpusOf } : {}),
@@ -192,8 +197,28 @@ export class ExecutorShell implements ExecutorEffects {
         done(evs);
         this.core.onStartFailedBulk(evs);
       },
-      unusable: (message) => this.opts.logger.error('function worker given up', { message }),
+      unusable: (message) => {
+        this.opts.logger.error('function worker given up', { message });
+        this.opts.onWarning?.(message);
+      },
+      cannotStart: (message) => this.opts.onWarning?.(message),
     });
+  }
+
+  /**
+   * What function calls print: framed into the pilot's stream files (a file of their own, with
+   * a helper's share of the disk), each call's capped at 1 MiB or the pilot's cap if lower.
+   */
+  private callOutput(): { output?: { file: CallOutputFile; maxOutputBytes: number } } {
+    const { streamDir, streamLimits, spawners, logger } = this.opts;
+    if (streamDir === undefined) return {};
+    const file = new CallOutputFile({
+      dir: streamDir,
+      logger,
+      ...streamShare(streamLimits, spawners),
+    });
+    const cap = Math.min(DEFAULT_MAX_OUTPUT_BYTES, streamLimits?.capBytes ?? Infinity);
+    return { output: { file, maxOutputBytes: cap } };
   }
 
   // Runner events into the core

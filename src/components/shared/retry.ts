@@ -6,7 +6,8 @@ import type { ReasonCode } from '../../states/reason-codes';
 /**
  * Ways an attempt can end that another attempt may fix (the task's own failure, a timeout, a
  * lost pilot or spawner). Output lost to a full disk is no failure (task.outputLost). A cancel never retries, nor does what would fail again the same way
- * (a missing executable or file, a task no pilot can hold, a broken dependency).
+ * (a missing executable or file, a task no pilot can hold, a broken dependency, function
+ * workers that cannot start: E_WORKER_START).
  */
 const RETRYABLE: ReadonlySet<ReasonCode> = new Set<ReasonCode>([
   'E_EXIT_CODE',

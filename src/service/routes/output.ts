@@ -56,7 +56,7 @@ export function outputRoutes(app: FastifyInstance, ctx: ServiceContext): void {
       const header = req.headers['last-event-id'];
       const resumed = typeof header === 'string' && /^[0-9]{1,15}$/.test(header.trim());
       const from = Number(resumed ? header.trim() : (req.query.offset ?? 0));
-      // throws for a function call (it writes no output): a 404 before any byte is sent
+      // a function call's output is what it printed while it ran (its pilot's stream files)
       const lines = ctx.tmgr.tail(task.uid, { follow, stream: req.query.stream ?? 'stdout' });
       if (!follow) return whole(reply, lines, from, req.headers.range);
       const sse = openEventStream(reply);

@@ -6,11 +6,15 @@ import type { ServiceContext } from '../context';
 import { UID_PARAMS } from './params';
 import { taskDetail } from '../views';
 import { submitRoute } from './submit';
+import { waitRoute } from './wait';
+import { resultFileRoute } from './result-file';
 import { pageOf, TASK_LIST_QUERY, type TaskListQuery } from './task-list';
 
 /** Tasks: submit, list, get (with why it waits), result, cancel (docs/service.md, "Tasks"). */
 export function taskRoutes(app: FastifyInstance, ctx: ServiceContext): void {
   submitRoute(app, ctx);
+  waitRoute(app, ctx);
+  resultFileRoute(app, ctx);
 
   app.get<{ Querystring: TaskListQuery }>(
     '/v1/tasks',

@@ -88,8 +88,8 @@ if (without === undefined) console.warn('start failure test skipped: every pytho
         },
       ]);
       await fx.tmgr.waitTasks({ timeoutMs: 60_000 });
-      expect(t!.state).toBe('FAILED');
-      expect(t!.reason?.message).toContain('python function workers did not start');
+      expect([t!.state, t!.reason?.code]).toEqual(['FAILED', 'E_WORKER_START']);
+      expect(t!.reason?.message).toContain('python function workers cannot start');
       expect(t!.reason?.message).toContain("'msgpack' cannot be imported");
       expect(t!.reason?.message).toContain('pip install msgpack');
     },

@@ -81,14 +81,17 @@ describe('tmgr.tail on a local pilot', () => {
     90_000,
   );
 
-  it('refuses a function task and an unknown uid', async () => {
+  it('gives no line of a function call that printed nothing, and refuses an unknown uid', async () => {
     const fx = await fixture.open();
     const [f] = await fx.tmgr.submitTasks([
       { mode: 'function', function: { module: 'node:os', export: 'hostname' } },
     ]);
-    expect(() => fx.tmgr.tail(f!.uid)).toThrow(OutputUnavailableError);
     expect(() => fx.tmgr.tail('no-such-task')).toThrow(/no-such-task/);
+    // followed from before it ran to its end (what calls print: function-output.test.ts)
+    const lines = collect(fx.tmgr.tail(f!.uid, { follow: true }));
     await fx.tmgr.waitTasks({ timeoutMs: 30_000 });
+    expect(await withTimeout(lines, 30_000, 'follower')).toEqual([]);
+    expect(await collect(fx.tmgr.tail(f!.uid))).toEqual([]);
   }, 60_000);
 
   it("a streamed task's frames without an end frame (a helper that died): what is there, then the end", async () => {

@@ -184,6 +184,9 @@ suite(title, () => {
       'dist/src/components/executor/process/helper/main.js',
       'dist/schemas/task-description.schema.json',
       'workers/python_worker.py',
+      'workers/pilotfish_remote.py',
+      'python/pilotfish/__init__.py',
+      'python/pyproject.toml',
       'dist/native/pf-spawner',
       'native/spawner/pf-spawner.c',
       'scripts/install-native.js',
@@ -197,7 +200,7 @@ suite(title, () => {
     }
     expect(packed.find((f) => f.path === 'dist/native/pf-spawner')!.mode & 0o111).toBe(0o111);
     const allowed =
-      /^(package\.json|README\.md|LICENSE|CHANGELOG\.md|docs\/[\w-]+\.md|docs\/images\/[\w-]+\.png|dist\/(src|schemas)\/.*|workers\/[^/]+\.py|dist\/native\/pf-spawner|native\/spawner\/pf-spawner\.c|scripts\/install-native\.js)$/;
+      /^(package\.json|README\.md|LICENSE|CHANGELOG\.md|docs\/[\w-]+\.md|docs\/images\/[\w-]+\.png|dist\/(src|schemas)\/.*|workers\/[^/]+\.py|python\/pilotfish\/[\w]+\.py|python\/(pyproject\.toml|README\.md)|dist\/native\/pf-spawner|native\/spawner\/pf-spawner\.c|scripts\/install-native\.js)$/;
     expect(paths.filter((p) => !allowed.test(p))).toEqual([]);
     expect(paths.filter((p) => /(^|\/)(test|node_modules)\/|\.test\.js$|\.cmd$/.test(p))).toEqual(
       [],

@@ -46,7 +46,26 @@ describe('plainDataIssues', () => {
       { path: '/a~1b/~0', message: 'must be JSON data (a symbol is not)' },
     ]);
     expect(plainDataIssues(cycle)).toEqual([
-      { path: '/self'.repeat(512), message: 'must nest at most 512 levels (a cycle?)' },
+      { path: '/self', message: 'must not be a cycle (it is the value 1 level up)' },
+    ]);
+  });
+
+  it('names a cycle by where it leads back to, and takes a value seen twice that is not one', () => {
+    const shared = { n: 1 };
+    const list: unknown[] = [shared, shared];
+    const top = { a: { list } };
+    list.push({ up: top.a });
+    expect(plainDataIssues(top)).toEqual([
+      { path: '/a/list/2/up', message: 'must not be a cycle (it is the value 3 levels up)' },
+    ]);
+    expect(plainDataIssues({ x: [shared, { again: shared }] })).toEqual([]);
+  });
+
+  it('refuses nesting deeper than 512 levels', () => {
+    let deep: unknown = [];
+    for (let i = 0; i < 600; i++) deep = [deep];
+    expect(plainDataIssues(deep)).toEqual([
+      { path: '/0'.repeat(512), message: 'must nest at most 512 levels' },
     ]);
   });
 

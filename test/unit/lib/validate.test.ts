@@ -268,7 +268,7 @@ describe('parseControlMessage', () => {
   it('lists the known types when type matches none', () => {
     const err = rejection(() => parseControlMessage({ type: 'reboot' }));
     expect(text(err.issues)).toEqual([
-      '/type must be one of "cancel_tasks", "service_gone", "shutdown_agent", "agent_ready", "agent_final", "probe", "heartbeat", "client_resumed", "agent_heartbeat", "agent_waits", "agent_returns"',
+      '/type must be one of "cancel_tasks", "service_gone", "shutdown_agent", "agent_ready", "agent_final", "probe", "heartbeat", "client_resumed", "agent_heartbeat", "agent_waits", "agent_returns", "agent_warning"',
     ]);
   });
 

@@ -46,7 +46,9 @@ export class FunctionPool {
   private readonly dirty = new Set<PoolWorker>();
   private flushQueued = false;
   private closing: Promise<void> | undefined;
-  private readonly maxResultBytes: number;
+  /** start() resolved: a worker that dies is replaced (before, the start fails instead). */
+  private up = false;
+  private readonly limits: { maxResultBytes: number; maxOutputBytes: number };
   private readonly log: Logger;
   private readonly events: PoolEvents;
   private readonly hooks: WorkerHooks;
@@ -57,7 +59,10 @@ export class FunctionPool {
   ) {
     this.log = opts.logger;
     this.events = new PoolEvents(opts.handlers, opts.logger);
-    this.maxResultBytes = opts.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
+    this.limits = {
+      maxResultBytes: opts.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
+      maxOutputBytes: opts.maxOutputBytes ?? 0,
+    };
     this.hooks = {
       log: opts.logger,
       ready: (w) => this.onReady(w),
@@ -88,6 +93,7 @@ export class FunctionPool {
       await pool.close();
       throw e;
     }
+    pool.up = true;
     pool.log.info('function workers started', {
       count: opts.workers,
       language: opts.language ?? 'node',
@@ -191,7 +197,7 @@ export class FunctionPool {
     this.workers[index] = new PoolWorker(
       index,
       p,
-      this.maxResultBytes,
+      this.limits,
       this.startTimeoutMs,
       this.hooks,
       pending,
@@ -216,7 +222,8 @@ export class FunctionPool {
     const said = `(${how})${tail === '' ? '' : `; its stderr ends:\n${tail}`}`;
     // why it did not start (a Python without msgpack says so on stderr) reaches the task
     w.readyWait.reject(new Error(`function worker ${w.index} exited before it was ready ${said}`));
-    if (this.closing !== undefined) return;
+    // while the pool starts, it has no calls: its start fails, no worker is started again
+    if (this.closing !== undefined || !this.up) return;
     const failed: CallLost[] = [];
     const unanswered = [...w.inflight.values()];
     // The first unanswered call is the one it ran, unless it had finished some after it whose

@@ -20,14 +20,34 @@ export interface FunctionCallJob {
   /** The call's working directory, where `module` is resolved from; default the agent's. */
   cwd?: string;
   worker: number;
+  /** Its task's attempt, which the frames of its output name (default 1). */
+  attempt?: number;
+  /** Its own output cap (its task's outputCapBytes): the lower of it and maxOutputBytes holds. */
+  outputCap?: number;
 }
 
 export type CallError = WireError;
 
-/** The function returned (`value`: the msgpack encoding of what it returned) or threw. */
-export type CallOutcome =
+/**
+ * What a call printed while it ran (maxOutputBytes): each stream's bytes, capped (WireOutput),
+ * and the attempt of its job.
+ */
+export interface CallPrinted {
+  attempt: number;
+  stdout?: Uint8Array;
+  stderr?: Uint8Array;
+  /** Bytes its cap dropped. */
+  dropped?: number;
+}
+
+/**
+ * The function returned (`value`: the msgpack encoding of what it returned) or threw;
+ * `printed` when it printed anything while it ran.
+ */
+export type CallOutcome = (
   | { uid: string; ok: true; value: Uint8Array }
-  | { uid: string; ok: false; error: CallError; phase: CallPhase };
+  | { uid: string; ok: false; error: CallError; phase: CallPhase }
+) & { printed?: CallPrinted };
 
 /** Why a call was lost: its outcome is unknown or never came. */
 export type CallLostCode =
@@ -82,6 +102,11 @@ export interface FunctionPoolOptions {
   cpusOf?: (i: number) => string | undefined;
   /** Largest encoded result; default 1 MiB. */
   maxResultBytes?: number;
+  /**
+   * What one call may print, kept for it and given with its outcome (`printed`); default 0:
+   * what calls print goes to the log files.
+   */
+  maxOutputBytes?: number;
   /** At close: between the end of the request pipes and the SIGKILL of workers still there. */
   killGraceMs: number;
   /** For a worker to say it is ready; default 10 s. */

@@ -6,14 +6,16 @@
 import { errorMeta } from '../../../errors';
 import { deferred, type Deferred } from '../../../lib/deferred';
 import type { Logger } from '../../../lib/logger';
-import type { CallOutcome, CallStarted, FunctionCallJob } from './pool-types';
+import type { CallOutcome, CallPrinted, CallStarted, FunctionCallJob } from './pool-types';
 import {
   FrameReader,
   PROTOCOL_VERSION,
   frame,
   maxReplyFrameBytes,
   protocolCodec,
+  type ParentMessage,
   type WireCall,
+  type WireResult,
   type WorkerMessage,
 } from './worker/protocol';
 import { killGroup, type WorkerProcess } from './worker-process';
@@ -63,18 +65,24 @@ export class PoolWorker {
   constructor(
     readonly index: number,
     readonly p: WorkerProcess,
-    maxResultBytes: number,
+    limits: { maxResultBytes: number; maxOutputBytes: number },
     startTimeoutMs: number,
     private readonly hooks: WorkerHooks,
     pending: Call[],
   ) {
     this.pending = pending;
-    this.reader = new FrameReader(maxReplyFrameBytes(maxResultBytes));
+    const { maxResultBytes, maxOutputBytes } = limits;
+    this.reader = new FrameReader(maxReplyFrameBytes(maxResultBytes, maxOutputBytes));
     // only the pool's start() waits for readiness: a replacement's failure is seen in `closed`
     this.readyWait.promise.catch(() => undefined);
-    p.requests.write(
-      frame(codec.pack({ t: 'init', protocol: PROTOCOL_VERSION, worker: index, maxResultBytes })),
-    );
+    const init: ParentMessage = {
+      t: 'init',
+      protocol: PROTOCOL_VERSION,
+      worker: index,
+      maxResultBytes,
+    };
+    if (maxOutputBytes > 0) init.maxOutputBytes = maxOutputBytes;
+    p.requests.write(frame(codec.pack(init)));
     // EPIPE once it died: 'close' tells the pool
     p.requests.on('error', (e) =>
       hooks.log.debug('function worker request pipe error', { pid: p.pid, ...errorMeta(e) }),
@@ -149,6 +157,7 @@ export class PoolWorker {
     const w: WireCall = { id: c.id, module: job.module };
     if (job.export !== undefined) w.export = job.export;
     if (job.args !== undefined) w.args = job.args;
+    if (job.outputCap !== undefined) w.cap = job.outputCap;
     const env = job.env;
     const last = this.sentEnv;
     let set: Record<string, string> | undefined;
@@ -212,11 +221,20 @@ export class PoolWorker {
       if (call === undefined) continue; // taken back, or answered already
       this.inflight.delete(r.id);
       const uid = call.job.uid;
-      out.push(
-        r.ok
-          ? { uid, ok: true, value: r.value }
-          : { uid, ok: false, error: r.error, phase: r.phase },
-      );
+      const o: CallOutcome = r.ok
+        ? { uid, ok: true, value: r.value }
+        : { uid, ok: false, error: r.error, phase: r.phase };
+      if (r.stdout !== undefined || r.stderr !== undefined) o.printed = printedOf(call, r);
+      out.push(o);
     }
   }
+}
+
+/** What the call printed, as its result brings it. */
+function printedOf(call: Call, r: WireResult): CallPrinted {
+  const printed: CallPrinted = { attempt: call.job.attempt ?? 1 };
+  if (r.stdout !== undefined) printed.stdout = r.stdout;
+  if (r.stderr !== undefined) printed.stderr = r.stderr;
+  if (r.dropped !== undefined) printed.dropped = r.dropped;
+  return printed;
 }

@@ -53,7 +53,10 @@ export const functionKind: ExecutorKind<FunctionJob> = {
       module: f.module,
       env,
       worker: slot?.cores[0] ?? 0,
+      attempt: task.attempt, // its output's frames name it
     };
+    const cap = task.description.outputCapBytes;
+    if (cap !== undefined) call.outputCap = cap;
     if (f.language === 'python') call.language = 'python';
     if (f.export !== undefined) call.export = f.export;
     if (f.args !== undefined) call.args = f.args;
@@ -77,8 +80,11 @@ export const functionKind: ExecutorKind<FunctionJob> = {
   },
 
   startFailure(task, _job, f, pid): Reason {
+    // the pool's workers cannot start: its message names the interpreter, the worker's error
+    // and the fix (FunctionRunner), the same for every call of that language
+    if (f.code === 'E_WORKER_START') return reason('E_WORKER_START', f.message);
     const what = task.description.function?.module ?? '?';
-    // a worker died under the call (replaced since), or none could start, or the pilot closed
+    // a worker died under the call (replaced since), or the pilot closed
     const code = f.code === 'E_WORKER_DIED' ? 'E_WORKER_DIED' : 'E_EXEC_FAILED';
     return reason(code, `the call of ${what} was lost: ${f.message}`, {
       cause: f.code,

@@ -89,14 +89,27 @@ export interface StreamLimits {
   diskBytes?: number;
 }
 
+/**
+ * One writer's share of the pilot's stream disk, one of `count` helpers: its stream file moves
+ * on to a new part at a quarter of it and keeps its parts within it (none: unbounded).
+ */
+export function streamShare(
+  limits: StreamLimits | undefined,
+  count: number,
+): { rotateBytes: number; keepBytes: number } | undefined {
+  if (limits?.diskBytes === undefined) return undefined;
+  const share = Math.max(1, Math.floor(limits.diskBytes / count));
+  return { rotateBytes: Math.max(1, Math.floor(share / 4)), keepBytes: share };
+}
+
 /** A helper's --stream-* arguments, one of `count` helpers sharing `limits`. */
 export function streamLimitArgs(limits: StreamLimits | undefined, count: number): string[] {
   const args: string[] = [];
   if (limits?.capBytes !== undefined) args.push('--stream-cap-bytes', String(limits.capBytes));
-  if (limits?.diskBytes !== undefined) {
-    const share = Math.max(1, Math.floor(limits.diskBytes / count));
-    args.push('--stream-rotate-bytes', String(Math.max(1, Math.floor(share / 4))));
-    args.push('--stream-keep-bytes', String(share));
+  const share = streamShare(limits, count);
+  if (share !== undefined) {
+    args.push('--stream-rotate-bytes', String(share.rotateBytes));
+    args.push('--stream-keep-bytes', String(share.keepBytes));
   }
   return args;
 }

@@ -1,7 +1,8 @@
 /**
  * The Node function worker: a warm process that runs function tasks for a FunctionPool, in the
  * protocol of protocol.ts (docs/function-workers.md). Requests on fd 3, replies on fd 4; what
- * the functions print goes to its stdout and stderr (the pool's log files).
+ * a call prints goes with its result when init asks for it (capture.ts), else (and what is
+ * printed between calls) to its stdout and stderr (the pool's log files).
  *
  * Calls run one at a time, in the order received. A function's module is imported once per
  * worker and kept, or its import error is kept: every later call of that module fails with the
@@ -24,10 +25,11 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { encodeResult } from './encodable';
 import { CallEnvironment } from './call-environment';
+import { OutputCapture } from './capture';
+import { toWireError } from './wire-error';
 import {
   DEFAULT_MAX_RESULT_BYTES,
   FrameReader,
-  MAX_ERROR_TEXT,
   PROTOCOL_VERSION,
   REPLY_FRAME_TARGET_BYTES,
   frame,
@@ -50,6 +52,9 @@ const codec = protocolCodec();
 const CACHE_ENTRIES = 10_000;
 const homeDir = process.cwd();
 let maxResultBytes = DEFAULT_MAX_RESULT_BYTES;
+/** What one call may print, kept for it (init); 0: its output goes to the log files. */
+let maxOutputBytes = 0;
+const capture = new OutputCapture();
 
 /** module (as the call names it) + cwd -> its resolved file, or the error resolving it. */
 const resolved = new Map<string, { file: string } | { error: WireError }>();
@@ -84,7 +89,7 @@ function send(msg: WorkerMessage): void {
 }
 
 function die(why: string): never {
-  process.stderr.write(`pilotfish function worker: ${why}\n`);
+  fs.writeSync(2, `pilotfish function worker: ${why}\n`); // never a call's output
   process.exit(70);
 }
 
@@ -119,6 +124,8 @@ function onMessage(m: ParentMessage): void {
         die(`protocol ${m.protocol} asked, ${PROTOCOL_VERSION} spoken`);
       }
       maxResultBytes = m.maxResultBytes;
+      maxOutputBytes = m.maxOutputBytes ?? 0;
+      if (maxOutputBytes > 0) capture.install(maxOutputBytes);
       break;
     case 'calls':
       for (const c of m.calls) waiting.add(c.id);
@@ -185,6 +192,8 @@ function run(c: WireCall): void {
     return;
   }
   let value: unknown;
+  // what it prints from now until its answer is its own
+  if (maxOutputBytes > 0) capture.start(c.id, c.cap);
   try {
     const fn = target.fn; // called bare: `this` is undefined, as for a plain call
     value = fn(...(c.args ?? []));
@@ -350,36 +359,13 @@ function failure(id: number, error: WireError, phase: CallPhase): WireResult {
   return { id, ok: false, error, phase };
 }
 
-/** A stack without the frames of this file under the function's (how it was called). */
-function ownFrames(stack: string): string {
-  const lines = stack.split('\n');
-  const mine = lines.findIndex((l) => l.includes(__filename));
-  return mine < 0 ? stack : lines.slice(0, mine).join('\n');
-}
-
-function cut(text: string): string {
-  return text.length <= MAX_ERROR_TEXT ? text : `${text.slice(0, MAX_ERROR_TEXT)}... (cut)`;
-}
-
-/** What was thrown, as the protocol carries it (anything may be thrown, not only Errors). */
+/** What was thrown, as the protocol carries it; its stack without this file's frames. */
 function wireError(e: unknown): WireError {
-  if (e !== null && typeof e === 'object' && typeof (e as Error).message === 'string') {
-    const err = e as Error & { code?: unknown };
-    const out: WireError = { name: cut(String(err.name ?? 'Error')), message: cut(err.message) };
-    if (typeof err.stack === 'string') out.stack = cut(ownFrames(err.stack));
-    if (typeof err.code === 'string' || typeof err.code === 'number') out.code = String(err.code);
-    return out;
-  }
-  let text: string;
-  try {
-    text = typeof e === 'string' ? e : (JSON.stringify(e) ?? String(e));
-  } catch {
-    text = String(e);
-  }
-  return { name: 'Error', message: cut(`a non-error value was thrown: ${text}`) };
+  return toWireError(e, __filename);
 }
 
 function reply(r: WireResult): void {
+  capture.end(r); // the output of the call it answers, if captured
   outbox.push(r);
 }
 
@@ -409,6 +395,7 @@ function replyFrames(): Buffer[] {
   for (let i = 0; i < all.length; i++) {
     const r = all[i]!;
     bytes += r.ok ? r.value.length : 3 * (r.error.message.length + (r.error.stack?.length ?? 0));
+    bytes += (r.stdout?.length ?? 0) + (r.stderr?.length ?? 0);
     if (bytes >= REPLY_FRAME_TARGET_BYTES || i === all.length - 1) {
       const results = from === 0 && i === all.length - 1 ? all : all.slice(from, i + 1);
       frames.push(frame(codec.pack({ t: 'done', results } satisfies WorkerMessage)));
@@ -426,6 +413,7 @@ function replyFrames(): Buffer[] {
  * behind writes the socket still holds, nor into a full pipe.
  */
 process.on('exit', () => {
+  capture.spill(); // what the call that ended it printed: to the log files
   if (outbox.length === 0 || output.writableLength > 0) return;
   try {
     for (const f of replyFrames()) {

@@ -5,19 +5,22 @@
  * many bytes of one msgpack map (standard msgpack: no extension types but the timestamp). What a
  * worker prints goes to its stdout and stderr, which the pool sends to log files: never to fds 3/4.
  *
- *   parent -> worker: {t:'init', protocol, worker, maxResultBytes}       (first, once)
- *                     {t:'calls', calls:[{id, module, export?, args?, env?, unset?, cwd?}]}
+ *   parent -> worker: {t:'init', protocol, worker, maxResultBytes, maxOutputBytes?}   (first, once)
+ *                     {t:'calls', calls:[{id, module, export?, args?, env?, unset?, cwd?, cap?}]}
  *                     {t:'cancel', ids:[id...]}
  *   worker -> parent: {t:'ready', protocol, pid, language, version}     (first, once)
- *                     {t:'done', results:[{id, ok:true, value} |
- *                                         {id, ok:false, error:{name, message, stack?, code?}, phase}]}
+ *                     {t:'done', results:[{id, ok:true, value, stdout?, stderr?, dropped?} |
+ *                                         {id, ok:false, error:{name, message, stack?, code?}, phase,
+ *                                          stdout?, stderr?, dropped?}]}
  *
  * A worker runs its calls one at a time, in the order received, and answers each id once; a
  * cancel is answered at once (out of order), and the canceled call's own outcome is dropped.
  * `value` is a msgpack bin holding the msgpack encoding of what the function returned, so the
  * parent passes it on without decoding it. A call's `env`, `unset` and `cwd` say what differs
  * from the call before it in the same worker (protocol 2): most of a call's environment is its
- * slot's and its pilot's, the same from call to call. Light on purpose: the worker imports it.
+ * slot's and its pilot's, the same from call to call. With `maxOutputBytes` in init, what a
+ * call prints while it runs is its own: kept by the worker (capped) and sent with its result
+ * (`stdout`, `stderr`: absent when it printed nothing). Light on purpose: the worker imports it.
  */
 import { Packr, Unpackr } from 'msgpackr';
 
@@ -58,14 +61,37 @@ export interface WireCall {
    * previous call's; '' for the worker's own (the first call's, when absent).
    */
   cwd?: string;
+  /** This call's own output cap (its task's outputCapBytes); the lower cap holds. */
+  cap?: number;
 }
 
-export type WireResult =
+/**
+ * What a call printed while it ran (init's maxOutputBytes > 0), with its result: the bytes of
+ * its stdout and of its stderr (absent: none), capped as OutputCap keeps a task's (the first
+ * half of the cap as it came, then the last half, a marker line `[pilotfish: N bytes dropped]`
+ * between them in each stream that lost bytes), and how many bytes the cap dropped.
+ */
+export interface WireOutput {
+  stdout?: Uint8Array;
+  stderr?: Uint8Array;
+  dropped?: number;
+}
+
+export type WireResult = (
   | { id: number; ok: true; value: Uint8Array }
-  | { id: number; ok: false; error: WireError; phase: CallPhase };
+  | { id: number; ok: false; error: WireError; phase: CallPhase }
+) &
+  WireOutput;
 
 export type ParentMessage =
-  | { t: 'init'; protocol: number; worker: number; maxResultBytes: number }
+  | {
+      t: 'init';
+      protocol: number;
+      worker: number;
+      maxResultBytes: number;
+      /** What one call may print, kept for it (0 or absent: its output goes to the log files). */
+      maxOutputBytes?: number;
+    }
   | { t: 'calls'; calls: WireCall[] }
   | { t: 'cancel'; ids: number[] };
 
@@ -154,9 +180,10 @@ export class FrameReader {
   }
 }
 
-/** The largest reply frame a parent accepts from a worker with this result limit. */
-export function maxReplyFrameBytes(maxResultBytes: number): number {
-  return Math.max(maxResultBytes, REPLY_FRAME_TARGET_BYTES) + 1024 * 1024;
+/** The largest reply frame a parent accepts from a worker with these result and output limits. */
+export function maxReplyFrameBytes(maxResultBytes: number, maxOutputBytes = 0): number {
+  // the output of one call past the frame target, with its marker lines
+  return Math.max(maxResultBytes, REPLY_FRAME_TARGET_BYTES) + maxOutputBytes + 1024 * 1024;
 }
 
 /**
@@ -171,3 +198,6 @@ export const MAX_ERROR_TEXT = 16 * 1024;
 
 /** The result limit when the parent names none. */
 export const DEFAULT_MAX_RESULT_BYTES = 1024 * 1024;
+
+/** What one call may print, kept for it, unless its pilot's output cap is lower: 1 MiB. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;

@@ -12,17 +12,10 @@
  * Node gives a child's 'pipe' stdio as a socket pair, not a pipe: a task cannot open
  * /dev/stdout (ENXIO), which it can under the C helper.
  */
-import { closeSync, fstatSync, ftruncateSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import type { Readable } from 'node:stream';
-import { errnoOf, errnoText } from '../../../../lib/errno-text';
 import { TAIL_BYTES } from '../../../../lib/file-tail';
-import {
-  FRAME_DATA_MAX,
-  STREAM_MAGIC,
-  encodeFrame,
-  nextStreamPart,
-  type FrameKind,
-} from '../../../../lib/output-frames';
+import { FRAME_DATA_MAX, encodeFrame, type FrameKind } from '../../../../lib/output-frames';
+import { StreamAppender, type StreamAppenderOptions } from '../../../../lib/stream-appender';
 import { OutputCap } from './output-cap';
 import type { ExitTails } from './protocol';
 
@@ -136,49 +129,26 @@ export class TaskOutput {
   }
 }
 
-export interface StreamFileOptions {
-  /** Asks for a flush on a later turn (with the events of that turn). */
-  schedule(): void;
-  /** An error event's message. */
-  error(message: string): void;
+export interface StreamFileOptions extends StreamAppenderOptions {
   /** The cap of a task that names none (--stream-cap-bytes); undefined: none. */
   capBytes?: number | undefined;
-  /** After a flush that left the file at this size or more, the next part (--stream-rotate-bytes). */
-  rotateBytes?: number | undefined;
-  /** Parts are removed, oldest first, while all of them take more (--stream-keep-bytes). */
-  keepBytes?: number | undefined;
 }
 
-/** Frames of a task attempt that were not written: what a lost event says. */
-export interface LostOutput {
-  uid: string;
-  attempt: number;
-  errno: string;
-  /** The part the frames were for. */
-  file: string;
-}
+export type { LostOutput } from '../../../../lib/stream-appender';
 
-/** The helper's stream file, opened for appending (0600), STREAM_MAGIC first when empty. */
-export class StreamFile {
-  private fd: number;
-  /** The part written now, its size, and the earlier parts still on disk (oldest first). */
-  private current: string;
-  private size: number;
-  private readonly parts: { file: string; size: number }[] = [];
-  private frames: Buffer[] = [];
-  /** The outputs whose frames are queued. */
-  private owners = new Set<TaskOutput>();
+/**
+ * The helper's stream file (src/lib/stream-appender.ts: appends, rotates, cuts back a failed
+ * write) and the outputs of its tasks.
+ */
+export class StreamFile extends StreamAppender<TaskOutput> {
   private readonly outputs = new Set<TaskOutput>();
-  /** A write failed: said once, until one succeeds. */
-  private failing = false;
 
   /** Throws the open's error (the helper cannot start). */
   constructor(
-    readonly path: string,
+    path: string,
     private readonly opts: StreamFileOptions,
   ) {
-    this.current = path;
-    [this.fd, this.size] = openPart(path);
+    super(path, opts);
   }
 
   /** The output of a task about to start; `capBytes`: its own cap, else the helper's. */
@@ -188,90 +158,12 @@ export class StreamFile {
     return out;
   }
 
-  queue(frame: Buffer, owner: TaskOutput): void {
-    this.frames.push(frame);
-    this.owners.add(owner);
-    if (this.frames.length === 1) this.opts.schedule();
-  }
-
   forget(out: TaskOutput): void {
     this.outputs.delete(out);
-  }
-
-  /**
-   * Appends the queued frames in one write. A failed write is cut back off (never half a frame
-   * in the file), said once until a write succeeds, and its frames are lost: output never stops
-   * a task, but the task attempts whose frames were lost are returned (for lost events).
-   */
-  flush(): LostOutput[] {
-    if (this.frames.length === 0) return [];
-    const buf = this.frames.length === 1 ? this.frames[0]! : Buffer.concat(this.frames);
-    const owners = this.owners;
-    this.frames = [];
-    this.owners = new Set();
-    let off = 0;
-    try {
-      while (off < buf.length) off += writeSync(this.fd, buf, off);
-      this.failing = false;
-      this.size += buf.length;
-      this.rotate();
-      return [];
-    } catch (e) {
-      try {
-        if (off > 0) ftruncateSync(this.fd, fstatSync(this.fd).size - off);
-      } catch {
-        // the file is gone bad: the next write says so
-      }
-      const code = errnoOf(e);
-      if (!this.failing) {
-        this.opts.error(`cannot write the output stream '${this.current}': ${errnoText(code, e)}`);
-      }
-      this.failing = true;
-      const file = this.current;
-      return [...owners].map((o) => ({ uid: o.uid, attempt: o.attempt, errno: code, file }));
-    }
-  }
-
-  /**
-   * Past rotateBytes: the next part (nextStreamPart) takes the writes, and the oldest parts go
-   * while all take more than keepBytes. A part that cannot be opened: this one goes on.
-   */
-  private rotate(): void {
-    const { rotateBytes, keepBytes } = this.opts;
-    if (rotateBytes === undefined || this.size < rotateBytes) return;
-    const next = nextStreamPart(this.current);
-    let opened: [number, number];
-    try {
-      opened = openPart(next);
-    } catch {
-      return; // a full disk: the next flush tries again
-    }
-    closeSync(this.fd);
-    this.parts.push({ file: this.current, size: this.size });
-    [this.fd, this.size] = opened;
-    this.current = next;
-    let total = this.parts.reduce((n, p) => n + p.size, this.size);
-    while (keepBytes !== undefined && total > keepBytes && this.parts.length > 0) {
-      const old = this.parts.shift()!;
-      total -= old.size;
-      try {
-        unlinkSync(old.file);
-      } catch {
-        // removed by someone else: its room is free all the same
-      }
-    }
   }
 
   /** The helper exits: every output still open ends (its end frame). */
   finish(): void {
     for (const out of [...this.outputs]) out.finish();
   }
-}
-
-/** Opens a stream file for appending (0600), STREAM_MAGIC first when empty: its fd and size. */
-function openPart(file: string): [number, number] {
-  const fd = openSync(file, 'a', 0o600);
-  let size = fstatSync(fd).size;
-  if (size === 0) size = writeSync(fd, STREAM_MAGIC);
-  return [fd, size];
 }

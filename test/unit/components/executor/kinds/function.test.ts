@@ -39,6 +39,7 @@ describe('functionKind', () => {
           args: [7],
           cwd: '/sb/t1',
           worker: 3,
+          attempt: 2, // the frames of its output name it
           env: expect.objectContaining({
             PF_TASK_ID: 't1',
             PF_TASK_ATTEMPT: '2',
@@ -52,6 +53,14 @@ describe('functionKind', () => {
         },
       },
     });
+  });
+
+  it("carries its task's own output cap", () => {
+    const r = functionKind.prepare(fnTask(undefined, { outputCapBytes: 4096 }), '/sb/t1', {
+      mpirun: 'mpirun',
+      asRoot: false,
+    });
+    expect(r.ok && r.job.call.outputCap).toBe(4096);
   });
 
   it("refuses a slot on another node than the agent's (its workers run on the agent's node)", () => {
@@ -101,7 +110,18 @@ describe('functionKind', () => {
       component: 'Executor',
       detail: { cause: 'E_WORKER_DIED', pid: 9 },
     });
-    const start = { code: 'E_WORKER_START', message: 'function workers did not start' };
-    expect(functionKind.startFailure(t, job, start, undefined).code).toBe('E_EXEC_FAILED');
+    const closed = { code: 'E_POOL_CLOSED', message: 'the function pool was closed' };
+    expect(functionKind.startFailure(t, job, closed, undefined).code).toBe('E_EXEC_FAILED');
+  });
+
+  it("gives the pool's start failure as its own reason, in the runner's words", () => {
+    const t = fnTask();
+    const job = { kind: 'function' as const, call: { uid: 't1', module: 'm', env: {}, worker: 0 } };
+    const message = "python function workers cannot start (agent.python 'python3'): no msgpack";
+    expect(functionKind.startFailure(t, job, { code: 'E_WORKER_START', message }, 9)).toEqual({
+      code: 'E_WORKER_START',
+      message,
+      component: 'Executor',
+    });
   });
 });
