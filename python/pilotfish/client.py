@@ -40,7 +40,8 @@ class Client:
         self.url = url.rstrip("/")
         self._http = Transport(self.url, token, timeout=timeout, cafile=cafile)
         self._follower = Follower(self)
-        self._preflights = {}
+        self._preflights = {}  # what remote.preflight found, per libraries and place
+        self._uploaded = set()  # sha256 of payloads the service's files directory has
 
     @classmethod
     def from_dir(cls, directory, token_file="admin.token", **kw):

@@ -159,7 +159,7 @@ class RemoteFunction:
         if len(blob) <= INLINE_MAX:
             return {"b64": base64.b64encode(blob).decode("ascii"), "sha256": digest}, []
         path = f"pf-remote/{digest}"
-        uploaded = self._client.__dict__.setdefault("_uploaded", set())
+        uploaded = self._client._uploaded
         if digest not in uploaded:
             if not self._client.has_file(path):
                 self._client.upload(path, blob)
@@ -199,7 +199,7 @@ def preflight(client, libraries=(), where=None):
     where = where or {}
     libs = tuple(sorted(set(libraries)))
     key = (libs, json.dumps(where, sort_keys=True))
-    done = client.__dict__.setdefault("_preflights", {})
+    done = client._preflights
     with _preflight_lock:
         if key in done:
             if isinstance(done[key], Exception):

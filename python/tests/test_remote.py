@@ -109,6 +109,19 @@ class RemoteTest(unittest.TestCase):
         self.assertEqual((dev, devs), ("cuda:0", ["cuda:0"]))
         self.assertEqual((back.device, back.values), ("cpu", [1, 2]))
 
+    def test_what_a_call_prints_is_its_tasks_output(self):
+        @self.c.remote
+        def chatty(x):
+            print(f"working on {x}")
+            print("warned", file=sys.stderr)
+            return x
+
+        futures = [chatty.submit(i) for i in range(3)]
+        self.assertEqual([f.result(timeout=60) for f in futures], [0, 1, 2])
+        for i, f in enumerate(futures):
+            self.assertEqual(self.c.output(f.uid), f"working on {i}\n")
+            self.assertEqual(self.c.output(f.uid, stream="stderr"), "warned\n")
+
     def test_a_raise_fails_the_call_with_its_reason(self):
         @self.c.remote
         def boom(x):

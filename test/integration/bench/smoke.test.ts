@@ -91,6 +91,11 @@ const METRICS: Record<string, string[]> = {
     'router_requests_per_s',
     'swap_added_ms_p50',
   ],
+  python: [
+    'python_remote_calls_per_s',
+    'python_remote_round_trip_ms_p50',
+    'python_remote_round_trip_ms_p99',
+  ],
 };
 
 /**
@@ -108,6 +113,7 @@ const PEER_METRICS: Record<string, Partial<Record<keyof PeerAvailability, string
     dask: ['dask_tasks_per_s', 'exec_vs_dask_stream', 'exec_vs_dask_files'],
   },
   router: { nginx: ['nginx_requests_per_s', 'router_vs_nginx'] },
+  python: { dask: ['dask_map_calls_per_s', 'dask_round_trip_ms_p50', 'python_vs_dask'] },
   functions: {
     dask: [
       'dask_function_tasks_per_s',
@@ -148,6 +154,7 @@ const TIMEOUT_MS: Record<string, number> = {
   utilization: 60_000,
   serve: 60_000,
   router: 60_000,
+  python: 60_000,
 };
 
 describe('bench/', () => {
