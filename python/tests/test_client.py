@@ -58,6 +58,17 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(one["description"]["name"], "n0")
         self.assertEqual(one["history"][-1]["state"], "DONE")
 
+    def test_submits_a_pilot_that_takes_tasks_and_cancels_it(self):
+        [p] = self.c.submit_pilots([{"resource": "local", "cores": 1, "runtimeMin": 10}])
+        self.assertIn(p["uid"], [q["uid"] for q in self.c.pilots()])
+        [t] = self.c.submit([{"executable": "/bin/true", "pilot": p["uid"]}])
+        self.assertEqual(self.c.wait([t["uid"]], timeout=120)[t["uid"]]["pilot"], p["uid"])
+        self.c.cancel_pilot(p["uid"])
+        for ev in self.c.events():
+            if ev.kind == "pilot" and ev.data["uid"] == p["uid"] and ev.data["state"] in FINAL:
+                break
+        self.assertEqual(ev.data["state"], "CANCELED")
+
     def test_a_bad_description_is_refused_whole_naming_its_path(self):
         with self.assertRaises(PilotfishError) as e:
             self.c.submit([{"executable": "/bin/true"}, {"executable": 3}])
