@@ -45,16 +45,29 @@ export function attemptIntervals(task: TaskProfile, i: number, readAt: number): 
   return out;
 }
 
+/**
+ * Whether a pilot waits for a batch job before its agent starts: a local pilot has none, its
+ * agent is started at once, so the time from its submission is its start-up.
+ */
+export function waitsForJob(p: PilotProfile): boolean {
+  return p.resource !== 'local';
+}
+
 export function pilotIntervals(p: PilotProfile, readAt: number): PilotIntervals {
   const w = pilotWindow(p, readAt);
   const submitted = p.states[0]?.ts;
-  if (w === undefined) return submitted === undefined ? {} : { waitingForJob: [submitted, readAt] };
+  const job = waitsForJob(p);
+  if (w === undefined) {
+    if (submitted === undefined) return {};
+    return job ? { waitingForJob: [submitted, readAt] } : { startUp: [submitted, readAt] };
+  }
+  const from = submitted === undefined ? w.start : Math.min(submitted, w.start);
   const out: PilotIntervals = {
-    startUp: [w.start, w.active],
+    startUp: [job ? w.start : from, w.active],
     active: [w.active, w.drain],
     draining: [w.drain, w.end],
   };
-  if (submitted !== undefined) out.waitingForJob = [Math.min(submitted, w.start), w.start];
+  if (job && submitted !== undefined) out.waitingForJob = [from, w.start];
   return out;
 }
 

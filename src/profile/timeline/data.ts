@@ -1,3 +1,4 @@
+import { waitsForJob } from '../intervals';
 import { attemptEnd, attemptTimes, pilotWindow } from '../phases';
 import { pilotSlots, type PilotSlots } from '../pilot-slots';
 import type { Profile } from '../types';
@@ -87,7 +88,14 @@ function layLanes(profile: Profile): {
       uid: p.uid,
       lane: first,
       lanes: lanes.length - first,
-      times: [submitted, t.start, t.active, t.drain, t.end],
+      // a local pilot waits for no job: from its submission it starts up
+      times: [
+        submitted,
+        waitsForJob(p) ? t.start : Math.min(submitted, t.start),
+        t.active,
+        t.drain,
+        t.end,
+      ],
       final: p.final ?? p.states[p.states.length - 1]?.state ?? 'NEW',
     });
   });

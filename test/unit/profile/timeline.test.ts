@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { syntheticProfile } from '../../../bench/synthetic-profile';
+import { pilotIntervals } from '../../../src/profile/intervals';
 import { renderTimeline, timelineData } from '../../../src/profile/timeline';
 import { stateCounts } from '../../../src/profile/timeline/series';
 import type { Profile } from '../../../src/profile/types';
@@ -42,6 +43,44 @@ describe('timelineData', () => {
     expect(d.states[d.stateOf[1]!]).toBe('FAILED');
     expect(d.reasons[1]).toBe('E_EXIT_CODE: task exited with code 3');
     expect(d.pilots[0]!.times).toEqual([0, 0, 1000, 10000, 10000]);
+  });
+});
+
+describe("a pilot's bar", () => {
+  const submittedAt = (resource: string): Profile => {
+    const p = pilot('p1', [{ name: 'n', cores: 1, gpus: 0 }], { job: 3, active: 4, end: 10 });
+    p.resource = resource;
+    p.states.unshift({ state: 'NEW', ts: s(1) });
+    return { session: 'pf.t', readAt: s(20), pilots: [p], tasks: [] };
+  };
+
+  it('shows a batch pilot waiting for its job from its submission to its job', () => {
+    const prof = submittedAt('slurm');
+    expect(timelineData(prof).pilots[0]!.times).toEqual([0, 2000, 3000, 9000, 9000]);
+    expect(pilotIntervals(prof.pilots[0]!, prof.readAt)).toMatchObject({
+      waitingForJob: [s(1), s(3)],
+      startUp: [s(3), s(4)],
+    });
+  });
+
+  it('shows a local pilot, which waits for no job, starting up from its submission', () => {
+    const prof = submittedAt('local');
+    expect(timelineData(prof).pilots[0]!.times).toEqual([0, 0, 3000, 9000, 9000]);
+    const iv = pilotIntervals(prof.pilots[0]!, prof.readAt);
+    expect(iv.waitingForJob).toBeUndefined();
+    expect(iv.startUp).toEqual([s(1), s(4)]);
+  });
+
+  it('shows a local pilot not started yet as starting up, a batch one as waiting', () => {
+    for (const [resource, key] of [
+      ['local', 'startUp'],
+      ['slurm', 'waitingForJob'],
+    ] as const) {
+      const p = pilot('p1', undefined, {});
+      p.resource = resource;
+      p.states.unshift({ state: 'NEW', ts: s(1) });
+      expect(pilotIntervals(p, s(5))).toEqual({ [key]: [s(1), s(5)] });
+    }
   });
 });
 
