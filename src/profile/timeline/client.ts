@@ -71,8 +71,13 @@ export const CLIENT_JS = String.raw`
   }
   function geometry() {
     var W = Math.max(700, Math.floor(document.getElementById('pf-chart').clientWidth || 1200));
-    var laneH = Math.max(1, Math.min(14, Math.floor(560 / Math.max(L, 1))));
     var top = 8 + D.pilots.length * (PILOT_H + 4) + 10;
+    // the lanes take the window's height that the bands below leave (up to 48 px a lane, so a
+    // task's name fits in it); a short window keeps at least the old compact lanes and scrolls
+    var below = 22 + 80 + 22 + 110 + 6 + 28;
+    var room = window.innerHeight - document.getElementById('pf-chart').getBoundingClientRect().top - window.scrollY - top - below;
+    var fit = Math.floor(room / Math.max(L, 1));
+    var laneH = Math.max(1, Math.min(14, Math.floor(560 / Math.max(L, 1))), Math.min(48, fit));
     var lanesH = L * laneH;
     var utilTop = top + lanesH + 22;
     var countsTop = utilTop + 80 + 22;
@@ -114,6 +119,26 @@ export const CLIENT_JS = String.raw`
     }
     return d.map(function (parts) { return parts.join(''); });
   }
+  // a running task's name (else uid) inside its rectangle, where it is wide and tall enough
+  function taskLabels() {
+    if (G.laneH < 11) return '';
+    var out = [], lo = ML, hi = ML + G.PW, size = Math.min(12, G.laneH - 3);
+    for (var l = 0; l < L && out.length < 3000; l++) {
+      var y = G.top + l * G.laneH + Math.round(G.laneH / 2 + size / 2.8);
+      for (var j = laneFirst[l]; j < laneFirst[l + 1]; j++) {
+        var b = inLane[j] * 5;
+        if (T[b] > view.v1) break;
+        if (!(T[b + 3] > T[b + 2]) || T[b + 3] < view.v0) continue;
+        var x0 = Math.max(lo, xOf(T[b + 2])), x1 = Math.min(hi, xOf(T[b + 3]));
+        var chars = Math.floor((x1 - x0 - 6) / (size * 0.6));
+        if (chars < 3) continue;
+        var ti = TASK[inLane[j]], text = D.names[ti] || D.uids[ti];
+        if (text.length > chars) text = text.slice(0, chars - 1) + '\u2026';
+        out.push('<text class="task-label" x="' + (x0 + 3).toFixed(1) + '" y="' + y + '" font-size="' + size + '">' + esc(text) + '</text>');
+      }
+    }
+    return out.join('');
+  }
   function rect(x0, x1, y, h) {
     var w = Math.max(x1 - x0, 0.6).toFixed(1);
     return 'M' + x0.toFixed(1) + ' ' + y + 'h' + w + 'v' + h + 'h-' + w + 'z';
@@ -148,12 +173,15 @@ export const CLIENT_JS = String.raw`
   function countPaths() {
     var c = D.counts, max = 1;
     COUNTS.forEach(function (k) { for (var i = 0; i < c[k].length; i++) if (c[k][i] > max) max = c[k][i]; });
-    var y0 = G.countsTop + 110;
-    var paths = COUNTS.map(function (k) {
+    // each line a little above the one before it, so that lines of equal counts lie side by
+    // side instead of one hiding the others
+    var gap = 2.5, span = 110 - gap * (COUNTS.length - 1);
+    var paths = COUNTS.map(function (k, j) {
+      var y0 = G.countsTop + 110 - j * gap;
       var s = 'M' + ML + ' ' + y0, v = c[k];
       for (var i = 0; i < c.t.length; i++) {
         var x = Math.min(ML + G.PW, Math.max(ML, xOf(c.t[i])));
-        s += 'H' + x.toFixed(1) + 'V' + (y0 - (v[i] / max) * 110).toFixed(1);
+        s += 'H' + x.toFixed(1) + 'V' + (y0 - (v[i] / max) * span).toFixed(1);
       }
       return s + 'H' + (ML + G.PW);
     });
@@ -216,7 +244,7 @@ export const CLIENT_JS = String.raw`
     s += pilotsMarkup() + '<g class="lanes">' + lanesMarkup() + '</g>';
     s += ticks() + '<g clip-path="url(#pf-clip)">';
     for (var k = 0; k < 4; k++) s += '<path class="phase phase-' + PHASES[k] + '" d="' + paths[k] + '"/>';
-    s += '</g>';
+    s += taskLabels() + '</g>';
     s += '<text class="band-label" x="' + (ML - 6) + '" y="' + (G.utilTop + 44) + '">utilization</text>';
     s += '<text class="band-note" x="' + (ML - 6) + '" y="' + (G.utilTop + 80) + '">0%</text><text class="band-note" x="' + (ML - 6) + '" y="' + (G.utilTop + 9) + '">100%</text>';
     s += '<rect class="band" x="' + ML + '" y="' + G.utilTop + '" width="' + G.PW + '" height="80"/>';

@@ -28,6 +28,7 @@ line.grid { stroke: #d0d7de; stroke-width: 0.5; } line.node-sep { stroke: #8c959
 rect.band { fill: #fafbfc; stroke: #e3e6ea; }
 path.phase { shape-rendering: crispEdges; stroke: none; }
 .phase-scheduling { fill: #f2b134; } .phase-launching { fill: #8e6bd6; }
+.task-label { fill: #fff; pointer-events: none; font-family: ui-monospace, monospace; }
 .phase-running { fill: #2e7dd7; } .phase-tearingDown { fill: #e4572e; }
 rect.pilot-0 { fill: #d0d7de; } rect.pilot-1 { fill: #f5d48a; } rect.pilot-2 { fill: #9bd3ae; } rect.pilot-3 { fill: #a9b8cc; }
 path.util { fill: none; stroke-width: 1.2; } .util-cores { stroke: #2e7dd7; } .util-gpus { stroke: #8e6bd6; stroke-dasharray: 3 2; }

@@ -67,6 +67,28 @@ describeIf(title, () => {
     expect(
       await browser.evaluate<number>(`document.querySelectorAll('rect.pilot').length`),
     ).toBeGreaterThan(0);
+    // a local pilot waits for no job: no "waiting for its job" segment
+    expect(await browser.evaluate<number>(`document.querySelectorAll('rect.pilot-0').length`)).toBe(
+      0,
+    );
+    // lines of equal counts (all 0 at the start) lie side by side, none hidden under another
+    const starts = await browser.evaluate<number[]>(
+      `[...document.querySelectorAll('path.count')].map((p) => Number(/^M[\\d.]+ ([\\d.]+)/.exec(p.getAttribute('d'))[1]))`,
+    );
+    expect(new Set(starts).size).toBe(4);
+    // the lanes take the window's height: the drawing ends near the window's bottom edge,
+    // not with the lower part of the page empty
+    const bottom = await browser.evaluate<number>(
+      `document.getElementById('pf-svg').getBoundingClientRect().bottom / window.innerHeight`,
+    );
+    expect(bottom).toBeGreaterThan(0.9);
+    expect(bottom).toBeLessThanOrEqual(1.0);
+    // tasks wide enough carry their names (the mixed session names them) inside their rectangles
+    const labels = await browser.evaluate<string[]>(
+      `[...document.querySelectorAll('text.task-label')].map((t) => t.textContent)`,
+    );
+    expect(labels.length).toBeGreaterThan(0);
+    expect(labels.every((l) => l.length >= 3)).toBe(true);
 
     // the widest running rectangle: move the mouse to its middle
     const [x, y, w] = rects.sort((a, b) => b[2]! - a[2]!)[0]!;
