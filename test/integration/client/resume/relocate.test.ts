@@ -18,6 +18,7 @@ import { UsageError } from '../../../../src/errors';
 import type { PublishedAddresses } from '../../../../src/generated';
 import { PILOT_STATES } from '../../../../src/states/pilot-model';
 import { TASK_STATES } from '../../../../src/states/task-model';
+import { FREED_WITHIN_MS } from '../../../../src/transport/bind-when-free';
 import { readStoreChoice } from '../../../../src/updater/store-choice';
 import { clientChild, killAgents } from '../../../support/client-child';
 import { closedGate } from '../../../support/flock-gate';
@@ -37,6 +38,16 @@ function journal(dir: string): JournalEntry[] {
 function controlDownOf(dir: string): string {
   for (const e of journal(dir)) if (e.t === 'session') return e.addresses.controlDown;
   throw new Error(`no session entry in the journal of ${dir}`);
+}
+
+/** A server of this test listening at a port of its own (another process of the machine). */
+async function listening(): Promise<net.Server> {
+  const server = net.createServer((c) => c.destroy());
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host: '127.0.0.1', port: 0, exclusive: true }, () => resolve());
+  });
+  return server;
 }
 
 /** What `open` rejects with (it must reject). */
@@ -61,28 +72,37 @@ describe('an embedded-store session resumed where it cannot listen at its addres
     return { dir: s.dir, uid: s.uid, parent };
   }
 
-  it('opens at fresh ports while another process holds its control port, and publishes them in its directory (0600) for its agents', async () => {
-    const { dir, uid, parent } = await ended();
-    const down = controlDownOf(dir);
-    const port = Number(down.split(':').pop());
-    const holder = net.createServer();
-    await new Promise<void>((r) => holder.listen(port, '127.0.0.1', r));
-    try {
-      const s = await Session.open({ dir: parent, resume: uid });
-      await s.close();
-    } finally {
-      await new Promise((r) => holder.close(r));
-    }
-    const file = path.join(dir, 'addresses.json');
-    expect(statSync(file).mode & 0o777).toBe(0o600);
-    const published = JSON.parse(readFileSync(file, 'utf8')) as {
-      epoch: number;
-      controlDown: string;
-    };
-    expect(published.epoch).toBe(1);
-    expect(published.controlDown).not.toBe(down);
-    expect(journal(dir).filter((e) => e.t === 'addresses')).toMatchObject([{ epoch: 1 }]);
-  });
+  it(
+    'opens at fresh ports while another process holds its control port, and publishes them in its directory (0600) for its agents',
+    async () => {
+      const { dir, uid, parent } = await ended();
+      // The holder takes a port of its own, which the journal then names: the session's own port
+      // is let go by libzmq's I/O thread only a moment after its close resolved, so a listen
+      // there right after the close can find it still taken (EADDRINUSE, seen in CI).
+      const holder = await listening();
+      const held = `tcp://127.0.0.1:${(holder.address() as net.AddressInfo).port}`;
+      const entries = path.join(dir, 'journal.jsonl');
+      writeFileSync(entries, readFileSync(entries, 'utf8').replace(controlDownOf(dir), held));
+      try {
+        const s = await Session.open({ dir: parent, resume: uid });
+        await s.close();
+      } finally {
+        await new Promise((r) => holder.close(r));
+      }
+      const file = path.join(dir, 'addresses.json');
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      const published = JSON.parse(readFileSync(file, 'utf8')) as {
+        epoch: number;
+        controlDown: string;
+      };
+      expect(published.epoch).toBe(1);
+      expect(published.controlDown).toMatch(/^tcp:\/\/127\.0\.0\.1:\d+$/);
+      expect(published.controlDown).not.toBe(held);
+      expect(journal(dir).filter((e) => e.t === 'addresses')).toMatchObject([{ epoch: 1 }]);
+    },
+    // the resume first waits FREED_WITHIN_MS for the held port, as for one its last client frees
+    FREED_WITHIN_MS + 10_000,
+  );
 
   it("refuses to open when its addresses are another machine's (EADDRNOTAVAIL)", async () => {
     const { dir, uid, parent } = await ended();
