@@ -1,4 +1,5 @@
 import * as dag from './dag';
+import * as dashboard from './dashboard';
 import * as e2e from './e2e';
 import * as functions from './functions';
 import type { Benchmark } from './harness';
@@ -28,6 +29,7 @@ export const BENCHMARKS: readonly Benchmark[] = [
   serve,
   router,
   python,
+  dashboard,
 ];
 
 /** Files of bench/ that are not benchmarks. */
@@ -35,6 +37,7 @@ export const INFRASTRUCTURE = [
   'chromium',
   'cpu-prof-preload',
   'dag-dask',
+  'dashboard-scenario',
   'functions-dask',
   'harness',
   'index',

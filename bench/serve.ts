@@ -395,7 +395,7 @@ export interface Service {
  * The built CLI. Under ts-jest this module is bench/serve.ts: the CLI is the build's
  * (`npm run build`), as it is from dist/bench/serve.js.
  */
-function cliScript(): string {
+export function cliScript(): string {
   for (const p of [
     path.resolve(__dirname, '../src/cli/main.js'),
     path.resolve(__dirname, '../dist/src/cli/main.js'),

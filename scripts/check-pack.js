@@ -13,7 +13,12 @@ const root = path.resolve(__dirname, '..');
 const mtime = (rel) => fs.statSync(path.join(root, rel)).mtimeMs;
 
 const problems = [];
-for (const rel of ['dist/src/index.js', 'dist/src/agent/main.js', 'dist/native/pf-spawner']) {
+for (const rel of [
+  'dist/src/index.js',
+  'dist/src/agent/main.js',
+  'dist/native/pf-spawner',
+  'dist/dashboard/app.js',
+]) {
   if (!fs.existsSync(path.join(root, rel))) problems.push(`${rel} is missing`);
 }
 if (

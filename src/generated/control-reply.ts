@@ -78,6 +78,12 @@ export interface SessionStatus {
    */
   total: number;
   /**
+   * Failed tasks per reason code (`E_EXIT_CODE`: 3), codes with none left out; of a live session.
+   */
+  failures?: {
+    [k: string]: number;
+  };
+  /**
    * Tasks executing now: the first ones by submission, `runningTotal` in all.
    */
   running: RunningTask[];
@@ -122,6 +128,14 @@ export interface PilotStatus {
    * The GPUs it holds (what was asked, then what its agent reported).
    */
   gpus: number;
+  /**
+   * Of its cores, those its executing tasks asked for now (of a live session).
+   */
+  busyCores?: number;
+  /**
+   * Of its GPUs, those its executing tasks asked for now (of a live session).
+   */
+  busyGpus?: number;
   /**
    * Once it ended other than DONE: why.
    */

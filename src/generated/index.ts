@@ -29,6 +29,14 @@ export type { Reason } from './reason';
 export type { RouterConfig, RouterModel, RouterGroup } from './router-config';
 export type { SandboxReply } from './sandbox-reply';
 export type { SandboxRequest } from './sandbox-request';
+export type {
+  ServiceReply,
+  TaskSummary,
+  TaskPage,
+  HistoryEntry,
+  TaskDetail,
+  Whoami,
+} from './service-reply';
 export type { SessionOptionsInput } from './session-options';
 export type { StagingDirective } from './staging-directive';
 export type { StoreReply } from './store-reply';

@@ -39,6 +39,7 @@ import pilotState from '../../schemas/pilot-state.schema.json';
 import publishedAddresses from '../../schemas/published-addresses.schema.json';
 import reason from '../../schemas/reason.schema.json';
 import routerConfig from '../../schemas/router-config.schema.json';
+import serviceReply from '../../schemas/service-reply.schema.json';
 import sessionOptions from '../../schemas/session-options.schema.json';
 import stagingDirective from '../../schemas/staging-directive.schema.json';
 import storeReply from '../../schemas/store-reply.schema.json';
@@ -101,6 +102,7 @@ ajv.addSchema([
   sessionOptions,
   publishedAddresses,
   routerConfig,
+  serviceReply,
 ]);
 
 function compiled(schema: { $id: string }): ValidateFunction {

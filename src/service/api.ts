@@ -15,6 +15,7 @@ import {
   REQUEST_TIMEOUT_S,
   sendError,
 } from './errors';
+import { dashboardRoutes } from './routes/dashboard';
 import { eventRoutes } from './routes/events';
 import { fileRoutes } from './routes/files';
 import { metricsRoutes } from './metrics';
@@ -104,6 +105,7 @@ export async function buildApi(ctx: ServiceContext, opts: ApiOptions): Promise<F
   outputRoutes(app, ctx);
   pilotRoutes(app, ctx);
   serviceRoutes(app, ctx);
+  dashboardRoutes(app, ctx);
   if (opts.router !== undefined) routerRoutes(app, opts.router);
   await app.ready();
   return app;

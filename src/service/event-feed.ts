@@ -78,6 +78,12 @@ export class EventFeed {
     })();
   }
 
+  /** The store position of the latest event the feed holds (0 before any). */
+  latest(): number {
+    const last = this.chunks[this.chunks.length - 1];
+    return last !== undefined ? last.end : (this.floor ?? 0);
+  }
+
   /** Ends the feed's watch; streams read what it holds, then end. */
   async close(): Promise<void> {
     this.ended = true;

@@ -31,6 +31,7 @@ export interface TokenEntry {
 export interface Caller {
   id: string;
   scopes: readonly Scope[];
+  label?: string;
   ratePerMinute?: number;
 }
 

@@ -201,6 +201,9 @@ async function runServe(flags: ServeFlags): Promise<number> {
     say(
       `serving session ${service.info.session} at ${service.info.url} (API under /v1; token: ${token})`,
     );
+    if (service.info.url.startsWith('http')) {
+      say(`dashboard: ${service.info.url}/dashboard/ (sign in with the token in ${token})`);
+    }
     await stop;
     await service.stop();
     return EXIT.ok;

@@ -27,10 +27,23 @@ export function liveStatus(
   let total = 0;
   let runningTotal = 0;
   let pendingTotal = 0;
+  /** Per pilot, the cores and GPUs its executing tasks asked for (all their ranks). */
+  const busy = new Map<string, [number, number]>();
+  const failures: Record<string, number> = {};
   for (const t of rt.tasks.values()) {
     total++;
     counts[t.state] = (counts[t.state] ?? 0) + 1;
+    if (t.state === 'FAILED' && t.reason !== undefined) {
+      failures[t.reason.code] = (failures[t.reason.code] ?? 0) + 1;
+    }
     if (t.state === 'AGENT_EXECUTING') {
+      if (t.pilot !== undefined) {
+        const d = t.description;
+        const b = busy.get(t.pilot) ?? [0, 0];
+        b[0] += (d.ranks ?? 1) * (d.coresPerRank ?? 1);
+        b[1] += (d.ranks ?? 1) * (d.gpusPerRank ?? 0);
+        busy.set(t.pilot, b);
+      }
       if (runningTotal++ < maxRunning) {
         const since = t.history.at(-1)?.ts;
         running.push({
@@ -56,11 +69,15 @@ export function liveStatus(
       resource: p.description.resource,
       cores: p.cores,
       gpus: p.gpus,
+      // calls that share a core's lanes may ask more than it has: never more than the pilot's
+      busyCores: Math.min(busy.get(p.uid)?.[0] ?? 0, p.cores),
+      busyGpus: Math.min(busy.get(p.uid)?.[1] ?? 0, p.gpus),
       ...(p.reason !== undefined ? { reason: p.reason } : {}),
       ...(p.warnings.length > 0 ? { warnings: p.warnings } : {}),
     })),
     counts,
     total,
+    failures,
     running,
     runningTotal,
     pending: pending.map((u) => explainTask(rt, u)!),

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { dispatchControl } from '../../client/control/dispatch';
 import type { ServiceContext } from '../context';
 import { sendError } from '../errors';
+import { allows } from '../tokens';
 
 const STATUS_QUERY = {
   type: 'object',
@@ -53,6 +54,27 @@ export function metaRoutes(
       });
       if (!r.ok) return sendError(reply, 500, r.error.code, r.error.message);
       return reply.send(r.result);
+    },
+  );
+  app.get(
+    '/v1/whoami',
+    {
+      schema: {
+        summary:
+          "The token's id, label and scopes, and what it may do (a page shows or hides its buttons)",
+        tags: ['service'],
+      },
+      config: { auth: { scope: 'read' } },
+    },
+    (req, reply) => {
+      const c = req.caller!; // the auth hook set it: the route needs a token
+      return reply.send({
+        session: ctx.session.uid,
+        id: c.id,
+        ...(c.label !== undefined ? { label: c.label } : {}),
+        scopes: c.scopes,
+        may: { submit: allows(c.scopes, 'submit'), admin: allows(c.scopes, 'admin') },
+      });
     },
   );
   app.get(

@@ -26,7 +26,18 @@ export function taskRoutes(app: FastifyInstance, ctx: ServiceContext): void {
       },
       config: { auth: { scope: 'read' } },
     },
-    (req, reply) => reply.send(pageOf(ctx.tasks(), req.query)),
+    (req, reply) => {
+      if (req.query.after !== undefined && req.query.offset !== undefined) {
+        return sendError(
+          reply,
+          400,
+          'E_VALIDATION',
+          'invalid request: querystring/offset must not be given with after (a page is found by one or the other)',
+          [{ path: '/offset', message: 'must not be given with after', in: 'querystring' }],
+        );
+      }
+      return reply.send(pageOf(ctx.tasks(), req.query, () => ctx.events.latest()));
+    },
   );
 
   app.get<{ Params: { uid: string } }>(

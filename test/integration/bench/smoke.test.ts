@@ -96,6 +96,15 @@ const METRICS: Record<string, string[]> = {
     'python_remote_round_trip_ms_p50',
     'python_remote_round_trip_ms_p99',
   ],
+  // needs Chromium (scripts/system-deps.sh installs it)
+  dashboard: [
+    'dashboard_tasks_first_paint_ms',
+    'dashboard_failed_first_paint_ms',
+    'dashboard_update_ms_p50',
+    'dashboard_update_ms_p99',
+    'dashboard_repaint_ms_p50',
+    'tasks_page_ms_p50',
+  ],
 };
 
 /**
@@ -155,6 +164,7 @@ const TIMEOUT_MS: Record<string, number> = {
   serve: 60_000,
   router: 60_000,
   python: 60_000,
+  dashboard: 90_000,
 };
 
 describe('bench/', () => {

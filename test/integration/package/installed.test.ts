@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -195,12 +195,16 @@ suite(title, () => {
       'docs/guide.md',
       'docs/cli.md',
       'docs/images/timeline.png',
+      'docs/dashboard.md',
+      'dist/dashboard/index.html',
+      'dist/dashboard/app.js',
+      'dist/dashboard/style.css',
     ]) {
       expect(paths).toContain(needed);
     }
     expect(packed.find((f) => f.path === 'dist/native/pf-spawner')!.mode & 0o111).toBe(0o111);
     const allowed =
-      /^(package\.json|README\.md|LICENSE|CHANGELOG\.md|docs\/[\w-]+\.md|docs\/images\/[\w-]+\.png|dist\/(src|schemas)\/.*|workers\/[^/]+\.py|python\/pilotfish\/[\w]+\.py|python\/(pyproject\.toml|README\.md)|dist\/native\/pf-spawner|native\/spawner\/pf-spawner\.c|scripts\/install-native\.js)$/;
+      /^(package\.json|README\.md|LICENSE|CHANGELOG\.md|docs\/[\w-]+\.md|docs\/images\/[\w-]+\.png|dist\/(src|schemas)\/.*|dist\/dashboard\/(index\.html|app\.js|style\.css)|workers\/[^/]+\.py|python\/pilotfish\/[\w]+\.py|python\/(pyproject\.toml|README\.md)|dist\/native\/pf-spawner|native\/spawner\/pf-spawner\.c|scripts\/install-native\.js)$/;
     expect(paths.filter((p) => !allowed.test(p))).toEqual([]);
     expect(paths.filter((p) => /(^|\/)(test|node_modules)\/|\.test\.js$|\.cmd$/.test(p))).toEqual(
       [],
@@ -285,6 +289,41 @@ suite(title, () => {
       );
     }
   }, 60_000);
+
+  it('serves the dashboard it ships from an installed `pilotfish serve`', async () => {
+    const bin = path.join(app, 'node_modules/.bin/pilotfish');
+    const serve = spawn(bin, ['serve', '--dir', path.join(work, 'svc'), '--port', '0'], {
+      cwd: app,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    const ended = new Promise<void>((resolve) => serve.once('close', () => resolve()));
+    try {
+      let stderr = '';
+      const url = await new Promise<string>((resolve, reject) => {
+        serve.stderr.on('data', (d: Buffer) => {
+          stderr += d.toString();
+          const m = /dashboard: (\S+\/dashboard\/)/.exec(stderr);
+          if (m !== null) resolve(m[1]!);
+        });
+        void ended.then(() => reject(new Error(`serve ended: ${stderr}`)));
+      });
+      for (const [file, type] of [
+        ['', 'text/html; charset=utf-8'],
+        ['app.js', 'text/javascript; charset=utf-8'],
+        ['style.css', 'text/css; charset=utf-8'],
+      ] as const) {
+        const r = await fetch(`${url}${file}`);
+        expect([r.status, r.headers.get('content-type')]).toEqual([200, type]);
+        const body = await r.text();
+        expect(body).toBe(
+          fs.readFileSync(path.join(installed, 'dist/dashboard', file || 'index.html'), 'utf8'),
+        );
+      }
+    } finally {
+      serve.kill('SIGTERM');
+      await ended;
+    }
+  }, 90_000);
 
   it('runs its tasks through the C helper it ships', async () => {
     const { states, log } = await runClient();

@@ -146,9 +146,21 @@ const CASES: {
       dir: '/sessions/pf.test',
       state: 'live',
       pid: process.pid,
-      pilots: [{ uid: 'pilot.0000', state: 'PMGR_ACTIVE', resource: 'local', cores: 4, gpus: 0 }],
+      // the running task 'a' holds one of its cores
+      pilots: [
+        {
+          uid: 'pilot.0000',
+          state: 'PMGR_ACTIVE',
+          resource: 'local',
+          cores: 4,
+          gpus: 0,
+          busyCores: 1,
+          busyGpus: 0,
+        },
+      ],
       counts: { AGENT_EXECUTING: 1, TMGR_SCHEDULING: 1, DONE: 1 },
       total: 3,
+      failures: {},
       running: [{ uid: 'a', name: 'sim', pilot: 'pilot.0000', since: 1_000 }],
       runningTotal: 1,
       pending: [EXPLAINED_B],
