@@ -3,6 +3,7 @@ import { Command } from 'commander';
 import { EXIT, docPath, packageVersion } from './args';
 import { registerCancel } from './commands/cancel';
 import { registerClean } from './commands/clean';
+import { registerDashboard } from './commands/dashboard';
 import { registerExplain } from './commands/explain';
 import { registerLogs } from './commands/logs';
 import { registerProfile } from './commands/profile';
@@ -30,6 +31,7 @@ const COMMANDS: Register[] = [
   registerClean,
   registerProfile,
   registerTimeline,
+  registerDashboard,
   registerSimulate,
   registerTail,
   registerLogs,

@@ -52,6 +52,33 @@ export function dashboardDir(): string | undefined {
 
 /** GET / (to the dashboard), /dashboard/ and its files, GET /v1/timeline. */
 export function dashboardRoutes(app: FastifyInstance, ctx: ServiceContext): void {
+  dashboardPage(app);
+  app.get(
+    '/v1/timeline',
+    {
+      schema: {
+        summary: "The session's timeline now: the page `pilotfish timeline` writes (text/html)",
+        tags: ['service'],
+      },
+      config: { auth: { scope: 'read' } },
+    },
+    async (_req, reply) => sendTimeline(reply, ctx.session.dir),
+  );
+}
+
+/** The timeline of the session in `dir` now, under its own policy (its script by hash). */
+export async function sendTimeline(reply: FastifyReply, dir: string): Promise<FastifyReply> {
+  const html = renderTimeline(await readProfile(dir));
+  return reply
+    .type('text/html; charset=utf-8')
+    .header('content-security-policy', TIMELINE_CSP)
+    .header('x-content-type-options', 'nosniff')
+    .header('cache-control', 'no-store')
+    .send(html);
+}
+
+/** GET / (to the dashboard), /dashboard/ and its files: open, they hold no data. */
+export function dashboardPage(app: FastifyInstance): void {
   const dir = dashboardDir();
   // read once: a handful of small files, the same for every request
   const files = new Map<string, Buffer>();
@@ -89,25 +116,5 @@ export function dashboardRoutes(app: FastifyInstance, ctx: ServiceContext): void
   app.get('/dashboard/', open, (_req, reply) => serve(reply, 'index.html'));
   app.get<{ Params: { file: string } }>('/dashboard/:file', open, (req, reply) =>
     serve(reply, req.params.file),
-  );
-
-  app.get(
-    '/v1/timeline',
-    {
-      schema: {
-        summary: "The session's timeline now: the page `pilotfish timeline` writes (text/html)",
-        tags: ['service'],
-      },
-      config: { auth: { scope: 'read' } },
-    },
-    async (_req, reply) => {
-      const html = renderTimeline(await readProfile(ctx.session.dir));
-      return reply
-        .type('text/html; charset=utf-8')
-        .header('content-security-policy', TIMELINE_CSP)
-        .header('x-content-type-options', 'nosniff')
-        .header('cache-control', 'no-store')
-        .send(html);
-    },
   );
 }

@@ -5,7 +5,7 @@ import { sendError } from '../errors';
 import { UID_PARAMS } from './params';
 import { openEventStream } from './sse';
 
-const outputQuery = {
+export const OUTPUT_QUERY = {
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -22,7 +22,7 @@ const outputQuery = {
   },
 } as const;
 
-interface OutputQuery {
+export interface OutputQuery {
   stream?: 'stdout' | 'stderr';
   offset?: string;
   follow?: 'true' | 'false';
@@ -43,7 +43,7 @@ export function outputRoutes(app: FastifyInstance, ctx: ServiceContext): void {
         summary: "A task's output from a byte offset; follow=true: as server-sent events",
         tags: ['tasks'],
         params: UID_PARAMS,
-        querystring: outputQuery,
+        querystring: OUTPUT_QUERY,
       },
       config: { auth: { scope: 'read' } },
     },
@@ -59,28 +59,42 @@ export function outputRoutes(app: FastifyInstance, ctx: ServiceContext): void {
       // a function call's output is what it printed while it ran (its pilot's stream files)
       const lines = ctx.tmgr.tail(task.uid, { follow, stream: req.query.stream ?? 'stdout' });
       if (!follow) return whole(reply, lines, from, req.headers.range);
-      const sse = openEventStream(reply);
-      let at = 0;
-      try {
-        for await (const line of lines) {
-          if (sse.closed) break;
-          const chunk = Buffer.from(`${line}\n`, 'utf8');
-          const start = at;
-          at += chunk.length;
-          if (at <= from) continue;
-          const text = chunk.subarray(Math.max(from - start, 0)).toString('utf8');
-          await sse.send(`id: ${at}\nevent: output\ndata: ${JSON.stringify(text)}\n\n`);
-        }
-        if (!sse.closed) await sse.send(`event: end\ndata: ${JSON.stringify(task.state)}\n\n`);
-      } catch (e) {
-        const message = coerceError(e).message;
-        if (!sse.closed) await sse.send(`event: error\ndata: ${JSON.stringify(message)}\n\n`);
-      } finally {
-        await lines.return(undefined);
-        sse.end();
-      }
+      return streamOutput(reply, lines, from, () => task.state);
     },
   );
+}
+
+/**
+ * A task's output lines as server-sent events from byte `from`: each `output` event's data a
+ * JSON string, its id the byte offset after it; `end` (data: the task's state then) once the
+ * lines end, `error` if they cannot be read.
+ */
+export async function streamOutput(
+  reply: FastifyReply,
+  lines: AsyncGenerator<string, void, undefined>,
+  from: number,
+  stateNow: () => string,
+): Promise<void> {
+  const sse = openEventStream(reply);
+  let at = 0;
+  try {
+    for await (const line of lines) {
+      if (sse.closed) break;
+      const chunk = Buffer.from(`${line}\n`, 'utf8');
+      const start = at;
+      at += chunk.length;
+      if (at <= from) continue;
+      const text = chunk.subarray(Math.max(from - start, 0)).toString('utf8');
+      await sse.send(`id: ${at}\nevent: output\ndata: ${JSON.stringify(text)}\n\n`);
+    }
+    if (!sse.closed) await sse.send(`event: end\ndata: ${JSON.stringify(stateNow())}\n\n`);
+  } catch (e) {
+    const message = coerceError(e).message;
+    if (!sse.closed) await sse.send(`event: error\ndata: ${JSON.stringify(message)}\n\n`);
+  } finally {
+    await lines.return(undefined);
+    sse.end();
+  }
 }
 
 /**
@@ -88,7 +102,7 @@ export function outputRoutes(app: FastifyInstance, ctx: ServiceContext): void {
  * header asks for (`bytes=A-B`, `bytes=A-`, `bytes=-N`: 206 with Content-Range; one that starts
  * past the end: 416).
  */
-async function whole(
+export async function whole(
   reply: FastifyReply,
   lines: AsyncGenerator<string, void, undefined>,
   from: number,

@@ -1,3 +1,4 @@
+import type { Labels } from '../../generated';
 import type { Task } from '../../client/task';
 import { taskSummary } from '../views';
 
@@ -68,6 +69,41 @@ export const TASK_LIST_QUERY = {
 /** The position of the session's latest event, for a page that says where its view stands. */
 export type EventsAt = () => number;
 
+/** What a list reads of a task: a live session's Task, or a task as its store tells it. */
+export interface ListedTask<T> {
+  /** Its submission number: pages by `after` are cut by it. */
+  seq(t: T): number;
+  uid(t: T): string;
+  state(t: T): string;
+  name(t: T): string | undefined;
+  pilot(t: T): string | undefined;
+  reasonCode(t: T): string | undefined;
+  labels(t: T): Labels | undefined;
+  /** What the page holds of it (TaskSummary). */
+  summary(t: T): unknown;
+}
+
+/** A live session's tasks, as the TaskManagers hold them. */
+export const LIVE_TASKS: ListedTask<Task> = {
+  seq: (t) => t.seq,
+  uid: (t) => t.uid,
+  state: (t) => t.state,
+  name: (t) => t.description.name,
+  pilot: (t) => t.pilot,
+  reasonCode: (t) => t.reason?.code,
+  labels: (t) => t.description.labels,
+  summary: taskSummary,
+};
+
+/** A page as GET /v1/tasks answers it (TaskPage). */
+export interface Page {
+  tasks: unknown[];
+  next?: string;
+  total?: number;
+  offset?: number;
+  events?: number;
+}
+
 /**
  * A page of the session's tasks in submission order, filtered; `next` is the cursor of the page
  * after it (absent on the last one). A cursor is a submission number, so pages stay right while
@@ -75,13 +111,14 @@ export type EventsAt = () => number;
  * at that place among the matches, with how many match in all and the position of the latest
  * event then (`events`: a view follows GET /v1/events from it).
  */
-export function pageOf(
-  all: Iterable<Task>,
+export function pageOf<T>(
+  all: Iterable<T>,
   q: TaskListQuery,
   eventsAt: EventsAt,
-): { tasks: unknown[]; next?: string; total?: number; offset?: number; events?: number } {
+  as: ListedTask<T>,
+): Page {
   const limit = Math.min(Number(q.limit ?? PAGE), MAX_PAGE);
-  const keep = filterOf(q);
+  const keep = filterOf(q, as);
   const tasks: unknown[] = [];
   if (q.offset !== undefined) {
     const events = eventsAt();
@@ -89,26 +126,26 @@ export function pageOf(
     let total = 0;
     for (const t of all) {
       if (!keep(t)) continue;
-      if (total >= offset && tasks.length < limit) tasks.push(taskSummary(t));
+      if (total >= offset && tasks.length < limit) tasks.push(as.summary(t));
       total++;
     }
     return { tasks, total, offset, events };
   }
   const after = q.after === undefined ? -1 : Number(q.after);
-  let last: Task | undefined;
+  let last: T | undefined;
   for (const t of all) {
-    if (t.seq <= after || !keep(t)) continue;
+    if (as.seq(t) <= after || !keep(t)) continue;
     if (tasks.length === limit) {
-      return { tasks, next: String(last!.seq) };
+      return { tasks, next: String(as.seq(last!)) };
     }
-    tasks.push(taskSummary(t));
+    tasks.push(as.summary(t));
     last = t;
   }
   return { tasks };
 }
 
 /** Whether a task matches the query's filters (all of them). */
-function filterOf(q: TaskListQuery): (t: Task) => boolean {
+function filterOf<T>(q: TaskListQuery, as: ListedTask<T>): (t: T) => boolean {
   const states = q.state === undefined ? undefined : new Set(q.state.split(','));
   const reasons = q.reason === undefined ? undefined : new Set(q.reason.split(','));
   const prefix = q.namePrefix;
@@ -116,11 +153,27 @@ function filterOf(q: TaskListQuery): (t: Task) => boolean {
     const i = l.indexOf('=');
     return [l.slice(0, i), l.slice(i + 1)] as const;
   });
-  return (t) =>
-    (states === undefined || states.has(t.state)) &&
-    (q.name === undefined || t.description.name === q.name) &&
-    (prefix === undefined || (t.description.name ?? t.uid).startsWith(prefix)) &&
-    (reasons === undefined || (t.reason !== undefined && reasons.has(t.reason.code))) &&
-    (q.pilot === undefined || t.pilot === q.pilot) &&
-    labels.every(([k, v]) => t.description.labels?.[k] === v);
+  return (t) => {
+    if (states !== undefined && !states.has(as.state(t))) return false;
+    if (q.name !== undefined && as.name(t) !== q.name) return false;
+    if (prefix !== undefined && !(as.name(t) ?? as.uid(t)).startsWith(prefix)) return false;
+    if (reasons !== undefined) {
+      const code = as.reasonCode(t);
+      if (code === undefined || !reasons.has(code)) return false;
+    }
+    if (q.pilot !== undefined && as.pilot(t) !== q.pilot) return false;
+    if (labels.length === 0) return true;
+    const own = as.labels(t);
+    return labels.every(([k, v]) => own?.[k] === v);
+  };
+}
+
+/** The 400 of a list asked by both `after` and `offset`, or undefined. */
+export function pagedTwice(q: TaskListQuery): { message: string; path: string } | undefined {
+  if (q.after === undefined || q.offset === undefined) return undefined;
+  return {
+    message:
+      'invalid request: querystring/offset must not be given with after (a page is found by one or the other)',
+    path: '/offset',
+  };
 }

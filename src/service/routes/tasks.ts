@@ -8,7 +8,7 @@ import { taskDetail } from '../views';
 import { submitRoute } from './submit';
 import { waitRoute } from './wait';
 import { resultFileRoute } from './result-file';
-import { pageOf, TASK_LIST_QUERY, type TaskListQuery } from './task-list';
+import { LIVE_TASKS, pageOf, pagedTwice, TASK_LIST_QUERY, type TaskListQuery } from './task-list';
 
 /** Tasks: submit, list, get (with why it waits), result, cancel (docs/service.md, "Tasks"). */
 export function taskRoutes(app: FastifyInstance, ctx: ServiceContext): void {
@@ -27,16 +27,13 @@ export function taskRoutes(app: FastifyInstance, ctx: ServiceContext): void {
       config: { auth: { scope: 'read' } },
     },
     (req, reply) => {
-      if (req.query.after !== undefined && req.query.offset !== undefined) {
-        return sendError(
-          reply,
-          400,
-          'E_VALIDATION',
-          'invalid request: querystring/offset must not be given with after (a page is found by one or the other)',
-          [{ path: '/offset', message: 'must not be given with after', in: 'querystring' }],
-        );
+      const twice = pagedTwice(req.query);
+      if (twice !== undefined) {
+        return sendError(reply, 400, 'E_VALIDATION', twice.message, [
+          { path: twice.path, message: 'must not be given with after', in: 'querystring' },
+        ]);
       }
-      return reply.send(pageOf(ctx.tasks(), req.query, () => ctx.events.latest()));
+      return reply.send(pageOf(ctx.tasks(), req.query, () => ctx.events.latest(), LIVE_TASKS));
     },
   );
 

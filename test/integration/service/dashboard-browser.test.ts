@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { chromium as playwright, type Browser, type Page } from 'playwright-core';
 import { chromiumOrWhy } from '../../../bench/chromium';
 import { dashboardScenario, type DashboardScenario } from '../../../bench/dashboard-scenario';
+import { textOf, until } from '../../support/page-wait';
 
 // The dashboard `pilotfish serve` serves, in Debian's Chromium driven by playwright-core (no
 // downloaded browser), on a live service whose session holds 100,000 tasks and more.
@@ -28,30 +29,11 @@ describeIf(title, () => {
   let page: Page;
   const url = (): string => sc.svc.url.origin;
 
-  // Page code is written as strings: this project's types hold no DOM (it runs in Node).
-  // Page code is written as strings: this project's types hold no DOM (it runs in Node). The
-  // page's policy forbids eval, so a wait is one expression the page checks at every frame.
-  const until = async (p: Page, expr: string, ms = WAIT.timeout): Promise<void> => {
-    const held = await p.evaluate<boolean>(
-      `new Promise((ok) => {
-        const t0 = performance.now();
-        const check = () => {
-          let v = false;
-          try { v = Boolean(${expr}); } catch {}
-          if (v) ok(true);
-          else if (performance.now() - t0 > ${ms}) ok(false);
-          else requestAnimationFrame(check);
-        };
-        check();
-      })`,
-    );
-    if (!held) throw new Error(`not so in ${ms} ms: ${expr}`);
-  };
+  // page code is written as strings: this project's types hold no DOM (it runs in Node)
   const js = <T>(p: Page, expr: string): Promise<T> => p.evaluate<T>(expr);
   const go = (p: Page, hash: string): Promise<unknown> =>
     p.evaluate(`location.hash = ${JSON.stringify(hash)}`);
-  const text = (sel: string): string =>
-    `document.querySelector(${JSON.stringify(sel)})?.textContent`;
+  const text = textOf;
 
   /** What the pages threw: none, checked after each test. */
   const errors: string[] = [];
