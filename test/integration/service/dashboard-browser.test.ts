@@ -194,7 +194,6 @@ describeIf(title, () => {
     // the service task, ready at its endpoint
     await until(page, `/:\\d+$/.test(${text('section.services td:nth-child(6)')} ?? '')`);
     expect(await page.textContent('section.services tbody th')).toBe('web');
-    await shot(page, 'services');
     await go(page, '#/timeline');
     const frame = page.frameLocator('iframe.timeline');
     await frame.locator('#pf-svg').waitFor({ timeout: 60_000 });
