@@ -2,6 +2,7 @@ import type { ControlContext } from '../client/control/context';
 import type { PilotManager } from '../client/pilot-manager';
 import type { Session } from '../client/session';
 import type { Task } from '../client/task';
+import type { Notification } from '../states/notification';
 import type { TaskManager } from '../client/task-manager';
 import type { DeletedTasks } from './deleted';
 import type { EventFeed } from './event-feed';
@@ -16,6 +17,8 @@ export interface ServiceContext {
   readonly control: ControlContext;
   /** A task of the session, whichever manager took it; undefined once deleted. */
   taskOf(uid: string): Task | undefined;
+  /** Every notification the session's store holds of a task (in store order). */
+  storedHistory(uid: string): Promise<Notification[]>;
   /** The session's tasks in the order they were taken on, deleted ones left out. */
   tasks(): Iterable<Task>;
   /** A uid no task of the session has, nor a deleted one, nor any `taken` says. */

@@ -142,6 +142,7 @@ export async function startService(opts: ServeOptions): Promise<RunningService> 
       pmgr,
       control: controlContextOf(session),
       taskOf: (uid) => (deleted.has(uid) ? undefined : rt.tasks.get(uid)),
+      storedHistory: (uid) => rt.store.history(uid),
       tasks: function* () {
         for (const t of rt.tasks.values()) if (!deleted.has(t.uid)) yield t;
       },

@@ -1,5 +1,7 @@
 import type { Pilot } from '../client/pilot';
-import type { Task } from '../client/task';
+import type { Task, TaskHistoryEntry } from '../client/task';
+import type { Notification } from '../states/notification';
+import { passedStates } from '../states/passed';
 
 // What the HTTP API answers for a task or a pilot: plain JSON, the fields a client acts on.
 
@@ -46,4 +48,31 @@ export function pilotView(p: Pilot): Record<string, unknown> {
     history: p.history,
     ...(p.sandbox !== undefined ? { sandbox: p.sandbox } : {}),
   };
+}
+
+/**
+ * A task's history with the time of each state its store holds: the tracker infers a state
+ * whose notification had not arrived when a later one did (notifications come out of order, and
+ * a final state ends what it takes), but the store keeps the late ones, and the quiet states'
+ * times ride in later notifications (`detail.passed`). An entry the store has a time for is no
+ * longer inferred; the others are left as they are.
+ */
+export function withStoredTimes(
+  history: readonly TaskHistoryEntry[],
+  stored: readonly Notification[],
+): TaskHistoryEntry[] {
+  const times = new Map<string, number>();
+  const keep = (attempt: number, state: string, ts: number): void => {
+    const key = `${attempt}:${state}`;
+    if (!times.has(key)) times.set(key, ts);
+  };
+  for (const n of stored) {
+    keep(n.attempt, n.state, n.ts);
+    for (const [state, ts] of passedStates(n)) keep(n.attempt, state, ts);
+  }
+  return history.map((e) => {
+    if (e.ts !== undefined) return e;
+    const ts = times.get(`${e.attempt}:${e.state}`);
+    return ts === undefined ? e : { state: e.state, attempt: e.attempt, inferred: false, ts };
+  });
 }

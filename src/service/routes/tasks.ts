@@ -1,10 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { Explanation } from '../../generated';
+import type { Task, TaskHistoryEntry } from '../../client/task';
 import { dispatchControl } from '../../client/control/dispatch';
 import { sendError } from '../errors';
 import type { ServiceContext } from '../context';
 import { UID_PARAMS } from './params';
-import { taskDetail } from '../views';
+import { taskDetail, withStoredTimes } from '../views';
 import { submitRoute } from './submit';
 import { waitRoute } from './wait';
 import { resultFileRoute } from './result-file';
@@ -52,7 +53,7 @@ export function taskRoutes(app: FastifyInstance, ctx: ServiceContext): void {
       if (t === undefined) {
         return sendError(reply, 404, 'E_NOT_FOUND', `no task '${req.params.uid}' in this session`);
       }
-      const detail = taskDetail(t);
+      const detail = { ...taskDetail(t), history: await historyOf(ctx, t) };
       if (t.final) return detail;
       const explained = await dispatchControl(ctx.control, { op: 'explain', uid: t.uid });
       if (!explained.ok || explained.result === null) return detail;
@@ -113,4 +114,15 @@ export function taskRoutes(app: FastifyInstance, ctx: ServiceContext): void {
       };
     },
   );
+}
+
+/** The task's history, with the times its store holds of states the tracker inferred. */
+async function historyOf(ctx: ServiceContext, t: Task): Promise<TaskHistoryEntry[]> {
+  const history = t.history;
+  if (history.every((e) => e.ts !== undefined)) return history;
+  try {
+    return withStoredTimes(history, await ctx.storedHistory(t.uid));
+  } catch {
+    return history; // a store that cannot be read now: what the tracker has
+  }
 }

@@ -189,6 +189,46 @@ describeIf(title, () => {
     await narrow.context().close();
   });
 
+  it('moves between views by keyboard, and labels every control', async () => {
+    const p = await open(sc.svc.token, '#/overview');
+    await p.waitForSelector('.chip', WAIT);
+    // a view, once shown, has the focus (a screen reader reads it); the header's sign-out and
+    // the views' links are just before it: back four, Enter on "tasks" opens the tasks view
+    expect(await js(p, 'document.activeElement.id')).toBe('view');
+    for (let i = 0; i < 4; i++) await p.keyboard.press('Shift+Tab');
+    expect(await js(p, 'document.activeElement.textContent')).toBe('tasks');
+    await p.keyboard.press('Enter');
+    await until(p, `location.hash === '#/tasks'`);
+    await p.waitForSelector('.spacer .row:not([hidden])', WAIT);
+    // every input and select has a label a screen reader names it by
+    const unlabeled = await js<string[]>(
+      p,
+      `[...document.querySelectorAll('input, select')].filter((e) => e.labels.length === 0).map((e) => e.id || e.outerHTML)`,
+    );
+    expect(unlabeled).toEqual([]);
+    // the table says how many rows it has, though it holds only those in sight (and a header)
+    const rows = await js<string>(
+      p,
+      `document.querySelector('.scroller').getAttribute('aria-rowcount')`,
+    );
+    expect(Number(rows)).toBe(sc.total + 3 + 1);
+    await p.context().close();
+  });
+
+  it('reports its own paint and update times (npm run bench -- dashboard measures them)', async () => {
+    const p = await open(sc.svc.token, '#/overview');
+    await p.goto(`${url()}/dashboard/?fresh#/tasks`);
+    await until(p, 'window.pilotfishDashboard.tasksPaintedMs !== undefined');
+    const painted = await js<number>(p, 'window.pilotfishDashboard.tasksPaintedMs');
+    const updates = await js<number[]>(page, 'window.pilotfishDashboard.updatesMs');
+    expect(painted).toBeGreaterThan(0);
+    expect(updates.length).toBeGreaterThan(0);
+    process.stderr.write(
+      `dashboard of ${sc.total} tasks: tasks view painted ${painted.toFixed(0)} ms after navigation; row updates ${updates.map((u) => u.toFixed(0)).join(', ')} ms after their notifications\n`,
+    );
+    await p.context().close();
+  });
+
   it('shows the services and the timeline of the session, live', async () => {
     await go(page, '#/services');
     // the service task, ready at its endpoint

@@ -139,6 +139,21 @@ describe('pilotfish serve: what the dashboard asks', () => {
     expect(one.body.explanation).toMatchObject({ waiting: { kind: 'dependencies' } });
   });
 
+  it("gives a failed task's page the time of every state, those its store got late too", async () => {
+    // the agent's hand-back reaches the store on its own path, maybe after the final state
+    await readEvents(s, {
+      until: (evs) =>
+        evs.some((e) => e.data.uid === 'bad-1' && e.data.state === 'TMGR_STAGING_OUTPUT_PENDING'),
+      timeoutMs: 20_000,
+    });
+    const r = await api(s, 'GET', '/v1/tasks/bad-1');
+    isTaskDetail(r.body);
+    const history = r.body.history as { state: string; ts?: number; inferred: boolean }[];
+    expect(history.map((h) => h.state).slice(-1)).toEqual(['FAILED']);
+    expect(history.filter((h) => h.ts === undefined)).toEqual([]);
+    expect(history.every((h) => !h.inferred)).toBe(true);
+  });
+
   it('serves the page and its files under a policy, open, and nothing else from there', async () => {
     const root = await fetch(`${s.url}/`, { redirect: 'manual' });
     expect(root.status).toBe(302);
