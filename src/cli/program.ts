@@ -5,6 +5,7 @@ import { registerCancel } from './commands/cancel';
 import { registerClean } from './commands/clean';
 import { registerDashboard } from './commands/dashboard';
 import { registerExplain } from './commands/explain';
+import { registerLab } from './commands/lab';
 import { registerLogs } from './commands/logs';
 import { registerProfile } from './commands/profile';
 import { registerRun } from './commands/run';
@@ -37,6 +38,7 @@ const COMMANDS: Register[] = [
   registerLogs,
   registerServe,
   registerSubmit,
+  registerLab,
 ];
 
 /** The `pilotfish` program: help and usage errors go through `write`, nothing calls process.exit. */

@@ -171,7 +171,7 @@ export class SlurmLauncher implements PilotLauncher {
     if (r.code !== 0) {
       // sbatch's own words, verbatim: they say what to change (partition, nodes, account...)
       const said = r.stderr.trim();
-      return this.fail(job, said !== '' ? said : commandError('sbatch', r));
+      return this.fail(job, said !== '' ? withConfigHint(said) : commandError('sbatch', r));
     }
     // --parsable prints "<id>" or "<id>;<cluster>"
     const id = r.stdout.trim().split(';')[0] ?? '';
@@ -321,6 +321,22 @@ export function sinfoCpusPerNode(
       resolve(cpus.length > 0 ? Math.min(...cpus) : undefined);
     });
   });
+}
+
+/**
+ * sbatch's words, and where it found no Slurm to talk to (no SLURM_CONF, no
+ * /etc/slurm/slurm.conf, no DNS SRV record: `resolve_ctls_from_dns_srv`, `Could not establish a
+ * configuration source`), what to do about it.
+ */
+export function withConfigHint(said: string): string {
+  if (!/resolve_ctls_from_dns_srv|Could not establish a configuration source/.test(said)) {
+    return said;
+  }
+  return (
+    `${said}\n(sbatch found no Slurm cluster: set SLURM_CONF to its slurm.conf in the ` +
+    "environment of the session's process; to try a Slurm pilot on this one machine, " +
+    '`sudo npx pilotfish lab start` starts a lab cluster and prints the SLURM_CONF to export)'
+  );
 }
 
 function commandError(cmd: string, r: Ran): string {

@@ -190,6 +190,8 @@ suite(title, () => {
       'dist/native/pf-spawner',
       'native/spawner/pf-spawner.c',
       'scripts/install-native.js',
+      'scripts/slurm-up.sh',
+      'scripts/slurm-down.sh',
       'LICENSE',
       'CHANGELOG.md',
       'docs/guide.md',
@@ -204,7 +206,7 @@ suite(title, () => {
     }
     expect(packed.find((f) => f.path === 'dist/native/pf-spawner')!.mode & 0o111).toBe(0o111);
     const allowed =
-      /^(package\.json|README\.md|LICENSE|CHANGELOG\.md|docs\/[\w-]+\.md|docs\/images\/[\w-]+\.png|dist\/(src|schemas)\/.*|dist\/dashboard\/(index\.html|app\.js|style\.css)|workers\/[^/]+\.py|python\/pilotfish\/[\w]+\.py|python\/(pyproject\.toml|README\.md)|dist\/native\/pf-spawner|native\/spawner\/pf-spawner\.c|scripts\/install-native\.js)$/;
+      /^(package\.json|README\.md|LICENSE|CHANGELOG\.md|docs\/[\w-]+\.md|docs\/images\/[\w-]+\.png|dist\/(src|schemas)\/.*|dist\/dashboard\/(index\.html|app\.js|style\.css)|workers\/[^/]+\.py|python\/pilotfish\/[\w]+\.py|python\/(pyproject\.toml|README\.md)|dist\/native\/pf-spawner|native\/spawner\/pf-spawner\.c|scripts\/(install-native\.js|slurm-up\.sh|slurm-down\.sh))$/;
     expect(paths.filter((p) => !allowed.test(p))).toEqual([]);
     expect(paths.filter((p) => /(^|\/)(test|node_modules)\/|\.test\.js$|\.cmd$/.test(p))).toEqual(
       [],
@@ -324,6 +326,18 @@ suite(title, () => {
       await ended;
     }
   }, 90_000);
+
+  it('runs the lab scripts it ships (`pilotfish lab`)', async () => {
+    const bin = path.join(app, 'node_modules/.bin/pilotfish');
+    const lab = path.join(work, 'no-lab');
+    const stop = await run(bin, ['lab', 'stop', '--lab', lab], app);
+    expect([stop.code, stop.stderr.trim()]).toEqual([
+      0,
+      `slurm-down: nothing to stop (${lab} does not exist)`,
+    ]);
+    const env = await run(bin, ['lab', 'env', '--lab', lab], app);
+    expect(env.code).toBe(1);
+  }, 60_000);
 
   it('runs its tasks through the C helper it ships', async () => {
     const { states, log } = await runClient();
