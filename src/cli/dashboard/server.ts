@@ -7,7 +7,7 @@ import { errorHandler, sendError } from '../../service/errors';
 import { dashboardPage, sendTimeline } from '../../service/routes/dashboard';
 import { OUTPUT_QUERY, streamOutput, whole, type OutputQuery } from '../../service/routes/output';
 import { UID_PARAMS } from '../../service/routes/params';
-import { openEventStream } from '../../service/routes/sse';
+import { resumeFrom, sendEvents } from '../../service/routes/events';
 import {
   pageOf,
   pagedTwice,
@@ -147,9 +147,7 @@ function routes(app: FastifyInstance, view: StoreView): void {
         return sendError(reply, 404, 'E_NOT_FOUND', `no task '${req.params.uid}' in this session`);
       }
       const follow = req.query.follow === 'true';
-      const header = req.headers['last-event-id'];
-      const resumed = typeof header === 'string' && /^[0-9]{1,15}$/.test(header.trim());
-      const from = Number(resumed ? header.trim() : (req.query.offset ?? 0));
+      const from = resumeFrom(req.headers['last-event-id'], req.query.offset);
       const lines = tailOutput(found.source, { follow, stream: req.query.stream ?? 'stdout' });
       if (!follow) return whole(reply, lines, from, req.headers.range);
       const stateNow = (): string => {
@@ -162,23 +160,10 @@ function routes(app: FastifyInstance, view: StoreView): void {
   app.get<{ Querystring: { from?: string } }>(
     '/v1/events',
     { schema: { querystring: EVENTS_QUERY } },
-    async (req, reply) => {
-      const header = req.headers['last-event-id'];
-      const resumed = typeof header === 'string' && /^[0-9]{1,15}$/.test(header.trim());
-      const from = Number(resumed ? header.trim() : (req.query.from ?? 0));
-      const sse = openEventStream(reply);
-      const gone = new AbortController();
-      sse.onClose(() => gone.abort());
-      try {
-        for await (const text of view.events(from, gone.signal)) {
-          if (sse.closed) break;
-          await sse.send(text);
-        }
-      } finally {
-        gone.abort();
-        sse.end();
-      }
-    },
+    (req, reply) =>
+      sendEvents(reply, resumeFrom(req.headers['last-event-id'], req.query.from), (from, gone) =>
+        view.events(from, gone),
+      ),
   );
   app.get('/v1/services', async (_req, reply) => {
     await view.fresh();

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ServiceContext } from '../context';
 import { openEventStream } from './sse';
 
@@ -33,22 +33,38 @@ export function eventRoutes(app: FastifyInstance, ctx: ServiceContext): void {
       },
       config: { auth: { scope: 'read' } },
     },
-    async (req, reply) => {
-      const header = req.headers['last-event-id'];
-      const resumed = typeof header === 'string' && /^[0-9]{1,15}$/.test(header.trim());
-      const from = Number(resumed ? header.trim() : (req.query.from ?? 0));
-      const sse = openEventStream(reply);
-      const gone = new AbortController();
-      sse.onClose(() => gone.abort());
-      try {
-        for await (const text of ctx.events.stream(from, gone.signal)) {
-          if (sse.closed) break;
-          await sse.send(text);
-        }
-      } finally {
-        gone.abort();
-        sse.end();
-      }
-    },
+    (req, reply) =>
+      sendEvents(reply, resumeFrom(req.headers['last-event-id'], req.query.from), (from, gone) =>
+        ctx.events.stream(from, gone),
+      ),
   );
+}
+
+/** Where a stream resumes: after its Last-Event-ID (a browser's reconnect), else `from`, else 0. */
+export function resumeFrom(
+  header: string | string[] | undefined,
+  from: string | undefined,
+): number {
+  const resumed = typeof header === 'string' && /^[0-9]{1,15}$/.test(header.trim());
+  return Number(resumed ? header.trim() : (from ?? 0));
+}
+
+/** The events `stream` gives after `from`, as server-sent events, until the client goes. */
+export async function sendEvents(
+  reply: FastifyReply,
+  from: number,
+  stream: (from: number, gone: AbortSignal) => AsyncIterable<string>,
+): Promise<void> {
+  const sse = openEventStream(reply);
+  const gone = new AbortController();
+  sse.onClose(() => gone.abort());
+  try {
+    for await (const text of stream(from, gone.signal)) {
+      if (sse.closed) break;
+      await sse.send(text);
+    }
+  } finally {
+    gone.abort();
+    sse.end();
+  }
 }

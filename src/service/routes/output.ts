@@ -3,6 +3,7 @@ import { coerceError } from '../../errors';
 import type { ServiceContext } from '../context';
 import { sendError } from '../errors';
 import { UID_PARAMS } from './params';
+import { resumeFrom } from './events';
 import { openEventStream } from './sse';
 
 export const OUTPUT_QUERY = {
@@ -53,9 +54,7 @@ export function outputRoutes(app: FastifyInstance, ctx: ServiceContext): void {
         return sendError(reply, 404, 'E_NOT_FOUND', `no task '${req.params.uid}' in this session`);
       }
       const follow = req.query.follow === 'true';
-      const header = req.headers['last-event-id'];
-      const resumed = typeof header === 'string' && /^[0-9]{1,15}$/.test(header.trim());
-      const from = Number(resumed ? header.trim() : (req.query.offset ?? 0));
+      const from = resumeFrom(req.headers['last-event-id'], req.query.offset);
       // a function call's output is what it printed while it ran (its pilot's stream files)
       const lines = ctx.tmgr.tail(task.uid, { follow, stream: req.query.stream ?? 'stdout' });
       if (!follow) return whole(reply, lines, from, req.headers.range);
