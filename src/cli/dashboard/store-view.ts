@@ -5,7 +5,8 @@ import { readNotifications, readSessionFacts } from '../../profile/read';
 import type { Profile, TaskProfile } from '../../profile/types';
 import type { ListedTask } from '../../service/routes/task-list';
 import { eventText } from '../../service/event-feed';
-import { explainProfile, journalLife, stateOf, statusOf } from '../session-info';
+import { ask } from '../control-client';
+import { explainProfile, journalLife, profileStatus, stateOf } from '../session-info';
 
 /** At most this often the store is read again while the session may still write it. */
 const LOOK_MS = 1_000;
@@ -82,11 +83,15 @@ export class StoreView {
     return this.profile!;
   }
 
-  /** Live through its control socket where a client holds it, else from the store. */
+  /**
+   * Live through its control socket where a client holds it, else from the store as last read
+   * (the profile fresh() keeps: the store is not read again for each status).
+   */
   async status(limits: { pending?: number; running?: number }): Promise<SessionStatus> {
-    const st = await statusOf(this.dir, limits);
-    if (st.failures !== undefined) return st;
+    const reply = await ask(this.dir, { op: 'status', ...limits });
+    if (reply?.ok === true) return reply.result;
     await this.fresh();
+    const st = profileStatus(this.dir, journalLife(this.dir).state, this.profile!, limits);
     const failures: Record<string, number> = {};
     for (const t of this.tasks) {
       const a = t.profile.attempts.at(-1);

@@ -144,7 +144,8 @@ describe('pilotfish dashboard SESSION (read-only, from the store)', () => {
   });
 
   ('path' in chromium ? it : it.skip)(
-    "shows the ended session's failed task with its output, and no cancel button",
+    "shows the ended session's failed task with its output, and no cancel button" +
+      ('why' in chromium ? ` (skipped: ${chromium.why})` : ''),
     async () => {
       const p = await browser!.newPage();
       await p.goto(s!.url); // signed in with the token it printed, on the overview

@@ -18,7 +18,10 @@ const describeIf = 'path' in chromium ? describe : describe.skip;
 const SERVER = path.resolve(__dirname, '../../support/model-server.js');
 const shots = process.env.PILOTFISH_DASHBOARD_PNG_DIR;
 
-describeIf('the dashboard: models of the router', () => {
+const title =
+  'the dashboard: models of the router' + ('why' in chromium ? ` (skipped: ${chromium.why})` : '');
+
+describeIf(title, () => {
   let dir: string;
   let s: LiveService | undefined;
   let browser: Browser;
