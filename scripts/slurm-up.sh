@@ -13,7 +13,7 @@
 # it never meets a system Slurm (/etc/slurm, ports 6817/6818) or another lab on this machine.
 #
 #   PILOTFISH_SLURM_LAB=/tmp/pilotfish-slurm   config, state, logs, pid files, env.sh
-#   PILOTFISH_SLURM_NODES=2                    fake nodes n1..nN on this host, one slurmd each,
+#   PILOTFISH_SLURM_NODES=8                    fake nodes n1..nN on this host, one slurmd each,
 #                                              each in its own UTS namespace (`hostname` = nX)
 #   PILOTFISH_SLURM_CPUS_PER_NODE=2            CPUs declared per node (may exceed the real ones)
 #   PILOTFISH_SLURM_PORT=17817                 slurmctld port; slurmd of nX listens on PORT+X
@@ -23,7 +23,7 @@
 set -euo pipefail
 
 LAB=${PILOTFISH_SLURM_LAB:-/tmp/pilotfish-slurm}
-NODES=${PILOTFISH_SLURM_NODES:-2}
+NODES=${PILOTFISH_SLURM_NODES:-8}
 CPN=${PILOTFISH_SLURM_CPUS_PER_NODE:-2}
 PORT=${PILOTFISH_SLURM_PORT:-17817}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

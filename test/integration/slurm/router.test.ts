@@ -49,7 +49,14 @@ describeSlurm('the model router on a Slurm pilot', () => {
   it('places a model on the labelled node its selector asks for, and says which', async () => {
     Object.assign(process.env, slurmEnv());
     const fx = await fixture.open(
-      { resource: 'slurm', nodes: 2, runtimeMin: 5, nodeLabels: { n2: { disk: 'nvme' } } },
+      {
+        resource: 'slurm',
+        nodes: 2,
+        runtimeMin: 5,
+        // the label names n2: the job must get it (the lab has more nodes)
+        directives: ['--nodelist=n1,n2'],
+        nodeLabels: { n2: { disk: 'nvme' } },
+      },
       false,
     );
     router = await startRouter(fx.tmgr, fx.pmgr, {

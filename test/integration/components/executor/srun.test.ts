@@ -1,5 +1,5 @@
 /**
- * The srun launch method on the lab Slurm cluster (scripts/slurm-up.sh: fake nodes n1, n2 of 2
+ * The srun launch method on the lab Slurm cluster (scripts/slurm-up.sh: fake nodes n1, n2, … of 2
  * CPUs, each slurmd in its own UTS namespace, so `hostname` in a rank prints its node).
  *
  * The Executor runs here, not inside a job, but as if it did: beforeAll submits a 2-node job
@@ -100,6 +100,8 @@ describeSlurm('ExecutorCore + SpawnerPool + real srun in a Slurm allocation', ()
     const ready = fifo(path.join(dir, 'ready.fifo'));
     jobId = await sbatch(slurm, [
       '--nodes=2',
+      // the cases place slots on n1 and n2 by name; the lab has more nodes
+      '--nodelist=n1,n2',
       '--exclusive',
       '--mem=500',
       '--time=5', // minutes: a job this file failed to cancel ends on its own
