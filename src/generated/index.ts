@@ -41,6 +41,7 @@ export type { SessionOptionsInput } from './session-options';
 export type { StagingDirective } from './staging-directive';
 export type { StoreReply } from './store-reply';
 export type { StoreRequest } from './store-request';
+export type { SubAgentMessage } from './subagent-message';
 export type { TaskBulk } from './task-bulk';
 export type { TaskDescription } from './task-description';
 export type { TaskRecord } from './task-record';

@@ -18,6 +18,7 @@ import type {
   SessionOptionsInput,
   StoreReply,
   StoreRequest,
+  SubAgentMessage,
   TaskBulk,
   TaskDescription,
   TaskRecord,
@@ -42,6 +43,7 @@ import routerConfig from '../../schemas/router-config.schema.json';
 import serviceReply from '../../schemas/service-reply.schema.json';
 import sessionOptions from '../../schemas/session-options.schema.json';
 import stagingDirective from '../../schemas/staging-directive.schema.json';
+import subAgentMessage from '../../schemas/subagent-message.schema.json';
 import storeReply from '../../schemas/store-reply.schema.json';
 import storeRequest from '../../schemas/store-request.schema.json';
 import taskBulk from '../../schemas/task-bulk.schema.json';
@@ -103,6 +105,7 @@ ajv.addSchema([
   publishedAddresses,
   routerConfig,
   serviceReply,
+  subAgentMessage,
 ]);
 
 function compiled(schema: { $id: string }): ValidateFunction {
@@ -320,6 +323,7 @@ export const parseFileReply = parser<FileReply>('FileReply', fileReply);
 export const parseSandboxRequest = parser<SandboxRequest>('SandboxRequest', sandboxRequest);
 export const parseSandboxReply = parser<SandboxReply>('SandboxReply', sandboxReply);
 export const parseRouterConfig = parser<RouterConfig>('RouterConfig', routerConfig);
+export const parseSubAgentMessage = parser<SubAgentMessage>('SubAgentMessage', subAgentMessage);
 /** A MongoDB session's `addresses` as read back from its `sessions` document. */
 export const parsePublishedAddresses = parser<PublishedAddresses>(
   'PublishedAddresses',
