@@ -1,0 +1,181 @@
+import * as zmq from 'zeromq';
+import { errorMeta } from '../../errors';
+import type { AgentConfig, SubAgentMessage } from '../../generated';
+import { BadMessages } from '../../lib/bad-messages';
+import { deferred } from '../../lib/deferred';
+import type { Logger } from '../../lib/logger';
+import { SpawnerPool } from '../../components/executor/process/spawner-pool';
+import type { SpawnSpec } from '../../components/executor/effects';
+import { clientOptions } from '../../transport/curve';
+import { MAX_MESSAGE_BYTES } from '../../transport/frames';
+import { readSubAgentFrame, subAgentFrame } from './wire';
+
+/** Beats to the hub this often. */
+const BEAT_MS = 1_000;
+/** A hub silent this long (unless the config says) is gone: the sub-agent ends what it runs. */
+const HUB_TIMEOUT_MS = 60_000;
+
+export interface SubAgentOptions {
+  cfg: AgentConfig;
+  node: string;
+  /** The hub's address (the main agent's ROUTER). */
+  hub: string;
+  log: Logger;
+  /** Spawner helpers here (default: the config's spawners, else 2). */
+  spawners?: number;
+  hubTimeoutMs?: number;
+}
+
+/**
+ * One node's executing sub-agent: runs on that node (started once through the allocation's
+ * launcher), holds spawner helpers there and starts the jobs the main agent's hub sends, with
+ * no launcher per task; reports their starts and ends back. Its link is a DEALER (routing id:
+ * the node) under CurveZMQ with the pilot's keys. `done` resolves with why it ended: 'end'
+ * (the hub asked), or the hub was silent too long.
+ */
+export class SubAgent {
+  private sock!: zmq.Dealer;
+  private pool!: SpawnerPool;
+  private chain: Promise<void> = Promise.resolve();
+  private heard = Date.now();
+  private timer: NodeJS.Timeout | undefined;
+  private readonly finished = deferred<string>();
+  private readonly bad: BadMessages;
+  private stopping = false;
+  readonly incarnation = `${process.pid}@${Date.now()}`;
+
+  constructor(private readonly opts: SubAgentOptions) {
+    this.bad = new BadMessages(opts.log);
+  }
+
+  /** Resolves with why the sub-agent ended, once its helpers and tasks are gone. */
+  get done(): Promise<string> {
+    return this.finished.promise;
+  }
+
+  async start(): Promise<void> {
+    const { cfg, log } = this.opts;
+    this.pool = await SpawnerPool.start({
+      count: this.opts.spawners ?? cfg.spawners ?? 2,
+      logger: log,
+      killGraceMs: cfg.killGraceMs ?? 3_000,
+      handlers: {
+        started: (events) => this.send({ type: 'events', ...this.names(), started: events }),
+        exited: (events) =>
+          this.send({
+            type: 'events',
+            ...this.names(),
+            ended: events.map((e) => ({ ev: 'exited' as const, ...e })),
+          }),
+        failed: (events) =>
+          this.send({
+            type: 'events',
+            ...this.names(),
+            ended: events.map((e) => ({ ev: 'failed' as const, ...e })),
+          }),
+        unusable: (message) => {
+          this.send({ type: 'events', ...this.names(), warning: message });
+          void this.stop(`cannot start tasks: ${message}`);
+        },
+      },
+    });
+    const curve = cfg.curve;
+    this.sock = new zmq.Dealer({
+      routingId: this.opts.node,
+      linger: 1_000,
+      maxMessageSize: MAX_MESSAGE_BYTES,
+      ...clientOptions(
+        curve === undefined
+          ? undefined
+          : { serverKey: curve.publicKey, publicKey: curve.publicKey, secretKey: curve.secretKey },
+      ),
+    });
+    this.sock.connect(this.opts.hub);
+    this.send({
+      type: 'hello',
+      ...this.names(),
+      incarnation: this.incarnation,
+      running: [],
+      ended: [],
+    });
+    void this.receive();
+    this.timer = setInterval(() => this.tick(), BEAT_MS);
+    log.info('sub-agent started', { node: this.opts.node, hub: this.opts.hub, pid: process.pid });
+  }
+
+  /** Kills what runs, closes the link; `done` resolves with `why`. */
+  async stop(why: string): Promise<void> {
+    if (this.stopping) return this.finished.promise.then(() => undefined);
+    this.stopping = true;
+    clearInterval(this.timer);
+    try {
+      await this.pool.close();
+    } catch (e) {
+      this.opts.log.error('spawner helpers did not close', errorMeta(e));
+    }
+    await this.chain;
+    this.sock.close();
+    this.opts.log.info('sub-agent ended', { why });
+    this.finished.resolve(why);
+  }
+
+  private tick(): void {
+    const silent = Date.now() - this.heard;
+    const limit = this.opts.hubTimeoutMs ?? HUB_TIMEOUT_MS;
+    if (silent >= limit) {
+      void this.stop(`the main agent was silent for ${Math.round(silent / 1000)} s`);
+      return;
+    }
+    this.send({ type: 'beat', ...this.names() });
+  }
+
+  private async receive(): Promise<void> {
+    const peer = { session: this.opts.cfg.session, pilot: this.opts.cfg.pilot };
+    try {
+      for await (const [frame] of this.sock) {
+        if (frame === undefined) continue;
+        const read = readSubAgentFrame(frame, peer);
+        if (!read.ok) {
+          this.bad.report('hub message refused', { why: read.why });
+          continue;
+        }
+        this.heard = Date.now();
+        this.handle(read.msg);
+      }
+    } catch (e) {
+      if (!this.stopping) this.opts.log.error('sub-agent stopped receiving', errorMeta(e));
+    }
+  }
+
+  private handle(msg: SubAgentMessage): void {
+    switch (msg.type) {
+      case 'ops':
+        for (const spec of msg.spawn) this.pool.spawn(spec as unknown as SpawnSpec);
+        for (const k of msg.kill) this.pool.kill(k.uid, k.signal);
+        this.send({ type: 'ack', ...this.names(), seq: msg.seq });
+        return;
+      case 'end':
+        void this.stop('the main agent ended it');
+        return;
+      case 'beat':
+        return;
+      case 'hello':
+      case 'ack':
+      case 'events':
+        this.bad.report('a sub-agent message sent to a sub-agent', { type: msg.type });
+        return;
+    }
+  }
+
+  private names(): { session: string; pilot: string; node: string } {
+    return { session: this.opts.cfg.session, pilot: this.opts.cfg.pilot, node: this.opts.node };
+  }
+
+  private send(msg: SubAgentMessage): void {
+    if (this.sock === undefined) return;
+    const frame = subAgentFrame(msg);
+    this.chain = this.chain
+      .then(() => (this.sock.closed ? undefined : this.sock.send(frame)))
+      .catch((e: unknown) => this.opts.log.warn('send to the hub failed', errorMeta(e)));
+  }
+}
