@@ -5,9 +5,9 @@
  */
 export interface WaitReason {
   /**
-   * pilot: no pilot it may use is added, active, or has room; dependencies: tasks named in `after` have not ended (or are not ready); resources: no node has the cores, GPUs or memory free now; reservation: the free capacity is held for an earlier task (backfill without starvation); tag: an exclusive or colocate tag keeps it off the free nodes; queued: in transit between components, or being placed.
+   * pilot: no pilot it may use is added, active, or has room; dependencies: tasks named in `after` have not ended (or are not ready); resources: no node has the cores, GPUs or memory free now; reservation: the free capacity is held for an earlier task (backfill without starvation); tag: an exclusive or colocate tag keeps it off the free nodes; launchers: it starts a launcher process (srun, mpirun) and the pilot's agent.launchers run already; queued: in transit between components, or being placed.
    */
-  kind: 'pilot' | 'dependencies' | 'resources' | 'reservation' | 'tag' | 'queued';
+  kind: 'pilot' | 'dependencies' | 'resources' | 'reservation' | 'tag' | 'launchers' | 'queued';
   /**
    * The reason in one line.
    */
@@ -114,6 +114,19 @@ export interface WaitReason {
    * kinds reservation and tag: the nodes it is kept off (the first few).
    */
   nodes?: string[];
+  /**
+   * kind launchers: the tasks that hold a launcher now, and the pilot's agent.launchers.
+   */
+  launchers?: {
+    /**
+     * Launcher tasks running on the pilot now.
+     */
+    inUse: number;
+    /**
+     * The most that run at once (agent.launchers).
+     */
+    limit: number;
+  };
   /**
    * Agent reasons: the first waiting task that asks the same; a later one waits behind it.
    */

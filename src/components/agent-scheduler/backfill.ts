@@ -34,13 +34,14 @@ export class Backfill {
 
   /**
    * Keeps nodes reserved for the head (the first waiting task by priority, then age) while it
-   * does not fit.
+   * does not fit. A task waiting for a launcher is no head: nodes held for it would idle while
+   * it waits for what nodes cannot give (it holds none; tasks that need no launcher pass it).
    */
   update(): void {
     let head: { shape: Shape; uid: string } | undefined;
     for (const s of this.shapes.values()) {
       const e = s.queue[s.head];
-      if (e === undefined) continue;
+      if (e === undefined || s.launcher === true) continue;
       if (head === undefined || byPriority(s, head.shape) < 0) head = { shape: s, uid: e.task.uid };
     }
     const held = this.placement.reservedFor;
@@ -100,7 +101,7 @@ export class Backfill {
   private passedBy(shape: Shape): void {
     const p = this.passable!;
     if (p.shape === shape) return;
-    if (p.shape.queue[p.shape.head] !== p.entry || !p.shape.blocked) {
+    if (p.shape.queue[p.shape.head] !== p.entry || !p.shape.blocked || p.shape.launcher === true) {
       this.passable = undefined; // it started, or left: the next round finds the new head
       return;
     }

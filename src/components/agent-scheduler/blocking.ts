@@ -7,14 +7,17 @@ import { byPriority, type Shape } from './shapes';
  * Which waiting shapes a scheduling round tries. A shape is ready while its first task may fit;
  * once it did not, it is blocked until capacity it could use comes back: filed under the node
  * its bound colocate group waits on (else under `undefined`), so that a release re-tries only
- * the shapes that can use the node that got capacity back. Pure: the core calls it from its
- * handlers.
+ * the shapes that can use the node that got capacity back. A shape whose first task waits for
+ * a launcher is blocked until one comes back, whatever capacity does. Pure: the core calls it
+ * from its handlers.
  */
 export class ShapeBlocking {
   /** Shapes whose first task may fit: the only ones a scheduling round tries. */
   private readonly ready = new Set<Shape>();
   /** Blocked shapes, by the node a bound colocate group waits on (else under `undefined`). */
   private readonly blockedOn = new Map<NodeState | undefined, Set<Shape>>();
+  /** Shapes whose first task waits for a launcher: tried again when one comes back, only then. */
+  private readonly forLauncher = new Set<Shape>();
 
   constructor(private readonly placement: Placement) {}
 
@@ -39,14 +42,28 @@ export class ShapeBlocking {
     set.add(shape);
   }
 
+  /** The shape's first task was placed but needs a launcher, and all are in use. */
+  waitForLauncher(shape: Shape): void {
+    shape.blocked = true;
+    shape.launcher = true;
+    this.ready.delete(shape);
+    this.forLauncher.add(shape);
+  }
+
+  /** A launcher came back: the shapes waiting for one are tried again (in the round's order). */
+  unblockLaunchers(): void {
+    for (const s of this.forLauncher) this.unblock(s);
+  }
+
   unblock(shape: Shape): void {
     if (!shape.blocked) return;
     shape.blocked = false;
     this.blockedIn(shape)?.delete(shape);
+    shape.launcher = false;
     this.ready.add(shape);
   }
 
-  /** Every blocked shape is tried again. */
+  /** Every shape blocked on capacity is tried again (those waiting for a launcher stay). */
   unblockAll(): void {
     for (const set of [...this.blockedOn.values()]) for (const sh of [...set]) this.unblock(sh);
   }
@@ -73,6 +90,7 @@ export class ShapeBlocking {
   clear(): void {
     this.ready.clear();
     this.blockedOn.clear();
+    this.forLauncher.clear();
   }
 
   /** (Deleting the visited element while iterating a Set is safe.) */
@@ -90,8 +108,9 @@ export class ShapeBlocking {
     }
   }
 
-  /** The set a blocked shape was filed in (see block()). */
+  /** The set a blocked shape was filed in (see block() and waitForLauncher()). */
   private blockedIn(shape: Shape): Set<Shape> | undefined {
+    if (shape.launcher === true) return this.forLauncher;
     const tag = shape.req.colocate;
     const on = tag !== undefined ? this.placement.colocated.get(tag)?.node : undefined;
     const set = this.blockedOn.get(on);

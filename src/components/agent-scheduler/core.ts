@@ -12,13 +12,14 @@ import { DeadServices, type Released } from './dead-services';
 import { DrainPoint } from './drain-point';
 import type { AgentSchedulerEffects } from './effects';
 import { followable, FollowOns } from './follow-ons';
+import { Launchers, type LauncherLimit } from './launchers';
 import { PilotFit } from './never-fits';
 import type { NodeResources } from './node-state';
 import { Placement } from './placement';
 import { requestOf, type Request } from './request';
 import type { Allocation } from './running-ends';
 import { byPriority, insertByPriority, type Entry, type Shape } from './shapes';
-import { slotOf } from './slots';
+import { slotOf, type Hold } from './slots';
 import { StartDeadlines } from './start-deadlines';
 import type { ShapeWait } from './wait-reports';
 import { Waits } from './waits';
@@ -71,6 +72,8 @@ export class AgentSchedulerCore {
   private readonly waits: Waits | undefined;
   /** Slots of running short tasks that waiting ones of the same shape queue on (follow-ons.ts). */
   private readonly followOns: FollowOns | undefined;
+  /** Launchers in use, when the pilot caps them (agent.launchers; launchers.ts). */
+  private readonly launchers: Launchers | undefined;
 
   constructor(
     private readonly effects: AgentSchedulerEffects,
@@ -87,8 +90,11 @@ export class AgentSchedulerCore {
     backfillLimit?: number,
     /** Whether short tasks may queue on running ones' slots (its executor starts them so). */
     followOns = false,
+    /** At most `max` tasks that need a launcher run at once; more wait, holding no slots. */
+    launchers?: LauncherLimit,
   ) {
     this.followOns = followOns ? new FollowOns() : undefined;
+    this.launchers = launchers !== undefined ? new Launchers(launchers) : undefined;
     this.deadlines = new StartDeadlines(clock, (ts) => this.onLate(ts));
     this.placement = new Placement(nodes, this.waitingIn, homeName, laneDepth);
     this.blocking = new ShapeBlocking(this.placement);
@@ -100,8 +106,8 @@ export class AgentSchedulerCore {
     this.fit = new PilotFit(nodes, this.placement.home?.spec);
     if (effects.reportWaits !== undefined) {
       const report = (ws: ShapeWait[]) => effects.reportWaits?.(ws);
-      const { shapes, allocated, placement, drainPoint } = this;
-      this.waits = new Waits(clock, report, shapes, allocated, placement, drainPoint, limit);
+      const { shapes, allocated, placement, drainPoint, launchers: l } = this;
+      this.waits = new Waits(clock, report, shapes, allocated, placement, drainPoint, limit, l);
     }
   }
 
@@ -138,6 +144,7 @@ export class AgentSchedulerCore {
       if (a === undefined) continue;
       this.allocated.delete(uid);
       this.waits?.ended(a);
+      if (this.launchers?.release(uid) === true) this.blocking.unblockLaunchers();
       if (this.followOns?.released(uid, now) === 'kept') {
         // a follower holds them now, and its chain has room for one more of the shape
         const shape = this.shapes.get(a.req.key);
@@ -365,6 +372,7 @@ export class AgentSchedulerCore {
       }
       const mayFollow = this.followOns !== undefined && followable(task, shape.req);
       let holds = this.placement.place(task.uid, shape.req);
+      if (holds !== undefined && !this.admitted(task, shape, holds)) return;
       if (holds !== undefined && mayFollow && holds[0]!.node === this.placement.home) {
         this.followOns?.placed(task.uid, shape.req.key, holds, now);
       } else if (holds === undefined) {
@@ -379,6 +387,7 @@ export class AgentSchedulerCore {
         }
         holds = f.holds;
         task.follows = f.follows;
+        task.slots = holds.map(slotOf);
       }
       shape.queue[shape.head++] = undefined as never; // let the record go
       this.waitingIn.delete(task.uid);
@@ -386,12 +395,26 @@ export class AgentSchedulerCore {
       const a: Allocation = { req: shape.req, holds };
       this.allocated.set(task.uid, a);
       this.waits?.started(task, a, now);
-      task.slots = holds.map(slotOf);
       notes.push(transition(task, 'AGENT_EXECUTING_PENDING', ME, now));
       out.push(task);
       this.backfill.started(task.uid, shape);
     }
     this.forgetShape(shape);
+  }
+
+  /**
+   * Whether the placed task may start: one that needs a launcher (judged on its slots, which it
+   * keeps) waits while all are in use, its placement taken back, its shape blocked until one
+   * comes back. (A follower is forked on the agent's node: it needs none.)
+   */
+  private admitted(task: TaskRecord, shape: Shape, holds: Hold[]): boolean {
+    task.slots = holds.map(slotOf);
+    if (this.launchers === undefined || this.launchers.admit(task)) return true;
+    delete task.slots;
+    this.placement.unplace(shape.req, holds);
+    this.blocking.waitForLauncher(shape);
+    this.waits?.blocked(shape.req.key);
+    return false;
   }
 
   /** Takes the shape's first task out of the queue for good: it never starts here. */

@@ -126,6 +126,12 @@ export class Placement {
     return touched;
   }
 
+  /** Takes back a placement that does not start (its task waits for a launcher): as before it. */
+  unplace(r: Request, holds: Hold[]): void {
+    for (const n of this.giveBack({ req: r, holds })) this.refile(n);
+    if (r.colocate !== undefined) this.uncolocate(r.colocate, holds.length);
+  }
+
   /** `ranks` of colocate group `tag` ended; true if that was its last (the group is unbound). */
   uncolocate(tag: string, ranks: number): boolean {
     const c = this.colocated.get(tag);

@@ -10,6 +10,8 @@ export interface Allocation {
   endsAt?: number | undefined;
   /** A follower queued on its slots: they go back when the follower ends, not at this end. */
   handedOn?: boolean;
+  /** It holds one of the pilot's launchers (launchers.ts), given back at its end. */
+  launcher?: boolean;
   /** Its place in RunningEnds while it runs. */
   slot?: number | undefined;
 }

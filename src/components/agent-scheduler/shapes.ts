@@ -19,6 +19,8 @@ export interface Shape {
   head: number;
   /** Its head did not fit at the last try, and capacity it could use has not come back since. */
   blocked: boolean;
+  /** Blocked because its head needs a launcher and all are in use (launchers.ts). */
+  launcher?: boolean;
 }
 
 /** Higher priority first, then the head submitted first, then the head that arrived first. */

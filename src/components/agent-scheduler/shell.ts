@@ -4,6 +4,7 @@ import { sendLogged } from '../shared/shell';
 import type { ShellDeps } from '../shared/shell-deps';
 import { AgentSchedulerCore } from './core';
 import type { AgentSchedulerEffects } from './effects';
+import type { LauncherLimit } from './launchers';
 import type { NodeResources } from './node-state';
 import type { ShapeWait } from './wait-reports';
 
@@ -24,6 +25,8 @@ export class AgentSchedulerShell implements AgentSchedulerEffects {
     followOns = false,
     /** Where tasks given back before the drain point go (the client); none: kept to the end. */
     private readonly returns?: (tasks: TaskRecord[], why: Reason) => void,
+    /** The pilot's cap on tasks that need a launcher (agent.launchers), and which do. */
+    launchers?: LauncherLimit,
   ) {
     this.core = new AgentSchedulerCore(
       this,
@@ -33,6 +36,7 @@ export class AgentSchedulerShell implements AgentSchedulerEffects {
       undefined,
       backfillLimit,
       followOns,
+      launchers,
     );
   }
 

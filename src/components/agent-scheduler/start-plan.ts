@@ -36,6 +36,12 @@ export interface PlanInput {
   backfillLimit: number;
   /** The task nodes are reserved for now, if any: nothing passes it in the plan. */
   reservedFor: string | undefined;
+  /**
+   * The pilot's cap on launcher tasks, if any: how many more may start now, and whether a
+   * waiting task needs one where the plan put it. Running tasks that hold one say so
+   * (Allocation.launcher).
+   */
+  launchers?: { free: number; needs(uid: string, holds: readonly Hold[]): boolean } | undefined;
 }
 
 /** When a waiting task is expected to start (clock ms), or why that cannot be said. */
@@ -48,6 +54,8 @@ const UNKNOWN_ENDS =
 interface End {
   holds: readonly Hold[];
   req: Request;
+  /** It holds a launcher, given back at its end too. */
+  launcher?: boolean | undefined;
 }
 
 /**
@@ -56,8 +64,9 @@ interface End {
  * waiting tasks start in order as soon as they fit, each holding its slots for its walltimeS
  * (else timeoutS). As in the scheduler, later tasks may pass a head that does not fit, up to
  * `backfillLimit` of them; then nothing passes it (the real scheduler still lets tasks start on
- * nodes not reserved for it, so estimates behind a reservation err late). Tags and function
- * call lanes are not planned. Pure: the real nodes are never changed.
+ * nodes not reserved for it, so estimates behind a reservation err late). A task that needs a
+ * launcher starts only while one is free, as in the scheduler. Tags and function call lanes
+ * are not planned. Pure: the real nodes are never changed.
  */
 export function planStarts(input: PlanInput): Map<string, Estimate> {
   return new StartPlan(input).run();
@@ -76,6 +85,8 @@ class StartPlan {
   private passes = 0;
   /** Nodes reserved for a waiting task stay its own until it starts in the plan. */
   private reservedFor: string | undefined;
+  /** Launchers free in the plan (Infinity: no cap). */
+  private launchersFree: number;
 
   /** Running tasks by end, read one ahead. */
   private readonly running: Iterator<Allocation>;
@@ -84,6 +95,7 @@ class StartPlan {
   constructor(private readonly p: PlanInput) {
     this.running = p.ends[Symbol.iterator]();
     this.nextRunning = nextOf(this.running);
+    this.launchersFree = p.launchers?.free ?? Infinity;
   }
 
   run(): Map<string, Estimate> {
@@ -148,6 +160,14 @@ class StartPlan {
         continue;
       }
       const holds = this.place(task);
+      const launcher = holds !== undefined && this.p.launchers?.needs(task.uid, holds) === true;
+      if (launcher && this.launchersFree === 0) {
+        for (const h of holds) giveBack(h); // as in the scheduler: it holds nothing meanwhile
+        failed.add(task.req.key);
+        left.push(task);
+        continue;
+      }
+      if (launcher) this.launchersFree--;
       if (holds === undefined) {
         // a task asking the same behind it fits no better (nodes held for it aside)
         if (task.uid !== this.reservedFor) failed.add(task.req.key);
@@ -158,7 +178,7 @@ class StartPlan {
       this.out.set(task.uid, { at: t });
       if (task.uid === this.reservedFor) this.reservedFor = undefined;
       if (task.holdMs !== undefined) {
-        this.ends.push({ holds, req: task.req });
+        this.ends.push({ holds, req: task.req, launcher });
         this.heap.push(t + task.holdMs, this.ends.length - 1);
       }
       if (task.uid === this.head) {
@@ -217,6 +237,7 @@ class StartPlan {
 
   /** Gives a task's slots back: on the plan's copies (`planned`: they are on them already). */
   private release(e: End, planned: boolean): void {
+    if (e.launcher === true) this.launchersFree++;
     for (const h of e.holds) {
       if (h.lane === true) continue; // a lane's core goes back with its last call: not planned
       const n = planned ? h.node : this.at(h.node);

@@ -35,8 +35,7 @@ export interface WaitView {
  * is (with the largest free now). Pure; runs when reasons are reported, not per placement.
  */
 export function waitReasonOf(uid: string, r: Request, view: WaitView, now: number): WaitReason {
-  const asks = { ranks: r.ranks, cores: r.cores, gpus: gpusAsked(r), memMb: r.memMb };
-  const base = { component: ME, ts: now, asks };
+  const base = { component: ME, ts: now, asks: asksOf(r) };
   const said = (kind: WaitReason['kind'], message: string, facts: Partial<WaitReason> = {}) => ({
     kind,
     message,
@@ -125,6 +124,11 @@ export function waitReasonOf(uid: string, r: Request, view: WaitView, now: numbe
       : `the most free now is node ${most.name} with ${free(most)}`) +
     (mine.length > 0 ? `; node(s) ${names(mine)} are held for it (first in line)` : '');
   return said('resources', message, most !== undefined ? { largestFree: largest(most) } : {});
+}
+
+/** What a reason says a task asks per rank. */
+export function asksOf(r: Request): NonNullable<WaitReason['asks']> {
+  return { ranks: r.ranks, cores: r.cores, gpus: gpusAsked(r), memMb: r.memMb };
 }
 
 function gpusAsked(r: Request): number {

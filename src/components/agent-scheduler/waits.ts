@@ -8,12 +8,13 @@ import {
   planTask,
   type ShapeEstimates,
 } from './estimates';
+import type { Launchers } from './launchers';
 import type { Placement } from './placement';
 import type { Request } from './request';
 import { RunningEnds, type Allocation } from './running-ends';
 import { firstWaiting, type Shape } from './shapes';
 import { PLANNED_TASKS, planStarts } from './start-plan';
-import { heldNodes, TagHolders, waitReasonOf, type WaitView } from './wait-reasons';
+import { asksOf, heldNodes, TagHolders, waitReasonOf, type WaitView } from './wait-reasons';
 import { WaitReports, type ShapeWait, type ShapeWaitOf } from './wait-reports';
 
 /**
@@ -41,6 +42,8 @@ export class Waits {
     private readonly placement: Placement,
     private readonly drain: DrainPoint,
     private readonly backfillLimit: number,
+    /** The pilot's launchers, when it caps them: a shape may wait for one. */
+    private readonly launchers?: Launchers,
   ) {
     this.reports = new WaitReports(clock, this.waitOf, report, () => this.plan());
   }
@@ -70,6 +73,7 @@ export class Waits {
     if (leader !== undefined) leader.handedOn = true;
     const from = task.follows !== undefined ? leader?.endsAt : now;
     if (hold !== undefined && from !== undefined) a.endsAt = from + hold;
+    if (this.launchers?.holds(task.uid) === true) a.launcher = true;
     this.ends.started(a);
     this.reports.capacityMoved();
     this.tagRuns.started(a.req, task.uid);
@@ -101,7 +105,12 @@ export class Waits {
     const e = shape?.blocked === true ? shape.queue[shape.head] : undefined;
     if (e === undefined) return undefined;
     const { uid, attempt } = e.task;
-    const reason = waitReasonOf(uid, shape!.req, this.waitView, this.clock.now());
+    const now = this.clock.now();
+    const r = shape!.req;
+    const reason =
+      shape!.launcher === true && this.launchers !== undefined
+        ? this.launchers.reason(asksOf(r), now)
+        : waitReasonOf(uid, r, this.waitView, now);
     const est = this.estimates.get(key) ?? { starts: [], noEstimate: BEYOND_PLAN };
     return { task: uid, attempt, reason, ...est };
   };
@@ -114,6 +123,8 @@ export class Waits {
       return;
     }
     const waiting = firstWaiting(this.shapes.values(), PLANNED_TASKS);
+    const l = this.launchers;
+    const records = l !== undefined ? new Map(waiting.map(([e]) => [e.task.uid, e.task])) : null;
     const plan = planStarts({
       now: this.clock.now(),
       waiting: waiting.map(([e, s]) => planTask(e.task, s.req)),
@@ -123,6 +134,10 @@ export class Waits {
       drainsAt: this.drain.at,
       backfillLimit: this.backfillLimit,
       reservedFor: this.placement.reservedFor,
+      launchers: l && {
+        free: l.max - l.inUse,
+        needs: (uid, holds) => l.wouldNeed(records!.get(uid)!, holds),
+      },
     });
     this.estimates = estimatesByShape(waiting, plan);
   }

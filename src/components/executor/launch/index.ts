@@ -12,6 +12,7 @@ export type {
   Slot,
   TaskLimitDefaults,
 } from './method';
+export { needsLauncher } from './launcher-need';
 export { MPI_AUTO, checkedMpi, chooseMpi, type MpiChoice, type MpiFacts } from './mpi';
 export { MPI_HOSTFILE, RANK_WRAPPER, RANK_WRAPPERS } from './mpirun';
 export { launchOptionsFor, type AllocationLaunchOptions, type LaunchEnvironment } from './options';
