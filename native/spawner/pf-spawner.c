@@ -9,7 +9,7 @@
  *
  * Usage: pf-spawner [--cgroup BASE [--cgroup-limits] [--cgroup-outer DIR]] [--kill-grace-ms N]
  *   [--stream PATH] [--stream-cap-bytes N] [--stream-rotate-bytes N] [--stream-keep-bytes N]
- *   [--hold-ms N] (the pool gives them).
+ *   [--hold-ms N] [--keep PATH --keep-ms N] (the pool gives them).
  *
  * Protocol: newline-delimited JSON, one object per line, UTF-8.
  *   in (stdin):
@@ -19,8 +19,13 @@
  *     the same with "stream":{"attempt":N} (N a whole number in [0, 2^32)) instead of the paths
  *     {"op":"kill","uid":S,"signal":"SIGTERM"|"SIGKILL"|"SIGINT"|"SIGHUP"|"SIGQUIT"|"SIGUSR1"|
  *      "SIGUSR2"|"SIGALRM"}   (a signal other than SIGKILL only tells the task something)
+ *     {"op":"end"}      stop as at stdin EOF without --keep (what follows it is ignored)
+ *     {"op":"status"}   answered with one status event (never held)
  *   out (stdout):
  *     {"ev":"ready","pid":N,"tracking":"cgroup"|"proc","markPrefix":S,"why"?:S}   first, once
+ *      (and "reattached":true first on each keep socket connection, see Keep mode)
+ *     {"ev":"status","running":[{"uid":S,"pid":N}...],"queued":[S...],"ended":[E...]}  E: the
+ *      last 1,024 exited and failed events produced, oldest first, each exactly as it was sent
  *     {"ev":"started","uid":S,"pid":N,"t":MS}          MS: epoch ms (CLOCK_REALTIME, to the µs)
  *     {"ev":"exited","uid":S,"exitCode":N|null,"signal":"SIGTERM"|...|null,"t":MS,"oomKills"?:N}
  *      and for a 'stream' spawn "stdoutTail":B64,"stderrTail":B64,"stdoutBytes":N,"stderrBytes":N
@@ -113,6 +118,18 @@
  *     exits, waits for them all (and for every task cgroup to empty), writes the end frames of
  *     the outputs still open, removes its cgroups and exits 0, so no task outlives the agent.
  *     SIGINT is ignored: the agent decides. A stream file it cannot open: exit 66, on stderr.
+ *     `end` ends the same way, and is how a master stops a helper that has --keep.
+ *   - Keep mode (--keep PATH --keep-ms N): the loss of the master (stdin EOF or a read error,
+ *     or a failed write: EPIPE) does not end the helper. Its tasks run on, exits still come from
+ *     SIGCHLD and output still goes to files and the stream file; every event is held (a line
+ *     that a failed write cut is held whole), stdin and stdout become /dev/null, and the helper
+ *     listens on the Unix stream socket PATH (made 0600; a stale one removed first; PATH's
+ *     directory is the caller's). The first master that connects gets a ready event with
+ *     "reattached":true, then every held event in order, and from then on the protocol runs
+ *     over that connection; a second loss repeats this. The socket listens only while no master
+ *     is attached (it is removed once one connects), so a second master is refused. When no
+ *     master connects within N ms of a loss, the helper ends as at EOF without --keep (kills
+ *     every task, reports into the void, removes its cgroups, exits 0).
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -133,8 +150,10 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -251,8 +270,21 @@ static bool stdout_broken;
 static long long hold_ms;
 static long long held_at;
 static bool urgent;
+/**
+ * The master's ends: stdin and stdout, then (--keep) a connection to keep_path; -1 while none is
+ * attached and events are held (see Keep mode below). keep_deadline: when a detached helper
+ * stops waiting for one (0: not detached).
+ */
+static int master_in = STDIN_FILENO, master_out = STDOUT_FILENO;
+static const char *keep_path;
+static long long keep_deadline;
+/** Every task is being killed: the helper exits once they are gone (stop()). */
+static bool stopping;
 
 static size_t utf8_len(const unsigned char *s, const unsigned char *end);
+static void recent_add(size_t from);
+static void master_detach(void);
+static void master_write_failed(size_t off);
 
 /** Appends `s` as a JSON string; invalid UTF-8 becomes U+FFFD. */
 static void buf_json(Buf *b, const char *s, size_t n) {
@@ -290,18 +322,21 @@ static void buf_json(Buf *b, const char *s, size_t n) {
   buf_char(b, '"');
 }
 
-static void emit_ready(bool cgroup, const char *mark_prefix, const Buf *why) {
-  buf_str(&out, "{\"ev\":\"ready\",\"pid\":");
-  buf_long(&out, (long)getpid());
-  buf_str(&out, ",\"tracking\":");
-  buf_str(&out, cgroup ? "\"cgroup\"" : "\"proc\"");
-  buf_str(&out, ",\"markPrefix\":");
-  buf_json(&out, mark_prefix, strlen(mark_prefix));
+/** `reattached`: for a master that connected to the keep socket. */
+static void emit_ready(Buf *b, bool cgroup, const char *mark_prefix, const Buf *why,
+                       bool reattached) {
+  buf_str(b, "{\"ev\":\"ready\",\"pid\":");
+  buf_long(b, (long)getpid());
+  buf_str(b, ",\"tracking\":");
+  buf_str(b, cgroup ? "\"cgroup\"" : "\"proc\"");
+  buf_str(b, ",\"markPrefix\":");
+  buf_json(b, mark_prefix, strlen(mark_prefix));
   if (why->len > 0) {
-    buf_str(&out, ",\"why\":");
-    buf_json(&out, why->p, why->len);
+    buf_str(b, ",\"why\":");
+    buf_json(b, why->p, why->len);
   }
-  buf_str(&out, "}\n");
+  if (reattached) buf_str(b, ",\"reattached\":true");
+  buf_str(b, "}\n");
 }
 
 /** ,"t":<now in epoch ms, to the µs>: when the task started or ended, for its profile. */
@@ -333,6 +368,7 @@ static void buf_tails(Buf *b, const Output *o);
 /** `o`: a 'stream' spawn's output, whose tails the event carries; NULL for files. */
 static void emit_exited(const char *uid, size_t ulen, int code, const char *signal,
                         const Output *o, long oom) {
+  size_t from = out.len;
   buf_str(&out, "{\"ev\":\"exited\",\"uid\":");
   buf_json(&out, uid, ulen);
   buf_str(&out, ",\"exitCode\":");
@@ -348,9 +384,11 @@ static void emit_exited(const char *uid, size_t ulen, int code, const char *sign
   }
   buf_now(&out);
   buf_str(&out, "}\n");
+  recent_add(from);
 }
 
 static void emit_failed(const char *uid, size_t ulen, const char *code, const Buf *message) {
+  size_t from = out.len;
   buf_str(&out, "{\"ev\":\"failed\",\"uid\":");
   buf_json(&out, uid, ulen);
   buf_str(&out, ",\"code\":");
@@ -358,6 +396,7 @@ static void emit_failed(const char *uid, size_t ulen, const char *code, const Bu
   buf_str(&out, ",\"message\":");
   buf_json(&out, message->p, message->len);
   buf_str(&out, "}\n");
+  recent_add(from);
 }
 
 static void emit_error(const char *message, size_t n) {
@@ -369,7 +408,10 @@ static void emit_error(const char *message, size_t n) {
 
 static void stop(void);
 
-/** Writes every queued event; a reader gone (EPIPE) stops the helper. */
+/**
+ * Writes every queued event to the master; a reader gone (EPIPE) stops the helper, or with
+ * --keep detaches it. Detached, the events stay in `out` for the next master.
+ */
 static void flush_output(void) {
   if (lost_events.len > 0) { /* before the exits they concern */
     buf_add(&lost_events, out.p, out.len);
@@ -378,11 +420,15 @@ static void flush_output(void) {
     lost_events = t;
     lost_events.len = 0;
   }
+  if (master_out < 0) return;
   size_t off = 0;
   while (off < out.len && !stdout_broken) {
-    ssize_t n = write(STDOUT_FILENO, out.p + off, out.len - off);
+    ssize_t n = write(master_out, out.p + off, out.len - off);
     if (n >= 0) {
       off += (size_t)n;
+    } else if (errno != EINTR && keep_path != NULL && !stopping) {
+      master_write_failed(off);
+      return;
     } else if (errno != EINTR) {
       stdout_broken = true; /* EPIPE, or anything else: nobody reads us */
     }
@@ -1069,7 +1115,6 @@ static const char *cg_base, *cg_outer;
 static bool cg_limits;
 static int cg_home = -1, cg_home_procs = -1;
 static Buf cg_why;
-static bool stopping;
 
 static long long now_ms(void) {
   struct timespec ts;
@@ -1737,7 +1782,7 @@ static void run_timers(void) {
  * is an error, and the first of them was held less than hold_ms ago.
  */
 static bool holding(void) {
-  if (hold_ms <= 0 || n_queued == 0 || urgent || out.len == 0) return false;
+  if (hold_ms <= 0 || n_queued == 0 || urgent || out.len == 0 || master_out < 0) return false;
   long long now = now_ms();
   if (held_at == 0) held_at = now;
   return now < held_at + hold_ms;
@@ -1747,6 +1792,7 @@ static bool holding(void) {
 static int poll_timeout(void) {
   long long next = held_at != 0 ? held_at + hold_ms : 0;
   if (sweep_at != 0 && (next == 0 || sweep_at < next)) next = sweep_at;
+  if (keep_deadline != 0 && (next == 0 || keep_deadline < next)) next = keep_deadline;
   for (size_t i = 0; i < lingers.n; i++) {
     long long d = lingers.v[i].deadline;
     if (d != 0 && (next == 0 || d < next)) next = d;
@@ -3024,7 +3070,10 @@ static void spawn_or_queue(const JVal *m, const char *req, size_t rlen) {
 /** The line as it came, kept for a spawn that is queued: parsing decodes `line` in place. */
 static Buf raw;
 
+static void emit_status(void);
+
 static void handle_line(char *line, size_t n) {
+  if (stopping) return; /* after an end, nothing more is asked */
   size_t a = 0;
   while (a < n && isspace((unsigned char)line[a])) a++;
   if (a == n) return;
@@ -3045,6 +3094,10 @@ static void handle_line(char *line, size_t n) {
     Queued *q = t == NULL ? queued_by_uid(uid->str, uid->len) : NULL;
     if (t != NULL) queue_kill(t, kill_signal(member(m, "signal")));
     else if (q != NULL) cancel_queued(q);
+  } else if (m->type == J_OBJ && str_is(member(m, "op"), "end")) {
+    stop();
+  } else if (m->type == J_OBJ && str_is(member(m, "op"), "status")) {
+    emit_status();
   } else {
     bad_line("bad request: ", quote, qn);
   }
@@ -3062,8 +3115,12 @@ static bool discarding;
 
 static void handle_input(void) {
   buf_reserve(&in, READ_CHUNK);
-  ssize_t n = read(STDIN_FILENO, in.p + in.len, in.cap - in.len);
+  ssize_t n = read(master_in, in.p + in.len, in.cap - in.len);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0 && keep_path != NULL) {
+    master_detach(); /* the master is gone: its tasks run on for the next one */
+    return;
+  }
   if (n <= 0) {
     stop(); /* EOF or a broken pipe: the agent is gone */
     return;
@@ -3101,6 +3158,173 @@ static void handle_input(void) {
     raw = (Buf){0};
   }
   flush_kills();
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Keep mode (--keep PATH --keep-ms N), and status                                             */
+/*                                                                                            */
+/* The master is whoever sends the requests and reads the events: the pool, through stdin and */
+/* stdout, at first. With --keep its loss detaches the helper instead of stopping it: the     */
+/* events stay in `out` (flush_output writes nothing while master_out is -1), and the socket  */
+/* keep_path listens until a master connects (it gets a ready event marked reattached, then   */
+/* what was held, then the protocol runs over the connection) or keep_ms pass (stop()). The   */
+/* status event's `ended` comes from a ring of the last RECENT_MAX exited and failed events,  */
+/* kept as they were sent, so a master that follows one that died mid-way can learn exits    */
+/* the dead one read and never passed on.                                                     */
+
+#define RECENT_MAX 1024
+
+static long long keep_ms = -1;
+/** The socket listening at keep_path while detached, else -1. */
+static int keep_fd = -1;
+static Buf recent[RECENT_MAX];
+static size_t recent_next, recent_n;
+
+/** Remembers the event line just built in `out` from `from` on (without its newline). */
+static void recent_add(size_t from) {
+  Buf *b = &recent[recent_next];
+  b->len = 0; /* the slot keeps its memory: no allocation per event once the ring is full */
+  buf_add(b, out.p + from, out.len - from - 1);
+  recent_next = (recent_next + 1) % RECENT_MAX;
+  if (recent_n < RECENT_MAX) recent_n++;
+}
+
+/** {"ev":"status",...}: the tasks whose main process runs, the queued spawns, recent ends. */
+static void emit_status(void) {
+  urgent = true; /* never held */
+  buf_str(&out, "{\"ev\":\"status\",\"running\":[");
+  const char *sep = "";
+  for (size_t i = 0; i < n_buckets; i++) {
+    for (const Task *t = by_uid[i]; t != NULL; t = t->next_uid, sep = ",") {
+      buf_str(&out, sep);
+      buf_str(&out, "{\"uid\":");
+      buf_json(&out, t->uid, t->ulen);
+      buf_str(&out, ",\"pid\":");
+      buf_long(&out, (long)t->pid);
+      buf_char(&out, '}');
+    }
+  }
+  buf_str(&out, "],\"queued\":[");
+  sep = "";
+  for (size_t i = 0; i < q_buckets; i++) {
+    for (const Queued *q = queued[i]; q != NULL; q = q->next_uid, sep = ",") {
+      buf_str(&out, sep);
+      buf_json(&out, q->uid, q->ulen);
+    }
+  }
+  buf_str(&out, "],\"ended\":[");
+  for (size_t k = 0; k < recent_n; k++) {
+    const Buf *b = &recent[(recent_next + RECENT_MAX - recent_n + k) % RECENT_MAX];
+    if (k > 0) buf_char(&out, ',');
+    buf_add(&out, b->p, b->len);
+  }
+  buf_str(&out, "]}\n");
+}
+
+static void keep_unlisten(void) {
+  if (keep_fd < 0) return;
+  close(keep_fd);
+  keep_fd = -1;
+  unlink(keep_path);
+}
+
+/** Listens at keep_path, made 0600 (a stale socket there removed); false, said, if it cannot. */
+static bool keep_listen(void) {
+  struct sockaddr_un a;
+  memset(&a, 0, sizeof a);
+  a.sun_family = AF_UNIX;
+  memcpy(a.sun_path, keep_path, strlen(keep_path)); /* shorter than sun_path: parse_args */
+  const char *step = "cannot create a socket for";
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd >= 0) {
+    unlink(keep_path);
+    mode_t mask = umask(0177); /* 0600 from the start: no moment open to others */
+    int r = bind(fd, (struct sockaddr *)&a, sizeof a);
+    umask(mask);
+    step = r != 0 ? "cannot bind" : listen(fd, 8) != 0 ? "cannot listen at" : NULL;
+  }
+  if (step == NULL) {
+    keep_fd = fd;
+    return true;
+  }
+  int e = errno;
+  if (fd >= 0) close(fd);
+  emit_errno(step, keep_path, e); /* held: for the record; stderr may still have a reader */
+  fprintf(stderr, "pf-spawner: %s the keep socket '%s': %s\n", step, keep_path, strerror(e));
+  return false;
+}
+
+/**
+ * The master is gone (--keep): stdin and stdout become /dev/null (the old pipes are let go) or
+ * the connection is closed, the partial request line is dropped, and the socket listens until
+ * keep_ms from now. One that cannot listen stops the helper, as without --keep.
+ */
+static void master_detach(void) {
+  if (master_in == STDIN_FILENO) {
+    int null = open("/dev/null", O_RDWR); /* >= 3: ensure_std_fds */
+    if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0) {
+      die("cannot put /dev/null in place of stdin and stdout");
+    }
+    close(null);
+  } else {
+    close(master_in);
+  }
+  master_in = master_out = -1;
+  in.len = scanned = 0;
+  discarding = false;
+  held_at = 0;
+  urgent = false;
+  if (!keep_listen()) {
+    stop();
+    return;
+  }
+  keep_deadline = now_ms() + keep_ms;
+}
+
+/** A write to the master failed after `off` bytes of `out`: the rest is held, from the line cut. */
+static void master_write_failed(size_t off) {
+  size_t from = off;
+  while (from > 0 && out.p[from - 1] != '\n') from--;
+  memmove(out.p, out.p + from, out.len - from);
+  out.len -= from;
+  master_detach();
+}
+
+static bool write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t k = write(fd, p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) return false;
+    p += k;
+    n -= (size_t)k;
+  }
+  return true;
+}
+
+/** A master connects: its ready event now, first; what was held at this turn's end, at once. */
+static void keep_accept(void) {
+  int fd = accept4(keep_fd, NULL, NULL, SOCK_CLOEXEC); /* blocking, as the pipes were */
+  if (fd < 0) return; /* gone before it was accepted: wait for another */
+  Buf ready = {0};
+  emit_ready(&ready, cg_home >= 0, mark_prefix, &cg_why, true);
+  bool sent = write_all(fd, ready.p, ready.len);
+  free(ready.p);
+  if (!sent) {
+    close(fd);
+    return;
+  }
+  keep_unlisten(); /* one master at a time: later ones find no socket */
+  master_in = master_out = fd;
+  keep_deadline = 0;
+  urgent = true;
+}
+
+/** No master came within keep_ms of the loss: the end of a helper without --keep. */
+static void keep_timer(void) {
+  if (keep_deadline != 0 && now_ms() >= keep_deadline) {
+    keep_deadline = 0;
+    stop();
+  }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -3142,6 +3366,8 @@ static void reap(void) {
 static void stop(void) {
   if (stopping) return;
   stopping = true;
+  keep_unlisten();
+  keep_deadline = 0;
   cancel_all_queued();
   n_targets = 0;
   for (size_t i = 0; i < n_buckets; i++) {
@@ -3182,8 +3408,8 @@ static void base36(char *buf, size_t n, unsigned long long v) {
 }
 
 /**
- * --cgroup BASE, --kill-grace-ms N, --stream PATH, --hold-ms N; anything else stops the helper
- * (exit 64).
+ * --cgroup BASE, --kill-grace-ms N, --stream PATH, --hold-ms N, --keep PATH --keep-ms N (both or
+ * neither); anything else stops the helper (exit 64).
  */
 static void parse_args(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
@@ -3211,12 +3437,26 @@ static void parse_args(int argc, char **argv) {
     } else if (strcmp(argv[i], "--hold-ms") == 0 && i + 1 < argc &&
                (hold_ms = strtoll(argv[++i], &end, 10)) >= 0 && *end == '\0') {
       continue;
+    } else if (strcmp(argv[i], "--keep") == 0 && i + 1 < argc && argv[i + 1][0] != '\0') {
+      keep_path = argv[++i];
+    } else if (strcmp(argv[i], "--keep-ms") == 0 && i + 1 < argc &&
+               (keep_ms = strtoll(argv[++i], &end, 10)) >= 0 && *end == '\0') {
+      continue;
     } else {
-      fprintf(stderr, "pf-spawner: bad arguments (usage: pf-spawner [--cgroup BASE "
-                      "[--cgroup-limits] [--cgroup-outer DIR]] [--kill-grace-ms N] "
-                      "[--stream PATH] [--hold-ms N])\n");
-      exit(64);
+      keep_ms = -2; /* bad: the usage below */
+      break;
     }
+  }
+  if (keep_ms == -2 || (keep_path == NULL) != (keep_ms < 0)) {
+    fprintf(stderr, "pf-spawner: bad arguments (usage: pf-spawner [--cgroup BASE "
+                    "[--cgroup-limits] [--cgroup-outer DIR]] [--kill-grace-ms N] "
+                    "[--stream PATH] [--hold-ms N] [--keep PATH --keep-ms N])\n");
+    exit(64);
+  }
+  if (keep_path != NULL && strlen(keep_path) >= sizeof ((struct sockaddr_un *)NULL)->sun_path) {
+    fprintf(stderr, "pf-spawner: --keep '%s': a socket path must be shorter than %zu bytes\n",
+            keep_path, sizeof ((struct sockaddr_un *)NULL)->sun_path);
+    exit(64);
   }
   if (cg_base != NULL) cgroup_setup(cg_base);
 }
@@ -3270,20 +3510,21 @@ int main(int argc, char **argv) {
   if (sched_getaffinity(0, sizeof home_cpus, &home_cpus) != 0) die("sched_getaffinity");
   if (stream_path != NULL) stream_open();
 
-  emit_ready(cg_home >= 0, mark_prefix, &cg_why);
+  emit_ready(&out, cg_home >= 0, mark_prefix, &cg_why, false);
   flush_output();
 
   struct pollfd *fds = NULL;
   size_t cap_fds = 0;
   while (!(stopping && n_tasks == 0 && lingers.n == 0)) {
-    /* signals, stdin (until stopping), the pipes of 'stream' tasks (one epoll set), and the
+    /* signals, the master (until stopping), the pipes of 'stream' tasks (one epoll set), and the
        cgroup.events of each lingering cgroup */
     if (3 + lingers.n > cap_fds) {
       cap_fds = 2 * (3 + lingers.n);
       fds = xrealloc(fds, cap_fds * sizeof *fds);
     }
     fds[0] = (struct pollfd){sigfd, POLLIN, 0};
-    fds[1] = (struct pollfd){stopping ? -1 : STDIN_FILENO, POLLIN, 0};
+    /* the master's input, or while detached (--keep) the socket a master connects to */
+    fds[1] = (struct pollfd){stopping ? -1 : master_in >= 0 ? master_in : keep_fd, POLLIN, 0};
     fds[2] = (struct pollfd){epfd, POLLIN, 0};
     size_t polled = lingers.n;
     for (size_t i = 0; i < polled; i++) {
@@ -3311,8 +3552,12 @@ int main(int argc, char **argv) {
       }
       if (child) reap();
     }
-    if (!stopping && fds[1].revents != 0) handle_input();
+    if (!stopping && fds[1].revents != 0) {
+      if (master_in >= 0) handle_input();
+      else keep_accept();
+    }
     run_timers();
+    keep_timer();
     flush_frames(); /* before the events: an exit event follows its task's frames */
     if (!holding()) flush_output();
   }

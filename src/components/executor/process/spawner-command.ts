@@ -2,6 +2,7 @@ import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs
 import * as path from 'node:path';
 import { UsageError } from '../../../errors';
 import { builtNative } from '../../../lib/dist-path';
+import type { Logger } from '../../../lib/logger';
 import type { TrackingKind } from './helper/protocol';
 
 // Which spawner helper the pool runs, and where its program is.
@@ -111,6 +112,15 @@ export function spawnerCommand(helper: SpawnerHelper): { file: string; args: str
     throw new UsageError(`no native spawner helper: ${why}; ${fix}, or use the helper 'node'`);
   }
   return { file: native, args: [] };
+}
+
+/** The helper asked for, else the native one where built, else (said in a warning) the Node one. */
+export function pickHelper(opts: { helper?: SpawnerHelper }, log: Logger): SpawnerHelper {
+  const asked = requestedHelper(opts);
+  if (asked !== undefined) return asked;
+  if (nativeSpawner() !== undefined) return 'native';
+  log.warn('native spawner helper not built: using the slower Node helper', nativeSpawnerMissing());
+  return 'node';
 }
 
 /** The helper asked for (option, else PILOTFISH_SPAWNER), or undefined to pick the best built. */

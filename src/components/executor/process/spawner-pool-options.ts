@@ -1,11 +1,13 @@
 /**
  * SpawnerPool's options and the handlers it calls (spawner-pool.ts).
  */
+import { errorMeta } from '../../../errors';
 import type { Logger } from '../../../lib/logger';
 import type { ExitedEvent, FailedEvent, StartedEvent } from '../effects';
 import type { TrackingKind } from './helper/protocol';
 import type { SpawnerHelper } from './spawner-command';
 import type { PoolLimitsOptions } from './pool-limits';
+import type { KeepOptions } from './pool-keep';
 
 /** Receives helper events in bulks (one call per kind per chunk read from a helper). */
 export interface SpawnerHandlers {
@@ -17,6 +19,21 @@ export interface SpawnerHandlers {
    * replacing them and fails every later spawn; the pilot cannot run tasks and should end.
    */
   unusable?(message: string): void;
+}
+
+/** Calls a handler with a bulk of events of `kind` (if any); one that throws is logged. */
+export function callHandler<T>(
+  log: Logger,
+  kind: string,
+  events: T[],
+  fn: (events: T[]) => void,
+): void {
+  if (events.length === 0) return;
+  try {
+    fn(events);
+  } catch (e) {
+    log.error('spawner event handler threw', { kind, count: events.length, ...errorMeta(e) });
+  }
 }
 
 /** How many helper deaths the pool replaces in a window before it gives up. */
@@ -32,6 +49,7 @@ export interface SpawnerPoolOptions {
   count: number;
   logger: Logger;
   handlers: SpawnerHandlers;
+  /** How long start() waits for ready, attach() for each socket and status, status() (10 s). */
   readyTimeoutMs?: number;
   /** After this, close() SIGKILLs helpers that have not exited. */
   closeTimeoutMs?: number;
@@ -79,6 +97,13 @@ export interface SpawnerPoolOptions {
   holdMs?: number;
   /** Where task limits are set (SpawnSpec.limits; pool-limits.ts); default: the machine's. */
   limits?: PoolLimitsOptions;
+  /**
+   * Keep mode (pool-keep.ts): each helper gets `--keep <dir>/helper-<slot>.sock --keep-ms <ms>`,
+   * so that it outlives this process (its tasks run on, their events are held) for `ms` and a
+   * new process takes it over with SpawnerPool.attach(); close() ends the helpers with an `end`
+   * request. Unset: a helper kills its tasks and exits when this process goes (the default).
+   */
+  keep?: KeepOptions;
 }
 
 /** Output 'stream' limits of a pilot (PilotDescription.agent.outputCapBytes, outputDiskBytes). */

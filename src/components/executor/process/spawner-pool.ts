@@ -22,34 +22,29 @@
  * their exits carry the tails (ExitedEvent.output); ~10-20 us more helper CPU per spawn, where
  * two new files per task cost ~1,000 us (spawn-rate.js --output devnull,files,stream, 2026-11-24).
  * A task's limits (SpawnSpec.limits) go into cgroup v1 or v2 controllers (pool-limits.ts).
+ * Keep mode (SpawnerPoolOptions.keep): helpers that outlive the agent, and attach() by which a
+ * new agent takes them over (pool-keep.ts).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { UsageError, errorMeta } from '../../../errors';
-import { deferred, withTimeout, type Deferred } from '../../../lib/deferred';
+import { withTimeout } from '../../../lib/deferred';
 import type { Logger } from '../../../lib/logger';
 import type { ExitedEvent, FailedEvent, StartedEvent } from '../effects';
 import { exitedOf } from './helper-exit';
-import type {
-  HelperEvent,
-  HelperRequest,
-  KillSignal,
-  SpawnSpec,
-  TrackingKind,
-} from './helper/protocol';
+import { childConn, connectKeep, socketConn } from './helper-conn';
+import type { HelperEvent, KillSignal, SpawnSpec, TrackingKind } from './helper/protocol';
+import { PoolHelper, type OpenConn } from './pool-helper';
+import { checkKeep, keepArgs, keepSocket, mergeStatus, nextGenerations } from './pool-keep';
+import type { SpawnerStatus } from './pool-keep';
 import { PoolLimits, type TaskLimiter } from './pool-limits';
-import { PoolTracking, type HelperTracking } from './pool-tracking';
-import {
-  requestedHelper,
-  nativeSpawner,
-  nativeSpawnerMissing,
-  spawnerCommand,
-  type SpawnerHelper,
-} from './spawner-command';
-import { DEFAULT_RESPAWN, streamLimitArgs, type SpawnerPoolOptions } from './spawner-pool-options';
+import { PoolTracking } from './pool-tracking';
+import { pickHelper, spawnerCommand, type SpawnerHelper } from './spawner-command';
+import { DEFAULT_RESPAWN, callHandler, streamLimitArgs } from './spawner-pool-options';
+import type { SpawnerPoolOptions } from './spawner-pool-options';
 
 export type { RespawnPolicy, SpawnerHandlers, SpawnerPoolOptions } from './spawner-pool-options';
+export type { EndedEvent, KeepOptions, SpawnerStatus } from './pool-keep';
 
 export {
   SPAWNER_ENV,
@@ -60,33 +55,14 @@ export {
   type SpawnerHelper,
 } from './spawner-command';
 
-interface Helper {
-  proc: ChildProcess;
-  pid: number;
-  /** Its place in the pool (0..count-1), which a replacement takes. */
-  slot: number;
-  /** uid -> pid (undefined until started) of every task this helper runs. */
-  tasks: Map<string, number | undefined>;
-  /** Its stream file (streamDir), and the errno of each running task whose frames it lost. */
-  stream: string | undefined;
-  lost: Map<string, { errno: string; file: string }>;
-  outbox: string[];
-  partial: string;
-  alive: boolean;
-  /** From its ready event. */
-  tracking?: HelperTracking;
-  ready: Deferred<void>;
-  closed: Deferred<void>;
-}
-
 /**
  * The Executor's process adapter: a few lean spawner helpers (the C pf-spawner, or
  * helper/main.ts) that fork tasks and report starts and exits, so the big agent process never
  * forks on the hot path.
  */
 export class SpawnerPool {
-  private readonly helpers: Helper[] = [];
-  private readonly owner = new Map<string, Helper>();
+  private readonly helpers: PoolHelper[] = [];
+  private readonly owner = new Map<string, PoolHelper>();
   /** Tasks whose kills signal their process alone (SpawnSpec.killScope 'process'). */
   private readonly processOnly = new Set<string>();
   private readonly log: Logger;
@@ -96,13 +72,15 @@ export class SpawnerPool {
   private deaths: number[] = [];
   /** Set once helpers kept dying: why every spawn fails now. */
   private unusable: string | undefined;
+  /** An attach failed: the helpers it reached were let go of, alive. */
+  private abandoned = false;
   /** Per slot, the generation of its latest helper (streamDir). */
   private readonly generations: number[] = [];
   private readonly files: string[] = [];
 
   private constructor(
     private readonly opts: SpawnerPoolOptions,
-    /** The kind of helper this pool runs. */
+    /** The kind of helper this pool starts (attached: the kind of its replacements). */
     readonly helper: SpawnerHelper,
     private readonly command: { file: string; args: string[] },
     private readonly track: PoolTracking,
@@ -113,22 +91,7 @@ export class SpawnerPool {
 
   /** Starts `count` helpers; resolves once every one has reported ready. */
   static async start(opts: SpawnerPoolOptions): Promise<SpawnerPool> {
-    if (!Number.isInteger(opts.count) || opts.count < 1) {
-      throw new UsageError(`SpawnerPool count must be an integer >= 1, got ${opts.count}`);
-    }
-    let helper = requestedHelper(opts);
-    if (helper === undefined) {
-      helper = nativeSpawner() !== undefined ? 'native' : 'node';
-      if (helper === 'node') {
-        const missing = nativeSpawnerMissing();
-        opts.logger.warn('native spawner helper not built: using the slower Node helper', missing);
-      }
-    }
-    const command = spawnerCommand(helper);
-    const track = PoolTracking.choose(opts, opts.logger);
-    if (opts.streamDir !== undefined) mkdirSync(opts.streamDir, { recursive: true, mode: 0o700 });
-    const limits = PoolLimits.make(opts.limits ?? {}, opts.logger, track.base, track.why);
-    const pool = new SpawnerPool(opts, helper, command, track, limits);
+    const pool = SpawnerPool.make(opts);
     for (let i = 0; i < opts.count; i++) pool.launch(i);
     const ready = Promise.all(pool.helpers.map((h) => h.ready.promise));
     try {
@@ -137,6 +100,7 @@ export class SpawnerPool {
       await pool.close();
       throw e;
     }
+    const { helper, command, track, limits } = pool;
     pool.log.info('spawner helpers started', {
       helper,
       command: command.file,
@@ -145,8 +109,77 @@ export class SpawnerPool {
       tracking: pool.tracking,
       ...(track.base === undefined ? {} : { cgroup: track.base }),
       limits: limits.controllers,
+      ...(opts.keep === undefined ? {} : { keep: opts.keep.dir }),
     });
     return pool;
+  }
+
+  /**
+   * Re-attaches to the `count` helpers a keep pool left running (opts.keep, required: the same
+   * directory), through their sockets, instead of starting helpers. The events each held reach
+   * the handlers first; the tasks each runs or has queued are this pool's from then on. Resolves
+   * once every one has said ready and its status; rejects, naming the socket, when one cannot be
+   * reached within readyTimeoutMs (and detaches from those it reached: they wait for another).
+   */
+  static async attach(opts: SpawnerPoolOptions): Promise<SpawnerPool> {
+    if (opts.keep === undefined) {
+      throw new UsageError("SpawnerPool.attach needs the option 'keep' (the helpers' directory)");
+    }
+    const pool = SpawnerPool.make(opts);
+    const ms = opts.readyTimeoutMs ?? 10_000;
+    if (opts.streamDir !== undefined) {
+      const next = nextGenerations(readdirSync(opts.streamDir), opts.count);
+      next.forEach((g, slot) => (pool.generations[slot] = g - 1));
+    }
+    const reach = async (slot: number): Promise<void> => {
+      const file = keepSocket(opts.keep!, slot);
+      const s = await connectKeep(file, ms);
+      if (pool.abandoned) return void s.destroy();
+      const h = pool.add(slot, undefined, (on) => socketConn(s, file, on, pool.log));
+      await h.ready.promise;
+      const { running, queued } = await h.askStatus();
+      for (const t of running) pool.adopt(h, t.uid, t.pid);
+      for (const uid of queued) pool.adopt(h, uid, undefined);
+    };
+    const slots = Array.from({ length: opts.count }, (_, slot) => reach(slot));
+    try {
+      await withTimeout(Promise.all(slots), ms, 'spawner helpers re-attach');
+    } catch (e) {
+      await pool.abandon();
+      throw e;
+    }
+    pool.log.info('spawner helpers re-attached', {
+      keep: opts.keep.dir,
+      count: opts.count,
+      pids: pool.helpers.map((h) => h.pid),
+      tasks: pool.owner.size,
+    });
+    return pool;
+  }
+
+  /** The checks, helper kind, tracking and limits of a pool about to start or attach. */
+  private static make(opts: SpawnerPoolOptions): SpawnerPool {
+    if (!Number.isInteger(opts.count) || opts.count < 1) {
+      throw new UsageError(`SpawnerPool count must be an integer >= 1, got ${opts.count}`);
+    }
+    if (opts.keep !== undefined) checkKeep(opts.keep, opts.count);
+    const helper = pickHelper(opts, opts.logger);
+    const command = spawnerCommand(helper);
+    const track = PoolTracking.choose(opts, opts.logger);
+    if (opts.streamDir !== undefined) mkdirSync(opts.streamDir, { recursive: true, mode: 0o700 });
+    if (opts.keep !== undefined) mkdirSync(opts.keep.dir, { recursive: true, mode: 0o700 });
+    const limits = PoolLimits.make(opts.limits ?? {}, opts.logger, track.base, track.why);
+    return new SpawnerPool(opts, helper, command, track, limits);
+  }
+
+  /** An attach that failed lets go of the helpers it reached: they wait for another master. */
+  private async abandon(): Promise<void> {
+    this.abandoned = true;
+    this.closing = Promise.resolve();
+    for (const h of this.helpers) h.conn.drop();
+    await Promise.all(this.helpers.map((h) => h.closed.promise));
+    await this.track.close();
+    await this.limits.close();
   }
 
   /** How the helpers track the processes of tasks: 'cgroup' only if every one does. */
@@ -180,13 +213,13 @@ export class SpawnerPool {
     h.tasks.set(spec.uid, undefined);
     this.owner.set(spec.uid, h);
     if (spec.killScope === 'process') this.processOnly.add(spec.uid);
-    this.send(h, this.limits.request(spec));
+    h.send(this.limits.request(spec));
   }
 
   /** Signals every process of the task (srun: srun alone); a uid that already exited is ignored. */
   kill(uid: string, signal: KillSignal): void {
     const h = this.owner.get(uid);
-    if (h !== undefined) this.send(h, { op: 'kill', uid, signal });
+    if (h !== undefined) h.send({ op: 'kill', uid, signal });
   }
 
   /** Every stream file its helpers were given (streamDir), in the order they started. */
@@ -200,8 +233,20 @@ export class SpawnerPool {
   }
 
   /**
-   * Ends every helper's stdin; each SIGKILLs the tasks it still runs, reports their exits and
-   * exits. Resolves when all helpers have exited.
+   * What every live helper runs, has queued and ended lately (its last 1,024 exits and failures,
+   * as the handlers got them or would have): what a pool that attached reconciles with, as the
+   * events a dead master read and never passed on are among them.
+   */
+  async status(): Promise<SpawnerStatus> {
+    const live = this.helpers.filter((h) => h.alive);
+    const all = Promise.all(live.map((h) => h.askStatus()));
+    const ms = this.opts.readyTimeoutMs ?? 10_000;
+    return mergeStatus(await withTimeout(all, ms, 'spawner helpers status'));
+  }
+
+  /**
+   * Stops every helper: ends its stdin (keep mode: sends it `end`); each SIGKILLs the tasks it
+   * still runs, reports their exits and exits. Resolves when all helpers have exited.
    */
   close(): Promise<void> {
     this.closing ??= this.shutdown();
@@ -211,15 +256,16 @@ export class SpawnerPool {
   private async shutdown(): Promise<void> {
     for (const h of this.helpers) {
       if (!h.alive) continue;
-      this.flush(h);
-      h.proc.stdin?.end();
+      if (this.opts.keep !== undefined) h.send({ op: 'end' });
+      h.flush();
+      h.conn.endInput();
     }
     const all = Promise.all(this.helpers.map((h) => h.closed.promise));
     try {
       await withTimeout(all, this.opts.closeTimeoutMs ?? 10_000, 'spawner helpers exit');
     } catch (e) {
       this.log.error('spawner helpers did not exit: killing them', errorMeta(e));
-      for (const h of this.helpers) if (h.alive) h.proc.kill('SIGKILL');
+      for (const h of this.helpers) if (h.alive) h.conn.kill(h.pid);
       await all;
     }
     await this.track.close(); // first: cgroup v2 limits give the tree back once the base is gone
@@ -233,6 +279,7 @@ export class SpawnerPool {
     const args = [...command.args, ...this.track.args(this.opts.killGraceMs ?? 3_000)];
     if (this.track.base !== undefined) args.push(...this.limits.helperArgs());
     args.push('--hold-ms', String(this.opts.holdMs ?? 0));
+    if (this.opts.keep !== undefined) args.push(...keepArgs(this.opts.keep, slot));
     let stream: string | undefined;
     if (this.opts.streamDir !== undefined) {
       const generation = (this.generations[slot] = (this.generations[slot] ?? -1) + 1);
@@ -240,93 +287,49 @@ export class SpawnerPool {
       this.files.push(stream);
       args.push('--stream', stream, ...streamLimitArgs(this.opts.streamLimits, this.opts.count));
     }
-    const proc = spawn(command.file, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
-    const h: Helper = {
-      proc,
-      pid: proc.pid ?? -1,
-      slot,
-      tasks: new Map(),
-      lost: new Map(),
-      outbox: [],
-      partial: '',
-      alive: true,
-      stream,
-      ready: deferred<void>(),
-      closed: deferred<void>(),
-    };
-    this.helpers.push(h);
-    // only start() waits for readiness: a replacement that dies early is reported by 'close'
-    h.ready.promise.catch(() => undefined);
-    proc.stdout?.setEncoding('utf8');
-    proc.stdout?.on('data', (chunk: string) => this.onOutput(h, chunk));
-    proc.stderr?.setEncoding('utf8');
-    proc.stderr?.on('data', (text: string) =>
-      this.log.warn('spawner helper stderr', { pid: h.pid, text }),
-    );
-    // EPIPE once a helper died: 'close' below reports the death.
-    proc.stdin?.on('error', (e) => this.log.debug('spawner helper stdin error', errorMeta(e)));
-    proc.on('error', (e) =>
-      this.log.error('spawner helper process error', { pid: h.pid, ...errorMeta(e) }),
-    );
-    proc.on('close', (code, signal) => this.onClose(h, code, signal));
+    this.add(slot, stream, (on) => childConn(command.file, args, env, on, this.log));
   }
 
-  private leastLoaded(): Helper | undefined {
-    let best: Helper | undefined;
+  /** A helper in `slot`, reached through the conn `open` makes. */
+  private add(slot: number, stream: string | undefined, open: OpenConn): PoolHelper {
+    const on = {
+      events: (h: PoolHelper, evs: HelperEvent[]) => this.onEvents(h, evs),
+      closed: (h: PoolHelper, how: string, code: number | null, signal: string | null) =>
+        this.onClose(h, how, code, signal),
+    };
+    const h = new PoolHelper(slot, stream, open, on, this.log);
+    this.helpers.push(h);
+    return h;
+  }
+
+  /** A task `h` runs that this pool did not spawn (it attached): this pool's from now on. */
+  private adopt(h: PoolHelper, uid: string, pid: number | undefined): void {
+    if (this.owner.has(uid)) return;
+    h.tasks.set(uid, pid);
+    this.owner.set(uid, h);
+  }
+
+  private leastLoaded(): PoolHelper | undefined {
+    let best: PoolHelper | undefined;
     for (const h of this.helpers) {
       if (h.alive && (best === undefined || h.tasks.size < best.tasks.size)) best = h;
     }
     return best;
   }
 
-  /** Queues a request; all requests of one synchronous run (a core handler) go in one write. */
-  private send(h: Helper, msg: HelperRequest): void {
-    h.outbox.push(JSON.stringify(msg));
-    if (h.outbox.length === 1) queueMicrotask(() => this.flush(h));
-  }
-
-  private flush(h: Helper): void {
-    if (h.outbox.length === 0) return;
-    const text = h.outbox.join('\n') + '\n';
-    h.outbox = [];
-    const stdin = h.proc.stdin;
-    if (h.alive && stdin != null && !stdin.writableEnded) stdin.write(text);
-  }
-
-  private onOutput(h: Helper, chunk: string): void {
-    const lines = (h.partial + chunk).split('\n');
-    h.partial = lines.pop() ?? '';
+  private onEvents(h: PoolHelper, events: HelperEvent[]): void {
     const started: StartedEvent[] = [];
     const exited: ExitedEvent[] = [];
     const failed: FailedEvent[] = [];
-    for (const line of lines) {
-      if (line === '') continue;
-      let ev: HelperEvent;
-      try {
-        ev = JSON.parse(line) as HelperEvent;
-      } catch (e) {
-        this.log.error('unreadable line from spawner helper', {
-          pid: h.pid,
-          line,
-          ...errorMeta(e),
-        });
-        continue;
-      }
+    for (const ev of events) {
       switch (ev.ev) {
-        case 'ready': {
-          h.tracking = { kind: ev.tracking, markPrefix: ev.markPrefix };
-          const refused = ev.why === undefined ? undefined : this.track.refused(h.pid, ev.why);
-          if (refused === undefined) h.ready.resolve();
-          else h.ready.reject(refused);
+        case 'ready':
+          h.readied(ev, (pid, why) => this.track.refused(pid, why));
           break;
-        }
         case 'started':
           if (h.tasks.has(ev.uid)) h.tasks.set(ev.uid, ev.pid);
-          started.push(
-            ev.t === undefined
-              ? { uid: ev.uid, pid: ev.pid }
-              : { uid: ev.uid, pid: ev.pid, t: ev.t },
-          );
+          else this.adopt(h, ev.uid, ev.pid); // held by a helper this pool attached to
+          started.push({ uid: ev.uid, pid: ev.pid, ...(ev.t === undefined ? {} : { t: ev.t }) });
           break;
         case 'exited': {
           const lost = h.lost.get(ev.uid);
@@ -336,12 +339,7 @@ export class SpawnerPool {
           break;
         }
         case 'lost': // before the exit, when the task exited in the turn that lost its frames
-          if (h.tasks.has(ev.uid)) {
-            h.lost.set(
-              ev.uid,
-              h.lost.get(ev.uid) ?? { errno: ev.errno, file: ev.file ?? h.stream! },
-            );
-          } else this.log.warn('output of an ended task lost', { pid: h.pid, ...ev });
+          h.lostFrames(ev);
           break;
         case 'failed':
           this.forget(h, ev.uid);
@@ -350,21 +348,28 @@ export class SpawnerPool {
         case 'error':
           this.log.warn('spawner helper reported an error', { pid: h.pid, message: ev.message });
           break;
+        case 'status':
+          h.answered(ev);
+          break;
         default:
-          this.log.warn('unknown event from spawner helper', { pid: h.pid, line });
+          this.log.warn('unknown event from spawner helper', { pid: h.pid, event: ev });
       }
     }
     this.deliver(started, exited, failed);
   }
 
-  /** A helper exited: expected during close; otherwise its tasks are lost, so fail them. */
-  private onClose(h: Helper, code: number | null, signal: string | null): void {
-    h.alive = false;
+  /**
+   * A helper exited (attached: its socket closed): expected during close; otherwise its tasks
+   * are lost, so fail them.
+   */
+  private onClose(h: PoolHelper, how: string, code: number | null, signal: string | null): void {
+    h.died(how);
+    if (this.abandoned) return h.closed.resolve(); // let go of, alive: its tasks run on
     const lost = [...h.tasks];
     // Its tasks run in their own sessions and would outlive it: stop them and their leftovers.
     const tasks = lost.map(([uid, pid]) => ({ pid, processOnly: this.processOnly.has(uid) }));
     for (const [uid] of lost) this.forget(h, uid);
-    this.track.helperDied(h.pid, h.tracking, tasks);
+    this.track.helperDied(h.pid, h.leftovers(), tasks);
     if (this.closing === undefined || lost.length > 0) {
       this.log.error('spawner helper died', {
         pid: h.pid,
@@ -373,14 +378,12 @@ export class SpawnerPool {
         lostTasks: lost.length,
       });
     }
-    const how = signal !== null ? `killed by ${signal}` : `exit code ${code}`;
     const message = `the spawner helper (pid ${h.pid}) died (${how})`;
     this.deliver(
       [],
       [],
       lost.map(([uid]) => ({ uid, code: 'E_SPAWNER_DIED', message })),
     );
-    h.ready.reject(new Error(`spawner helper (pid ${h.pid}) exited before it was ready (${how})`));
     h.closed.resolve();
     if (this.closing === undefined) this.replace(h, message);
   }
@@ -389,7 +392,7 @@ export class SpawnerPool {
    * A helper died unasked: another takes its place, so the pool never shrinks, unless helpers
    * keep dying (a broken binary, no memory, no processes left): then it gives up and says so.
    */
-  private replace(dead: Helper, message: string): void {
+  private replace(dead: PoolHelper, message: string): void {
     const { max, windowMs } = this.opts.respawn ?? DEFAULT_RESPAWN;
     const now = Date.now();
     this.deaths = [...this.deaths.filter((t) => now - t < windowMs), now];
@@ -400,14 +403,15 @@ export class SpawnerPool {
       this.log.error('spawner helpers keep dying: not replaced any more', {
         message: this.unusable,
       });
-      this.call('unusable', [this.unusable], ([m]) => this.opts.handlers.unusable?.(m!));
+      const { handlers } = this.opts;
+      callHandler(this.log, 'unusable', [this.unusable], ([m]) => handlers.unusable?.(m!));
       return;
     }
     this.launch(dead.slot);
     this.log.warn('spawner helper replaced', { dead: dead.pid, pid: this.helpers.at(-1)?.pid });
   }
 
-  private forget(h: Helper, uid: string): void {
+  private forget(h: PoolHelper, uid: string): void {
     this.limits.ended(uid);
     h.tasks.delete(uid);
     h.lost.delete(uid);
@@ -430,21 +434,8 @@ export class SpawnerPool {
 
   private deliver(started: StartedEvent[], exited: ExitedEvent[], failed: FailedEvent[]): void {
     const { handlers } = this.opts;
-    this.call('started', started, (e) => handlers.started(e));
-    this.call('failed', failed, (e) => handlers.failed(e));
-    this.call('exited', exited, (e) => handlers.exited(e));
-  }
-
-  private call<T>(kind: string, events: T[], fn: (events: T[]) => void): void {
-    if (events.length === 0) return;
-    try {
-      fn(events);
-    } catch (e) {
-      this.log.error('spawner event handler threw', {
-        kind,
-        count: events.length,
-        ...errorMeta(e),
-      });
-    }
+    callHandler(this.log, 'started', started, (e) => handlers.started(e));
+    callHandler(this.log, 'failed', failed, (e) => handlers.failed(e));
+    callHandler(this.log, 'exited', exited, (e) => handlers.exited(e));
   }
 }

@@ -10,17 +10,20 @@
  * (between the SIGTERM and the SIGKILL of what a task leaves behind; default 3000),
  * `--stream PATH` (the stream file of 'stream' spawns, stream-output.ts; without it they fail;
  * `--stream-cap-bytes N`, `--stream-rotate-bytes N`, `--stream-keep-bytes N`: its cap, rotation)
- * and `--hold-ms N` (while a spawn is queued, events wait up to N ms from the first one held,
- * errors excepted; default 0). A spawn `after` a task that runs or is queued here waits behind
- * it and starts when its main process is reaped (start-queue.ts); a kill of it drops it
- * (ECANCELED).
+ * `--hold-ms N` (while a spawn is queued, events wait up to N ms from the first one held,
+ * errors excepted; default 0) and `--keep PATH --keep-ms N` (keep mode: the loss of the master
+ * detaches the helper, its tasks run on and a new master re-attaches through the socket PATH;
+ * master-link.ts). A spawn `after` a task that runs or is queued here waits behind it and starts
+ * when its main process is reaped (start-queue.ts); a kill of it drops it (ECANCELED).
+ * `{"op":"status"}` gets a status event (recent-ends.ts); `{"op":"end"}` stops the helper.
  * `files` ({path, content}[], e.g. mpirun's hostfile) are written before the task starts; it
  * starts inside the cgroup v1 directories `cgroups` (its limits, set by the pool). Every
  * task gets PF_TASK_MARK in its environment. A kill reaches every process of the task, or, for a
  * spawn with `killScope: 'process'` (srun), the task's process alone; when a task's main process
  * exits, what it left behind gets SIGTERM, then SIGKILL after the grace (tracking.ts).
- * When stdin ends (the agent closed it or died), or on SIGTERM or SIGHUP, it SIGKILLs every task
- * it still runs and all they left, waits for them and exits, so no task outlives the agent.
+ * When stdin ends (the agent closed it or died; with --keep, when no master re-attached in time),
+ * on `end`, or on SIGTERM or SIGHUP, it SIGKILLs every task it still runs and all they left, waits
+ * for them and exits, so no task outlives the agent.
  *
  * This is the fallback of the C helper (native/spawner/pf-spawner.c), which has the same protocol
  * and semantics and needs ~1/9 of the CPU per spawn: keep the two in step (the integration tests
@@ -40,7 +43,7 @@
  * output: its end frame.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, closeSync, constants, openSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, writeFileSync } from 'node:fs';
 import { errnoOf, errnoText } from '../../../../lib/errno-text';
 import { inCgroups, TrackingError, type TrackedTask, type TrackingOptions } from './tracking';
 import { trackingOf } from './tracking-args';
@@ -48,7 +51,9 @@ import { StreamFile, type TaskOutput } from './stream-output';
 import { StartQueue } from './start-queue';
 import { isKillRequest, isSpawnRequest, nulField } from './requests';
 import { MARK_VAR } from './kill-session';
-import { makeTaskDir } from './task-dir';
+import { cwdProblem, makeTaskDir } from './task-dir';
+import { keepArgs, MasterLink } from './master-link';
+import { RecentEnds, statusLine } from './recent-ends';
 import type { HelperEvent, KillSignal, SpawnRequest } from './protocol';
 
 /** The tasks whose main process runs (or is starting), and those processes' pids. */
@@ -63,7 +68,6 @@ const FILE_MODE = 0o600;
 
 let stopping = false;
 let left = false;
-let stdoutBroken = false;
 /** Exits of 'stream' tasks waiting for the turn that read what the task wrote. */
 let pendingExits = 0;
 let flushQueued = false;
@@ -83,11 +87,43 @@ let urgent = false;
 const markPrefix = `pf.${process.pid}.${Date.now().toString(36)}.`;
 let serial = 0;
 
+const kept = keepArgs(option('keep'), option('keep-ms'));
+if (kept.error !== undefined) {
+  process.stderr.write(`spawner-main: ${kept.error}\n`);
+  process.exit(64);
+}
+// The agent gone means nobody reads our output: stop rather than crash on EPIPE (or, with
+// --keep, wait for another master).
+const link = new MasterLink(kept.keep, {
+  lines: (lines) => {
+    for (const line of lines) handleLine(line);
+    flushKills();
+  },
+  gone: stop,
+  ready: () => readyEvent(),
+  error: (message) => emit({ ev: 'error', message }),
+});
+
+/** The last exited and failed events, as sent (the status event's `ended`). */
+const recent = new RecentEnds();
+
 /** Queues an event; all events of one loop turn go out in a single write. */
 function emit(ev: HelperEvent): void {
-  if (stdoutBroken) return;
+  const line = JSON.stringify(ev);
+  if (ev.ev === 'exited' || ev.ev === 'failed') recent.add(line);
+  if (link.broken) return;
   if (ev.ev === 'error') urgent = true;
-  outbox.push(JSON.stringify(ev));
+  outbox.push(line);
+  schedule();
+}
+
+/** The status event (never held). */
+function emitStatus(): void {
+  const running = [...children.values()].flatMap(({ task: { uid, pid } }) =>
+    pid === undefined ? [] : [{ uid, pid }],
+  );
+  urgent = true;
+  outbox.push(statusLine(running, queue.uids(), recent.list()));
   schedule();
 }
 
@@ -109,7 +145,7 @@ function flush(): void {
     const events = lost.map((l): HelperEvent => ({ ev: 'lost', ...l }));
     outbox = [...events.map((ev) => JSON.stringify(ev)), ...outbox];
   }
-  if (outbox.length === 0 || stdoutBroken) return;
+  if (outbox.length === 0 || link.broken) return;
   if (holdMs > 0 && queue.size > 0 && !urgent) {
     heldTimer ??= setTimeout(writeEvents, holdMs);
     return;
@@ -121,10 +157,10 @@ function writeEvents(): void {
   clearTimeout(heldTimer);
   heldTimer = undefined;
   urgent = false;
-  if (outbox.length === 0 || stdoutBroken) return;
+  if (outbox.length === 0 || link.broken) return;
   const text = outbox.join('\n') + '\n';
   outbox = [];
-  process.stdout.write(text);
+  link.write(text);
 }
 
 /** A byte count after `--name` (a whole number >= 1), or undefined. */
@@ -297,29 +333,6 @@ function watch(task: TrackedTask, child: ChildProcess, cwd: string, out?: TaskOu
   });
 }
 
-/** Why the task cannot start in `cwd`, in pf-spawner's words; undefined if it can. */
-function cwdProblem(cwd: string): { code: string; message: string } | undefined {
-  try {
-    if (!statSync(cwd).isDirectory()) {
-      return {
-        code: 'ENOTDIR',
-        message: `cannot enter the working directory '${cwd}': ${errnoText('ENOTDIR', undefined)}`,
-      };
-    }
-    accessSync(cwd, constants.X_OK);
-    return undefined;
-  } catch (e) {
-    const code = errnoOf(e);
-    if (code === 'ENOENT') {
-      return { code, message: `working directory '${cwd}' does not exist` };
-    }
-    return {
-      code,
-      message: `cannot enter the working directory '${cwd}': ${errnoText(code, e)}`,
-    };
-  }
-}
-
 /** Kills asked for in one chunk of input, sent together so /proc is read once per chunk. */
 /** Kills asked in this turn, by signal: each signal's tasks are signaled together. */
 const kills = new Map<KillSignal, TrackedTask[]>();
@@ -343,7 +356,7 @@ function flushKills(): void {
 }
 
 function handleLine(line: string): void {
-  if (line.trim() === '') return;
+  if (stopping || line.trim() === '') return; // after an end, nothing more is asked
   let m: unknown;
   try {
     m = JSON.parse(line);
@@ -354,6 +367,8 @@ function handleLine(line: string): void {
   const op = (m as { op?: unknown } | null)?.op;
   if (op === 'spawn' && isSpawnRequest(m)) spawnOrQueue(m);
   else if (op === 'kill' && isKillRequest(m)) doKill(m.uid, m.signal);
+  else if (op === 'end') stop();
+  else if (op === 'status') emitStatus();
   else emit({ ev: 'error', message: `bad request: ${line.slice(0, 200)}` });
 }
 
@@ -381,7 +396,7 @@ function stop(): void {
   }
   kills.clear();
   tracking.stop([...children.values()].map((c) => c.task));
-  process.stdin.destroy();
+  link.stop();
   maybeExit();
 }
 
@@ -391,6 +406,7 @@ function maybeExit(): void {
     tracking.leave();
     stream?.finish(); // the end frames of what is still open
     flush();
+    link.finish();
     process.exitCode = 0;
   }
 }
@@ -404,30 +420,13 @@ const trackingOptions: TrackingOptions = {
 /** Why task cgroups were asked for and cannot be had; undefined when they were not asked. */
 const { tracking, why: cgroupWhy } = trackingOf(process.argv, trackingOptions);
 
-let pending = '';
-process.stdin.setEncoding('utf8');
-process.stdin.on('data', (chunk: string) => {
-  const lines = (pending + chunk).split('\n');
-  pending = lines.pop() ?? '';
-  for (const line of lines) handleLine(line);
-  flushKills();
-});
-process.stdin.on('end', stop);
-process.stdin.on('error', stop);
-// The agent gone means nobody reads our output: stop rather than crash on EPIPE.
-process.stdout.on('error', () => {
-  stdoutBroken = true;
-  stop();
-});
 // Ctrl-C reaches the whole foreground group: leave the decision to the agent (stdin end).
 process.on('SIGINT', () => undefined);
 process.on('SIGTERM', stop);
 process.on('SIGHUP', stop);
 
-emit({
-  ev: 'ready',
-  pid: process.pid,
-  tracking: tracking.kind,
-  markPrefix,
-  ...(cgroupWhy === undefined ? {} : { why: cgroupWhy }),
-});
+function readyEvent(): HelperEvent {
+  const why = cgroupWhy === undefined ? {} : { why: cgroupWhy };
+  return { ev: 'ready', pid: process.pid, tracking: tracking.kind, markPrefix, ...why };
+}
+emit(readyEvent());

@@ -5,11 +5,13 @@
  *                   cpus?,after?,cgroups?,cgroupLimits?,mkdir?}
  *                  | {"op":"spawn",uid,executable,args,env,cwd,stream:{attempt,capBytes?},files?,killScope?,
  *                   cpus?,after?,cgroups?,cgroupLimits?,mkdir?}
- *                  | {"op":"kill",uid,signal:"SIGTERM"|"SIGKILL"}
- *   from a helper: {"ev":"ready",pid,tracking,markPrefix,why?} first, then {"ev":"started",uid,pid,t}
+ *                  | {"op":"kill",uid,signal:"SIGTERM"|"SIGKILL"} | {"op":"end"} | {"op":"status"}
+ *   from a helper: {"ev":"ready",pid,tracking,markPrefix,why?,reattached?} first, then
+ *                   {"ev":"started",uid,pid,t}
  *                  | {"ev":"exited",uid,exitCode,signal,t,stdoutTail?,stderrTail?,stdoutBytes?,
  *                   stderrBytes?,dropped?,oomKills?} | {"ev":"failed",uid,code,message} | {"ev":"error",message}
  *                  | {"ev":"lost",uid,attempt,errno,file} (file: the part it wrote)
+ *                  | {"ev":"status",running:[{uid,pid}],queued:[uid],ended:[exited|failed event]}
  * The requests of one synchronous run go out in one write; a helper sends the events of one of
  * its loop turns in one write. `mkdir` (the task's own directory) is made first, 0700, unless it
  * exists (its parent must; one it cannot make fails the spawn, the message beginning "cannot make
@@ -42,6 +44,20 @@
  * failed events wait up to N ms from the first one held, then go in one write (and at once when
  * nothing is queued any more); ready and error events are never held (an error takes the held
  * ones with it). Stream frames are written each turn as without it.
+ * End and status: `end` stops the helper as the end of its stdin does without keep mode (what
+ * follows it is ignored). `status` is answered at once (never held) with the tasks whose main
+ * process runs, the queued spawns and `ended`: the last 1,024 exited and failed events the helper
+ * produced, oldest first, each exactly as it was sent (or held), in both modes.
+ * Keep mode (`--keep PATH --keep-ms N`, opt-in; SpawnerPoolOptions.keep): when the master goes
+ * away (stdin EOF, a failed write of stdout: EPIPE) the helper does not kill its tasks. They run
+ * on, exits still come from SIGCHLD and output still goes to files and the stream file; every
+ * event it would have written is held, and it listens on the Unix stream socket PATH (made 0600,
+ * a stale one removed first; the directory is the caller's, 0700). The first master that
+ * connects gets {"ev":"ready",...,"reattached":true}, then every held event in order, and the
+ * protocol runs over that socket from then on; a second loss repeats this. The socket listens only
+ * while no master is attached (it is gone once one connects), so a second master is refused. No
+ * master within N ms of a loss: the helper ends as at stdin EOF without keep mode (kills every
+ * task, cleans its cgroups, exits 0). A master in keep mode stops its helpers with `end`.
  *
  * Types only, and the lowest file of the process runner: the helper (main.ts) imports node
  * built-ins and its own folder alone at run time, to start fast; the pool (../spawner-pool.ts)
@@ -156,8 +172,18 @@ export interface KillRequest {
   signal: KillSignal;
 }
 
+/** Stop: kill every task, report, exit (the way a master in keep mode ends its helpers). */
+export interface EndRequest {
+  op: 'end';
+}
+
+/** Ask for a status event. */
+export interface StatusRequest {
+  op: 'status';
+}
+
 /** A line to a helper. */
-export type HelperRequest = SpawnRequest | KillRequest;
+export type HelperRequest = SpawnRequest | KillRequest | EndRequest | StatusRequest;
 
 /**
  * What the exit of a 'stream' spawn adds: the last TAIL_BYTES (src/lib/file-tail.ts) bytes of
@@ -172,19 +198,50 @@ export interface ExitTails {
   dropped?: number;
 }
 
+/** A task's exit as a helper says it. */
+export type HelperExit = {
+  ev: 'exited';
+  uid: string;
+  exitCode: number | null;
+  signal: string | null;
+  t?: number;
+  /** OOM kills in the task's cgroup v2 (with a memory.max of cgroupLimits); absent: none. */
+  oomKills?: number;
+} & Partial<ExitTails>;
+
+/** A spawn that never ran (or a queued one dropped). */
+export interface HelperFailure {
+  ev: 'failed';
+  uid: string;
+  code: string;
+  message: string;
+}
+
+/** The answer to a status request. */
+export interface HelperStatus {
+  ev: 'status';
+  /** The tasks whose main process runs, and its pid. */
+  running: { uid: string; pid: number }[];
+  /** The uids of queued spawns (`after`). */
+  queued: string[];
+  /** The last (up to 1,024) exited and failed events, oldest first, as they were sent. */
+  ended: (HelperExit | HelperFailure)[];
+}
+
 /** A line from a helper. */
 export type HelperEvent =
-  | { ev: 'ready'; pid: number; tracking: TrackingKind; markPrefix: string; why?: string }
+  | {
+      ev: 'ready';
+      pid: number;
+      tracking: TrackingKind;
+      markPrefix: string;
+      why?: string;
+      /** Sent to a master that connected to the keep socket. */
+      reattached?: true;
+    }
   | { ev: 'started'; uid: string; pid: number; t?: number }
-  | ({
-      ev: 'exited';
-      uid: string;
-      exitCode: number | null;
-      signal: string | null;
-      t?: number;
-      /** OOM kills in the task's cgroup v2 (with a memory.max of cgroupLimits); absent: none. */
-      oomKills?: number;
-    } & Partial<ExitTails>)
-  | { ev: 'failed'; uid: string; code: string; message: string }
+  | HelperExit
+  | HelperFailure
   | { ev: 'error'; message: string }
-  | { ev: 'lost'; uid: string; attempt: number; errno: string; file?: string };
+  | { ev: 'lost'; uid: string; attempt: number; errno: string; file?: string }
+  | HelperStatus;

@@ -31,6 +31,11 @@ export class StartQueue<R extends { uid: string }> {
     return this.queued.has(uid);
   }
 
+  /** The uids that wait, in the order they were queued. */
+  uids(): string[] {
+    return [...this.queued.keys()];
+  }
+
   /** Queues `request` behind `after`, which the caller knows runs or is queued here. */
   add(request: R, after: string): void {
     this.queued.set(request.uid, { request, after });
