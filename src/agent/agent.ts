@@ -11,6 +11,7 @@ import { taskDirRoot } from './task-dirs';
 import { AgentInputStagerShell } from '../components/agent-input-stager/shell';
 import { AgentOutputStagerShell } from '../components/agent-output-stager/shell';
 import { AgentSchedulerShell } from '../components/agent-scheduler/shell';
+import { needsLauncher } from '../components/executor/launch';
 import { ExecutorShell } from '../components/executor/shell';
 import {
   DEFAULT_OUTPUT_CAP_BYTES,
@@ -40,6 +41,7 @@ import { releasedOf, type Released } from '../components/agent-scheduler/dead-se
 import type { NodeResources } from '../components/agent-scheduler/node-state';
 import { labelsOfNode } from '../components/shared/node-labels';
 import { Uplink } from './uplink';
+import { subAgentRunner, subAgentsHere } from './subagents/start';
 
 /** How long the agent waits for a silent client unless its config says (heartbeatTimeoutMs). */
 const CLIENT_TIMEOUT_MS = 30_000;
@@ -82,6 +84,8 @@ export class Agent {
   constructor(
     private readonly cfg: AgentConfig,
     private readonly log: Logger,
+    /** The config's file: per-node sub-agents read it (agent.subAgents). */
+    private readonly configFile?: string,
   ) {
     this.lifecycle = new AgentLifecycleShell(() => this.parts(), log, systemClock, {
       pilot: cfg.pilot,
@@ -186,7 +190,13 @@ export class Agent {
       this.files,
       { output: cfg.output ?? DEFAULT_OUTPUT, taskJson: cfg.taskJson ?? false, taskRoot },
     );
-    const { launch, warnings } = await setup;
+    const { launch: found, warnings } = await setup;
+    // per-node sub-agents fork the one-rank tasks of their nodes (agent.subAgents)
+    const sub = subAgentsHere(cfg, found, this.configFile);
+    if (sub.warning !== undefined) warnings.push(sub.warning);
+    const launch = sub.on
+      ? { ...found, subAgentNodes: new Set(this.nodes.map((n) => n.name)) }
+      : found;
     this.warnings.push(...warnings, ...dirWarnings); // after the job end's, if it had one
     for (const w of dirWarnings) this.log.warn('task directories', { warning: w });
     // function tasks run in warm workers on the agent's own node, one per core by default
@@ -200,6 +210,7 @@ export class Agent {
       cfg.backfillLimit,
       cfg.followOns ?? true, // its spawner helpers start follow-on tasks (SpawnSpec.after)
       (tasks, why) => this.uplink.returns(tasks, why),
+      { max: cfg.launchers, needs: (t) => needsLauncher(t, launch) },
     );
     const logExec = this.log.child({ component: C.executor });
     const homeCpus = home === undefined ? undefined : launch.cpuIds?.get(home.name);
@@ -225,6 +236,18 @@ export class Agent {
         this.warnings.push(message); // a client that resumes hears it with agent_ready
         this.uplink.warning(message);
       },
+      ...(sub.on && launch.srun !== undefined && this.configFile !== undefined
+        ? {
+            remote: subAgentRunner({
+              cfg,
+              configFile: this.configFile,
+              srun: launch.srun.executable,
+              nodes: this.nodes,
+              host: launch.agentNode?.host,
+              log: this.log,
+            }),
+          }
+        : {}),
       functions: {
         workers: cfg.functionWorkers ?? Math.max(1, home?.cores ?? 1),
         logDir: cfg.sandbox,

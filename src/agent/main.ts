@@ -27,7 +27,7 @@ async function main(): Promise<number> {
     return 2;
   }
   const log = fileLogger(cfg.sandbox, 'agent', cfg.logLevel ?? 'info');
-  const agent = new Agent(cfg, log);
+  const agent = new Agent(cfg, log, file);
   const stop = (final: AbortedTaskState, message: string) => () =>
     void agent.shutdown(final, message);
   process.on('SIGTERM', stop('CANCELED', 'agent received SIGTERM'));

@@ -28,10 +28,7 @@ import { validateAll } from './calls/validate-all';
 import { checkSelection } from './calls/selection';
 import { ADDRESS_FILE } from './resume/addresses';
 
-/**
- * Without `agent.clientGraceS`: how long an agent works on for a silent client (15 min: a
- * login node's reboot), keeping what it could not deliver for a resume.
- */
+/** Without agent.clientGraceS: how long an agent goes on for a silent client (15 min: a reboot). */
 const DEFAULT_CLIENT_GRACE_S = 900;
 
 export interface PilotManagerOptions {
@@ -383,6 +380,7 @@ export class PilotManager {
       ...(agent.functionWorkers !== undefined ? { functionWorkers: agent.functionWorkers } : {}),
       ...(agent.python !== undefined ? { python: agent.python } : {}),
       ...(agent.backfillLimit !== undefined ? { backfillLimit: agent.backfillLimit } : {}),
+      ...(agent.launchers !== undefined ? { launchers: agent.launchers } : {}),
       ...(agent.output !== undefined ? { output: agent.output } : {}),
       ...(agent.taskJson !== undefined ? { taskJson: agent.taskJson } : {}),
       ...(agent.taskLimits !== undefined ? { taskLimits: agent.taskLimits } : {}),
@@ -397,6 +395,7 @@ export class PilotManager {
         : {}),
       clientGraceMs: Math.round((agent.clientGraceS ?? DEFAULT_CLIENT_GRACE_S) * 1000),
       ...(agent.logLevel !== undefined ? { logLevel: agent.logLevel } : {}),
+      ...(agent.subAgents !== undefined ? { subAgents: agent.subAgents } : {}),
       // where a resumed client of an embedded session that moved tells it its addresses
       addressFile: path.join(this.rt.dir, ADDRESS_FILE),
       ...this.rt.links.agentConfig(rec.uid),

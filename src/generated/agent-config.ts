@@ -51,6 +51,10 @@ export interface AgentConfig {
    */
   spawners?: number;
   /**
+   * The pilot's agent.subAgents: 'per-node' starts an executing sub-agent on every node (inside a Slurm allocation). Absent: 'none'.
+   */
+  subAgents?: 'none' | 'per-node';
+  /**
    * Warm workers for function tasks; default one per core of the agent's node.
    */
   functionWorkers?: number;
@@ -58,6 +62,10 @@ export interface AgentConfig {
    * How many later tasks may start ahead of the first waiting task (by priority, then submission) while it does not fit, before nodes are reserved for it so that it starts next on them: backfill without known durations. Default: the cores of the pilot's largest node. 0 reserves at once (strict order, more idle cores); larger keeps cores busier and lets a wide task wait longer.
    */
   backfillLimit?: number;
+  /**
+   * PilotDescription.agent.launchers: the most tasks started by a launcher process (srun, mpirun) that run at once; default 64.
+   */
+  launchers?: number;
   /**
    * Where executables' stdout and stderr go unless a task says (TaskDescription.output): 'files' (each task's `stdout` and `stderr` in a sandbox of its own) or 'stream' (framed into a few stream files in <pilot sandbox>/output/, no file per task). Default 'stream' (docs/output.md).
    */

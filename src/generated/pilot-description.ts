@@ -63,6 +63,10 @@ export interface PilotDescription {
      */
     backfillLimit?: number;
     /**
+     * The most tasks started by a launcher process (srun or mpirun: a task of several ranks, or one off the agent's node) that run at once on the pilot; default 64. Each such task is one launcher process while it runs, and sites limit them (RADICAL-Pilot reports about 100 concurrent srun as a practical limit). More such tasks wait in the agent's scheduler, holding no slots, and start in order as launcher tasks end; tasks forked by the agent start past them (docs/launch-methods.md, 'Launchers').
+     */
+    launchers?: number;
+    /**
      * Where executables' stdout and stderr go unless a task says (TaskDescription.output): 'files' (each task's `stdout` and `stderr` in a sandbox of its own) or 'stream' (framed into a few stream files in <pilot sandbox>/output/, no file per task). Default 'stream' (docs/output.md).
      */
     output?: 'files' | 'stream';
@@ -131,6 +135,10 @@ export interface PilotDescription {
      * Slurm pilots: the PMI plug-in srun starts tasks' ranks with (srun --mpi=<mpi>), e.g. 'pmix', 'pmi2', 'none'. 'auto' picks what the MPI library on the agent's PATH needs among the plug-ins srun offers (PMIx for OpenMPI), checked with a one-rank step at agent start. A task's environment SLURM_MPI_TYPE overrides it.
      */
     mpi?: string;
+    /**
+     * Slurm pilots: 'per-node' starts one executing sub-agent on every node of the allocation (one srun step each, for the pilot's life), which forks the one-rank tasks placed on its node: no srun per task. Tasks with ranks on several nodes still start through srun. A sub-agent that dies is started again (its running tasks fail E_SUBAGENT_LOST); one that cannot be had gives its node up.
+     */
+    subAgents?: 'none' | 'per-node';
   };
   /**
    * Nodes to allocate (batch resources); the pilot holds them whole.

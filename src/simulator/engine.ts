@@ -1,5 +1,7 @@
 import type { Reason, TaskRecord } from '../generated';
 import { AgentSchedulerCore } from '../components/agent-scheduler/core';
+import type { LauncherLimit } from '../components/agent-scheduler/launchers';
+import { needsLauncher } from '../components/executor/launch';
 import { serviceEnvName } from '../components/manager-scheduler/dependencies';
 import { ManagerSchedulerCore } from '../components/manager-scheduler/core';
 import { reason } from '../components/shared/reasons';
@@ -125,6 +127,7 @@ export class Simulation {
           undefined,
           p.backfillLimit,
           p.followOns,
+          launcherLimit(p),
         ),
     );
   }
@@ -393,4 +396,13 @@ export class Simulation {
     }
     return this.byUid.get(uid);
   }
+}
+
+/**
+ * The pilot's cap on launcher tasks, as its agent applies it: a task of several ranks needs a
+ * launcher, and on a pilot of several nodes (its agent on the first) so does one placed off it.
+ */
+function launcherLimit(p: SimPilot): LauncherLimit {
+  const agentNode = p.nodes.length > 1 ? { agentNode: { name: p.nodes[0]!.name } } : {};
+  return { max: p.launchers, needs: (t) => needsLauncher(t, agentNode) };
 }

@@ -15,6 +15,8 @@ export interface SimPilot {
   runtimeMs: number;
   backfillLimit?: number;
   followOns: boolean;
+  /** Its agent.launchers (default 64): tasks started by srun or mpirun that run at once. */
+  launchers?: number;
 }
 
 /** What `pilotfish simulate` takes besides the workload file. */
@@ -95,6 +97,7 @@ function fromDescription(d: PilotDescription, i: number): SimPilot {
     followOns: d.agent?.followOns ?? true,
   };
   if (d.agent?.backfillLimit !== undefined) pilot.backfillLimit = d.agent.backfillLimit;
+  if (d.agent?.launchers !== undefined) pilot.launchers = d.agent.launchers;
   return pilot;
 }
 

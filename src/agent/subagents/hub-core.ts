@@ -148,7 +148,14 @@ export class SubAgentHubCore {
     const ops = this.pendingOf(l);
     this.jobs.set(wire, { uid: spec.uid, node, started: false, seq: ops.seq });
     this.wireOf.set(spec.uid, wire);
-    ops.spawn.push({ ...spec, uid: wire });
+    const wired: SpawnSpec = { ...spec, uid: wire };
+    // a follow-on waits in its node's helper for the job it follows, named as that one is
+    if (spec.after !== undefined) {
+      const followed = this.wireOf.get(spec.after);
+      if (followed !== undefined && this.jobs.get(followed)?.node === node) wired.after = followed;
+      else delete wired.after;
+    }
+    ops.spawn.push(wired);
   }
 
   /** Queues a signal for a task's job; a task with no job on a sub-agent is ignored. */

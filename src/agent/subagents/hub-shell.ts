@@ -30,8 +30,10 @@ export interface SubAgentHubShellOptions extends Partial<Omit<SubAgentHubOptions
   nodes: readonly string[];
   /** The pilot's key pair: the hub serves with it and admits it alone. Unset: insecure session. */
   curve?: ClientSecurity;
-  /** The address to bind, e.g. `tcp://10.0.0.5:*` (the agent node's host; port picked). */
+  /** The address to bind, e.g. `tcp://10.0.0.5:*` or `tcp://*:*` (port picked). */
   bind: string;
+  /** The host sub-agents connect to, where `bind` names every interface. */
+  advertise?: string;
   clock: Clock;
   log: Logger;
   /** Starts `node`'s sub-agent, told to connect to `address`. */
@@ -105,6 +107,11 @@ export class SubAgentHubShell {
     return this.address_;
   }
 
+  /** Whether `node` has a sub-agent to run jobs. */
+  serves(node: string): boolean {
+    return this.core.serves(node);
+  }
+
   spawn(node: string, spec: SpawnSpec, attempt: number): void {
     this.core.spawn(node, spec, attempt);
     this.flushSoon();
@@ -149,7 +156,10 @@ export class SubAgentHubShell {
       ),
     });
     await this.sock.bind(this.opts.bind);
-    this.address_ = this.sock.lastEndpoint ?? this.opts.bind;
+    const bound = this.sock.lastEndpoint ?? this.opts.bind;
+    const host = this.opts.advertise;
+    this.address_ =
+      host === undefined ? bound : bound.replace(/^tcp:\/\/(0\.0\.0\.0|\*)/, `tcp://${host}`);
     void this.receive();
   }
 

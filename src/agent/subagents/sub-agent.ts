@@ -1,4 +1,9 @@
+import * as path from 'node:path';
 import * as zmq from 'zeromq';
+import {
+  DEFAULT_OUTPUT_CAP_BYTES,
+  DEFAULT_OUTPUT_DISK_BYTES,
+} from '../../components/executor/process/spawner-pool-options';
 import { errorMeta } from '../../errors';
 import type { AgentConfig, SubAgentMessage } from '../../generated';
 import { BadMessages } from '../../lib/bad-messages';
@@ -59,6 +64,12 @@ export class SubAgent {
       count: this.opts.spawners ?? cfg.spawners ?? 2,
       logger: log,
       killGraceMs: cfg.killGraceMs ?? 3_000,
+      // output 'stream' goes to this node's own stream files (their tails come back with exits)
+      streamDir: path.join(cfg.sandbox, 'subagents', this.opts.node, 'streams'),
+      streamLimits: {
+        capBytes: cfg.outputCapBytes ?? DEFAULT_OUTPUT_CAP_BYTES,
+        diskBytes: cfg.outputDiskBytes ?? DEFAULT_OUTPUT_DISK_BYTES,
+      },
       handlers: {
         started: (events) => this.send({ type: 'events', ...this.names(), started: events }),
         exited: (events) =>

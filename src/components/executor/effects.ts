@@ -18,6 +18,9 @@ export interface ProcessJob {
   kind: 'process';
   spec: SpawnSpec;
   method: LaunchMethod;
+  /** Forked by this node's sub-agent (LaunchOptions.subAgentNodes), with the task's attempt. */
+  node?: string;
+  attempt?: number;
   /**
    * The task runs preExec or postExec: where its ranks' status files are (`<prefix>.<rank>`),
    * which the shell reads when the job exits with a non-zero code (ExitedEvent.steps).

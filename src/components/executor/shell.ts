@@ -11,6 +11,7 @@ import type {
   FailedEvent,
   KillSignal,
   NoticeSignal,
+  SpawnSpec,
   StartedEvent,
   StopHow,
 } from './effects';
@@ -46,6 +47,11 @@ export interface ExecutorShellOptions {
   onUnusable?(message: string): void;
   /** Something the pilot should say it found wrong, once (function workers that cannot start). */
   onWarning?(message: string): void;
+  /**
+   * Per-node sub-agents (agent.subAgents): started with the Executor's event handlers; the jobs
+   * of the nodes they serve go there, the rest to this process's own spawner helpers.
+   */
+  remote?(handlers: RemoteHandlers): Promise<RemoteRunner>;
   /** Function tasks: warm workers (default: one per core of the agent's node), their logs' dir. */
   functions?: {
     workers: number;
@@ -62,6 +68,21 @@ export interface ExecutorShellOptions {
 
 const SIGNAL: Record<StopHow, KillSignal> = { term: 'SIGTERM', kill: 'SIGKILL' };
 
+export interface RemoteHandlers {
+  started(events: StartedEvent[]): void;
+  exited(events: ExitedEvent[]): void;
+  failed(events: FailedEvent[]): void;
+}
+
+/** Where jobs on other nodes run: the per-node sub-agents' hub (src/agent/subagents). */
+export interface RemoteRunner {
+  serves(node: string): boolean;
+  spawn(node: string, spec: SpawnSpec, attempt: number): void;
+  /** false: no sub-agent runs that task. */
+  kill(uid: string, signal: KillSignal): boolean;
+  close(): Promise<void>;
+}
+
 /**
  * The Executor's shell: owns the runners of its jobs (the SpawnerPool for processes), performs
  * the core's effects and routes the runners' events back into the core.
@@ -71,6 +92,9 @@ export class ExecutorShell implements ExecutorEffects {
   private pool_!: SpawnerPool;
   private functions: FunctionRunner | undefined;
   private services: ServiceRunner | undefined;
+  private remote: RemoteRunner | undefined;
+  /** Service jobs for a sub-agent's node: where their spawn goes. */
+  private readonly remoteServices = new Map<string, { node: string; attempt: number }>();
   /** Function calls under way (stop goes to their runner). */
   private readonly calls = new Set<string>();
   /** Running jobs that run preExec or postExec: where their status files are. */
@@ -106,6 +130,18 @@ export class ExecutorShell implements ExecutorEffects {
     if (opts.streamLimits !== undefined) poolOpts.streamLimits = opts.streamLimits;
     if (opts.holdMs !== undefined) poolOpts.holdMs = opts.holdMs;
     shell.pool_ = await SpawnerPool.start(poolOpts);
+    if (opts.remote !== undefined) {
+      try {
+        shell.remote = await opts.remote({
+          started: (evs) => shell.started(evs),
+          exited: (evs) => shell.exited(evs),
+          failed: (evs) => shell.failed(evs),
+        });
+      } catch (e) {
+        await shell.pool_.close();
+        throw e;
+      }
+    }
     return shell;
   }
 
@@ -117,7 +153,7 @@ export class ExecutorShell implements ExecutorEffects {
   /** Stops the runners: each kills what it still runs. */
   async close(): Promise<void> {
     this.services?.close();
-    await Promise.all([this.pool_.close(), this.functions?.close()]);
+    await Promise.all([this.pool_.close(), this.functions?.close(), this.remote?.close()]);
   }
 
   // ExecutorEffects
@@ -138,7 +174,9 @@ export class ExecutorShell implements ExecutorEffects {
     switch (job.kind) {
       case 'process':
         if (job.stepStatus !== undefined) this.stepStatus.set(job.spec.uid, job.stepStatus);
-        this.pool_.spawn(job.spec);
+        if (job.node !== undefined && this.remote?.serves(job.node) === true) {
+          this.remote.spawn(job.node, job.spec, job.attempt ?? 1);
+        } else this.pool_.spawn(job.spec);
         break;
       case 'function':
         this.calls.add(job.call.uid);
@@ -148,6 +186,10 @@ export class ExecutorShell implements ExecutorEffects {
         if (job.process.stepStatus !== undefined) {
           this.stepStatus.set(job.process.spec.uid, job.process.stepStatus);
         }
+        if (job.process.node !== undefined && this.remote?.serves(job.process.node) === true) {
+          const where = { node: job.process.node, attempt: job.process.attempt ?? 1 };
+          this.remoteServices.set(job.process.spec.uid, where);
+        }
         (this.services ??= this.serviceRunner()).start(job);
         break;
     }
@@ -155,24 +197,38 @@ export class ExecutorShell implements ExecutorEffects {
 
   signal(uid: string, signal: NoticeSignal): void {
     // a function call runs in a shared worker: a signal there would reach other calls
-    if (!this.calls.has(uid)) this.pool_.kill(uid, signal);
+    if (!this.calls.has(uid) && this.remote?.kill(uid, signal) !== true) {
+      this.pool_.kill(uid, signal);
+    }
   }
 
   stop(uid: string, how: StopHow): void {
     if (this.calls.has(uid)) this.functions?.stop(uid, how);
-    else if (this.services?.stop(uid, how) !== true) this.pool_.kill(uid, SIGNAL[how]);
+    else if (
+      this.services?.stop(uid, how) !== true &&
+      this.remote?.kill(uid, SIGNAL[how]) !== true
+    ) {
+      this.pool_.kill(uid, SIGNAL[how]);
+    }
   }
 
   private serviceRunner(): ServiceRunner {
     return new ServiceRunner({
       clock: this.opts.clock,
       logger: this.opts.logger,
-      spawn: (spec) => this.pool_.spawn(spec),
+      spawn: (spec) => this.spawnService(spec),
       ready: (evs) => this.core.onReadyBulk(evs),
       unhealthy: (evs) => this.core.onUnhealthyBulk(evs),
       failed: (evs) => this.core.onStartFailedBulk(evs),
       exited: (evs) => this.core.onExitedBulk(evs),
     });
+  }
+
+  /** A service's process: on its node's sub-agent when it has one. */
+  private spawnService(spec: SpawnSpec): void {
+    const where = this.remoteServices.get(spec.uid);
+    if (where === undefined || this.remote === undefined) return this.pool_.spawn(spec);
+    this.remote.spawn(where.node, spec, where.attempt);
   }
 
   private functionRunner(): FunctionRunner {
@@ -232,6 +288,7 @@ export class ExecutorShell implements ExecutorEffects {
    * are read (which part failed); the others at once.
    */
   private exited(events: ExitedEvent[]): void {
+    for (const e of events) this.remoteServices.delete(e.uid);
     if (this.services !== undefined) for (const e of events) this.services.ended(e.uid);
     if (this.stepStatus.size === 0) {
       this.core.onExitedBulk(events);
@@ -255,6 +312,7 @@ export class ExecutorShell implements ExecutorEffects {
   }
 
   private failed(events: FailedEvent[]): void {
+    for (const e of events) this.remoteServices.delete(e.uid);
     if (this.services !== undefined) for (const e of events) this.services.ended(e.uid);
     for (const e of events) this.stepStatus.delete(e.uid);
     this.core.onStartFailedBulk(events);

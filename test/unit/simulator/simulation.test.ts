@@ -67,6 +67,27 @@ describe('Simulation', () => {
     });
   });
 
+  it('applies agent.launchers: MPI tasks run that many at once, one-rank tasks fork past them', () => {
+    // a local pilot of 8 cores: each 2-rank task is one mpirun, the 1-rank ones are forked
+    const mpi = (uid: string) => task(uid, 10, { ranks: 2 });
+    const tasks = [mpi('M1'), mpi('M2'), mpi('M3'), task('F', 4)];
+    const pilots: Workload['pilots'] = [local(8, { agent: { launchers: 2 } })];
+    expect(times({ pilots, tasks })).toEqual({
+      M1: [0, 10, 'DONE'],
+      M2: [0, 10, 'DONE'],
+      M3: [10, 20, 'DONE'], // 2 cores were free: it waited for a launcher
+      F: [0, 4, 'DONE'],
+    });
+    // on 4 nodes one rank off the agent's node needs a launcher (srun) too
+    const spread = Array.from({ length: 4 }, (_, i) => task(`S${i}`, 5, { coresPerRank: 2 }));
+    const nodes = { nodes: 4, cores: 2 };
+    const slurm: Workload['pilots'] = [
+      { resource: 'slurm', ...nodes, runtimeMin: 10, agent: { launchers: 1 } },
+    ];
+    const starts = Object.values(times({ pilots: slurm, tasks: spread })).map((t) => t[0]);
+    expect(starts.sort((a, b) => a! - b!)).toEqual([0, 0, 5, 10]); // one forked on n0, one srun at a time
+  });
+
   it('starts a dependent when what it waits for ends, and cancels one that can never start', () => {
     const tasks = [
       task('T1', 5),

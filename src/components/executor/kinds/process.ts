@@ -47,6 +47,11 @@ export const processKind: ExecutorKind<ProcessJob> = {
     // a follow-on start: its helper starts it when the task it follows ends (follow-ons.ts)
     if (task.follows !== undefined && l.method === 'fork') spec.after = task.follows;
     const job: ProcessJob = { kind: 'process', spec, method: l.method };
+    const node = task.slots?.[0]?.node;
+    if (l.method === 'fork' && node !== undefined && launch.subAgentNodes?.has(node) === true) {
+      job.node = node;
+      job.attempt = task.attempt;
+    }
     if (taskSteps(task.description) !== undefined) {
       job.stepStatus = { prefix: stepStatusPrefix(sandbox), ranks: task.description.ranks ?? 1 };
     }

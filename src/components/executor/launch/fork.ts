@@ -3,10 +3,16 @@ import { launchFailure, type Launch, type LaunchMethodPlugin, type LaunchOptions
 import { gpuList, slotCpus } from './ranks';
 import { STEPS_SCRIPT, executableOf, stepsArgv, taskSteps } from './steps';
 
-/** The slot's node, when the task runs in an allocation on another node than the agent's. */
+/**
+ * The slot's node, when the task runs in an allocation on another node than the agent's and
+ * that node has no sub-agent to fork it.
+ */
 function elsewhere(task: TaskRecord, opts: LaunchOptions): string | undefined {
   const node = task.slots?.[0]?.node;
-  return opts.agentNode !== undefined && node !== undefined && node !== opts.agentNode.name
+  return opts.agentNode !== undefined &&
+    node !== undefined &&
+    node !== opts.agentNode.name &&
+    opts.subAgentNodes?.has(node) !== true
     ? node
     : undefined;
 }

@@ -34,6 +34,11 @@ export interface LaunchOptions {
    * pilot declares more cores there than the machine has) or no map at all: ranks run unpinned.
    */
   cpuIds?: ReadonlyMap<string, readonly number[]>;
+  /**
+   * Nodes with an executing sub-agent (agent.subAgents): a one-rank task whose slot is on one
+   * of them is forked there by that sub-agent, not started by the step launcher.
+   */
+  subAgentNodes?: ReadonlySet<string>;
   /** The pilot's sandbox: the working directory of tasks that ask for it (`workdir: 'pilot'`). */
   pilotSandbox?: string;
   /** The pilot's agent.taskLimits: the limits of forked tasks that set none (kinds/limits.ts). */

@@ -28,7 +28,7 @@ const DEFAULT_ORDER: readonly LaunchMethod[] = ['fork', 'srun', 'mpirun'];
  */
 export function launchMethodOf(
   task: TaskRecord,
-  allocation: Pick<LaunchOptions, 'agentNode' | 'srun'> = {},
+  allocation: Pick<LaunchOptions, 'agentNode' | 'srun' | 'subAgentNodes'> = {},
 ): LaunchMethod {
   const opts: LaunchOptions = { mpirun: 'mpirun', asRoot: false, ...allocation };
   return pick(task, task.description.ranks ?? 1, opts);

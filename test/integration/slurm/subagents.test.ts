@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { describeSlurm, slurmEnv } from '../../support/slurm';
+import { fixtures } from '../../support/session-fixture';
+
+// agent.subAgents 'per-node' on the lab cluster (scripts/slurm-up.sh: 8 nodes of 2 CPUs): one
+// srun step per node for the pilot's life, and no srun per task. Every srun the agent runs is
+// counted by an `srun` first on PATH (the pilot's job, and so its agent, inherits the client's
+// environment) that logs its arguments and runs the real one. The agent is the built one
+// (dist/): run `npx tsc -p tsconfig.build.json` first.
+
+const REAL_SRUN = '/usr/bin/srun';
+const TASKS = 64;
+
+describeSlurm('an 8-node Slurm pilot with per-node sub-agents', () => {
+  const fixture = fixtures();
+  const bin = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-subagent-srun-'));
+  const log = path.join(bin, 'srun.log');
+  const saved = process.env.PATH;
+
+  beforeAll(() => {
+    fs.writeFileSync(
+      path.join(bin, 'srun'),
+      // one line per srun (the sub-agents' step script has newlines of its own)
+      `#!/bin/sh\n{ flock 9; printf '%s' "$*" | tr '\\n' ' ' >&9; echo >&9; } 9>>'${log}'\nexec ${REAL_SRUN} "$@"\n`,
+      { mode: 0o755 },
+    );
+    process.env.PATH = `${bin}:${saved}`;
+  });
+  afterAll(() => {
+    process.env.PATH = saved;
+    fs.rmSync(bin, { recursive: true, force: true });
+  });
+
+  it('starts the tasks of all 8 nodes from their sub-agents: 8 srun steps in all, none per task', async () => {
+    Object.assign(process.env, slurmEnv());
+    const fx = await fixture.open({
+      resource: 'slurm',
+      nodes: 8,
+      runtimeMin: 5,
+      agent: { subAgents: 'per-node' },
+    });
+    await fx.pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 60_000 });
+    const tasks = await fx.tmgr.submitTasks(
+      Array.from({ length: TASKS }, () => ({
+        executable: '/bin/sh',
+        // long enough that the 16 cores fill: every node gets tasks
+        arguments: ['-c', 'echo "$(hostname)"; sleep 0.3'],
+      })),
+    );
+    await fx.tmgr.waitTasks({ timeoutMs: 120_000 });
+    for (const t of tasks) {
+      expect([t.state, t.reason]).toEqual(['DONE', undefined]);
+    }
+    const hosts = new Set(tasks.map((t) => (t.stdout ?? '').trim()));
+    const held = fx.pilot.nodes.map((n) => n.name);
+    expect(held).toHaveLength(8);
+    expect(hosts).toEqual(new Set(held));
+    const sruns = fs
+      .readFileSync(log, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '');
+    const steps = sruns.filter((l) => l.includes('--job-name=pf-subagent-'));
+    expect(steps.map((l) => /--nodelist=(\S+)/.exec(l)?.[1]).sort()).toEqual([...held].sort());
+    // what else ran srun: the agent's probes of the MPI plug-in at start, no task
+    const others = sruns.filter((l) => !l.includes('--job-name=pf-subagent-'));
+    expect(others.filter((l) => tasks.some((t) => l.includes(t.uid)))).toEqual([]);
+    expect(others.filter((l) => !l.startsWith('--mpi='))).toEqual([]);
+    expect(others.length).toBeLessThanOrEqual(2);
+  }, 180_000);
+});
