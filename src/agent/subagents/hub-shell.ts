@@ -62,6 +62,8 @@ export class SubAgentHubShell {
   private readonly bad: BadMessages;
   private flushing = false;
   private closed = false;
+  /** Ending: a sub-agent heard now (one that connects late) is told to end too. */
+  private closing = false;
   private beat: NodeJS.Timeout | undefined;
   private readonly domain: string;
   private zap: ZapHandler | undefined;
@@ -127,6 +129,7 @@ export class SubAgentHubShell {
   /** Ends every sub-agent (they kill what they run), waits for their launchers, closes. */
   async close(waitMs = 10_000): Promise<void> {
     if (this.closed) return;
+    this.closing = true;
     this.core.stop();
     clearInterval(this.beat);
     for (const node of this.opts.nodes) this.send(node, { type: 'end', ...this.names(node) });
@@ -187,6 +190,10 @@ export class SubAgentHubShell {
   private handle(node: string, msg: SubAgentMessage): void {
     if (!this.opts.nodes.includes(node)) {
       this.bad.report('sub-agent of a node the pilot does not hold', { node });
+      return;
+    }
+    if (this.closing) {
+      this.send(node, { type: 'end', ...this.names(node) });
       return;
     }
     switch (msg.type) {

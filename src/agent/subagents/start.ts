@@ -17,7 +17,7 @@ const SUBAGENT_MAIN = compiledSibling(__dirname, './main');
  * SIGKILL), so that the step, and the tasks in it, live on; an exit 0 (asked to end, or its hub
  * gone) or 2 (bad arguments) ends the step, as do too many deaths.
  */
-const SUPERVISOR = [
+export const SUPERVISOR = [
   'n=0',
   'while :; do',
   '  "$@"; rc=$?',

@@ -1,3 +1,6 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as zmq from 'zeromq';
 import {
@@ -9,7 +12,11 @@ import type { AgentConfig, SubAgentMessage } from '../../generated';
 import { BadMessages } from '../../lib/bad-messages';
 import { deferred } from '../../lib/deferred';
 import type { Logger } from '../../lib/logger';
-import { SpawnerPool } from '../../components/executor/process/spawner-pool';
+import {
+  SpawnerPool,
+  type SpawnerPoolOptions,
+} from '../../components/executor/process/spawner-pool';
+import type { SpawnerStatus } from '../../components/executor/process/pool-keep';
 import type { SpawnSpec } from '../../components/executor/effects';
 import { clientOptions } from '../../transport/curve';
 import { MAX_MESSAGE_BYTES } from '../../transport/frames';
@@ -19,6 +26,19 @@ import { readSubAgentFrame, subAgentFrame } from './wire';
 const BEAT_MS = 1_000;
 /** A hub silent this long (unless the config says) is gone: the sub-agent ends what it runs. */
 const HUB_TIMEOUT_MS = 60_000;
+/** How long helpers whose sub-agent died wait for the next one before they end their tasks. */
+const KEEP_MS = 60_000;
+
+/**
+ * Where a node's helpers keep their sockets: node-local and short (a socket path has at most
+ * 107 bytes), one directory per session, pilot and node, the agent user's alone.
+ */
+export function keepDirOf(cfg: Pick<AgentConfig, 'session' | 'pilot'>, node: string): string {
+  const id = createHash('sha256').update(`${cfg.session}/${cfg.pilot}/${node}`).digest('hex');
+  const dir = path.join(os.tmpdir(), `pf-keep-${id.slice(0, 16)}`);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
+}
 
 export interface SubAgentOptions {
   cfg: AgentConfig;
@@ -29,6 +49,7 @@ export interface SubAgentOptions {
   /** Spawner helpers here (default: the config's spawners, else 2). */
   spawners?: number;
   hubTimeoutMs?: number;
+  keepMs?: number;
 }
 
 /**
@@ -60,8 +81,10 @@ export class SubAgent {
 
   async start(): Promise<void> {
     const { cfg, log } = this.opts;
-    this.pool = await SpawnerPool.start({
+    const poolOpts: SpawnerPoolOptions = {
       count: this.opts.spawners ?? cfg.spawners ?? 2,
+      // its helpers outlive it: a sub-agent started again takes them over with their tasks
+      keep: { dir: keepDirOf(cfg, this.opts.node), ms: this.opts.keepMs ?? KEEP_MS },
       logger: log,
       killGraceMs: cfg.killGraceMs ?? 3_000,
       // output 'stream' goes to this node's own stream files (their tails come back with exits)
@@ -89,7 +112,8 @@ export class SubAgent {
           void this.stop(`cannot start tasks: ${message}`);
         },
       },
-    });
+    };
+    const status = await this.openPool(poolOpts);
     const curve = cfg.curve;
     this.sock = new zmq.Dealer({
       routingId: this.opts.node,
@@ -106,12 +130,41 @@ export class SubAgent {
       type: 'hello',
       ...this.names(),
       incarnation: this.incarnation,
-      running: [],
-      ended: [],
+      running: status.running,
+      ended: status.ended.map((e) => ({ ...e })),
     });
     void this.receive();
     this.timer = setInterval(() => this.tick(), BEAT_MS);
     log.info('sub-agent started', { node: this.opts.node, hub: this.opts.hub, pid: process.pid });
+  }
+
+  /**
+   * Takes over the helpers a previous sub-agent of this node left (their sockets), with what
+   * they run and ended; else starts new ones.
+   */
+  private async openPool(
+    opts: SpawnerPoolOptions,
+  ): Promise<Pick<SpawnerStatus, 'running' | 'ended'>> {
+    const dir = opts.keep!.dir;
+    const left = readdirSync(dir, { withFileTypes: true }).filter(
+      (e) => e.isSocket() && /^helper-\d+\.sock$/.test(e.name),
+    );
+    if (left.length > 0) {
+      try {
+        this.pool = await SpawnerPool.attach({ ...opts, count: left.length });
+        const status = await this.pool.status();
+        this.opts.log.info('sub-agent took over its helpers', {
+          helpers: left.length,
+          running: status.running.length,
+          ended: status.ended.length,
+        });
+        return status;
+      } catch (e) {
+        this.opts.log.warn('could not take over the helpers left here', errorMeta(e));
+      }
+    }
+    this.pool = await SpawnerPool.start(opts);
+    return { running: [], ended: [] };
   }
 
   /** Kills what runs, closes the link; `done` resolves with `why`. */

@@ -5,7 +5,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as zmq from 'zeromq';
 import { SubAgentHubShell, type LaunchedSubAgent } from '../../../src/agent/subagents/hub-shell';
-import { SUBAGENT_LOST, wireUid } from '../../../src/agent/subagents/hub-core';
+import { wireUid } from '../../../src/agent/subagents/hub-core';
+import { SUPERVISOR } from '../../../src/agent/subagents/start';
 import { subAgentFrame } from '../../../src/agent/subagents/wire';
 import type {
   ExitedEvent,
@@ -18,6 +19,27 @@ import { clientOptions, newKeyPair } from '../../../src/transport/curve';
 import { ZapHandler } from '../../../src/transport/zap';
 
 const MAIN = path.resolve(__dirname, '../../../dist/src/agent/subagents/main.js');
+
+/** The child processes of `pid` (its supervisor's: the sub-agent). */
+function childrenOf(pid: number): number[] {
+  try {
+    const text = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8');
+    return text
+      .split(' ')
+      .filter((s) => s !== '')
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+function kill(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // gone already
+  }
+}
 
 /** What the hub told the Executor, with waits on it. */
 class Seen {
@@ -77,16 +99,17 @@ describe('sub-agents and their hub (real processes, CurveZMQ)', () => {
   afterEach(async () => {
     await hub?.close(5_000);
     hub = undefined;
-    for (const list of children.values()) for (const c of list) c.kill('SIGKILL');
+    for (const list of children.values()) {
+      for (const c of list) for (const pid of [...childrenOf(c.pid!), c.pid!]) kill(pid);
+    }
     children.clear();
     fs.rmSync(dir, { recursive: true, force: true });
   }, 20_000);
 
-  /** Starts the sub-agent of `node` as a local child process, as one srun step would. */
+  /** Starts the sub-agent of `node` under its supervisor, as the srun step of its node does. */
   function launch(node: string, address: string): LaunchedSubAgent {
-    const child = spawn(process.execPath, [MAIN, cfgFile, node, address], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
+    const argv = ['-c', SUPERVISOR, 'pf-subagent', process.execPath, MAIN, cfgFile, node, address];
+    const child = spawn('/bin/sh', argv, { stdio: ['ignore', 'ignore', 'inherit'] });
     children.set(node, [...(children.get(node) ?? []), child]);
     const ended = new Promise<string>((resolve) =>
       child.once('exit', (code, signal) => resolve(signal ?? `exit ${code}`)),
@@ -158,6 +181,9 @@ describe('sub-agents and their hub (real processes, CurveZMQ)', () => {
   it('admits only the pilot’s key: a peer with another key is refused', async () => {
     const seen = new Seen();
     hub = await startHub(['a'], seen);
+    // the real sub-agent is up first (one job through it)
+    hub.spawn('a', job('real', 'true'), 1);
+    await seen.until('the real job', () => seen.exited.length === 1);
     const zap = await ZapHandler.shared();
     const before = zap.refused('subagents/p.1');
     const intruder = new zmq.Dealer({
@@ -182,25 +208,33 @@ describe('sub-agents and their hub (real processes, CurveZMQ)', () => {
     expect(zap.refused('subagents/p.1')).toBeGreaterThan(before);
     intruder.close();
     await zap.release([]);
-    expect(seen.exited).toEqual([]);
+    expect(seen.exited.map((e) => e.uid)).toEqual(['real']);
   }, 20_000);
 
-  it('a sub-agent killed with SIGKILL is started again; its lost job fails E_SUBAGENT_LOST, new jobs run', async () => {
+  it('a sub-agent killed with SIGKILL is started again and takes over its running job: it ends once, exit 0', async () => {
     const seen = new Seen();
     hub = await startHub(['a'], seen);
-    hub.spawn('a', job('long', 'sleep 30'), 1);
+    const ran = path.join(dir, 'ran');
+    hub.spawn('a', job('long', `sleep 1.5; echo once >> ${ran}`), 1);
     await seen.until('the long job started', () => seen.started.some((e) => e.uid === 'long'));
-    children.get('a')![0]!.kill('SIGKILL');
-    await seen.until('the long job failed', () => seen.failed.some((e) => e.uid === 'long'));
-    expect(seen.failed.find((e) => e.uid === 'long')).toMatchObject({
-      code: SUBAGENT_LOST,
-      message: expect.stringContaining("the sub-agent on 'a' ended (SIGKILL)"),
-    });
+    const supervisor = children.get('a')![0]!.pid!;
+    const [first] = childrenOf(supervisor);
+    expect(first).toBeDefined();
+    process.kill(first!, 'SIGKILL');
+    await seen.until('the long job ended', () => seen.exited.some((e) => e.uid === 'long'));
+    expect(seen.exited.filter((e) => e.uid === 'long')).toEqual([
+      expect.objectContaining({ uid: 'long', exitCode: 0, signal: null }),
+    ]);
+    expect(seen.failed).toEqual([]);
+    expect(fs.readFileSync(ran, 'utf8')).toBe('once\n');
+    // the same step (no new launcher), a new sub-agent process in it
+    expect(children.get('a')).toHaveLength(1);
+    const [second] = childrenOf(supervisor);
+    expect(second).toBeDefined();
+    expect(second).not.toBe(first);
     hub.spawn('a', job('after', 'echo again'), 1);
     await seen.until('the next job', () => seen.exited.some((e) => e.uid === 'after'));
-    expect(children.get('a')).toHaveLength(2);
     expect(fs.readFileSync(path.join(dir, 'after.out'), 'utf8')).toBe('again\n');
-    expect(seen.exited.some((e) => e.uid === 'long')).toBe(false);
   }, 30_000);
 
   it('close() ends every sub-agent: they exit 0 and their jobs die with them', async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -69,5 +70,55 @@ describeSlurm('an 8-node Slurm pilot with per-node sub-agents', () => {
     expect(others.filter((l) => tasks.some((t) => l.includes(t.uid)))).toEqual([]);
     expect(others.filter((l) => !l.startsWith('--mpi='))).toEqual([]);
     expect(others.length).toBeLessThanOrEqual(2);
+  }, 180_000);
+
+  it('a sub-agent killed with SIGKILL is started again in its step, and its running tasks end DONE, once each', async () => {
+    Object.assign(process.env, slurmEnv());
+    const fx = await fixture.open({
+      resource: 'slurm',
+      nodes: 8,
+      runtimeMin: 5,
+      agent: { subAgents: 'per-node' },
+    });
+    await fx.pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 60_000 });
+    const ran = path.join(bin, 'ran');
+    const tasks = await fx.tmgr.submitTasks(
+      Array.from({ length: 16 }, (_, i) => ({
+        executable: '/bin/sh',
+        arguments: ['-c', `sleep 2; echo ${i} >> ${ran}`],
+      })),
+    );
+    await fx.tmgr.waitTasks({
+      uids: tasks.map((t) => t.uid),
+      states: ['AGENT_EXECUTING'],
+      timeoutMs: 30_000,
+    });
+    // every node's sub-agent runs two of them: kill the one of the first node
+    const node = fx.pilot.nodes[0]!.name;
+    // the sub-agent's own process (not its step's srun or supervisor shell)
+    const subAgentOf = `^\\S*node\\S* \\S+/subagents/main\\.js \\S+ ${node} tcp:`;
+    const pids = execFileSync('pgrep', ['-f', subAgentOf], {
+      encoding: 'utf8',
+    })
+      .split('\n')
+      .filter((l) => l !== '');
+    expect(pids).toHaveLength(1);
+    process.kill(Number(pids[0]), 'SIGKILL');
+    await fx.tmgr.waitTasks({ timeoutMs: 60_000 });
+    for (const t of tasks) expect([t.state, t.reason]).toEqual(['DONE', undefined]);
+    const lines = fs
+      .readFileSync(ran, 'utf8')
+      .trim()
+      .split('\n')
+      .sort((a, b) => Number(a) - Number(b));
+    expect(lines).toEqual(tasks.map((_, i) => String(i)));
+    // started again in its step: the sub-agent of that node runs, a new process
+    const again = execFileSync('pgrep', ['-f', subAgentOf], {
+      encoding: 'utf8',
+    })
+      .split('\n')
+      .filter((l) => l !== '');
+    expect(again).toHaveLength(1);
+    expect(again[0]).not.toBe(pids[0]);
   }, 180_000);
 });
