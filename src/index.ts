@@ -18,7 +18,14 @@ export {
 export type { TransferProgress, TransferListener } from './client/files/transfer-progress';
 export type { Explanation, WaitReason } from './client/tasks/explain';
 export { Pilot } from './client/pilot';
-export type { TaskDescription, PilotDescription, Reason, StagingDirective } from './generated';
+export type {
+  TaskDescription,
+  PilotDescription,
+  PilotLiveness,
+  Reason,
+  SilentPart,
+  StagingDirective,
+} from './generated';
 export type { Logger } from './lib/logger';
 export {
   TASK_STATES,

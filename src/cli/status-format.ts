@@ -1,5 +1,5 @@
 import type { SessionStatus } from '../client/control/protocol';
-import type { RouterStatus } from '../generated';
+import type { PilotStatus, RouterStatus } from '../generated';
 import type { Explanation } from '../client/tasks/explain';
 import { TASK_STATES } from '../states/task-model';
 
@@ -10,6 +10,11 @@ export function formatAge(ms: number): string {
   if (s < 3600) return `${Math.round(s / 60)} min`;
   if (s < 86_400) return `${(s / 3600).toFixed(1)} h`;
   return `${(s / 86_400).toFixed(1)} d`;
+}
+
+/** `14:03:12`: a time of day for people (the local time zone). */
+export function clockTime(ms: number): string {
+  return new Date(ms).toLocaleTimeString('en-GB', { hour12: false });
 }
 
 /**
@@ -30,7 +35,7 @@ export function explanationLine(e: Explanation, now: number, full = false): stri
 /** `; estimated start in 2 min (14:03:12)`, or why there is none when `full`. */
 function estimate(e: Explanation, now: number, full: boolean): string {
   if (e.estimatedStart !== undefined) {
-    const clock = new Date(e.estimatedStart).toLocaleTimeString('en-GB', { hour12: false });
+    const clock = clockTime(e.estimatedStart);
     const when =
       e.estimatedStart <= now ? 'any moment (overdue)' : `in ${formatAge(e.estimatedStart - now)}`;
     return `; estimated start ${when} (${clock})`;
@@ -47,8 +52,12 @@ export function formatStatus(st: SessionStatus, now: number): string {
   for (const p of st.pilots) {
     const gpus = p.gpus > 0 ? `, ${p.gpus} GPUs` : '';
     const why = p.reason !== undefined ? `: ${p.reason.code}: ${p.reason.message}` : '';
-    lines.push(`  ${p.uid}  ${p.resource}  ${p.state}  ${p.cores} cores${gpus}${why}`);
+    const state = `${p.state}${silence(p, now)}`;
+    lines.push(`  ${p.uid}  ${p.resource}  ${state}  ${p.cores} cores${gpus}${why}`);
     for (const w of p.warnings ?? []) lines.push(`    warning: ${w}`);
+    for (const x of p.liveness?.silentParts ?? []) {
+      lines.push(`    silent: ${x.part} since ${clockTime(x.since)}, ${formatAge(now - x.since)}`);
+    }
   }
   lines.push(`tasks: ${st.total}`);
   const width = Math.max(0, ...Object.keys(st.counts).map((s) => s.length));
@@ -73,6 +82,17 @@ export function formatStatus(st: SessionStatus, now: number): string {
   }
   for (const r of st.routers ?? []) lines.push(...routerLines(r, st.state));
   return lines.join('\n') + '\n';
+}
+
+/** ` (UNKNOWN: silent since 12:03:04, 7.0 s)` for a pilot whose agent is silent, else ''. */
+function silence(p: PilotStatus, now: number): string {
+  const l = p.liveness;
+  if (l?.state !== 'unknown') return '';
+  const since =
+    l.since !== undefined
+      ? `: silent since ${clockTime(l.since)}, ${formatAge(now - l.since)}`
+      : '';
+  return ` (UNKNOWN${since})`;
 }
 
 /**
@@ -111,6 +131,18 @@ export function statusLine(st: SessionStatus): string {
   const counts = TASK_STATES.filter((s) => st.counts[s] !== undefined)
     .map((s) => `${s}=${st.counts[s]}`)
     .join(' ');
-  const pilots = st.pilots.map((p) => `${p.uid}=${p.state}`).join(' ');
+  const pilots = st.pilots.map((p) => `${p.uid}=${p.state}${livenessTag(p)}`).join(' ');
   return `${st.state} tasks=${st.total} ${counts}${pilots !== '' ? ` | ${pilots}` : ''}`;
+}
+
+/** `(UNKNOWN)`, `(2 parts silent)`, both, or '' (a line that changes only with them). */
+function livenessTag(p: PilotStatus): string {
+  const l = p.liveness;
+  const tags = [
+    ...(l?.state === 'unknown' ? ['UNKNOWN'] : []),
+    ...(l !== undefined && l.silentParts.length > 0
+      ? [`${l.silentParts.length} part${l.silentParts.length > 1 ? 's' : ''} silent`]
+      : []),
+  ];
+  return tags.length > 0 ? `(${tags.join(', ')})` : '';
 }

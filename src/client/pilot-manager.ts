@@ -80,6 +80,7 @@ export class PilotManager {
         // the old pilot's tasks are taken over once the new one can have them
         void replaced.finally(() => rt.emitPilotEnded(uid, state, reason));
       },
+      liveness: (uid, liveness) => this.pilots.get(uid)?.setLiveness(liveness),
       agentConfig: (rec) => this.agentConfig(rec),
       clock: rt.clock,
       log: rt.log.child({ component: COMPONENTS.pilotLauncher }),
@@ -120,7 +121,7 @@ export class PilotManager {
           pilot.warnings.push(msg.warning);
         }
       } else if (msg.type === 'agent_heartbeat') {
-        this.launcher.core.onAgentHeartbeat(msg.pilot);
+        this.launcher.core.onAgentHeartbeat(msg.pilot, msg.silent ?? []);
         // an adopted agent that beats without reporting in missed client_resumed (published
         // while its subscription was still reconnecting): asked again
         if (this.unreported.has(msg.pilot)) this.askToReport();

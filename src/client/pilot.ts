@@ -1,4 +1,4 @@
-import type { PilotDescription, Reason } from '../generated';
+import type { PilotDescription, PilotLiveness, Reason } from '../generated';
 import { labelsOfNode, type NodeLabels } from '../components/shared/node-labels';
 import { isFinalPilotState, type PilotState } from '../states/pilot-model';
 
@@ -22,6 +22,7 @@ export class Pilot {
    * reported, and for a pilot whose time does not run.
    */
   drainsAt?: number;
+  private live: PilotLiveness = { state: 'ok', silentParts: [] };
 
   constructor(
     readonly uid: string,
@@ -40,6 +41,29 @@ export class Pilot {
       name: n.name,
       labels: labelsOfNode(n.name, labels, nodeLabels),
     }));
+  }
+
+  /**
+   * Whether its agent is heard, while the pilot is PMGR_ACTIVE (undefined in any other state):
+   * `unknown` once no heartbeat came for 3 heartbeat periods (3 s, or half of
+   * `agent.clientTimeoutS` where that is shorter), with `since` the time its agent was last
+   * heard (ms since the epoch), until it is heard again (`ok`) or declared lost (FAILED,
+   * E_AGENT_SILENT, after `agent.clientTimeoutS`). `silentParts`: the parts its agent reports
+   * it has not heard from (sub-agents, `{ part: 'sub-agent n3', since }`), as of its last
+   * heartbeat: a part can be silent while the pilot is `ok`. A copy: changing it changes nothing.
+   */
+  get liveness(): PilotLiveness | undefined {
+    if (this.state !== 'PMGR_ACTIVE') return undefined;
+    const { silentParts, ...rest } = this.live;
+    return { ...rest, silentParts: silentParts.map((p) => ({ ...p })) };
+  }
+
+  /**
+   * Its PilotManager sets what the PilotLauncher decided of its agent's silence.
+   * @internal
+   */
+  setLiveness(liveness: PilotLiveness): void {
+    this.live = liveness;
   }
 
   get final(): boolean {

@@ -68,6 +68,15 @@ export type ControlMessage =
       type: 'agent_heartbeat';
       session: string;
       pilot: string;
+      /**
+       * The agent's parts it has not heard from (its sub-agents), each since it last heard it (ms since the epoch): the client shows the latest list (absent: none is silent). At most 1000: an agent with more sends those silent longest.
+       *
+       * @maxItems 1000
+       */
+      silent?: {
+        part: string;
+        since: number;
+      }[];
     }
   | {
       type: 'agent_waits';

@@ -144,6 +144,42 @@ export interface PilotStatus {
    * What its agent said is not as asked (task limits it cannot enforce, resources beyond the machine's): once its agent reported in, if anything.
    */
   warnings?: string[];
+  /**
+   * Whether its agent is heard, and its parts that are not: while the pilot is PMGR_ACTIVE (of a live session).
+   */
+  liveness?: PilotLiveness;
+}
+/**
+ * Whether an active pilot's agent is heard (PyLet's UNKNOWN): `unknown` once no heartbeat came for 3 heartbeat periods (3 s, or half the pilot's agent.clientTimeoutS where that is shorter), until it is heard again (`ok`) or declared lost (the pilot ends FAILED, E_AGENT_SILENT, after clientTimeoutS). `silentParts`: the parts the agent itself reports silent (its sub-agents), as of its last heartbeat; a part may be silent while the pilot is `ok`.
+ */
+export interface PilotLiveness {
+  /**
+   * `ok`: heard within the last 3 heartbeat periods; `unknown`: silent, not yet declared lost.
+   */
+  state: 'ok' | 'unknown';
+  /**
+   * While `unknown`: when its agent was last heard (ms since the epoch; an agent this client has not heard yet: when the client began to watch it).
+   */
+  since?: number;
+  /**
+   * The parts of the pilot its agent reports silent in its last heartbeat (none: empty).
+   *
+   * @maxItems 1000
+   */
+  silentParts: SilentPart[];
+}
+/**
+ * A part of a pilot (a sub-agent) that its agent has not heard from.
+ */
+export interface SilentPart {
+  /**
+   * Which part, in words: `sub-agent n3`.
+   */
+  part: string;
+  /**
+   * When the agent last heard from it (ms since the epoch, the agent's clock).
+   */
+  since: number;
 }
 /**
  * A task executing now.

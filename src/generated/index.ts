@@ -9,6 +9,8 @@ export type {
   SandboxLook,
   SessionState,
   PilotStatus,
+  PilotLiveness,
+  SilentPart,
   RouterStatus,
   RouterModelStatus,
   ReplicaStatus,

@@ -45,6 +45,7 @@ export function pilotView(p: Pilot): Record<string, unknown> {
     ...(p.reason !== undefined ? { reason: p.reason } : {}),
     nodes: p.nodes,
     warnings: p.warnings,
+    ...(p.liveness !== undefined ? { liveness: p.liveness } : {}),
     history: p.history,
     ...(p.sandbox !== undefined ? { sandbox: p.sandbox } : {}),
   };

@@ -74,6 +74,7 @@ export function liveStatus(
       busyGpus: Math.min(busy.get(p.uid)?.[1] ?? 0, p.gpus),
       ...(p.reason !== undefined ? { reason: p.reason } : {}),
       ...(p.warnings.length > 0 ? { warnings: p.warnings } : {}),
+      ...(p.liveness !== undefined ? { liveness: p.liveness } : {}),
     })),
     counts,
     total,

@@ -1,4 +1,4 @@
-import type { Reason } from '../../generated';
+import type { Reason, SilentPart } from '../../generated';
 import { IllegalTransitionError } from '../../errors';
 import type { Clock, Timer } from '../../lib/clock';
 import { ownerOf } from '../../states/model';
@@ -8,6 +8,7 @@ import { COMPONENTS } from '../../states/task-model';
 import { reason } from '../shared/reasons';
 import type { PilotLauncherEffects } from './effects';
 import type { PilotRecord } from './pilot-record';
+import { SilenceWatch } from './silence';
 
 const ME = COMPONENTS.pilotLauncher;
 type Final = FinalPilotState;
@@ -25,9 +26,8 @@ interface Held {
   queued: boolean;
   /** The runtime timer fired and asked for the kill. */
   runtimeKilled: boolean;
-  /** When the agent was last heard (its heartbeats), and the watchdog on its silence. */
-  lastHeard?: number;
-  silenceTimer?: Timer;
+  /** The agent's silence (unknown, then lost), watched from when it runs. */
+  silence?: SilenceWatch;
   /** For the profile: when its job started, and when it began to drain (asked to end). */
   jobStarted?: number;
   drainStarted?: number;
@@ -35,8 +35,6 @@ interface Held {
 
 /** Without `agent.clientTimeoutS`: how long an agent may be silent (as it waits for us). */
 const DEFAULT_SILENCE_S = 30;
-/** A watchdog this late ran in a stalled client: it looks again before judging the agent. */
-const STALL_MS = 1_000;
 /** An ended pilot's agent that is still heard is told to stop at most this often. */
 const FENCE_REPEAT_MS = 5_000;
 
@@ -135,6 +133,7 @@ export class PilotLauncherCore {
       this.effects.notify([this.move(pilot, 'PMGR_ACTIVE_PENDING')]);
     }
     if (!opts.queued) this.startRuntimeTimer(h, opts.startedAt);
+    if (pilot.state === 'PMGR_ACTIVE') h.silence?.watchActive();
   }
 
   /** The pilot's batch job left the queue: the agent is starting on its nodes. */
@@ -164,17 +163,21 @@ export class PilotLauncherCore {
     const started = h.jobStarted === undefined ? undefined : { jobStarted: h.jobStarted };
     this.effects.notify([this.move(h.pilot, 'PMGR_ACTIVE', started)]);
     this.onAgentHeartbeat(uid); // asks a canceled pilot's agent to shut down
+    h.silence?.watchActive();
   }
 
   /**
-   * The agent is alive (it says so every second while it runs). One that is still running
-   * after a cancel and has not said it is ending did not hear the shutdown (lost while its
-   * subscription was reconnecting, after a resume): it is asked again.
+   * The agent is alive (it says so every second while it runs); `silent`: the parts its
+   * heartbeat says it has not heard from (none: `[]`; undefined: as they were). An active
+   * pilot's liveness (effects.liveness) is `unknown` after 3 heartbeat periods of silence (see
+   * silence.ts), `ok` again once heard. One that is still running after a cancel and has not
+   * said it is ending did not hear the shutdown (lost while its subscription was reconnecting,
+   * after a resume): it is asked again.
    */
-  onAgentHeartbeat(uid: string): void {
+  onAgentHeartbeat(uid: string, silent?: readonly SilentPart[]): void {
     const h = this.held.get(uid);
     if (h === undefined) return this.fence(uid);
-    h.lastHeard = this.clock.now();
+    h.silence?.heard(silent);
     if (h.cancelRequested && h.agentFinal === undefined && h.pilot.state === 'PMGR_ACTIVE') {
       this.effects.shutdownAgent(uid, 'CANCELED', cancelMessage(h));
     }
@@ -311,9 +314,12 @@ export class PilotLauncherCore {
    * must be heard within the silence limit (an agent stopped before it even reported in, too).
    */
   private startRuntimeTimer(h: Held, startedAt?: number): void {
-    h.lastHeard = this.clock.now();
-    h.jobStarted ??= startedAt ?? h.lastHeard;
-    this.watchSilence(h, this.silenceLimitMs(h));
+    h.jobStarted ??= startedAt ?? this.clock.now();
+    h.silence?.stop();
+    h.silence = new SilenceWatch(this.clock, this.silenceLimitMs(h), {
+      changed: (liveness) => this.effects.liveness(h.pilot.uid, liveness),
+      lost: (silentMs, limitMs) => this.lost(h, silentMs, limitMs),
+    });
     const limitMs = (h.pilot.description.runtimeMin ?? 60) * 60_000;
     const elapsed = startedAt === undefined ? 0 : Math.max(0, this.clock.now() - startedAt);
     h.runtimeTimer = this.clock.setTimeout(
@@ -330,31 +336,21 @@ export class PilotLauncherCore {
   }
 
   /**
-   * An active agent that stops answering (stopped, hung, or cut off) is a lost pilot: FAILED
-   * with how long it was silent, and killed. Judged from heartbeats read: a watchdog that
-   * fires late (this client was stalled) looks again after they are read.
+   * An agent that stops answering (stopped, hung, or cut off) is a lost pilot: FAILED with how
+   * long it was silent, and killed.
    */
-  private watchSilence(h: Held, ms: number, recheck = false): void {
-    const due = this.clock.now() + ms;
-    h.silenceTimer = this.clock.setTimeout(() => {
-      if (this.held.get(h.pilot.uid) !== h) return;
-      const limit = this.silenceLimitMs(h);
-      const now = this.clock.now();
-      const silent = now - (h.lastHeard ?? now);
-      if (silent < limit) return this.watchSilence(h, limit - silent);
-      if (!recheck && now - due > STALL_MS) return this.watchSilence(h, STALL_MS, true);
-      this.effects.kill(h.pilot.uid);
-      this.finish(
-        h,
-        'FAILED',
-        reason(
-          'E_AGENT_SILENT',
-          `the agent stopped answering: no heartbeat for ${Math.round(silent / 1000)} s (limit ${limit / 1000} s); it was killed`,
-          ME,
-          { silentMs: silent },
-        ),
-      );
-    }, ms);
+  private lost(h: Held, silentMs: number, limitMs: number): void {
+    this.effects.kill(h.pilot.uid);
+    this.finish(
+      h,
+      'FAILED',
+      reason(
+        'E_AGENT_SILENT',
+        `the agent stopped answering: no heartbeat for ${Math.round(silentMs / 1000)} s (limit ${limitMs / 1000} s); it was killed`,
+        ME,
+        { silentMs },
+      ),
+    );
   }
 
   /**
@@ -395,7 +391,7 @@ export class PilotLauncherCore {
     }
     h.killTimer?.cancel();
     h.runtimeTimer?.cancel();
-    h.silenceTimer?.cancel();
+    h.silence?.stop();
     this.held.delete(h.pilot.uid);
     this.ended.set(h.pilot.uid, { final, why });
     h.pilot.reason = why;

@@ -1,4 +1,4 @@
-import type { Reason } from '../../generated';
+import type { PilotLiveness, Reason } from '../../generated';
 import type { Notification } from '../../states/notification';
 import type { PilotRecord } from './pilot-record';
 import type { FinalPilotState } from '../../states/pilot-model';
@@ -11,6 +11,11 @@ export interface PilotLauncherEffects {
   /** Kills the agent outright (it did not shut down in time). */
   kill(uid: string): void;
   notify(notifications: Notification[]): void;
+  /**
+   * An active pilot's liveness changed: its agent went silent (`unknown`, since it was last
+   * heard), was heard again (`ok`), or the parts it reports silent changed.
+   */
+  liveness(uid: string, liveness: PilotLiveness): void;
   /** The pilot reached a final state: no task may go to it any more. */
   ended(uid: string, state: FinalPilotState, reason?: Reason): void;
 }

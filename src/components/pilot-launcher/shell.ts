@@ -1,4 +1,4 @@
-import type { AgentConfig, PilotDescription, Reason } from '../../generated';
+import type { AgentConfig, PilotDescription, PilotLiveness, Reason } from '../../generated';
 import { InternalError, errorMeta } from '../../errors';
 import type { Clock } from '../../lib/clock';
 import type { Logger } from '../../lib/logger';
@@ -35,6 +35,8 @@ export interface PilotLauncherShellDeps {
   notify(notifications: Notification[]): void;
   /** The pilot reached a final state: no task may go to it any more. */
   ended(uid: string, state: Final, reason?: Reason): void;
+  /** An active pilot's liveness changed (its agent silent or heard again, its silent parts). */
+  liveness?(uid: string, liveness: PilotLiveness): void;
   /** The agent config every resource shares (the session's addresses, the pilot's limits). */
   agentConfig(pilot: PilotRecord): AgentConfig;
   clock: Clock;
@@ -127,6 +129,13 @@ export class PilotLauncherShell implements PilotLauncherEffects, LaunchEvents {
 
   notify(notifications: Notification[]): void {
     this.deps.notify(notifications);
+  }
+
+  liveness(uid: string, liveness: PilotLiveness): void {
+    if (liveness.state === 'unknown') {
+      this.deps.log.warn('agent silent', { pilot: uid, since: liveness.since });
+    }
+    this.deps.liveness?.(uid, liveness);
   }
 
   ended(uid: string, state: Final, reason?: Reason): void {

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { explainProfile, journalLife, profileStatus, stateOf } from '../../../src/cli/session-info';
 import {
+  clockTime,
   explanationLine,
   formatAge,
   formatStatus,
@@ -126,6 +127,37 @@ describe('a session without a live client, from its profile', () => {
       formatAge(5_400_000),
       formatAge(3 * 86_400_000),
     ]).toEqual(['1.5 s', '2 min', '1.5 h', '3.0 d']);
+  });
+});
+
+describe('formatStatus: a pilot whose agent is silent', () => {
+  const at = Date.UTC(2026, 10, 24, 12, 3, 4);
+  const base = profileStatus('/d', 'live', profile);
+  const pilot = base.pilots[0]!;
+  const n3 = { part: 'sub-agent n3', since: at - 3_000 };
+
+  it('says UNKNOWN, since when and for how long, and lists the silent parts', () => {
+    const st = {
+      ...base,
+      pilots: [{ ...pilot, liveness: { state: 'unknown' as const, since: at, silentParts: [n3] } }],
+    };
+    const text = formatStatus(st, at + 7_000);
+    expect(text).toContain(
+      `  pilot.0000  local  PMGR_ACTIVE (UNKNOWN: silent since ${clockTime(at)}, 7.0 s)  4 cores`,
+    );
+    expect(text).toContain(`\n    silent: sub-agent n3 since ${clockTime(n3.since)}, 10 s\n`);
+    expect(statusLine(st)).toMatch(/ \| pilot\.0000=PMGR_ACTIVE\(UNKNOWN, 1 part silent\)$/);
+  });
+
+  it('shows a part silent while the pilot is ok as such, and nothing for an ok pilot', () => {
+    const ok = { state: 'ok' as const, silentParts: [] };
+    const quiet = { ...base, pilots: [{ ...pilot, liveness: { ...ok, silentParts: [n3] } }] };
+    const text = formatStatus(quiet, at);
+    expect(text).toMatch(/ {2}PMGR_ACTIVE {2}4 cores, 1 GPUs\n {4}silent: sub-agent n3 since /);
+    expect(statusLine(quiet)).toMatch(/=PMGR_ACTIVE\(1 part silent\)$/);
+    const fine = { ...base, pilots: [{ ...pilot, liveness: ok }] };
+    expect(formatStatus(fine, at)).toBe(formatStatus(base, at));
+    expect(statusLine(fine)).toBe(statusLine(base));
   });
 });
 

@@ -272,6 +272,24 @@ describe('parseControlMessage', () => {
     ]);
   });
 
+  it("takes an agent's heartbeat with the parts it has not heard from, at most 1000", () => {
+    const beat = { type: 'agent_heartbeat', session: 's', pilot: 'p' };
+    const silent = [{ part: 'sub-agent n3', since: 1_700_000_000_000 }];
+    expect(parseControlMessage({ ...beat, silent })).toEqual({ ...beat, silent });
+    const many = Array.from({ length: 1001 }, (_, i) => ({ part: `sub-agent n${i}`, since: 1 }));
+    expect(text(rejection(() => parseControlMessage({ ...beat, silent: many })).issues)).toEqual([
+      '/silent must NOT have more than 1000 items',
+    ]);
+    const bad = rejection(() =>
+      parseControlMessage({ ...beat, silent: [{ part: '', since: -1, node: 'n3' }] }),
+    );
+    expect(text(bad.issues).sort()).toEqual([
+      "/silent/0 must not have property 'node'",
+      '/silent/0/part must NOT have fewer than 1 characters',
+      '/silent/0/since must be >= 0',
+    ]);
+  });
+
   it('says once that type is missing', () => {
     const err = rejection(() => parseControlMessage({ uids: [] }));
     expect(text(err.issues)).toEqual(["/ must have required property 'type'"]);

@@ -60,6 +60,13 @@ const ROUTER: RouterStatus = {
   ],
 };
 
+/** The pilot's agent is silent, and a sub-agent it reports was silent before. */
+const LIVENESS = {
+  state: 'unknown' as const,
+  since: 900,
+  silentParts: [{ part: 'sub-agent n3', since: 400 }],
+};
+
 /**
  * A session with no socket, no store and no agents: three tasks (a running, b held by the
  * ManagerScheduler, c done), one pilot, one TaskManager that records what it is asked to cancel.
@@ -78,6 +85,7 @@ function session(opts: { closing?: boolean; cancel?: () => Promise<void> } = {})
   tasks.add([a, b, c]);
   const pilot = new Pilot('pilot.0000', { resource: 'local' }, 4, 0, '/s/pilot.0000');
   pilot.state = 'PMGR_ACTIVE';
+  pilot.setLiveness(LIVENESS);
   const canceled: string[][] = [];
   const tmgr: ManagedTasks = {
     get: (uid) => tasks.get(uid),
@@ -156,6 +164,7 @@ const CASES: {
           gpus: 0,
           busyCores: 1,
           busyGpus: 0,
+          liveness: LIVENESS,
         },
       ],
       counts: { AGENT_EXECUTING: 1, TMGR_SCHEDULING: 1, DONE: 1 },

@@ -3,7 +3,7 @@ import { PilotLauncherCore } from '../../../../src/components/pilot-launcher/cor
 import type { PilotLauncherEffects } from '../../../../src/components/pilot-launcher/effects';
 import type { PilotRecord } from '../../../../src/components/pilot-launcher/pilot-record';
 import { IllegalTransitionError } from '../../../../src/errors';
-import type { Reason } from '../../../../src/generated';
+import type { PilotLiveness, Reason } from '../../../../src/generated';
 import { PILOT_STATES } from '../../../../src/states/pilot-model';
 import { CoreHarness, pilotIn } from '../../../support/core-harness';
 
@@ -17,6 +17,8 @@ const EXIT_0 = { exitCode: 0, signal: null, stderr: '' };
 function setup() {
   const h = new CoreHarness();
   const ended: { uid: string; state: string; reason: Reason | undefined }[] = [];
+  /** The liveness effects, apart from `rec`: they come with any silence of 3 s. */
+  const lives: ({ uid: string } & PilotLiveness)[] = [];
   const effects: PilotLauncherEffects = {
     launch: (p) => h.rec.record(`launch ${p.uid}`),
     shutdownAgent: (uid, final, message) =>
@@ -27,9 +29,10 @@ function setup() {
       ended.push({ uid, state, reason });
       h.rec.record(`ended ${uid} ${state}`);
     },
+    liveness: (uid, l) => lives.push({ uid, ...l }),
   };
   const core = new PilotLauncherCore(effects, h.clock, { shutdownGraceMs: GRACE });
-  return Object.assign(h, { ended, core });
+  return Object.assign(h, { ended, lives, core });
 }
 
 function pending(uid = 'p1'): PilotRecord {
@@ -913,5 +916,144 @@ describe('PilotLauncherCore: an agent that stops answering', () => {
     s.rec.expectNoMore();
     s.clock.advance(1);
     expect(s.rec.take()).toEqual(['kill p1', 'notify p1 FAILED', 'ended p1 FAILED']);
+  });
+});
+
+describe('PilotLauncherCore: an active pilot whose agent is silent shows as unknown', () => {
+  const ok = (silentParts: { part: string; since: number }[] = []) => ({
+    uid: 'p1',
+    state: 'ok',
+    silentParts,
+  });
+  const unknown = (since: number, silentParts: { part: string; since: number }[] = []) => ({
+    uid: 'p1',
+    state: 'unknown',
+    since,
+    silentParts,
+  });
+
+  it('is unknown after 3 s without a heartbeat, since the last one, and ok once heard again', () => {
+    const s = setup();
+    activate(s);
+    for (let i = 0; i < 5; i++) {
+      s.clock.advance(1_000);
+      s.core.onAgentHeartbeat('p1', []);
+    }
+    const heard = s.clock.now();
+    s.clock.advance(2_999);
+    expect(s.lives).toEqual([]);
+    s.clock.advance(1);
+    expect(s.lives.splice(0)).toEqual([unknown(heard)]);
+    s.clock.advance(5_000); // said once, not again while it stays silent
+    expect(s.lives).toEqual([]);
+    s.core.onAgentHeartbeat('p1', []);
+    expect(s.lives.splice(0)).toEqual([ok()]);
+    // silent again: since its latest heartbeat
+    const again = s.clock.now();
+    s.clock.advance(3_000);
+    expect(s.lives.splice(0)).toEqual([unknown(again)]);
+    s.rec.expectNoMore();
+  });
+
+  it('stays unknown until declared lost at the limit (30 s), then nothing more is watched', () => {
+    const s = setup();
+    activate(s);
+    const heard = s.clock.now();
+    s.clock.advance(3_000);
+    expect(s.lives.splice(0)).toEqual([unknown(heard)]);
+    s.clock.advance(26_999);
+    s.rec.expectNoMore();
+    s.clock.advance(1);
+    expect(s.rec.take()).toEqual(['kill p1', 'notify p1 FAILED', 'ended p1 FAILED']);
+    expect(s.ended[0]!.reason?.code).toBe('E_AGENT_SILENT');
+    expect(s.lives).toEqual([]);
+    expect(s.clock.pending()).toBe(0);
+  });
+
+  it('with a short clientTimeoutS (3 s), is unknown at half of it (1.5 s), before it is lost', () => {
+    const s = setup();
+    const p = pending();
+    p.description.agent = { clientTimeoutS: 3 };
+    s.core.onSubmit([p]);
+    s.core.onLaunched('p1');
+    s.core.onAgentReady('p1');
+    s.rec.take();
+    const heard = s.clock.now();
+    s.clock.advance(1_499);
+    expect(s.lives).toEqual([]);
+    s.clock.advance(1);
+    expect(s.lives.splice(0)).toEqual([unknown(heard)]);
+    s.rec.expectNoMore();
+    s.clock.advance(1_500);
+    expect(s.rec.take()).toEqual(['kill p1', 'notify p1 FAILED', 'ended p1 FAILED']);
+  });
+
+  it('is not judged before the pilot is active (an agent starting up), only lost at the limit', () => {
+    const s = setup();
+    s.core.onSubmit([pending()]);
+    s.core.onLaunched('p1');
+    s.rec.take();
+    s.clock.advance(29_999);
+    expect(s.lives).toEqual([]);
+    // it reports in late: from then on its silence shows
+    s.core.onAgentReady('p1');
+    s.rec.take();
+    s.clock.advance(3_000);
+    expect(s.lives.splice(0)).toEqual([unknown(s.clock.now() - 3_000)]);
+  });
+
+  it('shows the parts its heartbeats say are silent, while the pilot is ok, as they change', () => {
+    const s = setup();
+    activate(s);
+    const n3 = { part: 'sub-agent n3', since: s.clock.now() - 4_000 };
+    const n5 = { part: 'sub-agent n5', since: s.clock.now() - 1_000 };
+    s.core.onAgentHeartbeat('p1', [n3]);
+    expect(s.lives.splice(0)).toEqual([ok([n3])]);
+    s.clock.advance(1_000);
+    s.core.onAgentHeartbeat('p1', [{ ...n3 }]); // the same list: nothing new
+    s.core.onAgentReady('p1'); // not a heartbeat: the list stands
+    expect(s.lives).toEqual([]);
+    s.core.onAgentHeartbeat('p1', [n3, n5]);
+    expect(s.lives.splice(0)).toEqual([ok([n3, n5])]);
+    // the agent itself goes silent: its last list is kept with it
+    const heard = s.clock.now();
+    s.clock.advance(3_000);
+    expect(s.lives.splice(0)).toEqual([unknown(heard, [n3, n5])]);
+    // heard again, with every part back
+    s.core.onAgentHeartbeat('p1', []);
+    expect(s.lives.splice(0)).toEqual([ok()]);
+    s.rec.expectNoMore();
+  });
+
+  it('after a stall of the client itself, reads the heartbeats that waited before judging', () => {
+    const s = setup();
+    activate(s);
+    s.clock.stall(10_000); // the watchdog fires late: it looks again a second later
+    s.core.onAgentHeartbeat('p1', []); // the agent was alive: its heartbeats are read now
+    s.clock.advance(2_999);
+    expect(s.lives).toEqual([]);
+    s.clock.advance(1);
+    expect(s.lives.splice(0)).toEqual([unknown(s.clock.now() - 3_000)]);
+  });
+
+  it('watches an adopted active pilot from its adoption', () => {
+    const s = setup();
+    const p = pilotIn('PMGR_ACTIVE', { uid: 'p1', description: { resource: 'local' } });
+    const adopted = s.clock.now();
+    s.core.onAdopt(p, { launched: true, queued: false, startedAt: adopted - 60_000 });
+    s.clock.advance(3_000);
+    expect(s.lives.splice(0)).toEqual([unknown(adopted)]);
+    s.rec.expectNoMore();
+  });
+
+  it('stops watching a pilot that ends', () => {
+    const s = setup();
+    activate(s);
+    s.core.onCancel(['p1']);
+    s.core.onAgentExited('p1', EXIT_0);
+    s.rec.take();
+    s.clock.advance(60_000);
+    expect(s.lives).toEqual([]);
+    expect(s.clock.pending()).toBe(0);
   });
 });

@@ -1,6 +1,6 @@
 // Overview: the pilots with their cores and GPUs in use, the tasks per state now and over time,
 // the throughput, and the failures by reason code (each a link to the tasks it counts).
-import type { SessionStatus } from '../../../../src/generated';
+import type { PilotStatus, SessionStatus } from '../../../../src/generated';
 import { getJson } from '../api';
 import { h, number, s } from '../dom';
 import { phaseOf, TASK_STATES } from '../model';
@@ -108,7 +108,7 @@ function pilotTable(st: SessionStatus): HTMLElement {
             { scope: 'row' },
             h('a', { href: `#/tasks?pilot=${encodeURIComponent(p.uid)}` }, p.uid),
           ),
-          h('td', {}, p.state),
+          h('td', {}, p.state, ...livenessBadges(p)),
           h('td', {}, p.resource),
           h('td', {}, use(p.busyCores ?? 0, p.cores, `${p.uid} cores in use`)),
           h('td', {}, p.gpus > 0 ? use(p.busyGpus ?? 0, p.gpus, `${p.uid} GPUs in use`) : '–'),
@@ -116,6 +116,24 @@ function pilotTable(st: SessionStatus): HTMLElement {
       ),
     ),
   );
+}
+
+/** UNKNOWN while its agent is silent, and how many of its parts are (names in the title). */
+function livenessBadges(p: PilotStatus): HTMLElement[] {
+  const l = p.liveness;
+  if (l === undefined) return [];
+  const out: HTMLElement[] = [];
+  if (l.state === 'unknown') {
+    const since = l.since !== undefined ? new Date(l.since).toLocaleTimeString() : '?';
+    out.push(
+      h('span', { class: 'badge unknown', title: `no heartbeat since ${since}` }, 'UNKNOWN'),
+    );
+  }
+  if (l.silentParts.length > 0) {
+    const names = l.silentParts.map((x) => x.part).join(', ');
+    out.push(h('span', { class: 'badge', title: names }, `${l.silentParts.length} silent`));
+  }
+  return out;
 }
 
 function use(busy: number, all: number, label: string): HTMLElement {
