@@ -30,12 +30,8 @@ describeSlurm('an 8-node Slurm pilot with per-node sub-agents', () => {
     );
     process.env.PATH = `${bin}:${saved}`;
   });
-  afterAll(() => {
-    process.env.PATH = saved;
-    fs.rmSync(bin, { recursive: true, force: true });
-  });
-
-  it('starts the tasks of all 8 nodes from their sub-agents: 8 srun steps in all, none per task', async () => {
+  /** An 8-node pilot with per-node sub-agents, active. */
+  async function activePilot() {
     Object.assign(process.env, slurmEnv());
     const fx = await fixture.open({
       resource: 'slurm',
@@ -44,6 +40,16 @@ describeSlurm('an 8-node Slurm pilot with per-node sub-agents', () => {
       agent: { subAgents: 'per-node' },
     });
     await fx.pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 60_000 });
+    return fx;
+  }
+
+  afterAll(() => {
+    process.env.PATH = saved;
+    fs.rmSync(bin, { recursive: true, force: true });
+  });
+
+  it('starts the tasks of all 8 nodes from their sub-agents: 8 srun steps in all, none per task', async () => {
+    const fx = await activePilot();
     const tasks = await fx.tmgr.submitTasks(
       Array.from({ length: TASKS }, () => ({
         executable: '/bin/sh',
@@ -73,14 +79,7 @@ describeSlurm('an 8-node Slurm pilot with per-node sub-agents', () => {
   }, 180_000);
 
   it('a sub-agent killed with SIGKILL is started again in its step, and its running tasks end DONE, once each', async () => {
-    Object.assign(process.env, slurmEnv());
-    const fx = await fixture.open({
-      resource: 'slurm',
-      nodes: 8,
-      runtimeMin: 5,
-      agent: { subAgents: 'per-node' },
-    });
-    await fx.pmgr.waitPilots({ states: ['PMGR_ACTIVE'], timeoutMs: 60_000 });
+    const fx = await activePilot();
     const ran = path.join(bin, 'ran');
     const tasks = await fx.tmgr.submitTasks(
       Array.from({ length: 16 }, (_, i) => ({
