@@ -1,7 +1,5 @@
 import type { Reason, TaskRecord } from '../generated';
 import { AgentSchedulerCore } from '../components/agent-scheduler/core';
-import type { LauncherLimit } from '../components/agent-scheduler/launchers';
-import { needsLauncher } from '../components/executor/launch';
 import { serviceEnvName } from '../components/manager-scheduler/dependencies';
 import { ManagerSchedulerCore } from '../components/manager-scheduler/core';
 import { reason } from '../components/shared/reasons';
@@ -17,6 +15,7 @@ import {
   type FinalTaskState,
   type TaskState,
 } from '../states/task-model';
+import { LaunchModel, launcherLimit } from './launch-cost';
 import { pilotNotes } from './pilot-notes';
 import type { SimPilot, SimTasks } from './setup';
 import { UsageMeter } from './usage-meter';
@@ -72,6 +71,8 @@ export class Simulation {
   private readonly agents: AgentSchedulerCore[];
   private readonly manager: ManagerSchedulerCore;
   private readonly running: Set<number>[];
+  /** Per pilot, when placed tasks start (undefined: at once; setup.ts launchCosts). */
+  private readonly launch: (LaunchModel | undefined)[];
   private readonly toAgent: TaskRecord[][];
   private finals: TaskFinal[] = [];
   private ready: TaskReady[] = [];
@@ -100,6 +101,9 @@ export class Simulation {
     this.meters = pilots.map((p) => new UsageMeter(p.nodes));
     this.running = pilots.map(() => new Set<number>());
     this.toAgent = pilots.map(() => []);
+    this.launch = pilots.map((p) =>
+      p.launchCosts === undefined ? undefined : new LaunchModel(p, p.launchCosts),
+    );
     this.manager = new ManagerSchedulerCore(
       {
         forward: (ts) => this.toPilots(ts),
@@ -245,7 +249,8 @@ export class Simulation {
     for (const t of tasks) {
       const i = idx(t);
       const follows = t.follows !== undefined ? this.indexOf(t.follows) : undefined;
-      const launched = follows !== undefined ? this.end[follows]! : now;
+      const after = follows !== undefined ? this.end[follows]! : now;
+      const launched = this.launch[k]?.startAt(t, now, after) ?? after;
       let where: NotificationDetail | undefined;
       if (this.notes !== undefined) {
         where = { slots: slotsByNode(t.slots!) };
@@ -396,13 +401,4 @@ export class Simulation {
     }
     return this.byUid.get(uid);
   }
-}
-
-/**
- * The pilot's cap on launcher tasks, as its agent applies it: a task of several ranks needs a
- * launcher, and on a pilot of several nodes (its agent on the first) so does one placed off it.
- */
-function launcherLimit(p: SimPilot): LauncherLimit {
-  const agentNode = p.nodes.length > 1 ? { agentNode: { name: p.nodes[0]!.name } } : {};
-  return { max: p.launchers, needs: (t) => needsLauncher(t, agentNode) };
 }

@@ -7,6 +7,13 @@ export { Simulation } from './engine';
 export { summarize, simProfile, taskTimes, type SimulationReport, type TaskTimes } from './report';
 export { simPilots, simTasks, nodesOf, type SimPilot, type SimulateOptions } from './setup';
 export { VirtualClock } from './virtual-clock';
+export {
+  DEFAULT_LAUNCH_COSTS,
+  LaunchModel,
+  launcherNeed,
+  type LaunchCosts,
+  type PilotLayout,
+} from './launch-cost';
 export { SIM_HEAP_GROWING_PERCENT } from './heap';
 
 /**

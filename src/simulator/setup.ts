@@ -5,6 +5,7 @@ import { checkDependencies } from '../client/tasks/dependencies';
 import { UsageError } from '../errors';
 import { nvidiaGpus } from '../lib/gpus';
 import { mulberry32 } from '../lib/prng';
+import type { LaunchCosts } from './launch-cost';
 
 /** One pilot as the simulation runs it: its agent's nodes and how long it lives. */
 export interface SimPilot {
@@ -17,6 +18,10 @@ export interface SimPilot {
   followOns: boolean;
   /** Its agent.launchers (default 64): tasks started by srun or mpirun that run at once. */
   launchers?: number;
+  /** Its agent.subAgents: 'per-node' forks one-rank tasks on every node, no launcher each. */
+  subAgents?: 'none' | 'per-node';
+  /** What starting a task costs (launch-cost.ts); none: a task starts the instant it is placed. */
+  launchCosts?: LaunchCosts;
 }
 
 /** What `pilotfish simulate` takes besides the workload file. */
@@ -33,6 +38,14 @@ export interface SimulateOptions {
   /** Each duration is scaled by 1 ± jitter (uniform, drawn from `seed`); default 0. */
   jitter?: number;
   seed?: number;
+  /** The override pilot's agent.subAgents and agent.launchers (else its description's). */
+  subAgents?: 'none' | 'per-node';
+  launchers?: number;
+  /**
+   * What starting a task costs on every pilot (launch-cost.ts: a cost not given takes its
+   * default). Absent: tasks start the instant they are placed, the layout costs nothing.
+   */
+  launchCosts?: LaunchCosts;
 }
 
 /** The tasks as the simulation runs them: records are made from these, in this order. */
@@ -53,21 +66,27 @@ export function simPilots(w: Workload, opts: SimulateOptions): SimPilot[] {
     if (opts.nodes === undefined || opts.cores === undefined) {
       throw new UsageError('--nodes and --cores go together (and --gpus, --mem-mb with them)');
     }
-    return [
-      {
-        uid: 'pilot.0000',
-        resource: 'simulated',
-        nodes: nodesOf(opts.nodes, opts.cores, opts.gpus ?? 0, opts.memMb ?? 512_000),
-        runtimeMs: opts.runtimeMin !== undefined ? opts.runtimeMin * 60_000 : Infinity,
-        followOns: true,
-      },
-    ];
+    const pilot: SimPilot = {
+      uid: 'pilot.0000',
+      resource: 'simulated',
+      nodes: nodesOf(opts.nodes, opts.cores, opts.gpus ?? 0, opts.memMb ?? 512_000),
+      runtimeMs: opts.runtimeMin !== undefined ? opts.runtimeMin * 60_000 : Infinity,
+      followOns: true,
+    };
+    if (opts.subAgents !== undefined) pilot.subAgents = opts.subAgents;
+    if (opts.launchers !== undefined) pilot.launchers = opts.launchers;
+    return [withCosts(pilot, opts)];
   }
   if (opts.runtimeMin !== undefined) {
     throw new UsageError('--runtime-min goes with --nodes/--cores (else each pilot has its own)');
   }
   const pilots = w.pilots ?? [{ resource: 'local' as const }];
-  return pilots.map((d, i) => fromDescription(d, i));
+  return pilots.map((d, i) => withCosts(fromDescription(d, i), opts));
+}
+
+function withCosts(p: SimPilot, opts: SimulateOptions): SimPilot {
+  if (opts.launchCosts !== undefined) p.launchCosts = opts.launchCosts;
+  return p;
 }
 
 function fromDescription(d: PilotDescription, i: number): SimPilot {
@@ -98,6 +117,7 @@ function fromDescription(d: PilotDescription, i: number): SimPilot {
   };
   if (d.agent?.backfillLimit !== undefined) pilot.backfillLimit = d.agent.backfillLimit;
   if (d.agent?.launchers !== undefined) pilot.launchers = d.agent.launchers;
+  if (d.agent?.subAgents !== undefined) pilot.subAgents = d.agent.subAgents;
   return pilot;
 }
 
