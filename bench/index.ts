@@ -6,6 +6,7 @@ import type { Benchmark } from './harness';
 import * as memory from './memory';
 import * as python from './python';
 import * as router from './router';
+import * as scale from './scale';
 import * as scheduler from './scheduler';
 import * as serve from './serve';
 import * as simulate from './simulate';
@@ -30,6 +31,7 @@ export const BENCHMARKS: readonly Benchmark[] = [
   router,
   python,
   dashboard,
+  scale,
 ];
 
 /** Files of bench/ that are not benchmarks. */

@@ -17,13 +17,11 @@ const task = (uid: string, walltimeS: number): TaskDescription => ({
 });
 
 /** A Slurm pilot of `nodes` nodes of `cores` cores, with the agent options given. */
-const slurm = (nodes: number, cores: number, agent: PilotDescription['agent'] = {}) => ({
-  resource: 'slurm' as const,
-  nodes,
-  cores,
-  runtimeMin: 60,
-  agent,
-});
+const slurm = (
+  nodes: number,
+  cores: number,
+  agent: PilotDescription['agent'] = {},
+): PilotDescription => ({ resource: 'slurm', nodes, cores, runtimeMin: 60, agent });
 
 /** uid -> [start_s, end_s] of a simulation. */
 function times(w: Workload, opts: SimulateOptions = {}): Record<string, [number, number]> {
@@ -38,7 +36,7 @@ describe('the simulator launch-cost model', () => {
   it('forks one after the other on a node and in parallel across nodes with per-node sub-agents', () => {
     // 2 nodes of 2 cores: each node's sub-agent forks its two tasks 0.1 s apart
     const launchCosts: LaunchCosts = { agentMs: 0, spawnMs: 100, launchMs: 1000 };
-    const pilots = [slurm(2, 2, { subAgents: 'per-node' })];
+    const pilots: Workload['pilots'] = [slurm(2, 2, { subAgents: 'per-node' })];
     expect(times({ pilots, tasks: four }, { launchCosts })).toEqual({
       A: [0.1, 1.1],
       B: [0.2, 1.2],
@@ -50,7 +48,7 @@ describe('the simulator launch-cost model', () => {
   it('launches the tasks off the agent node through srun without sub-agents', () => {
     // the agent's node n0 forks A and B; C and D on n1 each pay the launch (1 s), in parallel
     const launchCosts: LaunchCosts = { agentMs: 0, spawnMs: 100, launchMs: 1000 };
-    const pilots = [slurm(2, 2, { subAgents: 'none' })];
+    const pilots: Workload['pilots'] = [slurm(2, 2, { subAgents: 'none' })];
     expect(times({ pilots, tasks: four }, { launchCosts })).toEqual({
       A: [0.1, 1.1],
       B: [0.2, 1.2],
@@ -61,7 +59,7 @@ describe('the simulator launch-cost model', () => {
 
   it('takes every task through the agent one after the other, whatever its node', () => {
     const launchCosts: LaunchCosts = { agentMs: 250, spawnMs: 0, launchMs: 0 };
-    const pilots = [slurm(2, 2, { subAgents: 'per-node' })];
+    const pilots: Workload['pilots'] = [slurm(2, 2, { subAgents: 'per-node' })];
     const starts = Object.values(times({ pilots, tasks: four }, { launchCosts })).map((t) => t[0]);
     expect(starts.sort()).toEqual([0.25, 0.5, 0.75, 1]);
   });
@@ -71,7 +69,7 @@ describe('the simulator launch-cost model', () => {
     // launcher is taken for 1.5 s a task; while it is, the shape waits (the agent scheduler's
     // rule), and as it frees one task goes through srun and one is forked on n0
     const launchCosts: LaunchCosts = { agentMs: 0, spawnMs: 0, launchMs: 500 };
-    const pilots = [slurm(3, 1, { subAgents: 'none', launchers: 1 })];
+    const pilots: Workload['pilots'] = [slurm(3, 1, { subAgents: 'none', launchers: 1 })];
     const tasks = Array.from({ length: 7 }, (_, i) => task(`T${i}`, 1));
     const sim = simulate({ pilots, tasks }, { launchCosts });
     expect(times({ pilots, tasks }, { launchCosts })).toEqual({
@@ -87,7 +85,7 @@ describe('the simulator launch-cost model', () => {
   });
 
   it('leaves the start times as they were when no costs are given', () => {
-    const pilots = [slurm(2, 2, { subAgents: 'per-node' })];
+    const pilots: Workload['pilots'] = [slurm(2, 2, { subAgents: 'per-node' })];
     expect(times({ pilots, tasks: four })).toEqual({
       A: [0, 1],
       B: [0, 1],
