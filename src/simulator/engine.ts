@@ -39,7 +39,7 @@ type Slots = NonNullable<TaskRecord['slots']>;
  * Runs the real ManagerSchedulerCore and one real AgentSchedulerCore per pilot on a virtual
  * clock, feeding them as the client and the agents do: every task is submitted at time 0 in one
  * bulk; a task the AgentScheduler hands on starts at once (a follow-on when the task it follows
- * ends) and runs for its duration; its slots go back (`onReleased`) the moment it ends, then its
+ * ends; with a pilot's launchCosts, when launch-cost.ts says) and runs for its duration; its slots go back (`onReleased`) the moment it ends, then its
  * DONE reaches the ManagerScheduler (what frees pilot room and dependents), all ends of one
  * instant in one call each. Staging takes no time. A task that waits at a pilot until its
  * walltimeS would pass the pilot's end is given back and starts again elsewhere, as in a real

@@ -36,13 +36,14 @@ export interface LaunchCosts {
 }
 
 /**
- * The costs used where a cost is not given: those measured on the lab Slurm cluster by
- * `npm run bench -- scale` (docs/performance.md, 'scale'); the bench passes its own.
+ * The costs used where a cost is not given: about those `npm run bench -- scale` measured on the
+ * lab Slurm cluster, 2026-12-07 (8 nodes of 2 CPUs on one 2-core machine, under load:
+ * docs/performance.md, 'scale'); the bench passes the ones of its own run.
  */
 export const DEFAULT_LAUNCH_COSTS: Required<LaunchCosts> = {
-  agentMs: 0.25,
-  spawnMs: 0.5,
-  launchMs: 150,
+  agentMs: 2,
+  spawnMs: 2.2,
+  launchMs: 550,
 };
 
 /**
