@@ -21,8 +21,6 @@ import { QueueSet } from '../components/shared/queue-set';
 import { sendLogged } from '../components/shared/shell';
 import { ControlBus } from '../transport/control-bus';
 import { BUSY_GAP_MS, MAX_BUSY_GAP_MS } from '../transport/send-gap';
-import { AddressFile } from '../updater/embedded/address-file';
-import { AddressBoard } from '../updater/mongodb/addresses';
 import { MongoStore } from '../updater/mongodb/store';
 import { UpdateWorker } from '../updater/update-worker';
 import { agentWorkerOptions } from './worker-options';
@@ -30,21 +28,21 @@ import { AGENT_END_FILE } from '../components/pilot-launcher/launcher';
 import { FirstSight } from './first-sight';
 import type { AgentFinal } from './lifecycle/effects';
 import { AgentLifecycleShell, type AgentParts } from './lifecycle/shell';
+import { CLIENT_TIMEOUT_MS } from './lifecycle/core';
 import { FileChannel } from './file-channel';
 import { AgentNotifications } from './notifications';
 import { JOB_END_MARGIN_MS } from './resources/allocation';
 import { launchSetup } from './resources/launch-setup';
 import { readAllocation } from './resources/registry';
 import { AgentTaskQueues } from './task-queues';
-import { RelocationShell } from './relocation/shell';
+import { relocationFor } from './relocation/for-config';
+import type { RelocationShell } from './relocation/shell';
 import { releasedOf, type Released } from '../components/agent-scheduler/dead-services';
 import type { NodeResources } from '../components/agent-scheduler/node-state';
 import { labelsOfNode } from '../components/shared/node-labels';
 import { Uplink } from './uplink';
 import { subAgentRunner, subAgentsHere } from './subagents/start';
-
-/** How long the agent waits for a silent client unless its config says (heartbeatTimeoutMs). */
-const CLIENT_TIMEOUT_MS = 30_000;
+import { openAgentJournal, requeued, type AgentJournal } from './journal/journal';
 
 /**
  * How long a spawner helper with follow-on starts queued holds its events: its tasks start
@@ -77,6 +75,10 @@ export class Agent {
   /** A MongoDB session's: finds where a silent client listens now, and moves there. */
   private relocation: RelocationShell | undefined;
   private readonly firstSight = new FirstSight();
+  /** What the agent holds, for the next one if it dies (agent.restarts > 0). */
+  private journal: AgentJournal | undefined;
+  /** Its sub-agents silent now, longest first (said with each heartbeat). */
+  private silentParts: { part: string; since: number }[] = [];
   private readonly lifecycle: AgentLifecycleShell;
   /** Resolves once the agent has shut down, with the pilot final state it suggests. */
   readonly done: Promise<{ final: AgentFinal; message: string }>;
@@ -86,8 +88,11 @@ export class Agent {
     private readonly log: Logger,
     /** The config's file: per-node sub-agents read it (agent.subAgents). */
     private readonly configFile?: string,
+    /** Which start of the pilot's agent this is (0: the first; agent.restarts). */
+    private readonly restart = 0,
   ) {
     this.lifecycle = new AgentLifecycleShell(() => this.parts(), log, systemClock, {
+      silentParts: () => this.silentParts,
       pilot: cfg.pilot,
       heartbeatTimeoutMs: cfg.heartbeatTimeoutMs ?? CLIENT_TIMEOUT_MS,
       ...(cfg.clientGraceMs !== undefined ? { clientGraceMs: cfg.clientGraceMs } : {}),
@@ -167,7 +172,15 @@ export class Agent {
     for (let i = 0; i < (cfg.updateWorkers ?? 2); i++) {
       this.workers.push(UpdateWorker.start(agentWorkerOptions(cfg, i, store, this.log)));
     }
-    const notes = new AgentNotifications(this.workers, this.log, systemClock);
+    // a restarted agent takes over what its journal says the one before it held
+    const held = openAgentJournal(cfg.sandbox, cfg.restarts ?? 0, this.restart, Date.now());
+    const journal = (this.journal = held?.journal);
+    const prior = held?.prior;
+    if (prior !== undefined) {
+      this.firstSight.seed(prior.seen);
+      this.lifecycle.core.setFirstStart(held!.journal.firstStart);
+    }
+    const notes = new AgentNotifications(this.workers, this.log, systemClock, journal);
     this.notes = notes;
     if (cfg.addresses.files !== undefined) {
       this.files = new FileChannel({
@@ -193,7 +206,7 @@ export class Agent {
     const { launch: found, warnings } = await setup;
     // per-node sub-agents fork the one-rank tasks of their nodes (agent.subAgents)
     const sub = subAgentsHere(cfg, found, this.configFile);
-    if (sub.warning !== undefined) warnings.push(sub.warning);
+    if (!sub.on && sub.warning !== undefined) warnings.push(sub.warning);
     const launch = sub.on
       ? { ...found, subAgentNodes: new Set(this.nodes.map((n) => n.name)) }
       : found;
@@ -209,12 +222,17 @@ export class Agent {
       (waits) => this.uplink.waits(waits),
       cfg.backfillLimit,
       cfg.followOns ?? true, // its spawner helpers start follow-on tasks (SpawnSpec.after)
-      (tasks, why) => this.uplink.returns(tasks, why),
+      (tasks, why) => {
+        this.uplink.returns(tasks, why);
+        journal?.left(tasks);
+      },
       { max: cfg.launchers, needs: (t) => needsLauncher(t, launch) },
     );
     const logExec = this.log.child({ component: C.executor });
     const homeCpus = home === undefined ? undefined : launch.cpuIds?.get(home.name);
+    if (prior !== undefined) this.scheduler.core.adopt(prior.executing.map((e) => e.task));
     this.executor = await ExecutorShell.start({
+      ...(prior !== undefined ? { adopt: prior.executing } : {}),
       spawners: cfg.spawners ?? Math.max(1, Math.min(os.cpus().length, cfg.cores)),
       logger: logExec,
       clock,
@@ -236,15 +254,12 @@ export class Agent {
         this.warnings.push(message); // a client that resumes hears it with agent_ready
         this.uplink.warning(message);
       },
-      ...(sub.on && launch.srun !== undefined && this.configFile !== undefined
+      ...(sub.on
         ? {
             remote: subAgentRunner({
-              cfg,
-              configFile: this.configFile,
-              srun: launch.srun.executable,
-              nodes: this.nodes,
-              host: launch.agentNode?.host,
-              log: this.log,
+              ...{ cfg, srun: sub.srun, configFile: sub.configFile, nodes: this.nodes },
+              ...{ host: launch.agentNode?.host, log: this.log, restarted: prior !== undefined },
+              silent: (parts) => (this.silentParts = parts),
             }),
           }
         : {}),
@@ -271,7 +286,7 @@ export class Agent {
     }
     const logOut = this.log.child({ component: C.agentOutputStager });
     this.output = new AgentOutputStagerShell(
-      { notes, next: toClient, log: logOut, clock },
+      { notes, next: journal?.handingBack(toClient) ?? toClient, log: logOut, clock },
       cfg.sandbox,
       this.files,
     );
@@ -294,17 +309,25 @@ export class Agent {
       },
       {
         [C.agentInputStager]: {
-          handle: (t: TaskRecord[]) => input.onTasks(this.firstSight.filter(t, logIn)),
+          handle: (t: TaskRecord[]) => {
+            const fresh = this.firstSight.filter(t, logIn);
+            input.onTasks(journal?.received(fresh) ?? fresh);
+          },
           log: logIn,
         },
         [C.agentScheduler]: { handle: (t: TaskRecord[]) => scheduler.onTasks(t), log: logSched },
-        [C.executor]: { handle: (t: TaskRecord[]) => executor.onTasks(t), log: logExec },
+        [C.executor]: {
+          handle: (t: TaskRecord[]) => executor.onTasks(journal?.executing(t, clock.now()) ?? t),
+          log: logExec,
+        },
         [C.agentOutputStager]: { handle: (t: TaskRecord[]) => output.onTasks(t), log: logOut },
       },
       (ns) => notes.send(ns),
       () => clock.now(),
     );
     toUnschedule.consume((released) => scheduler.onReleased(released));
+    // what the agent before this one had received and not started goes through again
+    if (prior !== undefined && prior.queued.length > 0) input.onTasks(requeued(prior.queued));
 
     const control = new ControlBus(
       { in: cfg.addresses.controlUp, out: cfg.addresses.controlDown },
@@ -314,7 +337,16 @@ export class Agent {
     );
     this.control = control;
     const life = this.lifecycle.core;
-    this.relocation = this.relocationOf(cfg);
+    this.relocation = relocationFor(cfg, this.log, {
+      connections: () => ({
+        control: this.control,
+        queues: this.queues,
+        files: this.files,
+        workers: this.workers,
+      }),
+      // a client that published addresses is alive: it gets its time to be heard there
+      moved: () => this.lifecycle.core.onHeartbeat(),
+    });
     const heard = (): void => {
       life.onHeartbeat();
       this.relocation?.core.onHeartbeat();
@@ -381,38 +413,6 @@ export class Agent {
     return { storeAddress: addresses.store };
   }
 
-  /**
-   * An agent can learn where a resumed client listens, if not where it did (docs/state-store.md,
-   * "Session resume"): a MongoDB session's from its database, an embedded one's from its file.
-   */
-  private relocationOf(cfg: AgentConfig): RelocationShell | undefined {
-    const { mongodb, addressFile } = cfg;
-    if (mongodb === undefined && addressFile === undefined) return undefined;
-    // a MongoDB session's agents write to the database: no store socket to move
-    const { store, ...rest } = cfg.addresses;
-    const addresses = mongodb === undefined && store !== undefined ? { ...rest, store } : rest;
-    return new RelocationShell({
-      session: cfg.session,
-      pilot: cfg.pilot,
-      source: () =>
-        mongodb !== undefined
-          ? AddressBoard.connect(mongodb.uri, mongodb.db)
-          : Promise.resolve(new AddressFile(addressFile!)),
-      addresses,
-      heartbeatTimeoutMs: cfg.heartbeatTimeoutMs ?? CLIENT_TIMEOUT_MS,
-      clock: systemClock,
-      log: this.log.child({ component: 'Relocation' }),
-      connections: () => ({
-        control: this.control,
-        queues: this.queues,
-        files: this.files,
-        workers: this.workers,
-      }),
-      // a client that published addresses is alive: it gets its time to be heard there
-      moved: () => this.lifecycle.core.onHeartbeat(),
-    });
-  }
-
   /** What a shutdown takes apart, as far as it was built. */
   private parts(): AgentParts {
     return {
@@ -435,6 +435,7 @@ export class Agent {
     return this.control!.publish({
       type: 'agent_ready',
       pilot: this.cfg.pilot,
+      ...(this.restart > 0 ? { restarts: this.restart } : {}),
       nodes: this.nodes.map((n) => ({ name: n.name, cores: n.cores, gpus: n.gpus })),
       ...drainField(this.lifecycle.core.drainInMs()),
       ...(this.warnings.length > 0 ? { warnings: this.warnings } : {}),

@@ -10,6 +10,11 @@ export class FirstSight {
   /** uid -> the latest attempt received (a Map of the uids: no key string made per task). */
   private readonly received = new Map<string, number>();
 
+  /** What an agent before this one received (its journal's): copies sent again are dropped. */
+  seed(received: ReadonlyMap<string, number>): void {
+    for (const [uid, attempt] of received) this.received.set(uid, attempt);
+  }
+
   filter(tasks: TaskRecord[], log: Logger): TaskRecord[] {
     const fresh = tasks.filter((t) => {
       const latest = this.received.get(t.uid);

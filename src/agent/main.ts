@@ -8,12 +8,16 @@ import type { AbortedTaskState } from '../states/task-model';
 
 /**
  * pilotfish-agent CONFIG.json — runs one pilot's agent. Exits 0 after a clean shutdown
- * (cancel, runtime limit, lost client), 2 on a bad config, 1 on a crash.
+ * (cancel, runtime limit, lost client), 2 on a bad config, 3 when it could not start, 1 on a
+ * crash. A batch job's script starts it again after a crash or a kill (agent.restarts), with
+ * PILOTFISH_AGENT_RESTART saying which start it is; not after 0, 2 or 3.
  */
 async function main(): Promise<number> {
   // a client's store URI (it may hold a password) is not for the tasks this agent starts,
   // which inherit its environment; the agent has its store from its config
   delete process.env['PILOTFISH_STORE'];
+  const restart = Number(process.env['PILOTFISH_AGENT_RESTART'] ?? 0);
+  delete process.env['PILOTFISH_AGENT_RESTART'];
   const file = process.argv[2];
   if (file === undefined) {
     process.stderr.write('usage: pilotfish-agent CONFIG.json\n');
@@ -27,7 +31,7 @@ async function main(): Promise<number> {
     return 2;
   }
   const log = fileLogger(cfg.sandbox, 'agent', cfg.logLevel ?? 'info');
-  const agent = new Agent(cfg, log, file);
+  const agent = new Agent(cfg, log, file, Number.isInteger(restart) ? restart : 0);
   const stop = (final: AbortedTaskState, message: string) => () =>
     void agent.shutdown(final, message);
   process.on('SIGTERM', stop('CANCELED', 'agent received SIGTERM'));
@@ -46,7 +50,7 @@ async function main(): Promise<number> {
     process.stderr.write(`pilotfish-agent: failed to start: ${(e as Error).message}\n`);
     await agent.done; // start() asked for the shutdown (FAILED) as it failed
     await log.close();
-    return 1;
+    return 3;
   }
   const { final, message } = await agent.done;
   // not `message` as a key: winston appends a meta message to the log message

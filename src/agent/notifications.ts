@@ -19,7 +19,13 @@ export class AgentNotifications {
   private next = 0;
   private readonly starts: HeldStarts;
 
-  constructor(workers: readonly Pick<UpdateWorker, 'take'>[], log: Logger, clock: Clock) {
+  constructor(
+    workers: readonly Pick<UpdateWorker, 'take'>[],
+    log: Logger,
+    clock: Clock,
+    /** Told of every bulk (the agent's journal: which tasks reached a final state). */
+    private readonly tap?: { ended(notifications: readonly Notification[]): void },
+  ) {
     const take = (bulk: unknown): Promise<void> => {
       const w = workers[this.next++ % workers.length];
       if (w === undefined) return Promise.reject(new Error('no UpdateWorker takes notifications'));
@@ -39,6 +45,7 @@ export class AgentNotifications {
 
   /** Sends what is to be published of `notifications` (quiet ones are not: see isQuiet). */
   send(notifications: readonly Notification[]): void {
+    this.tap?.ended(notifications);
     this.out(this.starts.pass(published(notifications)));
   }
 

@@ -112,6 +112,7 @@ export class PilotManager {
             nodes: pilot.labelledNodes(),
             drainInMs: msg.drainInMs,
           });
+          if (msg.restarts !== undefined) rt.pipeline.agentRestarted(pilot.uid);
         }
       } else if (msg.type === 'agent_warning') {
         // found while it runs (function workers that cannot start): said once, kept with the pilot
@@ -143,9 +144,8 @@ export class PilotManager {
 
   /**
    * A resumed session: takes back this manager's pilots from the journal, binds their task
-   * queues where their agents connect, and once the replay has rebuilt their states follows
-   * the live ones again (a local agent by its pid, a batch job by its id); their agents are
-   * asked to report in.
+   * queues where their agents connect, and once the replay has rebuilt their states follows the
+   * live ones again (a local agent by its pid, a batch job by its id); their agents report in.
    */
   private adopt(): void {
     const traces = new Map<string, { pid?: number; jobId?: string }>();

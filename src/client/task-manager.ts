@@ -27,16 +27,15 @@ import type { Session } from './session';
 import { Task, type StateInfo } from './task';
 import type { TransferListener, TransferProgress } from './files/transfer-progress';
 import {
-  HANDED_BACK,
   handBackOf,
   keepHandBack,
   keepLateFacts,
   keepPlace,
   keepOutputNotes,
   planPickUp,
-  recordOf,
   restartAttempt,
 } from './resume/task-pick-up';
+import { HANDED_BACK, recordOf } from './pipeline/task-record';
 import { tooLargeIssues } from './calls/task-size';
 import { uniqueUids } from './calls/unique-uids';
 import { validateAll } from './calls/validate-all';

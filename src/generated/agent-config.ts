@@ -220,4 +220,8 @@ export interface AgentConfig {
      */
     secretKey: string;
   };
+  /**
+   * How many times the batch script starts the agent again after it dies (the pilot's agent.restarts); > 0: the agent keeps a journal of the tasks it holds in the sandbox, for the next one.
+   */
+  restarts?: number;
 }

@@ -42,6 +42,10 @@ export type ControlMessage =
        * What the agent found wrong with the pilot's resources at start (more cores or GPUs than the machine has; an MPI that srun cannot start), said once, and what it found since (agent_warning).
        */
       warnings?: string[];
+      /**
+       * The agent was started again in its allocation after the one before it died (agent.restarts), this many times: the client sends again the tasks it may never have received.
+       */
+      restarts?: number;
     }
   | {
       type: 'agent_final';

@@ -139,6 +139,10 @@ export interface PilotDescription {
      * Slurm pilots: 'per-node' starts one executing sub-agent on every node of the allocation (one srun step each, for the pilot's life), which forks the one-rank tasks placed on its node: no srun per task. Tasks with ranks on several nodes still start through srun. A sub-agent that dies is started again (its running tasks fail E_SUBAGENT_LOST); one that cannot be had gives its node up.
      */
     subAgents?: 'none' | 'per-node';
+    /**
+     * Slurm pilots: how many times the agent is started again inside the allocation when it dies (a crash, a SIGKILL, the out-of-memory killer) before the pilot ends FAILED. The new agent takes over what the one before it held, from its journal in the pilot sandbox: tasks still running on the nodes' sub-agents (agent.subAgents 'per-node') run on and end once; tasks that died with the agent (its own forks, srun steps, function calls, services) end E_AGENT_DIED and are retried if they have retries left; tasks not started yet start as if nothing happened. 0: the pilot ends with its agent.
+     */
+    restarts?: number;
   };
   /**
    * Nodes to allocate (batch resources); the pilot holds them whole.

@@ -46,6 +46,10 @@ export type SubAgentMessage =
       session: string;
       pilot: string;
       node: string;
+      /**
+       * Which main agent sent it (its process and start): a sub-agent that hears a new one (the agent was started again) says hello to it.
+       */
+      hub?: string;
     }
   | {
       type: 'events';
@@ -124,6 +128,10 @@ export type SubAgentMessage =
           | 'SIGUSR2'
           | 'SIGALRM';
       }[];
+      /**
+       * Which main agent sent it (its process and start): a sub-agent that hears a new one (the agent was started again) says hello to it.
+       */
+      hub?: string;
     }
   | {
       type: 'end';

@@ -34,6 +34,9 @@ export const SHUTDOWN_ORDER: readonly ShutdownStep[] = [
 export const STALL_MS = 1_000;
 export const STALL_RECHECK_MS = 1_000;
 
+/** How long the agent waits for a silent client unless its config says (heartbeatTimeoutMs). */
+export const CLIENT_TIMEOUT_MS = 30_000;
+
 /** How often an agent tells its client it is alive (the client's own heartbeat period). */
 export const AGENT_HEARTBEAT_MS = 1_000;
 
@@ -51,8 +54,13 @@ export interface AgentLifecycleOptions {
    * pilot's agent.clientGraceS): its tasks run, what it cannot deliver waits for a resume.
    */
   clientGraceMs?: number;
-  /** The pilot's runtime, counted from when the control bus is ready. */
+  /**
+   * The pilot's runtime, counted from when the control bus is ready, or from `firstStart` for
+   * an agent started again in the allocation.
+   */
   runtimeMin: number;
+  /** The parts of the agent silent now (sub-agents), each since when: said with each beat. */
+  silentParts?(): { part: string; since: number }[];
   signalBeforeEnd?: SignalBeforeEnd | undefined;
   /**
    * Whether the state store lives in the client (the embedded one): a lost client then takes
@@ -73,6 +81,7 @@ export class AgentLifecycleCore {
   private lastHeartbeat: number;
   private watchdog: Timer | undefined;
   private runtime: Timer | undefined;
+  private firstStart: number | undefined;
   private drainTimer: Timer | undefined;
   /** The pilot's end and its drain point (clock ms), once the control bus is ready. */
   private endsAt: number | undefined;
@@ -127,7 +136,7 @@ export class AgentLifecycleCore {
     const { runtimeMin, signalBeforeEnd } = this.opts;
     const jobEndsAt = this.jobEndsAt;
     const now = this.clock.now();
-    const byRuntime = now + runtimeMin * 60_000;
+    const byRuntime = (this.firstStart ?? now) + runtimeMin * 60_000;
     const byJob = jobEndsAt !== undefined && jobEndsAt < byRuntime;
     const endsAt = (this.endsAt = byJob ? Math.max(now, jobEndsAt) : byRuntime);
     const why = byJob
@@ -142,6 +151,11 @@ export class AgentLifecycleCore {
         this.drainsAt - now,
       );
     }
+  }
+
+  /** This agent was started again after one that started at `at` (epoch ms): its runtime counts from there. */
+  setFirstStart(at: number): void {
+    this.firstStart = at;
   }
 
   /** The batch job holding the pilot ends at `at` (epoch ms, less the shutdown's margin). */

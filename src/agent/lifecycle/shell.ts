@@ -148,8 +148,13 @@ export class AgentLifecycleShell implements AgentLifecycleEffects {
 
   publishHeartbeat(): void {
     // a lost beat is no error: the next one follows, and silence is what the client judges
+    const silent = this.opts.silentParts?.() ?? [];
     void this.parts()
-      .control?.publish({ type: 'agent_heartbeat', pilot: this.opts.pilot })
+      .control?.publish({
+        type: 'agent_heartbeat',
+        pilot: this.opts.pilot,
+        ...(silent.length > 0 ? { silent } : {}),
+      })
       .catch(() => undefined);
   }
 

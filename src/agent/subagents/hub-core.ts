@@ -63,6 +63,11 @@ interface Job {
   started: boolean;
   /** The ops message it went out in, until that is acked. */
   seq: number;
+  /**
+   * Given by the agent before this one (adopt): its spec, until its node's hello says whether
+   * its sub-agent ever had it (one it never had is sent now: it never ran).
+   */
+  adopted?: SpawnSpec;
 }
 
 interface Link {
@@ -80,6 +85,9 @@ interface Link {
   restarts: number;
   given: boolean;
 }
+
+/** Most silent parts an agent_heartbeat carries (control-message.schema.json). */
+const MAX_SILENT_PARTS = 1_000;
 
 /** Why the hub fails a job it cannot account for. */
 export const SUBAGENT_LOST = 'E_SUBAGENT_LOST';
@@ -132,6 +140,21 @@ export class SubAgentHubCore {
   serves(node: string): boolean {
     const l = this.links.get(node);
     return l !== undefined && !l.given;
+  }
+
+  /**
+   * Jobs the agent before this one gave sub-agents (this agent was started again): known as
+   * started, so that each node's hello says whether they still run or ended meanwhile; one its
+   * node's helpers never had (it died before it was sent, or before that sub-agent was up) is
+   * sent now. Before onStart.
+   */
+  adopt(jobs: readonly { node: string; uid: string; attempt: number; spec: SpawnSpec }[]): void {
+    for (const j of jobs) {
+      if (!this.links.has(j.node)) continue;
+      const wire = wireUid(j.uid, j.attempt);
+      this.jobs.set(wire, { uid: j.uid, node: j.node, started: true, seq: 0, adopted: j.spec });
+      this.wireOf.set(j.uid, wire);
+    }
   }
 
   /** Queues a job for `node` (sent at the next flush). */
@@ -207,10 +230,18 @@ export class SubAgentHubCore {
       if (job.node !== node) continue;
       const pid = running.get(wire);
       const end = ended.get(wire);
+      const adopted = job.adopted;
+      delete job.adopted;
       if (pid !== undefined) {
         if (!job.started) started.push({ uid: wire, pid });
       } else if (end !== undefined) {
         ends.push(end);
+      } else if (adopted !== undefined) {
+        // its helpers keep what they ran and the last ends: this one never reached them
+        const { after: _after, ...spec } = adopted;
+        const ops = this.pendingOf(l);
+        ops.spawn.push({ ...spec, uid: wire });
+        job.seq = ops.seq;
       } else if (!unacked.has(job.seq) && l.pending?.seq !== job.seq) {
         const message = `the sub-agent on '${node}' came back without it: it was lost with its sub-agent`;
         lost.push({ uid: wire, code: SUBAGENT_LOST, message });
@@ -230,6 +261,7 @@ export class SubAgentHubCore {
       const kill = ops.kill.filter((k) => running.has(k.uid) || spawn.some((s) => s.uid === k.uid));
       this.effects.send(node, { seq: ops.seq, spawn, kill });
     }
+    if (l.pending !== undefined) this.flush();
   }
 
   onStarted(node: string, events: StartedEvent[]): void {
@@ -344,8 +376,11 @@ export class SubAgentHubCore {
   }
 
   private saySilence(): void {
+    // the longest silent first, as many as a heartbeat carries
     const parts = [...this.links.values()]
       .filter((l) => l.silent)
+      .sort((a, b) => a.lastHeard - b.lastHeard)
+      .slice(0, MAX_SILENT_PARTS)
       .map((l) => ({ part: `sub-agent ${l.node}`, since: l.lastHeard }));
     this.effects.silent(parts);
   }

@@ -36,6 +36,8 @@ export interface SubAgentHubShellOptions extends Partial<Omit<SubAgentHubOptions
   advertise?: string;
   clock: Clock;
   log: Logger;
+  /** Jobs an agent before this one gave the sub-agents (SubAgentHubCore.adopt). */
+  adopted?: readonly { node: string; uid: string; attempt: number; spec: SpawnSpec }[];
   /** Starts `node`'s sub-agent, told to connect to `address`. */
   launch(node: string, address: string): LaunchedSubAgent;
   started(events: StartedEvent[]): void;
@@ -57,6 +59,7 @@ export class SubAgentHubShell {
   readonly core: SubAgentHubCore;
   private sock!: zmq.Router;
   private address_ = '';
+  private bound_ = '';
   private chain: Promise<void> = Promise.resolve();
   private readonly launched = new Map<string, LaunchedSubAgent>();
   private readonly bad: BadMessages;
@@ -67,13 +70,16 @@ export class SubAgentHubShell {
   private beat: NodeJS.Timeout | undefined;
   private readonly domain: string;
   private zap: ZapHandler | undefined;
+  /** Names this hub in its beats and ops: a sub-agent that hears a new one says hello again. */
+  readonly incarnation = `${process.pid}@${Date.now()}`;
 
   private constructor(private readonly opts: SubAgentHubShellOptions) {
     this.bad = new BadMessages(opts.log, opts.clock);
     this.domain = `subagents/${opts.pilot}`;
     this.core = new SubAgentHubCore(
       {
-        send: (node, ops) => this.send(node, { type: 'ops', ...this.names(node), ...ops }),
+        send: (node, ops) =>
+          this.send(node, { type: 'ops', ...this.names(node), hub: this.incarnation, ...ops }),
         startSubAgent: (node) => this.startSubAgent(node),
         started: (events) => opts.started(events),
         exited: (events) => opts.exited(events),
@@ -92,6 +98,7 @@ export class SubAgentHubShell {
         maxRestarts: opts.maxRestarts ?? 3,
       },
     );
+    if (opts.adopted !== undefined) this.core.adopt(opts.adopted);
   }
 
   /** Binds, then starts a sub-agent on every node (they say hello when up). */
@@ -102,6 +109,11 @@ export class SubAgentHubShell {
     hub.beat = setInterval(() => hub.beatAll(), BEAT_MS);
     hub.beat.unref();
     return hub;
+  }
+
+  /** What was bound, its port resolved (`tcp://*:PORT`): where an agent started again binds. */
+  get bound(): string {
+    return this.bound_;
   }
 
   /** Where sub-agents connect (the bound address, its port resolved). */
@@ -160,6 +172,7 @@ export class SubAgentHubShell {
     });
     await this.sock.bind(this.opts.bind);
     const bound = this.sock.lastEndpoint ?? this.opts.bind;
+    this.bound_ = bound.replace(/^tcp:\/\/0\.0\.0\.0:/, 'tcp://*:');
     const host = this.opts.advertise;
     this.address_ =
       host === undefined ? bound : bound.replace(/^tcp:\/\/(0\.0\.0\.0|\*)/, `tcp://${host}`);
@@ -244,7 +257,9 @@ export class SubAgentHubShell {
   }
 
   private beatAll(): void {
-    for (const node of this.opts.nodes) this.send(node, { type: 'beat', ...this.names(node) });
+    for (const node of this.opts.nodes) {
+      this.send(node, { type: 'beat', ...this.names(node), hub: this.incarnation });
+    }
   }
 
   private names(node: string): { session: string; pilot: string; node: string } {

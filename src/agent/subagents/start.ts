@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { AgentConfig } from '../../generated';
@@ -7,7 +7,7 @@ import { systemClock } from '../../lib/clock';
 import { compiledSibling } from '../../lib/dist-path';
 import type { Logger } from '../../lib/logger';
 import type { LaunchOptions } from '../../components/executor/launch';
-import type { RemoteHandlers, RemoteRunner } from '../../components/executor/shell';
+import type { RemoteHandlers, RemoteJob, RemoteRunner } from '../../components/executor/shell';
 import { SubAgentHubShell, type LaunchedSubAgent } from './hub-shell';
 
 const SUBAGENT_MAIN = compiledSibling(__dirname, './main');
@@ -33,7 +33,7 @@ export function subAgentsHere(
   cfg: AgentConfig,
   launch: Pick<LaunchOptions, 'srun'>,
   configFile: string | undefined,
-): { on: boolean; warning?: string } {
+): { on: false; warning?: string } | { on: true; srun: string; configFile: string } {
   if ((cfg.subAgents ?? 'none') === 'none') return { on: false };
   if (launch.srun === undefined) {
     return {
@@ -47,7 +47,7 @@ export function subAgentsHere(
       warning: 'sub-agents need the agent config file: tasks start from the agent',
     };
   }
-  return { on: true };
+  return { on: true, srun: launch.srun.executable, configFile };
 }
 
 export interface SubAgentsStart {
@@ -60,32 +60,98 @@ export interface SubAgentsStart {
   log: Logger;
   silent?(parts: { part: string; since: number }[]): void;
   nodeLost?(node: string, why: string): void;
+  /**
+   * This agent was started again in the allocation (agent.restarts): the hub binds where the
+   * one before it did, and the sub-agents' steps left running are followed, not started again.
+   */
+  restarted?: boolean;
 }
 
+/** Where the hub listens, kept in the sandbox for an agent started again. */
+const HUB_ADDRESS = 'hub.address';
+
 /** The Executor's RemoteRunner: a hub bound on this node, a sub-agent on every node. */
-export function subAgentRunner(s: SubAgentsStart): (h: RemoteHandlers) => Promise<RemoteRunner> {
-  return async (handlers) => {
+export function subAgentRunner(
+  s: SubAgentsStart,
+): (h: RemoteHandlers, adopted: RemoteJob[]) => Promise<RemoteRunner> {
+  return async (handlers, adopted) => {
     const dir = path.join(s.cfg.sandbox, 'subagents');
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const cores = new Map(s.nodes.map((n) => [n.name, n.cores]));
     const host = s.host ?? os.hostname();
+    const before = s.restarted === true ? boundBefore(dir) : undefined;
     const hub = await SubAgentHubShell.start({
       session: s.cfg.session,
       pilot: s.cfg.pilot,
       nodes: s.nodes.map((n) => n.name),
       ...(s.cfg.curve !== undefined ? { curve: s.cfg.curve } : {}),
-      bind: 'tcp://*:*',
+      bind: before ?? 'tcp://*:*',
       advertise: host,
+      adopted,
       clock: systemClock,
       log: s.log.child({ component: 'SubAgentHub' }),
-      launch: (node, address) => srunSubAgent(s, dir, node, cores.get(node) ?? 1, address),
+      launch: (node, address) =>
+        (s.restarted === true ? stepLeft(dir, node) : undefined) ??
+        srunSubAgent(s, dir, node, cores.get(node) ?? 1, address),
       ...handlers,
       silent: (parts) => s.silent?.(parts),
       nodeLost: (node, why) => s.nodeLost?.(node, why),
     });
+    writeFileSync(path.join(dir, HUB_ADDRESS), hub.bound, { mode: 0o600 });
     s.log.info('sub-agents starting', { hub: hub.address, nodes: s.nodes.length });
     return hub;
   };
+}
+
+/** The address the hub of the agent before this one bound (`tcp://*:PORT`), if it said. */
+function boundBefore(dir: string): string | undefined {
+  try {
+    const a = readFileSync(path.join(dir, HUB_ADDRESS), 'utf8').trim();
+    return /^tcp:\/\/[^\s]+:\d+$/.test(a) ? a : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The step of `node`'s sub-agent that the agent before this one started, if it still runs
+ * (its srun, by the pid it left): followed until it ends, killed by pid.
+ */
+function stepLeft(dir: string, node: string): LaunchedSubAgent | undefined {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(path.join(dir, `${node}.step.pid`), 'utf8'));
+  } catch {
+    return undefined;
+  }
+  if (!Number.isInteger(pid) || pid <= 1 || !isStepOf(pid, node)) return undefined;
+  const ended = new Promise<string>((resolve) => {
+    const t = setInterval(() => {
+      if (isStepOf(pid, node)) return;
+      clearInterval(t);
+      resolve(`srun ${pid} (started by the agent before) ended`);
+    }, 1_000);
+    t.unref();
+  });
+  return { ended, kill: () => void killQuietly(pid) };
+}
+
+/** Whether `pid` is the srun of `node`'s sub-agent step (not a pid used again since). */
+function isStepOf(pid: number, node: string): boolean {
+  try {
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    return argv.includes(`--job-name=pf-subagent-${node}`);
+  } catch {
+    return false;
+  }
+}
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // gone already
+  }
 }
 
 /**
@@ -120,8 +186,13 @@ function srunSubAgent(
     node,
     address,
   ];
-  const child = spawn(s.srun, args, { stdio: ['ignore', out, out] });
+  // its own process group, its output to a file: the step outlives an agent that dies (a
+  // SIGKILL, a crash), for the next agent of the pilot to take over (agent.restarts)
+  const child = spawn(s.srun, args, { stdio: ['ignore', out, out], detached: true });
   closeSync(out);
+  if (child.pid !== undefined) {
+    writeFileSync(path.join(dir, `${node}.step.pid`), String(child.pid), { mode: 0o600 });
+  }
   const ended = new Promise<string>((resolve) => {
     child.once('error', (e) => resolve(`srun could not start: ${e.message}`));
     child.once('exit', (code, signal) =>

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as zmq from 'zeromq';
@@ -68,6 +68,9 @@ export class SubAgent {
   private readonly finished = deferred<string>();
   private readonly bad: BadMessages;
   private stopping = false;
+  /** The hub heard last (SubAgentHub.incarnation): a new one is told what runs here. */
+  private hub: string | undefined;
+  private steps: Promise<void> = Promise.resolve();
   readonly incarnation = `${process.pid}@${Date.now()}`;
 
   constructor(private readonly opts: SubAgentOptions) {
@@ -126,13 +129,7 @@ export class SubAgent {
       ),
     });
     this.sock.connect(this.opts.hub);
-    this.send({
-      type: 'hello',
-      ...this.names(),
-      incarnation: this.incarnation,
-      running: status.running,
-      ended: status.ended.map((e) => ({ ...e })),
-    });
+    this.hello(status);
     void this.receive();
     this.timer = setInterval(() => this.tick(), BEAT_MS);
     log.info('sub-agent started', { node: this.opts.node, hub: this.opts.hub, pid: process.pid });
@@ -167,6 +164,45 @@ export class SubAgent {
     return { running: [], ended: [] };
   }
 
+  /** Says who it is and what its helpers run and ended (at start, and to a new hub). */
+  private hello(status: Pick<SpawnerStatus, 'running' | 'ended'>): void {
+    this.send({
+      type: 'hello',
+      ...this.names(),
+      incarnation: this.incarnation,
+      running: status.running,
+      ended: status.ended.map((e) => ({ ...e })),
+    });
+  }
+
+  /**
+   * A hub heard for the first time: the main agent was started again (agent.restarts) and
+   * listens where the one before it did, and knows nothing of this node until it hears what
+   * runs here. The first hub heard is told too: the hello at start may have gone to one that
+   * died meanwhile (a second hello to the same hub changes nothing).
+   */
+  private newHub(hub: string | undefined): void {
+    if (hub === undefined || hub === this.hub) return;
+    this.hub = hub;
+    this.opts.log.info('saying hello to the main agent', { hub });
+    this.inOrder(() =>
+      this.pool.status().then(
+        (status) => this.hello(status),
+        (e: unknown) => this.opts.log.error('helpers did not say what they run', errorMeta(e)),
+      ),
+    );
+  }
+
+  /**
+   * Runs `step` after the steps before it: ops that come while a hello's status is asked wait
+   * for it, so that the hello does not say that jobs the hub sent since are missing.
+   */
+  private inOrder(step: () => void | Promise<void>): void {
+    this.steps = this.steps.then(step).catch((e: unknown) => {
+      this.opts.log.error('sub-agent step failed', errorMeta(e));
+    });
+  }
+
   /** Kills what runs, closes the link; `done` resolves with `why`. */
   async stop(why: string): Promise<void> {
     if (this.stopping) return this.finished.promise.then(() => undefined);
@@ -174,6 +210,8 @@ export class SubAgent {
     clearInterval(this.timer);
     try {
       await this.pool.close();
+      // its helpers are gone with their sockets: nothing is left for a next sub-agent to take
+      rmSync(keepDirOf(this.opts.cfg, this.opts.node), { recursive: true, force: true });
     } catch (e) {
       this.opts.log.error('spawner helpers did not close', errorMeta(e));
     }
@@ -204,6 +242,7 @@ export class SubAgent {
           continue;
         }
         this.heard = Date.now();
+        if (read.msg.type === 'beat' || read.msg.type === 'ops') this.newHub(read.msg.hub);
         this.handle(read.msg);
       }
     } catch (e) {
@@ -214,10 +253,11 @@ export class SubAgent {
   private handle(msg: SubAgentMessage): void {
     switch (msg.type) {
       case 'ops':
-        for (const spec of msg.spawn) this.pool.spawn(spec as unknown as SpawnSpec);
-        for (const k of msg.kill) this.pool.kill(k.uid, k.signal);
-        this.send({ type: 'ack', ...this.names(), seq: msg.seq });
-        return;
+        return this.inOrder(() => {
+          for (const spec of msg.spawn) this.pool.spawn(spec as unknown as SpawnSpec);
+          for (const k of msg.kill) this.pool.kill(k.uid, k.signal);
+          this.send({ type: 'ack', ...this.names(), seq: msg.seq });
+        });
       case 'end':
         void this.stop('the main agent ended it');
         return;

@@ -2,7 +2,7 @@ import type { Reason, TaskDescription, TaskRecord, WaitReason } from '../../gene
 import type { Clock } from '../../lib/clock';
 import type { Logger } from '../../lib/logger';
 import type { Notification } from '../../states/notification';
-import { PIPELINE, type Hop } from '../../states/pipeline';
+import { PIPELINE, hopOf, type Hop } from '../../states/pipeline';
 import type { TaskFinal, TaskReady } from '../../states/task-final';
 import {
   COMPONENTS,
@@ -24,6 +24,7 @@ import type { Intake } from '../../components/shared/shell';
 import type { ServerSecurity } from '../../transport/curve';
 import type { LocalQueue } from '../../transport/local-queue';
 import { returnPlan } from './pilot-recovery';
+import { recordOf } from './task-record';
 import type { Task } from '../task';
 
 /** What the pipeline reads of the session's tasks. */
@@ -174,6 +175,27 @@ export class ManagerPipeline {
       security,
     );
     return { agentInput, managerOutput };
+  }
+
+  /**
+   * The pilot's agent died and was started again in its allocation (agent.restarts): what it
+   * may never have received (the client saw no word of it from the agent) is sent again; the
+   * new agent drops what its journal says the one before it had.
+   */
+  agentRestarted(pilot: string): void {
+    const sent = hopOf(COMPONENTS.agentInputStager).arrives;
+    const again: TaskRecord[] = [];
+    for (const g of this.inputShell.outstandingOf(pilot)) {
+      const t = this.tasks.get(g.uid);
+      if (t?.attempt === g.attempt && !t.final && t.state === sent) {
+        again.push(recordOf(t, sent, this.session));
+      }
+    }
+    this.log.info('agent started again: tasks it may not have are sent again', {
+      pilot,
+      count: again.length,
+    });
+    this.inputShell.adopt(pilot, [], again);
   }
 
   /** A resumed session: these tasks (attempts) were given to `pilot` before. */

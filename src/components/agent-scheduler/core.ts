@@ -39,14 +39,11 @@ const ME = COMPONENTS.agentScheduler;
  * (Backfill, backfill.ts). Ranks of a colocated task all go on one node; those of an exclusive
  * task may share a node.
  *
- * The core holds the waiting tasks (grouped by the capacity they ask: shapes, each in order)
- * and the running ones, and decides in its synchronous handlers; the parts it asks are pure
- * too: Placement (placement.ts: the nodes, indexed by free capacity so a placement never scans
- * every node, and who owns what on them), ShapeBlocking (blocking.ts: which shapes a round
- * tries; a release re-tries only the shapes that can use the node that got capacity back),
- * Backfill, PilotFit (never-fits.ts: E_NEVER_FITS), DrainPoint (drain-point.ts: tasks too late
- * for the pilot's drain point), FollowOns (follow-ons.ts), StartDeadlines and Waits (waits.ts:
- * waiting reasons and estimated starts).
+ * The core holds the waiting tasks (in shapes: the capacity they ask, each in order) and the
+ * running ones, and decides in its synchronous handlers; its parts are pure too: Placement
+ * (nodes indexed by free capacity, and who owns what), ShapeBlocking (which shapes a round
+ * tries), Backfill, PilotFit (E_NEVER_FITS), DrainPoint, FollowOns, StartDeadlines and Waits
+ * (waiting reasons and estimated starts), each in its own file.
  */
 export class AgentSchedulerCore {
   private readonly placement: Placement;
@@ -164,6 +161,11 @@ export class AgentSchedulerCore {
       }
     }
     this.schedule(now, notes);
+  }
+
+  /** A restarted agent's tasks that were executing (its journal's): their slots are taken again. */
+  adopt(tasks: readonly TaskRecord[]): void {
+    for (const [uid, a] of this.placement.takeOver(tasks)) this.allocated.set(uid, a);
   }
 
   /**
@@ -295,7 +297,7 @@ export class AgentSchedulerCore {
   }
 
   /** Free capacity per node (for tests and status). */
-  freeCapacity(): { node: string; cores: number; gpuFree: number[]; memMb: number }[] {
+  freeCapacity(): ReturnType<Placement['freeCapacity']> {
     return this.placement.freeCapacity();
   }
 

@@ -1,10 +1,11 @@
 import { nodeAllowed } from '../shared/node-labels';
 import { NodeIndex } from './node-index';
 import { NodeState, type NodeResources } from './node-state';
-import { rankFitsFree, ranksFitFree, type Request } from './request';
+import type { TaskRecord } from '../../generated';
+import { rankFitsFree, ranksFitFree, requestOf, type Request } from './request';
 import type { Allocation } from './running-ends';
 import type { Shape } from './shapes';
-import { giveBack, takeRank, type Hold } from './slots';
+import { giveBack, takeExact, takeRank, type Hold } from './slots';
 
 /**
  * The AgentScheduler's nodes and who owns what on them: open nodes indexed by free capacity
@@ -91,6 +92,31 @@ export class Placement {
       holds.push(takeRank(n, r));
       this.refile(n);
     }
+    this.bind(r, holds);
+    return holds;
+  }
+
+  /**
+   * Takes the slots a task held under the agent before this one again (agent.restarts), as
+   * place() would have taken them; a task whose slots name no node of the pilot takes none.
+   */
+  takeOver(tasks: readonly TaskRecord[]): [string, Allocation][] {
+    const out: [string, Allocation][] = [];
+    for (const t of tasks) {
+      const req = requestOf(t.description);
+      const slots = t.slots ?? [];
+      const nodes = slots.map((s) => this.nodes.find((n) => n.name === s.node));
+      if ('error' in req || nodes.some((n) => n === undefined)) continue;
+      const holds = slots.map((s, i) => takeExact(nodes[i]!, req, s));
+      for (const h of holds) this.refile(h.node);
+      this.bind(req, holds);
+      out.push([t.uid, { req, holds }]);
+    }
+    return out;
+  }
+
+  /** Placed ranks of an exclusive task own their nodes; a colocated one's binds its group. */
+  private bind(r: Request, holds: Hold[]): void {
     if (r.exclusive !== undefined) {
       let owned = this.exclusive.get(r.exclusive);
       if (owned === undefined) this.exclusive.set(r.exclusive, (owned = new Set()));
@@ -106,7 +132,6 @@ export class Placement {
       if (c === undefined) this.colocated.set(r.colocate, { node: holds[0]!.node, ranks: r.ranks });
       else c.ranks += r.ranks;
     }
-    return holds;
   }
 
   /**

@@ -49,6 +49,31 @@ export function takeRank(n: NodeState, r: Request): Hold {
   return h;
 }
 
+/**
+ * Takes exactly what `slot` names on `n` (a task an agent before this one placed: its cores,
+ * GPUs and memory as it ran); a call in a lane takes a lane, whichever.
+ */
+export function takeExact(n: NodeState, r: Request, slot: Slot): Hold {
+  if (r.lane) return takeRank(n, r);
+  const cores = slot.cores.filter((c) => {
+    const i = n.freeCores.indexOf(c);
+    if (i >= 0) n.freeCores.splice(i, 1);
+    return i >= 0;
+  });
+  const take = slot.gpusUnreserved === true ? 0 : Math.round((slot.gpuShare ?? 1) * GPU_UNIT);
+  const gpus = take === 0 ? [] : slot.gpus.filter((g) => (n.gpuFree[g] ?? -1) >= take);
+  for (const g of gpus) {
+    if (n.gpuFree[g] === GPU_UNIT) n.wholeGpus--;
+    n.gpuFree[g] = n.gpuFree[g]! - take;
+  }
+  const memMb = slot.memMb ?? 0;
+  n.memFree -= memMb;
+  n.slots++;
+  const h: Hold = { node: n, cores, gpus, take: take === 0 ? GPU_UNIT : take, memMb };
+  if (slot.gpusUnreserved === true) h.seen = [...slot.gpus];
+  return h;
+}
+
 /** Gives a rank's resources back. */
 export function giveBack(h: Hold): void {
   const n = h.node;

@@ -1,7 +1,7 @@
 import { IllegalTransitionError } from '../../errors';
 import type { Reason, TaskRecord } from '../../generated';
-import type { Clock, Timer } from '../../lib/clock';
-import type { Notification, NotificationDetail } from '../../states/notification';
+import type { Clock } from '../../lib/clock';
+import type { NotificationDetail } from '../../states/notification';
 import { COMPONENTS, type TaskState, type AbortedTaskState } from '../../states/task-model';
 import { slotsByNode } from '../shared/slots-by-node';
 import { transition } from '../shared/transition';
@@ -14,8 +14,9 @@ import type {
   StartedDetail,
 } from './effects';
 import { takeStreamOutput } from './exit-output';
+import { Batch, heldOf, started, type Held } from './held';
 import { kindFor, type ExecutorKind } from './kinds';
-import { cancelReason, noSandboxReason } from './reasons';
+import { agentDiedReason, cancelReason, noSandboxReason } from './reasons';
 import type { LaunchOptions } from './launch';
 
 const EXECUTOR = COMPONENTS.executor;
@@ -45,46 +46,8 @@ export interface ExecutorOptions {
 
 export type ShutdownState = AbortedTaskState;
 
-interface Held {
-  task: TaskRecord;
-  kind: ExecutorKind;
-  job: ExecutorJob;
-  pid?: number;
-  /** When its process started and ended, as the spawner (or function pool) measured it. */
-  launched?: number;
-  exited?: number;
-  canceled: boolean;
-  /** Asked to stop ('term'); 'kill' follows after the grace period. */
-  terminating: boolean;
-  /** An exit by a signal we did not send, held for signaledExitGraceMs. */
-  exit?: ExitedEvent;
-  /** A follow-on start (task.follows): its timeoutS, armed when it really starts. */
-  timeoutAtStart?: number;
-  /** A follow-on start was given its slots (it starts when this one's process ends). */
-  followed?: boolean;
-  /** A kind with readiness (a service): whether its job reported ready, and until when it may. */
-  ready?: boolean;
-  startup?: Timer;
-  timers: Timer[];
-}
-
-/** Whether its job has started (a process reported its pid or start time). */
-function started(h: Held): boolean {
-  return h.pid !== undefined || h.launched !== undefined;
-}
-
-/** One handler call's effects, so each kind goes out as a single bulk. */
-class Batch {
-  readonly notes: Notification[] = [];
-  readonly forward: TaskRecord[] = [];
-  readonly release: TaskRecord[] = [];
-
-  flush(effects: ExecutorEffects): void {
-    if (this.notes.length > 0) effects.notify(this.notes);
-    if (this.forward.length > 0) effects.forward(this.forward);
-    if (this.release.length > 0) effects.release(this.release);
-  }
-}
+/** The jobs a restarted agent holds again, and those that died with the agent before it. */
+export type Adopted = Record<'kept' | 'lost', ExecutorJob[]>;
 
 /**
  * Owner of AGENT_EXECUTING: asks the executor kind of each task's mode (kinds/) for a job and
@@ -171,6 +134,46 @@ export class ExecutorCore {
       }
     }
     b.flush(this.effects);
+  }
+
+  /**
+   * An agent started again takes over what the one before it executed (its journal's; `since`:
+   * when, for timeoutS): a process job on a sub-agent's node may still run there and is held
+   * again without a start (that sub-agent tells its end); any other died with that agent and
+   * ends E_AGENT_DIED, on to output staging (a retry is the client's). Returns both lists.
+   */
+  adopt(tasks: readonly { task: TaskRecord; since: number }[]): Adopted {
+    const b = new Batch();
+    const now = this.clock.now();
+    const { kept, lost }: Adopted = { kept: [], lost: [] };
+    for (const { task, since } of tasks) {
+      if (this.tasks.has(task.uid) || task.sandbox === undefined) continue;
+      task.state = 'AGENT_EXECUTING';
+      const found = kindFor(task.description.mode);
+      const prepared = found.ok
+        ? found.kind.prepare(task, task.sandbox, this.launchOptions)
+        : found;
+      if (!prepared.ok || !found.ok) {
+        this.end(task, 'FAILED', prepared.ok ? agentDiedReason() : prepared.reason, now, b);
+        continue;
+      }
+      const h = heldOf(task, found.kind, prepared.job);
+      if (prepared.job.kind === 'process' && prepared.job.node !== undefined) {
+        h.launched = since; // it runs as far as anyone knows: its sub-agent says
+        this.tasks.set(task.uid, h);
+        kept.push(prepared.job);
+        const timeoutS = task.description.timeoutS;
+        if (timeoutS !== undefined) {
+          this.armTimeout(h, timeoutS, Math.max(0, timeoutS - (now - since) / 1000));
+        }
+      } else {
+        task.reason = agentDiedReason();
+        lost.push(prepared.job);
+        this.settle(h, null, null, now, b);
+      }
+    }
+    b.flush(this.effects);
+    return { kept, lost };
   }
 
   onStarted(uid: string, detail: StartedDetail): void {
@@ -323,7 +326,7 @@ export class ExecutorCore {
   }
 
   private start(task: TaskRecord, kind: ExecutorKind, job: ExecutorJob): void {
-    const h: Held = { task, kind, job, canceled: false, terminating: false, timers: [] };
+    const h = heldOf(task, kind, job);
     this.tasks.set(task.uid, h);
     this.effects.start(job);
     if (kind.readiness !== undefined) {
@@ -338,8 +341,9 @@ export class ExecutorCore {
     else if (timeoutS !== undefined) this.armTimeout(h, timeoutS);
   }
 
-  private armTimeout(h: Held, timeoutS: number): void {
-    h.timers.push(this.clock.setTimeout(() => this.timedOut(h, timeoutS), timeoutS * 1000));
+  /** `inS`: when from now (default timeoutS: it starts now). */
+  private armTimeout(h: Held, timeoutS: number, inS = timeoutS): void {
+    h.timers.push(this.clock.setTimeout(() => this.timedOut(h, timeoutS), inS * 1000));
   }
 
   private timedOut(h: Held, timeoutS: number): void {

@@ -14,3 +14,12 @@ export function noSandboxReason(): Reason {
     component: EXECUTOR,
   };
 }
+
+/** A job of an agent that died (its agent was started again in the same allocation). */
+export function agentDiedReason(): Reason {
+  return {
+    code: 'E_AGENT_DIED',
+    message: 'the agent running the task died and was started again; the task died with it',
+    component: EXECUTOR,
+  };
+}

@@ -51,7 +51,12 @@ export interface ExecutorShellOptions {
    * Per-node sub-agents (agent.subAgents): started with the Executor's event handlers; the jobs
    * of the nodes they serve go there, the rest to this process's own spawner helpers.
    */
-  remote?(handlers: RemoteHandlers): Promise<RemoteRunner>;
+  remote?(handlers: RemoteHandlers, adopted: RemoteJob[]): Promise<RemoteRunner>;
+  /**
+   * An agent started again in the allocation: the tasks the one before it had executing (its
+   * journal's), each with when it was handed to the Executor (ExecutorCore.adopt).
+   */
+  adopt?: readonly { task: TaskRecord; since: number }[];
   /** Function tasks: warm workers (default: one per core of the agent's node), their logs' dir. */
   functions?: {
     workers: number;
@@ -68,10 +73,25 @@ export interface ExecutorShellOptions {
 
 const SIGNAL: Record<StopHow, KillSignal> = { term: 'SIGTERM', kill: 'SIGKILL' };
 
+/** Where a job of a sub-agent's node runs (undefined: in this process's runners). */
+function remoteJobOf(job: ExecutorJob): RemoteJob | undefined {
+  const p = job.kind === 'process' ? job : job.kind === 'service' ? job.process : undefined;
+  if (p?.node === undefined) return undefined;
+  return { node: p.node, uid: p.spec.uid, attempt: p.attempt ?? 1, spec: p.spec };
+}
+
 export interface RemoteHandlers {
   started(events: StartedEvent[]): void;
   exited(events: ExitedEvent[]): void;
   failed(events: FailedEvent[]): void;
+}
+
+/** A job on a sub-agent's node, as the hub names it. */
+export interface RemoteJob {
+  node: string;
+  uid: string;
+  attempt: number;
+  spec: SpawnSpec;
 }
 
 /** Where jobs on other nodes run: the per-node sub-agents' hub (src/agent/subagents). */
@@ -130,13 +150,19 @@ export class ExecutorShell implements ExecutorEffects {
     if (opts.streamLimits !== undefined) poolOpts.streamLimits = opts.streamLimits;
     if (opts.holdMs !== undefined) poolOpts.holdMs = opts.holdMs;
     shell.pool_ = await SpawnerPool.start(poolOpts);
+    // what the agent before this one ran: held again, or ended as lost (a left process killed)
+    const adopted = shell.core.adopt(opts.adopt ?? []);
+    const kept = adopted.kept.map(remoteJobOf).filter((j) => j !== undefined);
+    const lost = adopted.lost.map(remoteJobOf).filter((j) => j !== undefined);
     if (opts.remote !== undefined) {
       try {
-        shell.remote = await opts.remote({
-          started: (evs) => shell.started(evs),
-          exited: (evs) => shell.exited(evs),
-          failed: (evs) => shell.failed(evs),
-        });
+        const handlers = {
+          started: (evs: StartedEvent[]) => shell.started(evs),
+          exited: (evs: ExitedEvent[]) => shell.exited(evs),
+          failed: (evs: FailedEvent[]) => shell.failed(evs),
+        };
+        shell.remote = await opts.remote(handlers, [...kept, ...lost]);
+        for (const j of lost) shell.remote.kill(j.uid, 'SIGKILL');
       } catch (e) {
         await shell.pool_.close();
         throw e;

@@ -148,6 +148,12 @@ export class ManagerInputStagerShell implements ManagerInputStagerEffects {
     this.transferring.add(t.uid);
   }
 
+  /** Tasks given to a pilot's agent that have not come back yet. */
+  outstandingOf(pilot: string): Given[] {
+    const out = this.outstanding.get(pilot);
+    return out === undefined ? [] : [...out].map(([uid, attempt]) => ({ uid, attempt }));
+  }
+
   /** Tasks given to a pilot's agent that never came back (call once the pilot has ended). */
   unreturned(pilot: string): Given[] {
     const out = this.outstanding.get(pilot);

@@ -42,6 +42,9 @@ interface Ran {
   error?: Error;
 }
 
+/** How many times the job script starts a dead agent again, unless agent.restarts says. */
+const DEFAULT_RESTARTS = 3;
+
 /** Every Slurm command gets this long; a hung slurmctld must not hang the client. */
 const COMMAND_TIMEOUT_MS = 60_000;
 
@@ -103,6 +106,8 @@ export class SlurmLauncher implements PilotLauncher {
       gpus: pilot.description.gpus ?? 0,
       resource: 'slurm',
       watchStdin: false,
+      // the batch script starts a dead agent again; the next one takes over (agent.restarts)
+      restarts: pilot.description.agent?.restarts ?? DEFAULT_RESTARTS,
       ...(mpi !== undefined ? { mpi } : {}),
     };
   }
@@ -165,6 +170,7 @@ export class SlurmLauncher implements PilotLauncher {
       pilot,
       // relative: the job runs in the sandbox, and the command line (ps) names no session
       agentCommand: [process.execPath, this.agentMain, 'agent.json'],
+      restarts: cfg.restarts ?? 0,
     });
     await fsp.writeFile(`${pilot.sandbox}/job.sh`, script, { mode: PRIVATE_SCRIPT });
     const r = await this.run('sbatch', ['--parsable', 'job.sh'], pilot.sandbox);

@@ -120,4 +120,45 @@ describeSlurm('an 8-node Slurm pilot with per-node sub-agents', () => {
     expect(again).toHaveLength(1);
     expect(again[0]).not.toBe(pids[0]);
   }, 180_000);
+
+  it('the main agent killed with SIGKILL is started again in the job, takes over what ran and waited, and every task ends DONE once', async () => {
+    const fx = await activePilot();
+    const ran = path.join(bin, 'ran-main');
+    // 16 run on the 16 cores when the agent dies, 8 wait for a core
+    const tasks = await fx.tmgr.submitTasks(
+      Array.from({ length: 24 }, (_, i) => ({
+        executable: '/bin/sh',
+        arguments: ['-c', `sleep 3; echo ${i} >> ${ran}`],
+      })),
+    );
+    const running = () => tasks.filter((t) => t.state === 'AGENT_EXECUTING').length;
+    await fx.tmgr.waitTasks({
+      uids: tasks.slice(0, 16).map((t) => t.uid),
+      states: ['AGENT_EXECUTING'],
+      timeoutMs: 30_000,
+    });
+    expect(running()).toBe(16);
+    const agentOf = (): string[] =>
+      execFileSync('pgrep', ['-f', 'agent/main\\.js agent\\.json'], { encoding: 'utf8' })
+        .split('\n')
+        .filter((pid) => pid !== '' && fs.readlinkSync(`/proc/${pid}/cwd`) === fx.pilot.sandbox);
+    const before = agentOf();
+    expect(before).toHaveLength(1);
+    process.kill(Number(before[0]), 'SIGKILL');
+    await fx.tmgr.waitTasks({ timeoutMs: 90_000 });
+    for (const t of tasks) expect([t.uid, t.state, t.reason]).toEqual([t.uid, 'DONE', undefined]);
+    const lines = fs
+      .readFileSync(ran, 'utf8')
+      .trim()
+      .split('\n')
+      .sort((a, b) => Number(a) - Number(b));
+    expect(lines).toEqual(tasks.map((_, i) => String(i)));
+    // the pilot lives on, under a new agent its job script started
+    expect(fx.pilot.state).toBe('PMGR_ACTIVE');
+    const after = agentOf();
+    expect(after).toHaveLength(1);
+    expect(after[0]).not.toBe(before[0]);
+    const err = fs.readFileSync(path.join(fx.pilot.sandbox, 'job.err'), 'utf8');
+    expect(err).toContain('the agent died (exit 137): starting it again (1 of 3)');
+  }, 240_000);
 });

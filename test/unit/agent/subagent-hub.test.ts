@@ -226,4 +226,87 @@ describe('SubAgentHubCore', () => {
         .sort(),
     ).toEqual(['n1', 'n2']);
   });
+
+  it('an agent started again accounts for the jobs the one before it gave: running, ended, never had', () => {
+    const again = new SubAgentHubCore(fx, clock, OPTS);
+    const job = (node: string, uid: string, attempt = 1) => ({
+      node,
+      uid,
+      attempt,
+      spec: { ...spec(uid), after: 'x' },
+    });
+    again.adopt([
+      job('n1', 'runs'),
+      job('n1', 'ended', 2),
+      job('n1', 'never-had'),
+      job('n2', 'elsewhere'),
+      job('n9', 'no-such-node'),
+    ]);
+    again.onStart();
+    fx.take();
+    const exit = { ev: 'exited', uid: wireUid('ended', 2), exitCode: 0, signal: null };
+    // an end kept from an earlier attempt of a task is not taken for this one
+    const stale = { ev: 'exited', uid: wireUid('runs', 0), exitCode: 9, signal: null };
+    again.onHello('n1', {
+      incarnation: 'x',
+      running: [{ uid: wireUid('runs', 1), pid: 7 }],
+      ended: [exit, stale] as never,
+    });
+    const calls = fx.take();
+    // already started as the Executor knows: no second start
+    expect(calls.filter((c) => c[0] === 'started')).toEqual([]);
+    expect(calls.find((c) => c[0] === 'exited')).toEqual([
+      'exited',
+      [{ uid: 'ended', exitCode: 0, signal: null }],
+    ]);
+    // the agent before died before its sub-agent had it: it never ran, so it is sent now
+    expect(calls.filter((c) => c[0] === 'failed')).toEqual([]);
+    expect(calls.filter((c) => c[0] === 'send')).toEqual([
+      ['send', 'n1', { seq: 1, spawn: [{ ...spec(wireUid('never-had', 1)) }], kill: [] }],
+    ]);
+    expect(again.jobsOn('n1')).toEqual(['runs', 'never-had']);
+    expect(again.jobsOn('n2')).toEqual(['elsewhere']);
+    // the one still running is the new agent's to signal, and ends once
+    expect(again.kill('runs', 'SIGTERM')).toBe(true);
+    again.flush();
+    expect(fx.take()).toEqual([
+      ['send', 'n1', { seq: 2, spawn: [], kill: [{ uid: wireUid('runs', 1), signal: 'SIGTERM' }] }],
+    ]);
+    // a second hello (the same sub-agent, reconnected) without the one sent: that is lost now
+    again.onHello('n1', {
+      incarnation: 'x',
+      running: [{ uid: wireUid('runs', 1), pid: 7 }],
+      ended: [],
+    });
+    expect(fx.take().find((c) => c[0] === 'failed')).toBeUndefined(); // seq 1 is not acked yet
+    again.onAck('n1', 2);
+    again.onHello('n1', {
+      incarnation: 'x',
+      running: [{ uid: wireUid('runs', 1), pid: 7 }],
+      ended: [],
+    });
+    expect(fx.take().find((c) => c[0] === 'failed')?.[1]).toEqual([
+      expect.objectContaining({ uid: 'never-had', code: SUBAGENT_LOST }),
+    ]);
+    const end = { ev: 'exited', uid: wireUid('runs', 1), exitCode: 0, signal: null } as const;
+    again.onEnded('n1', [end]);
+    again.onEnded('n1', [end]);
+    expect(fx.take()).toEqual([['exited', [{ uid: 'runs', exitCode: 0, signal: null }]]]);
+    again.stop();
+  });
+
+  it('says the longest-silent sub-agents first', () => {
+    fx.take();
+    const t0 = clock.now();
+    hello('n1', 'a');
+    hello('n2', 'b');
+    clock.advance(1_000);
+    hub.onBeat('n1'); // n2 was last heard 1 s before n1
+    clock.advance(4_000);
+    const silent = fx.take().filter((c) => c[0] === 'silent');
+    expect(silent.at(-1)?.[1]).toEqual([
+      { part: 'sub-agent n2', since: t0 },
+      { part: 'sub-agent n1', since: t0 + 1_000 },
+    ]);
+  });
 });

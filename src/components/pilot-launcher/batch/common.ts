@@ -20,6 +20,11 @@ export interface RenderInput {
   agentCommand: string[];
   /** Exported before the exec, in this order. */
   env?: Record<string, string>;
+  /**
+   * Times the script starts the agent again when it dies (agent.restarts; default 0: it execs
+   * the agent). An exit 0 (a clean end), 2 (a bad config) or 3 (it could not start) is final.
+   */
+  restarts?: number;
 }
 
 /** How a batch job is doing, in the pilot's words. */
@@ -126,7 +131,33 @@ export function scriptTail(input: RenderInput): string[] {
     lines.push(`export ${k}=${shQuote(v)}`);
   }
   lines.push(`cd ${shQuote(pilot.sandbox)} || exit 1`);
-  lines.push(`exec ${agentCommand.map(shQuote).join(' ')}`);
+  const agent = agentCommand.map(shQuote).join(' ');
+  const restarts = input.restarts ?? 0;
+  if (restarts <= 0) {
+    lines.push(`exec ${agent}`);
+    return lines;
+  }
+  // no exec: the script stays to start a dead agent again (a crash, a SIGKILL, the OOM killer),
+  // and the new one takes over from the journal its predecessor kept in the sandbox; a cancel
+  // (SIGTERM to this script) goes on to the agent, which ends as it would have
+  lines.push(
+    'stop=0 n=0 pid=',
+    `trap 'stop=1; [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null' TERM INT`,
+    'while :; do',
+    `  PILOTFISH_AGENT_RESTART=$n ${agent} &`,
+    '  pid=$!',
+    '  rc=0; wait "$pid" || rc=$?',
+    '  while kill -0 "$pid" 2>/dev/null; do rc=0; wait "$pid" || rc=$?; done',
+    '  if [ "$stop" = 1 ]; then exit "$rc"; fi',
+    '  case $rc in 0 | 2 | 3) exit "$rc" ;; esac',
+    `  if [ "$n" -ge ${restarts} ]; then`,
+    `    echo "pilotfish: the agent died (exit $rc), started again ${restarts} times: giving up" >&2`,
+    '    exit "$rc"',
+    '  fi',
+    '  n=$((n + 1))',
+    `  echo "pilotfish: the agent died (exit $rc): starting it again ($n of ${restarts})" >&2`,
+    'done',
+  );
   return lines;
 }
 

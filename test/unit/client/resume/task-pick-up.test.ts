@@ -6,8 +6,8 @@ import {
   keepLateFacts,
   keepPlace,
   planPickUp,
-  recordOf,
 } from '../../../../src/client/resume/task-pick-up';
+import { recordOf } from '../../../../src/client/pipeline/task-record';
 import { Interner } from '../../../../src/lib/strings';
 import type { Notification, Reason } from '../../../../src/generated';
 import type { TaskState } from '../../../../src/states/task-model';
