@@ -17,8 +17,9 @@ export interface ReasonCodeInfo {
  */
 export const REASON_CODES: { readonly [C in ReasonCode]: ReasonCodeInfo } = {
   E_AGENT_DIED: {
-    meaning: "the pilot's agent process died without ending the pilot (exit code or signal given)",
-    emitters: ['PilotLauncher'],
+    meaning:
+      "the pilot's agent process died without ending the pilot (exit code or signal given); or, for a task, its agent died and was started again in the allocation (agent.restarts), and the task's job died with it",
+    emitters: ['PilotLauncher', 'Executor'],
   },
   E_AGENT_SILENT: {
     meaning:
