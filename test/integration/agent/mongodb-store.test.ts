@@ -117,7 +117,7 @@ describe('the agent of a MongoDB session', () => {
     expect(cfg.resource).toBe('local');
 
     expect(end.state).toBe('FAILED');
-    expect(end.reason?.message).toMatch(/exited with code 1/);
+    expect(end.reason?.message).toMatch(/exited with code 3/);
     expect(end.reason?.message).toMatch(/cannot reach MongoDB at 127\.0\.0\.1:1: .*ECONNREFUSED/);
     expect(readFileSync(path.join(sandbox, 'agent.err'), 'utf8')).toMatch(
       /failed to start: cannot reach MongoDB at 127\.0\.0\.1:1/,
