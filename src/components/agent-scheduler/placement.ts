@@ -92,7 +92,7 @@ export class Placement {
       holds.push(takeRank(n, r));
       this.refile(n);
     }
-    this.bind(r, holds);
+    this.own(r, holds);
     return holds;
   }
 
@@ -109,14 +109,14 @@ export class Placement {
       if ('error' in req || nodes.some((n) => n === undefined)) continue;
       const holds = slots.map((s, i) => takeExact(nodes[i]!, req, s));
       for (const h of holds) this.refile(h.node);
-      this.bind(req, holds);
+      this.own(req, holds);
       out.push([t.uid, { req, holds }]);
     }
     return out;
   }
 
   /** Placed ranks of an exclusive task own their nodes; a colocated one's binds its group. */
-  private bind(r: Request, holds: Hold[]): void {
+  private own(r: Request, holds: Hold[]): void {
     if (r.exclusive !== undefined) {
       let owned = this.exclusive.get(r.exclusive);
       if (owned === undefined) this.exclusive.set(r.exclusive, (owned = new Set()));

@@ -43,6 +43,32 @@ describeSlurm('an 8-node Slurm pilot with per-node sub-agents', () => {
     return fx;
   }
 
+  /** `n` tasks that sleep `secs`, then append their index to `file` (so a second run shows). */
+  const burst = (
+    fx: Awaited<ReturnType<typeof activePilot>>,
+    n: number,
+    secs: number,
+    file: string,
+  ) =>
+    fx.tmgr.submitTasks(
+      Array.from({ length: n }, (_, i) => ({
+        executable: '/bin/sh',
+        arguments: ['-c', `sleep ${secs}; echo ${i} >> ${file}`],
+      })),
+    );
+  /** The indices the tasks wrote, in order: each once if each ran once. */
+  const ranLines = (file: string): string[] =>
+    fs
+      .readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .sort((a, b) => Number(a) - Number(b));
+  /** Pids of the processes whose command line matches `pattern` (pgrep -f). */
+  const pgrep = (pattern: string): string[] =>
+    execFileSync('pgrep', ['-f', pattern], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l !== '');
+
   afterAll(() => {
     process.env.PATH = saved;
     fs.rmSync(bin, { recursive: true, force: true });
@@ -81,12 +107,7 @@ describeSlurm('an 8-node Slurm pilot with per-node sub-agents', () => {
   it('a sub-agent killed with SIGKILL is started again in its step, and its running tasks end DONE, once each', async () => {
     const fx = await activePilot();
     const ran = path.join(bin, 'ran');
-    const tasks = await fx.tmgr.submitTasks(
-      Array.from({ length: 16 }, (_, i) => ({
-        executable: '/bin/sh',
-        arguments: ['-c', `sleep 2; echo ${i} >> ${ran}`],
-      })),
-    );
+    const tasks = await burst(fx, 16, 2, ran);
     await fx.tmgr.waitTasks({
       uids: tasks.map((t) => t.uid),
       states: ['AGENT_EXECUTING'],
@@ -96,27 +117,14 @@ describeSlurm('an 8-node Slurm pilot with per-node sub-agents', () => {
     const node = fx.pilot.nodes[0]!.name;
     // the sub-agent's own process (not its step's srun or supervisor shell)
     const subAgentOf = `^\\S*node\\S* \\S+/subagents/main\\.js \\S+ ${node} tcp:`;
-    const pids = execFileSync('pgrep', ['-f', subAgentOf], {
-      encoding: 'utf8',
-    })
-      .split('\n')
-      .filter((l) => l !== '');
+    const pids = pgrep(subAgentOf);
     expect(pids).toHaveLength(1);
     process.kill(Number(pids[0]), 'SIGKILL');
     await fx.tmgr.waitTasks({ timeoutMs: 60_000 });
     for (const t of tasks) expect([t.state, t.reason]).toEqual(['DONE', undefined]);
-    const lines = fs
-      .readFileSync(ran, 'utf8')
-      .trim()
-      .split('\n')
-      .sort((a, b) => Number(a) - Number(b));
-    expect(lines).toEqual(tasks.map((_, i) => String(i)));
+    expect(ranLines(ran)).toEqual(tasks.map((_, i) => String(i)));
     // started again in its step: the sub-agent of that node runs, a new process
-    const again = execFileSync('pgrep', ['-f', subAgentOf], {
-      encoding: 'utf8',
-    })
-      .split('\n')
-      .filter((l) => l !== '');
+    const again = pgrep(subAgentOf);
     expect(again).toHaveLength(1);
     expect(again[0]).not.toBe(pids[0]);
   }, 180_000);
@@ -125,12 +133,7 @@ describeSlurm('an 8-node Slurm pilot with per-node sub-agents', () => {
     const fx = await activePilot();
     const ran = path.join(bin, 'ran-main');
     // 16 run on the 16 cores when the agent dies, 8 wait for a core
-    const tasks = await fx.tmgr.submitTasks(
-      Array.from({ length: 24 }, (_, i) => ({
-        executable: '/bin/sh',
-        arguments: ['-c', `sleep 3; echo ${i} >> ${ran}`],
-      })),
-    );
+    const tasks = await burst(fx, 24, 3, ran);
     const running = () => tasks.filter((t) => t.state === 'AGENT_EXECUTING').length;
     await fx.tmgr.waitTasks({
       uids: tasks.slice(0, 16).map((t) => t.uid),
@@ -139,20 +142,15 @@ describeSlurm('an 8-node Slurm pilot with per-node sub-agents', () => {
     });
     expect(running()).toBe(16);
     const agentOf = (): string[] =>
-      execFileSync('pgrep', ['-f', 'agent/main\\.js agent\\.json'], { encoding: 'utf8' })
-        .split('\n')
-        .filter((pid) => pid !== '' && fs.readlinkSync(`/proc/${pid}/cwd`) === fx.pilot.sandbox);
+      pgrep('agent/main\\.js agent\\.json').filter(
+        (pid) => fs.readlinkSync(`/proc/${pid}/cwd`) === fx.pilot.sandbox,
+      );
     const before = agentOf();
     expect(before).toHaveLength(1);
     process.kill(Number(before[0]), 'SIGKILL');
     await fx.tmgr.waitTasks({ timeoutMs: 90_000 });
     for (const t of tasks) expect([t.uid, t.state, t.reason]).toEqual([t.uid, 'DONE', undefined]);
-    const lines = fs
-      .readFileSync(ran, 'utf8')
-      .trim()
-      .split('\n')
-      .sort((a, b) => Number(a) - Number(b));
-    expect(lines).toEqual(tasks.map((_, i) => String(i)));
+    expect(ranLines(ran)).toEqual(tasks.map((_, i) => String(i)));
     // the pilot lives on, under a new agent its job script started
     expect(fx.pilot.state).toBe('PMGR_ACTIVE');
     const after = agentOf();
