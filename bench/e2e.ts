@@ -57,6 +57,7 @@ import {
   TaskManager,
   readProfile,
   type Profile,
+  type AgentStartup,
   type TaskDescription,
 } from '../src';
 import { TASK_STATES } from '../src/states/task-model';
@@ -166,13 +167,15 @@ async function runPilot(
     const pmgr = new PilotManager(session);
     const tmgr = new TaskManager(session);
     const startups: number[] = [];
-    for (let i = 0; i < (quick ? 1 : 3); i++) {
+    const phases: AgentStartup[] = [];
+    for (let i = 0; i < (quick ? 1 : 5); i++) {
       const t0 = nowNs();
       const [p] = await pmgr.submitPilots([
         { resource: 'local', runtimeMin: 30, agent: { output } },
       ]);
       await pmgr.waitPilots({ uids: [p!.uid], states: ['PMGR_ACTIVE'], timeoutMs: 30_000 });
       startups.push(secondsBetween(t0, nowNs()) * 1000);
+      phases.push(p!.startup ?? {});
       if (i > 0) pmgr.cancelPilots([p!.uid]);
     }
     emit({
@@ -181,6 +184,7 @@ async function runPilot(
       unit: 'ms',
       runs: startups.length,
     });
+    emitStartupPhases(startups, phases, emit);
     const pilot = pmgr.list()[0]!;
     tmgr.addPilots([pilot]);
 
@@ -345,4 +349,41 @@ async function runReferences(
     'exec_vs_dask',
     peers.dask === undefined ? await dask(n, par) : notHere(peers.dask),
   );
+}
+
+/**
+ * Where a pilot's start-up goes: each phase of its agent's start (Pilot.startup: when it was
+ * done, ms since the agent's process started), as the time the phase took, median over the
+ * runs; and what the agent's process does not see (the client's submit and the process's
+ * spawn before it, the PMGR_ACTIVE callback after).
+ */
+function emitStartupPhases(
+  startups: readonly number[],
+  phases: readonly AgentStartup[],
+  emit: (f: Figure) => void,
+): void {
+  const order = ['process', 'config', 'store', 'resources', 'helpers', 'control', 'ready'] as const;
+  for (const [i, phase] of order.entries()) {
+    const took = phases.map(
+      (p) => (p[order[i]!] ?? NaN) - (i === 0 ? 0 : (p[order[i - 1]!] ?? NaN)),
+    );
+    const ok = took.filter((x) => Number.isFinite(x));
+    if (ok.length === 0) continue;
+    emit({
+      metric: 'pilot_startup_phase_ms',
+      value: sig(median(ok)),
+      unit: 'ms',
+      phase,
+      runs: ok.length,
+    });
+  }
+  const outside = phases.map((p, i) => startups[i]! - (p.ready ?? NaN)).filter(Number.isFinite);
+  if (outside.length > 0) {
+    emit({
+      metric: 'pilot_startup_outside_agent_ms',
+      value: sig(median(outside)),
+      unit: 'ms',
+      runs: outside.length,
+    });
+  }
 }

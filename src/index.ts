@@ -17,7 +17,7 @@ export {
 } from './client/function-handle';
 export type { TransferProgress, TransferListener } from './client/files/transfer-progress';
 export type { Explanation, WaitReason } from './client/tasks/explain';
-export { Pilot } from './client/pilot';
+export { Pilot, type AgentStartup } from './client/pilot';
 export type {
   TaskDescription,
   PilotDescription,

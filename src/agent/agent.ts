@@ -42,6 +42,8 @@ import type { NodeResources } from '../components/agent-scheduler/node-state';
 import { labelsOfNode } from '../components/shared/node-labels';
 import { Uplink } from './uplink';
 import { subAgentRunner, subAgentsHere } from './subagents/start';
+import { agentReady } from './agent-ready';
+import { agentStartup } from './startup-phases';
 import { openAgentJournal, requeued, type AgentJournal } from './journal/journal';
 
 /**
@@ -181,6 +183,7 @@ export class Agent {
       this.lifecycle.core.setFirstStart(held!.journal.firstStart);
     }
     const notes = new AgentNotifications(this.workers, this.log, systemClock, journal);
+    agentStartup.mark('store');
     this.notes = notes;
     if (cfg.addresses.files !== undefined) {
       this.files = new FileChannel({
@@ -204,6 +207,7 @@ export class Agent {
       { output: cfg.output ?? DEFAULT_OUTPUT, taskJson: cfg.taskJson ?? false, taskRoot },
     );
     const { launch: found, warnings } = await setup;
+    agentStartup.mark('resources');
     // per-node sub-agents fork the one-rank tasks of their nodes (agent.subAgents)
     const sub = subAgentsHere(cfg, found, this.configFile);
     if (!sub.on && sub.warning !== undefined) warnings.push(sub.warning);
@@ -279,6 +283,7 @@ export class Agent {
           'release',
         ),
     });
+    agentStartup.mark('helpers');
     const limitsWhy = this.executor.pool.limits.why; // said once: in the log and the pilot's info
     if (limitsWhy !== undefined) {
       this.log.warn('task limits are not enforced here', { why: limitsWhy });
@@ -386,6 +391,7 @@ export class Agent {
       if (life.stopping) return; // shut down while starting: that is the news
       throw e;
     }
+    agentStartup.mark('control');
     const jobEndsAt = await jobEnd;
     if (jobEndsAt !== undefined) life.setJobEnd(jobEndsAt - JOB_END_MARGIN_MS);
     life.onControlReady();
@@ -432,18 +438,11 @@ export class Agent {
 
   /** Tells the client what this pilot holds (at start, and to a client that resumed). */
   private announce(): Promise<void> {
-    return this.control!.publish({
-      type: 'agent_ready',
-      pilot: this.cfg.pilot,
-      ...(this.restart > 0 ? { restarts: this.restart } : {}),
-      nodes: this.nodes.map((n) => ({ name: n.name, cores: n.cores, gpus: n.gpus })),
-      ...drainField(this.lifecycle.core.drainInMs()),
-      ...(this.warnings.length > 0 ? { warnings: this.warnings } : {}),
-    });
+    return this.control!.publish(
+      agentReady(this.cfg.pilot, this.nodes, this.warnings, {
+        restart: this.restart,
+        drainInMs: this.lifecycle.core.drainInMs(),
+      }),
+    );
   }
-}
-
-/** agent_ready's drainInMs, once the pilot's time runs (whole ms). */
-function drainField(ms: number | undefined): { drainInMs?: number } {
-  return ms === undefined ? {} : { drainInMs: Math.round(ms) };
 }

@@ -4,6 +4,7 @@ import { errorMeta } from '../errors';
 import { fileLogger } from '../lib/log';
 import { parseAgentConfig, validationCounts } from '../lib/validate';
 import { Agent } from './agent';
+import { agentStartup } from './startup-phases';
 import type { AbortedTaskState } from '../states/task-model';
 
 /**
@@ -13,6 +14,7 @@ import type { AbortedTaskState } from '../states/task-model';
  * PILOTFISH_AGENT_RESTART saying which start it is; not after 0, 2 or 3.
  */
 async function main(): Promise<number> {
+  agentStartup.mark('process');
   // a client's store URI (it may hold a password) is not for the tasks this agent starts,
   // which inherit its environment; the agent has its store from its config
   delete process.env['PILOTFISH_STORE'];
@@ -30,6 +32,7 @@ async function main(): Promise<number> {
     process.stderr.write(`pilotfish-agent: bad config ${file}: ${(e as Error).message}\n`);
     return 2;
   }
+  agentStartup.mark('config');
   const log = fileLogger(cfg.sandbox, 'agent', cfg.logLevel ?? 'info');
   const agent = new Agent(cfg, log, file, Number.isInteger(restart) ? restart : 0);
   const stop = (final: AbortedTaskState, message: string) => () =>

@@ -96,11 +96,7 @@ export class PilotManager {
           this.log.warn('pilot resources', { pilot: msg.pilot, warning });
         }
         const pilot = this.pilots.get(msg.pilot);
-        if (pilot !== undefined) {
-          pilot.warnings = [...(msg.warnings ?? [])];
-          if (msg.drainInMs !== undefined) pilot.drainsAt = rt.clock.now() + msg.drainInMs;
-          else delete pilot.drainsAt;
-        }
+        pilot?.reportedIn(msg, rt.clock.now());
         if (pilot !== undefined && !pilot.final) {
           // a batch pilot's real size is known only now: tasks are placed against it
           rt.journal.append({ t: 'agent', pilot: pilot.uid, nodes: msg.nodes });

@@ -1,6 +1,11 @@
-import type { PilotDescription, PilotLiveness, Reason } from '../generated';
+import type { ControlMessage, PilotDescription, PilotLiveness, Reason } from '../generated';
 import { labelsOfNode, type NodeLabels } from '../components/shared/node-labels';
 import { isFinalPilotState, type PilotState } from '../states/pilot-model';
+
+type AgentReady = Extract<ControlMessage, { type: 'agent_ready' }>;
+
+/** When each phase of an agent's start was done (Pilot.startup), in ms since its process started. */
+export type AgentStartup = NonNullable<AgentReady['startupMs']>;
 
 /** A pilot as the client sees it. */
 export class Pilot {
@@ -22,6 +27,13 @@ export class Pilot {
    * reported, and for a pilot whose time does not run.
    */
   drainsAt?: number;
+  /**
+   * How its agent's start went (its first report): when each phase was done, in ms since the
+   * agent's process started: `process` (Node up, the agent's code loaded), `config`, `store`
+   * (update workers up), `resources` (launch methods probed, meanwhile), `helpers` (spawner
+   * helpers and cgroups), `control` (linked to the client), `ready`. Undefined until reported.
+   */
+  startup?: AgentStartup;
   private live: PilotLiveness = { state: 'ok', silentParts: [] };
 
   constructor(
@@ -56,6 +68,18 @@ export class Pilot {
     if (this.state !== 'PMGR_ACTIVE') return undefined;
     const { silentParts, ...rest } = this.live;
     return { ...rest, silentParts: silentParts.map((p) => ({ ...p })) };
+  }
+
+  /**
+   * Its agent reported in (agent_ready, at `now`): what it found wrong, when it drains, how its
+   * start went (kept from its first report: a report to a resumed client is not a start).
+   * @internal
+   */
+  reportedIn(msg: AgentReady, now: number): void {
+    this.warnings = [...(msg.warnings ?? [])];
+    if (msg.drainInMs !== undefined) this.drainsAt = now + msg.drainInMs;
+    else delete this.drainsAt;
+    if (msg.startupMs !== undefined) this.startup ??= { ...msg.startupMs };
   }
 
   /**

@@ -25,6 +25,8 @@ const METRICS: Record<string, string[]> = {
   e2e: [
     ...['stream', 'shared', 'files', 'insecure'].flatMap((s) => [
       `pilot_startup_ms_${s}`,
+      `pilot_startup_phase_ms_${s}`,
+      `pilot_startup_outside_agent_ms_${s}`,
       `task_latency_ms_p50_${s}`,
       `task_latency_ms_p99_${s}`,
       `exec_tasks_per_s_${s}`,

@@ -37,6 +37,13 @@ describe('a local pilot runs tasks end to end', () => {
       'PMGR_ACTIVE_PENDING',
       'PMGR_ACTIVE',
     ]);
+    // how its agent's start went, phase by phase, each done after the one before
+    const phases = ['process', 'config', 'store', 'resources', 'helpers', 'control', 'ready'];
+    const startup = fx.pilot.startup!;
+    expect(Object.keys(startup)).toEqual(expect.arrayContaining(phases));
+    const at = phases.map((p) => startup[p as keyof typeof startup]!);
+    expect(at[0]).toBeGreaterThan(0);
+    expect(at).toEqual([...at].sort((a, b) => a - b));
   }, 40_000);
 
   it.each<[string, Pick<TaskDescription, 'output' | 'sandbox' | 'workdir'>, boolean, boolean]>([
