@@ -19,9 +19,10 @@ import {
 } from '../components/executor/process/spawner-pool-options';
 import { QueueSet } from '../components/shared/queue-set';
 import { sendLogged } from '../components/shared/shell';
-import { ControlBus } from '../transport/control-bus';
+import type { ControlBus } from '../transport/control-bus';
 import { BUSY_GAP_MS, MAX_BUSY_GAP_MS } from '../transport/send-gap';
-import { MongoStore } from '../updater/mongodb/store';
+import type { MongoStore } from '../updater/mongodb/store';
+import { mongoStoreModule } from '../updater/mongodb/load';
 import { UpdateWorker } from '../updater/update-worker';
 import { agentWorkerOptions } from './worker-options';
 import { AGENT_END_FILE } from '../components/pilot-launcher/launcher';
@@ -43,6 +44,7 @@ import { labelsOfNode } from '../components/shared/node-labels';
 import { Uplink } from './uplink';
 import { subAgentRunner, subAgentsHere } from './subagents/start';
 import { agentReady } from './agent-ready';
+import { linkControl } from './control-link';
 import { agentStartup } from './startup-phases';
 import { openAgentJournal, requeued, type AgentJournal } from './journal/journal';
 
@@ -152,6 +154,8 @@ export class Agent {
     // probed while the queues are built (an allocation's probe may run commands)
     const setup = launchSetup(allocation, this.log);
     const jobEnd = allocation.jobEnd((m) => this.warnings.push(m));
+    const { control, linked } = linkControl(cfg, this.log); // linked while the rest starts
+    this.control = control;
     // the task hops inside the agent are local queues (LocalQueue: the hot path is their
     // latency), and the UpdateWorkers take the components' notifications in this process
     const queueLog = this.log.child({ component: 'queues' });
@@ -334,13 +338,6 @@ export class Agent {
     // what the agent before this one had received and not started goes through again
     if (prior !== undefined && prior.queued.length > 0) input.onTasks(requeued(prior.queued));
 
-    const control = new ControlBus(
-      { in: cfg.addresses.controlUp, out: cfg.addresses.controlDown },
-      cfg.session,
-      this.log,
-      cfg.curve,
-    );
-    this.control = control;
     const life = this.lifecycle.core;
     this.relocation = relocationFor(cfg, this.log, {
       connections: () => ({
@@ -386,7 +383,7 @@ export class Agent {
     life.onStart();
     this.relocation?.core.onStart();
     try {
-      await control.ready();
+      await linked;
     } catch (e) {
       if (life.stopping) return; // shut down while starting: that is the news
       throw e;
@@ -410,6 +407,7 @@ export class Agent {
     const { mongodb, addresses, session } = this.cfg;
     if (mongodb !== undefined) {
       const log = this.log.child({ component: 'MongoStore' });
+      const { MongoStore } = mongoStoreModule(); // loaded only by an agent that uses it
       this.mongo = await MongoStore.open(mongodb.uri, session, { db: mongodb.db, logger: log });
       return { store: this.mongo };
     }

@@ -1,5 +1,4 @@
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { issuesText, ValidationError, type ValidationIssue } from '../errors';
 import type {
   AgentConfig,
@@ -24,94 +23,25 @@ import type {
   TaskRecord,
   Workload,
 } from '../generated';
-import agentConfig from '../../schemas/agent-config.schema.json';
-import controlMessage from '../../schemas/control-message.schema.json';
-import controlReply from '../../schemas/control-reply.schema.json';
-import controlRequest from '../../schemas/control-request.schema.json';
-import fileReply from '../../schemas/file-reply.schema.json';
-import fileRequest from '../../schemas/file-request.schema.json';
-import sandboxReply from '../../schemas/sandbox-reply.schema.json';
-import sandboxRequest from '../../schemas/sandbox-request.schema.json';
-import labels from '../../schemas/labels.schema.json';
-import notification from '../../schemas/notification.schema.json';
-import notificationBulk from '../../schemas/notification-bulk.schema.json';
-import pilotDescription from '../../schemas/pilot-description.schema.json';
-import pilotState from '../../schemas/pilot-state.schema.json';
-import publishedAddresses from '../../schemas/published-addresses.schema.json';
-import reason from '../../schemas/reason.schema.json';
-import routerConfig from '../../schemas/router-config.schema.json';
-import serviceReply from '../../schemas/service-reply.schema.json';
-import sessionOptions from '../../schemas/session-options.schema.json';
-import stagingDirective from '../../schemas/staging-directive.schema.json';
-import subAgentMessage from '../../schemas/subagent-message.schema.json';
-import storeReply from '../../schemas/store-reply.schema.json';
-import storeRequest from '../../schemas/store-request.schema.json';
-import taskBulk from '../../schemas/task-bulk.schema.json';
-import taskDescription from '../../schemas/task-description.schema.json';
-import taskRecord from '../../schemas/task-record.schema.json';
-import taskState from '../../schemas/task-state.schema.json';
-import waitReason from '../../schemas/wait-reason.schema.json';
-import workload from '../../schemas/workload.schema.json';
 
 /**
  * A task its agent hands back: a TaskRecord without its description, which the client holds
  * (the hot path does not carry it twice, and an agent cannot change what the client asked).
  */
-const { description: _description, ...handBackProperties } = taskRecord.properties;
-const handBack = {
-  ...taskRecord,
-  $id: 'https://pilotfish.dev/schemas/hand-back.schema.json',
-  title: 'HandBack',
-  description: 'A task record as its agent hands it back: without its description.',
-  required: taskRecord.required.filter((r) => r !== 'description'),
-  properties: handBackProperties,
-};
-
-/** A TaskRecord as an agent hands it back (see handBack). */
 export type HandBack = Omit<TaskRecord, 'description'>;
 
-// One Ajv per process; each schema is compiled once, when it is first used.
-const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
-addFormats(ajv);
-// an annotation for scripts/gen-types.js (json-schema-to-typescript): the TypeScript type of a
-// value the schema leaves open (a function's result is `unknown`, not an object)
-ajv.addKeyword({ keyword: 'tsType', schemaType: 'string' });
-ajv.addSchema([
-  reason,
-  taskState,
-  pilotState,
-  stagingDirective,
-  labels,
-  taskDescription,
-  pilotDescription,
-  taskRecord,
-  handBack,
-  taskBulk,
-  notification,
-  notificationBulk,
-  storeRequest,
-  storeReply,
-  waitReason,
-  controlMessage,
-  controlRequest,
-  controlReply,
-  fileRequest,
-  fileReply,
-  sandboxRequest,
-  sandboxReply,
-  agentConfig,
-  workload,
-  sessionOptions,
-  publishedAddresses,
-  routerConfig,
-  serviceReply,
-  subAgentMessage,
-]);
+/**
+ * The validator of schemas/<base>.schema.json, loaded when first used: Ajv's code for it,
+ * generated at build time (scripts/gen-validators.js), so that no process loads Ajv or
+ * compiles a schema to check a value (that took ~160 ms of every agent's start).
+ */
+function generated(base: string): () => ValidateFunction {
+  return () => generatedModule<{ validate: ValidateFunction }>(base).validate;
+}
 
-function compiled(schema: { $id: string }): ValidateFunction {
-  const v = ajv.getSchema(schema.$id);
-  if (v === undefined) throw new Error(`schema ${schema.$id} not registered`);
-  return v;
+function generatedModule<T>(base: string): T {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require(`../generated/validators/${base}`) as T;
 }
 
 /** Turns ajv's errors into issues that name the JSON path and what was allowed. */
@@ -262,14 +192,14 @@ export function validationCounts(): Readonly<Record<string, number>> {
 }
 
 /**
- * A parser that compiles its schema on first use: a process compiles only what it checks
- * (compiling all of them took ~180 ms of every agent's start).
+ * A parser that loads its schema's validator on first use: a process loads only what it
+ * checks.
  */
-function parser<T>(name: string, schema: { $id: string }): (input: unknown) => T {
+function parser<T>(name: string, load: () => ValidateFunction): (input: unknown) => T {
   let validate: ValidateFunction | undefined;
   counts[name] = 0;
   return (input: unknown): T => {
-    validate ??= compiled(schema);
+    validate ??= load();
     counts[name]!++;
     if (validate(input)) return input as T;
     const errors = validate.errors ?? [];
@@ -279,19 +209,34 @@ function parser<T>(name: string, schema: { $id: string }): (input: unknown) => T
   };
 }
 
-export const parseTaskDescription = parser<TaskDescription>('TaskDescription', taskDescription);
-export const parsePilotDescription = parser<PilotDescription>('PilotDescription', pilotDescription);
-export const parseTaskRecord = parser<TaskRecord>('TaskRecord', taskRecord);
-export const parseHandBack = parser<HandBack>('HandBack', handBack);
-export const parseTaskBulk = parser<TaskBulk>('TaskBulk', taskBulk);
-export const parseNotification = parser<Notification>('Notification', notification);
-export const parseNotificationBulk = parser<NotificationBulk>('NotificationBulk', notificationBulk);
-export const parseStoreRequest = parser<StoreRequest>('StoreRequest', storeRequest);
-export const parseStoreReply = parser<StoreReply>('StoreReply', storeReply);
-export const parseControlMessage = parser<ControlMessage>('ControlMessage', controlMessage);
-export const parseControlRequest = parser<ControlRequest>('ControlRequest', controlRequest);
-const parseControlEnvelope = parser<ControlReply>('ControlReply', controlReply);
-const controlResults = new Map<string, ValidateFunction>();
+export const parseTaskDescription = parser<TaskDescription>(
+  'TaskDescription',
+  generated('task-description'),
+);
+export const parsePilotDescription = parser<PilotDescription>(
+  'PilotDescription',
+  generated('pilot-description'),
+);
+export const parseTaskRecord = parser<TaskRecord>('TaskRecord', generated('task-record'));
+export const parseHandBack = parser<HandBack>('HandBack', generated('hand-back'));
+export const parseTaskBulk = parser<TaskBulk>('TaskBulk', generated('task-bulk'));
+export const parseNotification = parser<Notification>('Notification', generated('notification'));
+export const parseNotificationBulk = parser<NotificationBulk>(
+  'NotificationBulk',
+  generated('notification-bulk'),
+);
+export const parseStoreRequest = parser<StoreRequest>('StoreRequest', generated('store-request'));
+export const parseStoreReply = parser<StoreReply>('StoreReply', generated('store-reply'));
+export const parseControlMessage = parser<ControlMessage>(
+  'ControlMessage',
+  generated('control-message'),
+);
+export const parseControlRequest = parser<ControlRequest>(
+  'ControlRequest',
+  generated('control-request'),
+);
+const parseControlEnvelope = parser<ControlReply>('ControlReply', generated('control-reply'));
+let controlResults: Readonly<Record<string, ValidateFunction>> | undefined;
 
 /**
  * A reply read off a session's control socket, to a request of `op`: the envelope checked
@@ -300,14 +245,9 @@ const controlResults = new Map<string, ValidateFunction>();
 export function parseControlReply(op: ControlRequest['op'], input: unknown): ControlReply {
   const reply = parseControlEnvelope(input);
   if (!reply.ok) return reply;
-  let validate = controlResults.get(op);
-  if (validate === undefined) {
-    validate = ajv.getSchema(`${controlReply.$id}#/definitions/${op}`);
-    if (validate === undefined) {
-      throw new Error(`control-reply.schema.json has no definitions/${op}`);
-    }
-    controlResults.set(op, validate);
-  }
+  controlResults ??= generatedModule<{ results: typeof controlResults }>('control-reply').results!;
+  const validate = controlResults[op];
+  if (validate === undefined) throw new Error(`control-reply.schema.json has no definitions/${op}`);
   if (validate(reply.result)) return reply;
   const issues = narrowOneOf(validate.errors ?? []).map((i) => ({
     path: `/result${i.path === '/' ? '' : i.path}`,
@@ -315,35 +255,29 @@ export function parseControlReply(op: ControlRequest['op'], input: unknown): Con
   }));
   throw new ValidationError(`invalid ControlReply to '${op}': ${issuesText(issues)}`, issues);
 }
-export const parseAgentConfig = parser<AgentConfig>('AgentConfig', agentConfig);
-export const parseWorkload = parser<Workload>('Workload', workload);
-export const parseSessionOptions = parser<SessionOptionsInput>('SessionOptions', sessionOptions);
-export const parseFileRequest = parser<FileRequest>('FileRequest', fileRequest);
-export const parseFileReply = parser<FileReply>('FileReply', fileReply);
-export const parseSandboxRequest = parser<SandboxRequest>('SandboxRequest', sandboxRequest);
-export const parseSandboxReply = parser<SandboxReply>('SandboxReply', sandboxReply);
-export const parseRouterConfig = parser<RouterConfig>('RouterConfig', routerConfig);
-export const parseSubAgentMessage = parser<SubAgentMessage>('SubAgentMessage', subAgentMessage);
+export const parseAgentConfig = parser<AgentConfig>('AgentConfig', generated('agent-config'));
+export const parseWorkload = parser<Workload>('Workload', generated('workload'));
+export const parseSessionOptions = parser<SessionOptionsInput>(
+  'SessionOptions',
+  generated('session-options'),
+);
+export const parseFileRequest = parser<FileRequest>('FileRequest', generated('file-request'));
+export const parseFileReply = parser<FileReply>('FileReply', generated('file-reply'));
+export const parseSandboxRequest = parser<SandboxRequest>(
+  'SandboxRequest',
+  generated('sandbox-request'),
+);
+export const parseSandboxReply = parser<SandboxReply>('SandboxReply', generated('sandbox-reply'));
+export const parseRouterConfig = parser<RouterConfig>('RouterConfig', generated('router-config'));
+export const parseSubAgentMessage = parser<SubAgentMessage>(
+  'SubAgentMessage',
+  generated('subagent-message'),
+);
 /** A MongoDB session's `addresses` as read back from its `sessions` document. */
 export const parsePublishedAddresses = parser<PublishedAddresses>(
   'PublishedAddresses',
-  publishedAddresses,
+  generated('published-addresses'),
 );
-
-/**
- * A validator of `schema` on the project's Ajv (strict, every error, no coercion, no removal):
- * what an HTTP framework checks its requests with (the service's routes), so a route's body is
- * held to the same rules and `$ref`s into schemas/ as everything else. Its errors, through
- * narrowIssues, name the JSON path and what was allowed.
- */
-export function compileSchema(schema: object): ValidateFunction {
-  const id = (schema as { $id?: unknown }).$id;
-  if (typeof id === 'string') {
-    const known = ajv.getSchema(id);
-    if (known !== undefined) return known;
-  }
-  return ajv.compile(schema);
-}
 
 /** Ajv's errors as issues, oneOfs narrowed to what helps a person (as every parser reports). */
 export function narrowIssues(errors: readonly ErrorObject[]): ValidationIssue[] {

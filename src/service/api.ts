@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import { CONTROL_SCHEMAS } from '../client/control/handlers';
 import type { Logger } from '../lib/logger';
-import { compileSchema } from '../lib/validate';
+import { compileSchema } from '../lib/runtime-ajv';
 import type { RouterParts } from '../router/router';
 import { SERVICE_SCHEMAS } from './schemas';
 import { localRefs } from './openapi-refs';

@@ -11,6 +11,11 @@ import { BadMessages } from '../lib/bad-messages';
 
 type Listener = (msg: ControlMessage) => void;
 
+/** The longest wait between two probes of ready(). */
+const PROBE_MAX_MS = 20;
+/** Messages held for a bus's first listener, at most. */
+const EARLY_MAX = 1_000;
+
 type WithoutSession<T> = T extends unknown ? Omit<T, 'session'> : never;
 /** What a caller publishes: the bus stamps its own session on everything but probes. */
 export type OutgoingControl = WithoutSession<Exclude<ControlMessage, { type: 'probe' }>>;
@@ -28,6 +33,8 @@ export class ControlBus {
   private readonly pub: Publisher;
   private readonly sub: Subscriber;
   private readonly listeners = new Set<Listener>();
+  /** What came before the first listener, when asked to hold it (`holdEarly`). */
+  private early: ControlMessage[] | undefined;
   private readonly probes = new Map<string, { resolve: () => void; reject: (e: Error) => void }>();
   private readonly loop: Promise<void>;
 
@@ -39,7 +46,13 @@ export class ControlBus {
     private readonly log: Logger,
     /** An agent's keys: the client's control sockets are CURVE servers. */
     security?: ClientSecurity,
+    /**
+     * Holds what comes before the first listener for it (at most EARLY_MAX): a bus made early,
+     * to link while its owner starts, loses nothing sent to it meanwhile.
+     */
+    holdEarly = false,
   ) {
+    if (holdEarly) this.early = [];
     this.bad = new BadMessages(log);
     this.pub = new Publisher(addresses.in, security);
     this.sub = new Subscriber(addresses.out, security);
@@ -48,6 +61,9 @@ export class ControlBus {
 
   on(listener: Listener): () => void {
     this.listeners.add(listener);
+    const early = this.early ?? [];
+    this.early = undefined;
+    for (const msg of early) this.deliver(msg as Exclude<ControlMessage, { type: 'probe' }>);
     return () => this.listeners.delete(listener);
   }
 
@@ -69,13 +85,20 @@ export class ControlBus {
     const seen = new Promise<void>((resolve, reject) =>
       this.probes.set(nonce, { resolve, reject }),
     );
-    const send = (): void => void this.pub.publish({ type: 'probe', from: 'self', nonce });
+    // a probe is lost until the subscription reached the forwarder: sent again, soon at
+    // first (a start waits on this), then every PROBE_MAX_MS
+    let gap = 1;
+    let timer: NodeJS.Timeout | undefined;
+    const send = (): void => {
+      void this.pub.publish({ type: 'probe', from: 'self', nonce });
+      timer = setTimeout(send, gap);
+      gap = Math.min(gap * 2, PROBE_MAX_MS);
+    };
     send();
-    const timer = setInterval(send, 20);
     try {
       await withTimeout(seen, timeoutMs, 'control bus probe');
     } finally {
-      clearInterval(timer);
+      clearTimeout(timer);
       this.probes.delete(nonce);
     }
   }
@@ -94,6 +117,14 @@ export class ControlBus {
    * what the client's per-pilot uplinks receive (ControlUplinks).
    */
   deliver(msg: Exclude<ControlMessage, { type: 'probe' }>): void {
+    if (this.early !== undefined) {
+      // held for the first listener; past EARLY_MAX the oldest go (said in the log)
+      if (this.early.push(msg) > EARLY_MAX) {
+        const gone = this.early.shift()!;
+        this.log.warn('control message dropped before a listener', { type: gone.type });
+      }
+      return;
+    }
     for (const l of this.listeners) {
       try {
         l(msg);

@@ -2,7 +2,7 @@ import type { AgentConfig } from '../../generated';
 import { systemClock } from '../../lib/clock';
 import type { Logger } from '../../lib/logger';
 import { AddressFile } from '../../updater/embedded/address-file';
-import { AddressBoard } from '../../updater/mongodb/addresses';
+import { mongoAddressesModule } from '../../updater/mongodb/load';
 import { CLIENT_TIMEOUT_MS } from '../lifecycle/core';
 import { RelocationShell, type RelocationDeps } from './shell';
 
@@ -26,7 +26,7 @@ export function relocationFor(
     pilot: cfg.pilot,
     source: () =>
       mongodb !== undefined
-        ? AddressBoard.connect(mongodb.uri, mongodb.db)
+        ? mongoAddressesModule().AddressBoard.connect(mongodb.uri, mongodb.db)
         : Promise.resolve(new AddressFile(addressFile!)),
     addresses,
     heartbeatTimeoutMs: cfg.heartbeatTimeoutMs ?? CLIENT_TIMEOUT_MS,

@@ -1,7 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { compileSchema } from '../../lib/validate';
+import { compileSchema } from '../../lib/runtime-ajv';
 import type { Logger } from '../../lib/logger';
 import { errorHandler, sendError } from '../../service/errors';
 import { dashboardPage, sendTimeline } from '../../service/routes/dashboard';

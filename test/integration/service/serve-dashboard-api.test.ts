@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
-import { compileSchema } from '../../../src/lib/validate';
+import { compileSchema } from '../../../src/lib/runtime-ajv';
 import { runCli } from '../../support/cli';
 import { api, readEvents, type LiveService, serveInTempDir, stopServe } from '../../support/serve';
 

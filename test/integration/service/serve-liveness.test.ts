@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { chromium as playwright } from 'playwright-core';
 import { chromiumOrWhy } from '../../../bench/chromium';
 import type { PilotLiveness, SessionStatus } from '../../../src/generated';
-import { compileSchema } from '../../../src/lib/validate';
+import { compileSchema } from '../../../src/lib/runtime-ajv';
 import { runCli } from '../../support/cli';
 import { agentTrace } from '../../support/client-child';
 import { api, startServe, stopServe, type LiveService } from '../../support/serve';

@@ -43,13 +43,17 @@ describeSlurm("output 'stream' on a 2-node Slurm pilot", () => {
     }
     expect(hosts.size).toBe(2);
     // nothing left in the pilot's sandbox (no stdout or srun hostfile; each task's own
-    // directory stayed empty and was removed in the background): the output went into the
+    // directory stayed empty and was removed in the background, or kept by its helper as a
+    // spare for a later task's: a few per helper, not one per task): the output went into the
     // stream files its helpers opened when the agent started
     await gone(
       tasks.map((t) => t.sandbox!),
       10_000,
     );
-    expect(tree(sandbox).filter((p) => !before.includes(p))).toEqual([]);
+    const added = tree(sandbox).filter((p) => !before.includes(p));
+    const spares = added.filter((p) => /^\.pf-spare-\d+-\d+$/.test(p));
+    expect(added.filter((p) => !spares.includes(p))).toEqual([]);
+    expect(spares.length).toBeLessThanOrEqual(fx.pilot.cores);
     expect(tree(sandbox).filter((p) => p.endsWith('.pfout')).length).toBeGreaterThan(0);
   }, 180_000);
 });

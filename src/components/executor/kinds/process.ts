@@ -2,7 +2,7 @@ import type { Reason, TaskRecord } from '../../../generated';
 import { COMPONENTS } from '../../../states/task-model';
 import type { ExitedEvent, ProcessJob, SpawnSpec } from '../effects';
 import { buildLaunch, stepStatusPrefix, stepsReason, taskSteps } from '../launch';
-import { TASK_DIR_FAILURE, workdirOf } from '../../shared/workdir';
+import { TASK_DIR_FAILURE, removedWhenEmpty, workdirOf } from '../../shared/workdir';
 import type { ExecutorKind } from './kind';
 import { taskLimitsOf } from './limits';
 
@@ -38,7 +38,11 @@ export const processKind: ExecutorKind<ProcessJob> = {
         ? { ...base, stream: streamOf(task) }
         : { ...base, stdoutPath: `${sandbox}/stdout`, stderrPath: `${sandbox}/stderr` };
     // its own directory: its spawner helper makes it, first (workdir.ts madeAtSpawn)
-    if (launch.pilotSandbox !== undefined && sandbox !== launch.pilotSandbox) spec.mkdir = sandbox;
+    if (launch.pilotSandbox !== undefined && sandbox !== launch.pilotSandbox) {
+      spec.mkdir = sandbox;
+      // left empty, it would be removed (the AgentOutputStager): its helper may keep it instead
+      if (removedWhenEmpty(task.description)) spec.recycle = true;
+    }
     if (l.files.length > 0) spec.files = l.files;
     if (l.killScope !== undefined) spec.killScope = l.killScope;
     if (l.cpus !== undefined) spec.cpus = l.cpus;

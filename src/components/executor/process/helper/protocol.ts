@@ -118,6 +118,12 @@ interface SpawnBase {
    * so the agent need not make it. Its parent must exist.
    */
   mkdir?: string;
+  /**
+   * `mkdir` may be kept as a spare for a later task's (the C helper): after an exit 0 that
+   * left it empty, with nothing of the task left running, it is renamed to a spare beside it,
+   * which a later spawn's `mkdir` there is renamed from. The agent then finds it gone.
+   */
+  recycle?: boolean;
   /** Small files to write before the process starts (e.g. mpirun's hostfile). */
   files?: SpawnFile[];
   /** 'process': kills signal this process alone, not its group and session (srun). */

@@ -34,6 +34,7 @@ export function isSpawnRequest(m: unknown): m is SpawnRequest {
       (Array.isArray(s.cgroups) && s.cgroups.every((c) => typeof c === 'string'))) &&
     (s.cgroupLimits === undefined || isStrings(s.cgroupLimits)) &&
     (s.mkdir === undefined || typeof s.mkdir === 'string') &&
+    (s.recycle === undefined || typeof s.recycle === 'boolean') &&
     (s.files === undefined ||
       (Array.isArray(s.files) &&
         s.files.every(

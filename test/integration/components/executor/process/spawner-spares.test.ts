@@ -1,0 +1,130 @@
+/**
+ * Spare task directories (SpawnSpec.recycle): the C helper keeps the own directory a task left
+ * empty, after an exit 0 with nothing of the task left, as a spare beside it, reset to what a
+ * mkdir makes, and renames it into place for a later task's own directory; what it cannot
+ * vouch for stays where it is (the AgentOutputStager removes it, as the Node helper's).
+ */
+import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { FileSpawnSpec } from '../../../../../src/components/executor/effects';
+import {
+  SpawnerPool,
+  type SpawnerHelper,
+} from '../../../../../src/components/executor/process/spawner-pool';
+import { silentLogger } from '../../../../../src/lib/logger';
+import { Events, describeEachHelper } from './spawner-fixtures';
+
+describeEachHelper('own task directories left empty', (helper: SpawnerHelper) => {
+  let pool: SpawnerPool | undefined;
+  let events: Events;
+  let root = '';
+  let n = 0;
+
+  beforeAll(() => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-spares-'));
+  });
+  afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+  afterEach(async () => {
+    await pool?.close();
+    pool = undefined;
+  });
+
+  async function start(): Promise<SpawnerPool> {
+    events = new Events();
+    pool = await SpawnerPool.start({
+      count: 1,
+      logger: silentLogger,
+      handlers: events.handlers,
+      helper,
+    });
+    return pool;
+  }
+
+  /** A task in a directory of its own under `parent` (made by its helper), output beside it. */
+  function own(parent: string, script: string, recycle = true): FileSpawnSpec & { mkdir: string } {
+    const uid = `task.${++n}`;
+    const dir = path.join(parent, uid);
+    return {
+      uid,
+      executable: '/bin/sh',
+      args: ['-c', script],
+      env: {},
+      cwd: dir,
+      mkdir: dir,
+      ...(recycle ? { recycle: true } : {}),
+      stdoutPath: path.join(parent, `${uid}.out`),
+      stderrPath: path.join(parent, `${uid}.err`),
+    };
+  }
+
+  const spares = (parent: string): string[] =>
+    fs.readdirSync(parent).filter((f) => f.startsWith('.pf-spare-'));
+
+  async function run(s: FileSpawnSpec): Promise<number | null> {
+    pool!.spawn(s);
+    return (await events.exit(s.uid)).exitCode;
+  }
+
+  /** Whether this helper keeps spares here: the C one, tracking tasks by cgroup. */
+  const keeps = (p: SpawnerPool): boolean => helper === 'native' && p.tracking === 'cgroup';
+
+  it('are taken away after an exit 0 and become the next own directory, reset to 0700 and empty', async () => {
+    const p = await start();
+    const parent = fs.mkdtempSync(path.join(root, 'p-'));
+    // the first task opens its directory to everyone: the next must not inherit that
+    const first = own(parent, 'chmod 0777 . && test -z "$(ls -A)"');
+    expect(await run(first)).toBe(0);
+    if (!keeps(p)) {
+      expect(fs.existsSync(first.mkdir)).toBe(true); // the AgentOutputStager removes it
+      expect(spares(parent)).toEqual([]);
+      return;
+    }
+    expect(fs.existsSync(first.mkdir)).toBe(false);
+    const [spare] = spares(parent);
+    expect(spare).toMatch(/^\.pf-spare-\d+-\d+$/); // <helper pid>-<n>
+    expect(fs.statSync(path.join(parent, spare!)).mode & 0o7777).toBe(0o700);
+    const second = own(parent, 'stat -c %a .; ls -A | wc -l; pwd', false);
+    expect(await run(second)).toBe(0);
+    expect(fs.readFileSync(second.stdoutPath, 'utf8')).toBe(`700\n0\n${second.mkdir}\n`);
+    expect(spares(parent)).toEqual([]); // it was renamed into place
+    expect(fs.existsSync(second.mkdir)).toBe(true); // not asked to recycle: it stays
+  });
+
+  it('stay where they are when the task left something in them, failed, or did not ask', async () => {
+    await start();
+    const parent = fs.mkdtempSync(path.join(root, 'p-'));
+    const wrote = own(parent, 'echo x > result');
+    const failed = own(parent, 'exit 3');
+    const unasked = own(parent, 'true', false);
+    expect(await run(wrote)).toBe(0);
+    expect(await run(failed)).toBe(3);
+    expect(await run(unasked)).toBe(0);
+    expect(fs.readFileSync(path.join(wrote.mkdir, 'result'), 'utf8')).toBe('x\n');
+    expect(fs.readdirSync(failed.mkdir)).toEqual([]);
+    expect(fs.readdirSync(unasked.mkdir)).toEqual([]);
+    expect(spares(parent)).toEqual([]);
+  });
+
+  it('stay where they are while something the task started still runs', async () => {
+    await start();
+    const parent = fs.mkdtempSync(path.join(root, 'p-'));
+    // a leftover holds the directory as its working directory until the kill grace ends it
+    const left = own(parent, 'sleep 30 </dev/null >/dev/null 2>&1 & exit 0');
+    expect(await run(left)).toBe(0);
+    expect(fs.existsSync(left.mkdir)).toBe(true);
+    expect(spares(parent)).toEqual([]);
+  });
+
+  it('kept as spares are removed when the helper ends', async () => {
+    const p = await start();
+    const parent = fs.mkdtempSync(path.join(root, 'p-'));
+    expect(await run(own(parent, 'true'))).toBe(0);
+    expect(await run(own(parent, 'true'))).toBe(0);
+    expect(spares(parent)).toHaveLength(keeps(p) ? 1 : 0);
+    await p.close();
+    pool = undefined;
+    expect(spares(parent)).toEqual([]);
+  });
+});
