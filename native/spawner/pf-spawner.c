@@ -28,7 +28,9 @@
  *     {"ev":"status","running":[{"uid":S,"pid":N}...],"queued":[S...],"ended":[E...]}  E: the
  *      last 1,024 exited and failed events produced, oldest first, each exactly as it was sent
  *     {"ev":"started","uid":S,"pid":N,"t":MS}          MS: epoch ms (CLOCK_REALTIME, to the µs)
- *     {"ev":"exited","uid":S,"exitCode":N|null,"signal":"SIGTERM"|...|null,"t":MS,"oomKills"?:N}
+ *     {"ev":"exited","uid":S,"exitCode":N|null,"signal":"SIGTERM"|...|null,"t":MS,"oomKills"?:N,
+ *      "clean"?:true,"recycled"?:true}  clean: nothing of the task is left (its cgroup was
+ *      empty); recycled: its own directory became a spare (Spare directories)
  *      and for a 'stream' spawn "stdoutTail":B64,"stderrTail":B64,"stdoutBytes":N,"stderrBytes":N
  *     {"ev":"failed","uid":S,"code":"ENOENT"|...,"message":S}   the task never ran (a queued
  *      one dropped: "ECANCELED","canceled before it started")
@@ -368,9 +370,12 @@ typedef struct Output Output;
 
 static void buf_tails(Buf *b, const Output *o);
 
-/** `o`: a 'stream' spawn's output, whose tails the event carries; NULL for files. */
+/**
+ * `o`: a 'stream' spawn's output, whose tails the event carries; NULL for files. `clean`: nothing
+ * of the task is left (its cgroup was empty); `recycled`: its own directory became a spare.
+ */
 static void emit_exited(const char *uid, size_t ulen, int code, const char *signal,
-                        const Output *o, long oom) {
+                        const Output *o, long oom, bool clean, bool recycled) {
   size_t from = out.len;
   buf_str(&out, "{\"ev\":\"exited\",\"uid\":");
   buf_json(&out, uid, ulen);
@@ -385,6 +390,8 @@ static void emit_exited(const char *uid, size_t ulen, int code, const char *sign
     buf_str(&out, ",\"oomKills\":");
     buf_long(&out, oom);
   }
+  if (clean) buf_str(&out, ",\"clean\":true");
+  if (recycled) buf_str(&out, ",\"recycled\":true");
   buf_now(&out);
   buf_str(&out, "}\n");
   recent_add(from);
@@ -1031,14 +1038,14 @@ static bool dir_reset(int fd) {
   return true;
 }
 
-/** A task's own directory, left empty, becomes a spare; else it stays as it is. */
-static void keep_spare(const char *dir) {
-  if (spares_off || n_spares == SPARES_MAX) return;
+/** A task's own directory, left empty, becomes a spare (true); else it stays as it is. */
+static bool keep_spare(const char *dir) {
+  if (spares_off || n_spares == SPARES_MAX) return false;
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return;
+  if (fd < 0) return false;
   bool ok = dir_empty(fd) && dir_reset(fd);
   close(fd);
-  if (!ok) return;
+  if (!ok) return false;
   size_t pl = parent_len(dir);
   Buf p = {0};
   buf_add(&p, dir, pl);
@@ -1049,11 +1056,12 @@ static void keep_spare(const char *dir) {
   buf_char(&p, '\0');
   if (rename(dir, p.p) != 0) {
     free(p.p);
-    return;
+    return false;
   }
   spares[n_spares].path = p.p;
   spares[n_spares].parent_len = pl;
   n_spares++;
+  return true;
 }
 
 /** At the helper's end: its spares go. */
@@ -3464,15 +3472,15 @@ static void reap(void) {
     if (o != NULL) output_exit(o); /* its frames first, then the exit with its tails */
     char tmp[16];
     long oom = t->mem_limited ? oom_kills(t->serial) : 0; /* before task_ended removes it */
-    if (WIFSIGNALED(st)) {
-      emit_exited(t->uid, t->ulen, 0, signal_name(WTERMSIG(st), tmp, sizeof tmp), o, oom);
-    } else {
-      emit_exited(t->uid, t->ulen, WEXITSTATUS(st), NULL, o, oom);
-    }
     /* SIGTERM what it left; an own directory it left empty, after a clean exit, is a spare */
     bool clean = task_ended(t->serial, t->pid, t->process_only, t->has_cg);
-    if (clean && t->recycle_dir != NULL && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-      keep_spare(t->recycle_dir);
+    bool recycled = clean && t->recycle_dir != NULL && WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+                    keep_spare(t->recycle_dir);
+    if (WIFSIGNALED(st)) {
+      const char *sig = signal_name(WTERMSIG(st), tmp, sizeof tmp);
+      emit_exited(t->uid, t->ulen, 0, sig, o, oom, clean, recycled);
+    } else {
+      emit_exited(t->uid, t->ulen, WEXITSTATUS(st), NULL, o, oom, clean, recycled);
     }
     Followers line = t->behind;
     task_remove(t);

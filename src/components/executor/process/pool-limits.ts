@@ -190,7 +190,7 @@ export class PoolLimits implements TaskLimiter {
   }
 
   /** The task ended (or never started): its OOM kills, if it had a memory limit and any. */
-  ended(uid: string): OomKills | undefined {
+  ended(uid: string, _reported?: number, clean = false): OomKills | undefined {
     const task = this.tasks.get(uid);
     if (task === undefined) return undefined;
     this.tasks.delete(uid);
@@ -203,7 +203,7 @@ export class PoolLimits implements TaskLimiter {
         this.log.warn('cannot read the OOM kills of a task', { taskId: uid, ...err(e) });
       }
     }
-    if (task.pids !== undefined && this.keep(task.pids, task.dirs[0]![1])) return undefined;
+    if (task.pids !== undefined && this.keep(task.pids, task.dirs[0]![1], clean)) return undefined;
     this.remove(task.dirs.map(([, d]) => d));
     return kills > 0 ? { kills, limitBytes: task.memoryBytes! } : undefined;
   }
@@ -232,14 +232,16 @@ export class PoolLimits implements TaskLimiter {
   }
 
   /**
-   * Keeps an empty pids-only cgroup for the next task of the same pids.max: one read instead of
-   * an rmdir now and a mkdir and a write then (~35 us of the agent's CPU per task here).
+   * Keeps an empty pids-only cgroup for the next task of the same pids.max: one read (none when
+   * its helper saw the task's processes all gone, `clean`) instead of an rmdir now and a mkdir
+   * and a write then (~35 us of the agent's CPU per task here).
    */
-  private keep(pids: number, dir: string): boolean {
+  private keep(pids: number, dir: string, clean: boolean): boolean {
     const spare = this.spare.get(pids) ?? [];
     if (spare.length >= SPARE_MAX) return false;
     try {
-      if (readFileSync(path.join(dir, 'pids.current'), 'utf8').trim() !== '0') return false;
+      const empty = clean || readFileSync(path.join(dir, 'pids.current'), 'utf8').trim() === '0';
+      if (!empty) return false;
     } catch {
       return false;
     }

@@ -333,7 +333,8 @@ export class SpawnerPool {
           break;
         case 'exited': {
           const lost = h.lost.get(ev.uid);
-          const oom = this.limits.ended(ev.uid, ev.oomKills); // before forget() removes them
+          // before forget() removes them
+          const oom = this.limits.ended(ev.uid, ev.oomKills, ev.clean === true);
           this.forget(h, ev.uid);
           exited.push(exitedOf(ev, lost, oom));
           break;

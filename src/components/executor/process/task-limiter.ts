@@ -22,9 +22,10 @@ export interface TaskLimiter {
   request(spec: SpawnSpec): SpawnRequest;
   /**
    * The task ended (or never started): its OOM kills, if it had a memory limit and any;
-   * `reported`: those its helper read (cgroup v2).
+   * `reported`: those its helper read (cgroup v2); `clean`: its helper saw nothing of it left
+   * (its cgroup v2 was empty), so its cgroups here are empty too.
    */
-  ended(uid: string, reported?: number): OomKills | undefined;
+  ended(uid: string, reported?: number, clean?: boolean): OomKills | undefined;
   /** Every helper has exited and the task cgroups are gone: give back what was made. */
   close(): Promise<void>;
 }

@@ -213,6 +213,10 @@ export type HelperExit = {
   t?: number;
   /** OOM kills in the task's cgroup v2 (with a memory.max of cgroupLimits); absent: none. */
   oomKills?: number;
+  /** Nothing of the task is left: its cgroup was empty at its exit (the C helper). */
+  clean?: true;
+  /** Its own directory (SpawnSpec.recycle) became a spare for a later task's: it is gone. */
+  recycled?: true;
 } & Partial<ExitTails>;
 
 /** A spawn that never ran (or a queued one dropped). */

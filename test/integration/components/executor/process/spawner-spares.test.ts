@@ -4,17 +4,22 @@
  * mkdir makes, and renames it into place for a later task's own directory; what it cannot
  * vouch for stays where it is (the AgentOutputStager removes it, as the Node helper's).
  */
-import { afterAll, afterEach, beforeAll, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { FileSpawnSpec } from '../../../../../src/components/executor/effects';
 import {
   SpawnerPool,
+  nativeSpawner,
   type SpawnerHelper,
 } from '../../../../../src/components/executor/process/spawner-pool';
+import {
+  makeCgroupBase,
+  removeCgroupTree,
+} from '../../../../../src/components/executor/process/helper/task-cgroup';
 import { silentLogger } from '../../../../../src/lib/logger';
-import { Events, describeEachHelper } from './spawner-fixtures';
+import { Events, RawHelper, describeEachHelper } from './spawner-fixtures';
 
 describeEachHelper('own task directories left empty', (helper: SpawnerHelper) => {
   let pool: SpawnerPool | undefined;
@@ -128,3 +133,53 @@ describeEachHelper('own task directories left empty', (helper: SpawnerHelper) =>
     expect(spares(parent)).toEqual([]);
   });
 });
+
+// what the C helper's exit event says of the task's end (its cgroup, its directory)
+const base =
+  nativeSpawner() === undefined ? { why: 'dist/native/pf-spawner not built' } : makeCgroupBase();
+(('dir' in base ? describe : describe.skip) as typeof describe)(
+  `the C helper's exit event${'why' in base ? ` (skipped: ${base.why})` : ''}`,
+  () => {
+    let h: RawHelper | undefined;
+    let parent = '';
+    beforeAll(() => {
+      parent = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-spares-raw-'));
+    });
+    afterAll(async () => {
+      await h?.close();
+      if ('dir' in base) await removeCgroupTree(base.dir, 5_000);
+      fs.rmSync(parent, { recursive: true, force: true });
+    });
+
+    it('says `clean` when nothing of the task is left and `recycled` when its directory became a spare', async () => {
+      h = await RawHelper.start('native', ['--cgroup', (base as { dir: string }).dir]);
+      const spawn = (uid: string, script: string, recycle = true): void => {
+        const dir = path.join(parent, uid);
+        h!.send({
+          op: 'spawn',
+          uid,
+          executable: '/bin/sh',
+          args: ['-c', script],
+          env: {},
+          cwd: dir,
+          mkdir: dir,
+          recycle,
+          stdoutPath: '/dev/null',
+          stderrPath: '/dev/null',
+        });
+      };
+      spawn('a', 'true');
+      expect(await h.of('exited', 'a')).toMatchObject({ exitCode: 0, clean: true, recycled: true });
+      spawn('b', 'touch kept');
+      const b = await h.of('exited', 'b');
+      expect(b).toMatchObject({ exitCode: 0, clean: true });
+      expect(b).not.toHaveProperty('recycled');
+      spawn('c', 'sleep 30 </dev/null >/dev/null 2>&1 & exit 0');
+      const c = await h.of('exited', 'c');
+      expect(c).not.toHaveProperty('clean');
+      expect(c).not.toHaveProperty('recycled');
+      expect(await h.end()).toEqual({ code: 0, signal: null });
+      h = undefined;
+    });
+  },
+);
