@@ -2927,6 +2927,19 @@ static bool refused(const JVal *req, bool streamed) {
   return false;
 }
 
+/*
+ * The cgroup.procs files of the cgroup v1 directories moved into, kept open: the pool reuses a
+ * few pids cgroups for every task (and the way back is the same each time), so two opens and
+ * two closes per spawn become none. A write through a kept file that fails (its cgroup was
+ * removed) is tried once more through the path.
+ */
+#define PROCS_KEPT 128
+static struct {
+  char *path;
+  int fd;
+} procs_kept[PROCS_KEPT];
+static size_t procs_next; /* the slot the next new path takes (oldest first) */
+
 /** Writes our pid into `<dir><rel>/cgroup.procs`: the helper moves there. 0 or an errno. */
 static int move_into(const char *dir, const char *rel) {
   Buf p = {0};
@@ -2934,11 +2947,33 @@ static int move_into(const char *dir, const char *rel) {
   buf_str(&p, rel);
   buf_str(&p, "/cgroup.procs");
   buf_char(&p, '\0');
+  for (size_t i = 0; i < PROCS_KEPT; i++) {
+    if (procs_kept[i].path == NULL || strcmp(procs_kept[i].path, p.p) != 0) continue;
+    if (move_self(procs_kept[i].fd) == 0) {
+      free(p.p);
+      return 0;
+    }
+    close(procs_kept[i].fd); /* stale: opened again below */
+    free(procs_kept[i].path);
+    procs_kept[i].path = NULL;
+    break;
+  }
   int fd = open(p.p, O_WRONLY | O_CLOEXEC);
-  free(p.p);
   int e = fd < 0 ? errno : move_self(fd);
-  if (fd >= 0) close(fd);
-  return e;
+  if (fd < 0 || e != 0) {
+    if (fd >= 0) close(fd);
+    free(p.p);
+    return e;
+  }
+  size_t slot = procs_next;
+  procs_next = (procs_next + 1) % PROCS_KEPT;
+  if (procs_kept[slot].path != NULL) {
+    close(procs_kept[slot].fd);
+    free(procs_kept[slot].path);
+  }
+  procs_kept[slot].path = p.p;
+  procs_kept[slot].fd = fd;
+  return 0;
 }
 
 /** Back out of the first `n` of the cgroup v1 directories `dirs`: two levels up, where it was. */

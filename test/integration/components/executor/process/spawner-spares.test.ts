@@ -183,3 +183,61 @@ const base =
     });
   },
 );
+
+// the C helper keeps the cgroup.procs of the v1 cgroups it moves into open (SpawnSpec.cgroups)
+const pidsRoot = (() => {
+  const line = fs.existsSync('/proc/self/cgroup')
+    ? fs
+        .readFileSync('/proc/self/cgroup', 'utf8')
+        .split('\n')
+        .find((l) => /^\d+:pids:/.test(l))
+    : undefined;
+  const own =
+    line === undefined ? undefined : path.join('/sys/fs/cgroup/pids', line.split(':')[2]!);
+  return own !== undefined && fs.existsSync(own) && nativeSpawner() !== undefined ? own : undefined;
+})();
+(pidsRoot === undefined ? describe.skip : describe)(
+  `the C helper in cgroup v1 directories${pidsRoot === undefined ? ' (skipped: no cgroup v1 pids hierarchy here, or no C helper)' : ''}`,
+  () => {
+    let h: RawHelper | undefined;
+    const baseDir = path.join(pidsRoot ?? '/', `pf-spares-test-${process.pid}`);
+    let out = ''; // the tasks' stdout (a cgroup directory holds no files)
+    beforeAll(() => {
+      out = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-spares-v1-'));
+    });
+    afterAll(async () => {
+      await h?.close();
+      for (const d of [path.join(baseDir, 't'), baseDir]) if (fs.existsSync(d)) fs.rmdirSync(d);
+      fs.rmSync(out, { recursive: true, force: true });
+    });
+
+    it('starts a task in a v1 cgroup removed and made again since the last task in it', async () => {
+      const dir = path.join(baseDir, 't');
+      fs.mkdirSync(dir, { recursive: true });
+      h = await RawHelper.start('native');
+      const spawn = (uid: string): void =>
+        h!.send({
+          op: 'spawn',
+          uid,
+          executable: '/bin/sh',
+          args: ['-c', 'cat /proc/self/cgroup'],
+          env: {},
+          cwd: '/',
+          cgroups: [dir],
+          stdoutPath: path.join(out, `${uid}.out`),
+          stderrPath: '/dev/null',
+        });
+      const inside = `pids:${dir.slice('/sys/fs/cgroup/pids'.length)}\n`;
+      spawn('first');
+      expect(await h.of('exited', 'first')).toMatchObject({ exitCode: 0 });
+      expect(fs.readFileSync(path.join(out, 'first.out'), 'utf8')).toContain(inside);
+      fs.rmdirSync(dir); // what the helper kept open of it is stale now
+      fs.mkdirSync(dir);
+      spawn('again');
+      expect(await h.of('exited', 'again')).toMatchObject({ exitCode: 0 });
+      expect(fs.readFileSync(path.join(out, 'again.out'), 'utf8')).toContain(inside);
+      expect(await h.end()).toEqual({ code: 0, signal: null });
+      h = undefined;
+    });
+  },
+);
