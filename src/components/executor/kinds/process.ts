@@ -41,7 +41,8 @@ export const processKind: ExecutorKind<ProcessJob> = {
     if (launch.pilotSandbox !== undefined && sandbox !== launch.pilotSandbox) {
       spec.mkdir = sandbox;
       // left empty, it would be removed (the AgentOutputStager): its helper may keep it instead
-      if (removedWhenEmpty(task.description)) spec.recycle = true;
+      // (with output 'files' its stdout and stderr are in it: never empty)
+      if (task.output === 'stream' && removedWhenEmpty(task.description)) spec.recycle = true;
     }
     if (l.files.length > 0) spec.files = l.files;
     if (l.killScope !== undefined) spec.killScope = l.killScope;

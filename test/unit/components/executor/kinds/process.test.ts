@@ -49,6 +49,17 @@ describe('processKind: working directories', () => {
     expect([s.cwd, s.mkdir, s.stdoutPath]).toEqual([PILOT, '/sb/t1', '/sb/t1/stdout']);
   });
 
+  it("lets its helper keep a streamed task's own directory as a spare when it would be removed (recycle)", () => {
+    expect(specOf(exeTask('/sb/t1')).recycle).toBe(true);
+    // output 'files' puts stdout and stderr in it; sandbox: true keeps it; output directives
+    // stage from it; workdir 'pilot' makes none
+    expect(specOf({ ...exeTask('/sb/t1'), output: 'files' }).recycle).toBeUndefined();
+    expect(specOf(exeTask('/sb/t1', { sandbox: true })).recycle).toBeUndefined();
+    const staged = { outputStaging: [{ source: 'task://out', target: 'client:///tmp/out' }] };
+    expect(specOf(exeTask('/sb/t1', staged)).recycle).toBeUndefined();
+    expect(specOf(exeTask(PILOT, { workdir: 'pilot' })).recycle).toBeUndefined();
+  });
+
   it('runs one with an absolute workdir there', () => {
     expect(specOf(exeTask(PILOT, { workdir: '/data/run' })).cwd).toBe('/data/run');
   });
