@@ -103,6 +103,10 @@ export type SubAgentMessage =
           capBytes?: number;
         };
         mkdir?: string;
+        /**
+         * The node's C spawner helper may keep mkdir as a spare for a later task's own directory when the task exits 0 and leaves it empty (SpawnSpec.recycle).
+         */
+        recycle?: boolean;
         files?: {
           path: string;
           content: string;

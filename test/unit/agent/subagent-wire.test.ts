@@ -1,6 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { readSubAgentFrame, subAgentFrame } from '../../../src/agent/subagents/wire';
 import { encode } from '../../../src/transport/codec';
+import { processKind } from '../../../src/components/executor/kinds/process';
+import type { TaskRecord } from '../../../src/generated';
 
 const PEER = { session: 's1', pilot: 'p1', node: 'n3' };
 const base = { session: 's1', pilot: 'p1', node: 'n3' } as const;
@@ -44,6 +46,32 @@ describe('the sub-agent link wire', () => {
     for (const m of msgs) {
       expect(readSubAgentFrame(subAgentFrame(m as never), PEER)).toEqual({ ok: true, msg: m });
     }
+  });
+
+  it('carries the spawns the Executor prepares for a node (every field of its specs)', () => {
+    const task = (output: 'stream' | 'files'): TaskRecord => ({
+      uid: `t.${output}`,
+      attempt: 1,
+      state: 'AGENT_EXECUTING_PENDING',
+      session: 's1',
+      pilot: 'p1',
+      sandbox: `/sb/t.${output}`,
+      output,
+      slots: [{ node: 'n3', cores: [0], gpus: [] }],
+      description: { executable: '/bin/true', memPerRankMb: 64 },
+    });
+    const spawn = (['stream', 'files'] as const).map((o) => {
+      const r = processKind.prepare(task(o), `/sb/t.${o}`, {
+        mpirun: 'mpirun',
+        asRoot: false,
+        pilotSandbox: '/sb',
+      });
+      if (!r.ok) throw new Error(r.reason.message);
+      return r.job.spec;
+    });
+    expect(spawn[0]).toMatchObject({ mkdir: '/sb/t.stream', recycle: true });
+    const m = { type: 'ops', ...base, seq: 1, spawn, kill: [] };
+    expect(readSubAgentFrame(subAgentFrame(m as never), PEER)).toEqual({ ok: true, msg: m });
   });
 
   it('refuses what is not msgpack, breaks the schema (naming the path), or names another party', () => {
