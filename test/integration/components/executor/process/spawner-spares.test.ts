@@ -21,6 +21,24 @@ import {
 import { silentLogger } from '../../../../../src/lib/logger';
 import { Events, RawHelper, describeEachHelper } from './spawner-fixtures';
 
+type OwnDirSpec = FileSpawnSpec & { mkdir: string };
+
+/** A task in a directory of its own under `parent` (made by its helper), output beside it. */
+function ownDirSpec(parent: string, uid: string, script: string, recycle: boolean): OwnDirSpec {
+  const dir = path.join(parent, uid);
+  return {
+    uid,
+    executable: '/bin/sh',
+    args: ['-c', script],
+    env: {},
+    cwd: dir,
+    mkdir: dir,
+    ...(recycle ? { recycle: true } : {}),
+    stdoutPath: path.join(parent, `${uid}.out`),
+    stderrPath: path.join(parent, `${uid}.err`),
+  };
+}
+
 describeEachHelper('own task directories left empty', (helper: SpawnerHelper) => {
   let pool: SpawnerPool | undefined;
   let events: Events;
@@ -47,22 +65,9 @@ describeEachHelper('own task directories left empty', (helper: SpawnerHelper) =>
     return pool;
   }
 
-  /** A task in a directory of its own under `parent` (made by its helper), output beside it. */
-  function own(parent: string, script: string, recycle = true): FileSpawnSpec & { mkdir: string } {
-    const uid = `task.${++n}`;
-    const dir = path.join(parent, uid);
-    return {
-      uid,
-      executable: '/bin/sh',
-      args: ['-c', script],
-      env: {},
-      cwd: dir,
-      mkdir: dir,
-      ...(recycle ? { recycle: true } : {}),
-      stdoutPath: path.join(parent, `${uid}.out`),
-      stderrPath: path.join(parent, `${uid}.err`),
-    };
-  }
+  /** A task in a directory of its own under `parent`, with a fresh uid. */
+  const own = (parent: string, script: string, recycle = true): OwnDirSpec =>
+    ownDirSpec(parent, `task.${++n}`, script, recycle);
 
   const spares = (parent: string): string[] =>
     fs.readdirSync(parent).filter((f) => f.startsWith('.pf-spare-'));
@@ -153,21 +158,8 @@ const base =
 
     it('says `clean` when nothing of the task is left and `recycled` when its directory became a spare', async () => {
       h = await RawHelper.start('native', ['--cgroup', (base as { dir: string }).dir]);
-      const spawn = (uid: string, script: string, recycle = true): void => {
-        const dir = path.join(parent, uid);
-        h!.send({
-          op: 'spawn',
-          uid,
-          executable: '/bin/sh',
-          args: ['-c', script],
-          env: {},
-          cwd: dir,
-          mkdir: dir,
-          recycle,
-          stdoutPath: '/dev/null',
-          stderrPath: '/dev/null',
-        });
-      };
+      const spawn = (uid: string, script: string): void =>
+        h!.send({ op: 'spawn', ...ownDirSpec(parent, uid, script, true) });
       spawn('a', 'true');
       expect(await h.of('exited', 'a')).toMatchObject({ exitCode: 0, clean: true, recycled: true });
       spawn('b', 'touch kept');
