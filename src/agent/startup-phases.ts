@@ -1,8 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { ControlMessage } from '../generated';
-
-/** What agent_ready says of the agent's start (control-message.schema.json, startupMs). */
-export type StartupMs = NonNullable<Extract<ControlMessage, { type: 'agent_ready' }>['startupMs']>;
+import type { AgentStartup } from '../generated/control-message';
 
 /**
  * When each phase of this agent's start was done, in ms since its process started
@@ -10,13 +7,13 @@ export type StartupMs = NonNullable<Extract<ControlMessage, { type: 'agent_ready
  * so that a slow start shows where the time went (npm run bench -- e2e reports them).
  */
 export class StartupPhases {
-  private readonly marks: StartupMs = {};
+  private readonly marks: AgentStartup = {};
 
-  mark(phase: keyof StartupMs): void {
+  mark(phase: keyof AgentStartup): void {
     this.marks[phase] ??= Math.round(performance.now() * 1000) / 1000;
   }
 
-  get ms(): StartupMs {
+  get ms(): AgentStartup {
     return { ...this.marks };
   }
 }

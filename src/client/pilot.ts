@@ -1,11 +1,11 @@
 import type { ControlMessage, PilotDescription, PilotLiveness, Reason } from '../generated';
+import type { AgentStartup } from '../generated/control-message';
 import { labelsOfNode, type NodeLabels } from '../components/shared/node-labels';
 import { isFinalPilotState, type PilotState } from '../states/pilot-model';
 
 type AgentReady = Extract<ControlMessage, { type: 'agent_ready' }>;
 
-/** When each phase of an agent's start was done (Pilot.startup), in ms since its process started. */
-export type AgentStartup = NonNullable<AgentReady['startupMs']>;
+export type { AgentStartup };
 
 /** A pilot as the client sees it. */
 export class Pilot {

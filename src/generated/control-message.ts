@@ -46,39 +46,7 @@ export type ControlMessage =
        * The agent was started again in its allocation after the one before it died (agent.restarts), this many times: the client sends again the tasks it may never have received.
        */
       restarts?: number;
-      /**
-       * How the agent's start went, phase by phase: each is when the phase was done, in ms since its process started (the agent's own clock).
-       */
-      startupMs?: {
-        /**
-         * When its process had started and loaded the agent's code.
-         */
-        process?: number;
-        /**
-         * When its config was read and checked.
-         */
-        config?: number;
-        /**
-         * When its nodes, cores and launch methods were found (probes included).
-         */
-        resources?: number;
-        /**
-         * When its update workers were up, the store reached.
-         */
-        store?: number;
-        /**
-         * When its spawner helpers (and task cgroups) were ready, and its sub-agents' hub bound.
-         */
-        helpers?: number;
-        /**
-         * When its link to the client (the control bus) was up.
-         */
-        control?: number;
-        /**
-         * When it sent this message.
-         */
-        ready?: number;
-      };
+      startupMs?: AgentStartup;
     }
   | {
       type: 'agent_final';
@@ -174,3 +142,37 @@ export type ControlMessage =
       pilot: string;
       warning: string;
     };
+
+/**
+ * How the agent's start went, phase by phase: each is when the phase was done, in ms since its process started (the agent's own clock).
+ */
+export interface AgentStartup {
+  /**
+   * When its process had started and loaded the agent's code.
+   */
+  process?: number;
+  /**
+   * When its config was read and checked.
+   */
+  config?: number;
+  /**
+   * When its nodes, cores and launch methods were found (probes included).
+   */
+  resources?: number;
+  /**
+   * When its update workers were up, the store reached.
+   */
+  store?: number;
+  /**
+   * When its spawner helpers (and task cgroups) were ready, and its sub-agents' hub bound.
+   */
+  helpers?: number;
+  /**
+   * When its link to the client (the control bus) was up.
+   */
+  control?: number;
+  /**
+   * When it sent this message.
+   */
+  ready?: number;
+}
